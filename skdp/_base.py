@@ -1,0 +1,170 @@
+"""The one fit pipeline shared by every skdp linear estimator."""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from skdp._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
+from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
+from skdp.geometry import Constraint, L2Ball, Unconstrained
+from skdp.losses import GLMLoss, row_norms
+from skdp.privacy.accounting import RELATIONS
+from skdp.privacy.budget import check_budget
+from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
+
+__all__ = ["BaseDPLinearModel", "clip_rows"]
+
+# Scale clipped rows slightly inside the ball so that rounding never exceeds data_norm.
+_CLIP_SAFETY = 1.0 - 1e-12
+
+
+def clip_rows(X, data_norm: float):
+    """Scale every row of ``X`` to l2 norm at most ``data_norm`` (returns a new array).
+
+    A per-record map that looks at no other record, so it is applied before any
+    mechanism and costs no privacy.
+    """
+    norms = row_norms(X)
+    with np.errstate(divide="ignore"):
+        scale = np.minimum(1.0, data_norm * _CLIP_SAFETY / norms)
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.diags(scale) @ X)
+    return X * scale[:, None]
+
+
+class BaseDPLinearModel(BaseEstimator):
+    """Shared fit pipeline: validate, check the budget, clip, plan, solve, re-account.
+
+    Subclasses provide the loss and the target encoding (:meth:`_encode_targets`) and
+    store the label information they need.
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="right")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "solver": [StrOptions(set(SOLVERS)), BaseDPSolver],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "data_norm": [Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "constraint": [StrOptions({"l2"}), None],
+        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "accountant": [StrOptions({"auto", "gaussian", "rdp", "pld"})],
+        "neighboring": [StrOptions(set(RELATIONS))],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    # -- hooks -----------------------------------------------------------------------------
+    @abstractmethod
+    def _encode_targets(self, y: np.ndarray) -> tuple[np.ndarray, GLMLoss, dict]:
+        """Targets for the loss, the loss, and fitted label attributes to set."""
+
+    # -- shared helpers ----------------------------------------------------------------------
+    def _row_norm_bound(self) -> float:
+        # The intercept is a constant feature of value data_norm (so that it is on the scale
+        # of the features); the augmented row norm is at most sqrt(2) * data_norm.
+        return self.data_norm * (math.sqrt(2.0) if self.fit_intercept else 1.0)
+
+    def _design_matrix(self, X):
+        """Clipped rows, plus the constant intercept feature."""
+        Xc = clip_rows(X, self.data_norm)
+        if not self.fit_intercept:
+            return Xc
+        n = Xc.shape[0]
+        if sp.issparse(Xc):
+            return sp.hstack([Xc, sp.csr_matrix(np.full((n, 1), self.data_norm))], format="csr")
+        return np.hstack([Xc, np.full((n, 1), self.data_norm)])
+
+    def _make_constraint(self) -> Constraint:
+        if self.constraint is None:
+            return Unconstrained()
+        if self.radius is None:
+            raise IncompatibleSolverError(
+                f"constraint={self.constraint!r} needs a public radius; set radius to a "
+                "positive number."
+            )
+        return L2Ball(float(self.radius))
+
+    # -- fit -------------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model with the configured private solver.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; rows are clipped to ``data_norm`` (``X`` is not modified).
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=False,
+            multi_output=False,
+        )
+        solver = get_solver(self.solver)
+        budget = check_budget(
+            self.epsilon, self.delta, needs_delta=solver.needs_delta,
+            n_samples=X.shape[0], solver_name=solver.name,
+        )
+        Y, loss, label_attrs = self._encode_targets(y)
+        design = self._design_matrix(X)
+        n_features = X.shape[1]
+        spec = ProblemSpec(
+            n_samples=X.shape[0],
+            n_params=design.shape[1],
+            n_outputs=Y.shape[1],
+            n_penalized=n_features,
+            row_norm_bound=self._row_norm_bound(),
+            loss=loss,
+            constraint=self._make_constraint(),
+            alpha=float(self.alpha),
+        )
+        problem = Problem.build(design, Y, spec)
+        result = solver.solve(
+            problem, budget, self.random_state,
+            accountant=self.accountant, relation=self.neighboring,
+        )
+        # Independent re-accounting of the ledger the solver says it ran.
+        spent = result.ledger.spent()
+        if budget.is_private and not spent.epsilon <= budget.epsilon:
+            raise PrivacyAccountingError(
+                f"re-accounting the ledger gives epsilon={spent.epsilon} > {budget.epsilon}."
+            )
+        W = result.coef
+        # Everything below is set only after the whole fit succeeded.
+        for name, value in label_attrs.items():
+            setattr(self, name, value)
+        self.coef_ = np.ascontiguousarray(W[:n_features].T)
+        if self.fit_intercept:
+            self.intercept_ = W[n_features] * self.data_norm
+        else:
+            self.intercept_ = np.zeros(W.shape[1])
+        self.n_iter_ = result.n_iter
+        self.solver_ = solver
+        self.privacy_ledger_ = result.ledger
+        self.privacy_spent_ = spent
+        self.privacy_plan_ = result.plan
+        return self
+
+    def _decision_scores(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        Xc = clip_rows(X, self.data_norm)
+        return np.asarray(Xc @ self.coef_.T) + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = False
+        return tags

@@ -1,0 +1,205 @@
+"""Differentially private logistic regression."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+
+from skdp._base import BaseDPLinearModel
+from skdp.losses import LogisticLoss, MultinomialLogisticLoss
+
+__all__ = ["DPLogisticRegression"]
+
+
+class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
+    """Logistic regression with (epsilon, delta)-differential privacy.
+
+    Minimises ``mean_i loss_i + (alpha / 2) ||coef||^2`` (binary logistic loss for two
+    classes, multinomial with ONE joint calibration for more) with a private solver.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget, in ``(0, inf]``. ``inf`` fits without privacy (a
+        :class:`~skdp.exceptions.PrivacyLeakWarning` is emitted).
+    delta : float, default=1e-5
+        Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``.
+    solver : str or solver object, default="gd"
+        A name from :data:`skdp.solvers.SOLVERS` (``"gd"``, ``"svrg"``, ``"svrg++"``) or a
+        solver instance (``DPSVRG(batch_size=64)``) whose parameters nest as
+        ``solver__batch_size`` in parameter grids.
+    alpha : float, default=1e-2
+        L2 strength in ``mean_i loss_i + (alpha / 2) ||coef||^2`` (the intercept is not
+        penalised). ``"svrg"`` needs ``alpha > 0``.
+    data_norm : float, default=1.0
+        Public bound on the l2 norm of a row of ``X``: rows are clipped to it in ``fit``
+        and ``predict``. Never computed from the data: choose it from domain knowledge
+        or a data-independent preprocessing.
+    fit_intercept : bool, default=True
+        Fit an intercept, as an extra feature of constant value ``data_norm`` (the
+        augmented row norm bound ``sqrt(2) data_norm`` enters the sensitivity).
+    constraint : {"l2"} or None, default=None
+        Constrain ``coef`` to the l2 ball of radius ``radius``.
+    radius : float, default=None
+        Public radius of the constraint.
+    accountant : {"auto", "gaussian", "rdp", "pld"}, default="auto"
+        How the privacy loss is accounted: ``"auto"`` uses each solver's tightest sound
+        accountant (exact closed form for ``"gd"``, RDP for ``"svrg"``).
+    neighboring : {"replace_one", "add_remove"}, default="replace_one"
+        Neighbouring relation of the guarantee. ``"add_remove"`` is accepted only where a
+        solver is accounted as such (``"gd"``; ``"svrg"`` with ``sampling="poisson"``).
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Source of the noise. ``None`` draws fresh OS entropy: use it for real releases.
+        An integer makes the noise reproducible by anyone who knows it.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels. The label SET is treated as public (it is read from ``y``).
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int
+        Number of noisy gradient steps run (fixed in advance, data-independent).
+    privacy_spent_ : PrivacySpent
+        ``(epsilon, delta)`` spent, from re-accounting the ledger.
+    privacy_ledger_ : PrivacyLedger
+        The ``dp_accounting`` event of everything that ran, its accountant and relation.
+    privacy_plan_ : Plan
+        The public plan (iteration counts, noise levels, step size).
+    solver_ : BaseDPSolver
+        The solver object used.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+
+    Notes
+    -----
+    The privacy unit is one training example (row and label); the guarantee covers
+    ``coef_`` and ``intercept_`` and everything derived from them. Hyper-parameter
+    searches (for example ``GridSearchCV`` over ``epsilon``) release one model per fit and
+    compose: the total cost is the sum over all fits, which skdp does not hide.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skdp import DPLogisticRegression
+    >>> X, y = make_classification(n_samples=500, random_state=0)
+    >>> clf = DPLogisticRegression(epsilon=1.0, delta=1e-5, data_norm=5.0, random_state=0)
+    >>> clf.fit(X, y).privacy_spent_.epsilon <= 1.0
+    True
+    """
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=1e-5,
+        *,
+        solver="gd",
+        alpha=1e-2,
+        data_norm=1.0,
+        fit_intercept=True,
+        constraint=None,
+        radius=None,
+        accountant="auto",
+        neighboring="replace_one",
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.solver = solver
+        self.alpha = alpha
+        self.data_norm = data_norm
+        self.fit_intercept = fit_intercept
+        self.constraint = constraint
+        self.radius = radius
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.random_state = random_state
+
+    def _encode_targets(self, y):
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                "DPLogisticRegression needs samples of at least 2 classes in y; got only "
+                f"one class ({classes[0]!r})."
+            )
+        if classes.size == 2:
+            Y = np.where(y == classes[1], 1.0, -1.0)[:, None]
+            return Y, LogisticLoss(), {"classes_": classes}
+        Y = (y[:, None] == classes[None, :]).astype(float)
+        return Y, MultinomialLogisticLoss(), {"classes_": classes}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # At the default epsilon=1 a private model fitted on the 100-300 samples of
+        # scikit-learn's toy checks is noise-dominated by design: the 0.83 accuracy bar of
+        # check_classifiers_train is not a fair test of it (it passes at epsilon=inf).
+        tags.classifier_tags.poor_score = True
+        return tags
+
+    def decision_function(self, X):
+        """Confidence scores: the signed score of ``classes_[1]`` for binary problems.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        scores = self._decision_scores(X)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self._decision_scores(X)
+        if scores.shape[1] == 1:
+            p = expit(scores[:, 0])
+            return np.column_stack([1.0 - p, p])
+        return np.exp(MultinomialLogisticLoss.log_proba(scores))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self._decision_scores(X)
+        if scores.shape[1] == 1:
+            s = scores[:, 0]
+            return np.column_stack([-np.logaddexp(0, s), -np.logaddexp(0, -s)])
+        return MultinomialLogisticLoss.log_proba(scores)
+
+    def predict(self, X):
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self._decision_scores(X)
+        if scores.shape[1] == 1:
+            return self.classes_[(scores[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]

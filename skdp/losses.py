@@ -1,0 +1,116 @@
+"""Pointwise generalised-linear-model losses with the derivative bounds privacy needs.
+
+A GLM loss is ``phi(z, y)`` evaluated at the linear scores ``z = x^T W`` (``K`` outputs).
+The per-example gradient with respect to ``W`` is the outer product ``x phi'(z, y)^T``,
+whose Frobenius norm is ``||x||_2 ||phi'(z, y)||_2``. Every sensitivity in skdp is built
+from the declared constants below times a public bound on ``||x||_2``, never from data.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit, log_softmax, logsumexp, softmax
+
+__all__ = [
+    "GLMLoss",
+    "LogisticLoss",
+    "MultinomialLogisticLoss",
+    "clip_coefficients",
+    "row_norms",
+]
+
+
+class GLMLoss(ABC):
+    """Base class of GLM losses ``phi(z, y)``, ``z`` in ``R^K``.
+
+    Attributes
+    ----------
+    derivative_bound : float
+        ``sup_{z, y} ||phi'(z, y)||_2``: with rows ``||x|| <= X`` the per-example gradient
+        norm is at most ``derivative_bound * X``.
+    derivative_diameter : float
+        ``sup_{z, z', y} ||phi'(z, y) - phi'(z', y)||_2``: bounds the norm of the
+        difference of one record's gradients at two parameters (SVRG corrections).
+    curvature_bound : float
+        ``sup ||d^2 phi / dz^2||_op``: the mean loss is ``curvature_bound * X^2``-smooth.
+    """
+
+    derivative_bound: float
+    derivative_diameter: float
+    curvature_bound: float
+
+    @abstractmethod
+    def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """Per-example losses, shape ``(n,)``, for scores ``Z`` of shape ``(n, K)``."""
+
+    @abstractmethod
+    def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """``phi'(z_i, y_i)`` for every row, shape ``(n, K)``."""
+
+
+class LogisticLoss(GLMLoss):
+    """Binary logistic loss ``log(1 + exp(-y z))`` with ``y`` in ``{-1, +1}``, ``K = 1``.
+
+    ``phi'(z, y) = -y expit(-y z)`` lies in ``(-1, 0)`` for ``y = 1`` and in ``(0, 1)`` for
+    ``y = -1``: so ``|phi'| <= 1`` and, for a fixed label, two derivatives differ by at
+    most 1 (an interval of length 1). ``phi'' = expit(z) expit(-z) <= 1/4``.
+    """
+
+    derivative_bound = 1.0
+    derivative_diameter = 1.0
+    curvature_bound = 0.25
+
+    def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.logaddexp(0.0, -Y[:, 0] * Z[:, 0])
+
+    def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return -Y * expit(-Y * Z)
+
+
+class MultinomialLogisticLoss(GLMLoss):
+    """Multinomial logistic loss ``logsumexp(z) - z_y`` with one-hot ``Y``, ``K`` classes.
+
+    ``phi'(z, y) = softmax(z) - e_y``; its squared norm is
+    ``(1 - p_y)^2 + sum_{k != y} p_k^2 <= 2 (1 - p_y)^2 <= 2``, so ``||phi'|| <= sqrt(2)``;
+    two softmax vectors differ by at most ``||e_j - e_k|| = sqrt(2)`` (the simplex's
+    diameter). The Hessian ``diag(p) - p p^T`` has operator norm at most ``1/2``.
+    """
+
+    derivative_bound = float(np.sqrt(2.0))
+    derivative_diameter = float(np.sqrt(2.0))
+    curvature_bound = 0.5
+
+    def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return logsumexp(Z, axis=1) - np.sum(Z * Y, axis=1)
+
+    def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return softmax(Z, axis=1) - Y
+
+    @staticmethod
+    def log_proba(Z: np.ndarray) -> np.ndarray:
+        """Log class probabilities for scores ``Z``."""
+        return log_softmax(Z, axis=1)
+
+
+def row_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:
+    """Euclidean norm of every row of a dense array or sparse matrix."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def clip_coefficients(D: np.ndarray, norms: np.ndarray, clip_norm: float) -> np.ndarray:
+    """Clip per-example gradients ``x_i d_i^T`` to Frobenius norm ``clip_norm``.
+
+    The per-example gradient of a GLM is the outer product of the row ``x_i`` and the
+    loss derivative ``d_i``; its norm is ``||x_i|| ||d_i||``. Clipping it therefore only
+    rescales ``d_i`` by ``min(1, clip_norm / (||x_i|| ||d_i||))``: no ``n x d`` array is
+    formed. ``norms`` holds the row norms ``||x_i||``.
+    """
+    grad_norms = norms * np.linalg.norm(D, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(grad_norms > clip_norm, clip_norm / grad_norms, 1.0)
+    return D * scale[:, None]

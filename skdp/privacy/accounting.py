@@ -1,0 +1,389 @@
+"""Privacy accounting on top of ``dp_accounting``: events, ledgers and calibration.
+
+``dp_accounting.DpEvent`` objects are the only currency between solvers and accounting.
+Three accountants are available, named by strings so that estimators stay clonable:
+
+``"gaussian"``
+    Exact closed form for compositions of *non-subsampled* Gaussian releases. The
+    privacy-loss distribution of a Gaussian release with sensitivity ``Delta`` and noise
+    ``sigma`` is that of ``mu``-GDP with ``mu = Delta / sigma``, and ``T`` such releases
+    compose to ``mu = sqrt(sum_t mu_t^2)`` (Dong, Roth & Su 2022, Cor. 3.3). The
+    ``(epsilon, delta)`` curve of ``mu``-GDP is the analytic Gaussian formula of
+    Balle & Wang (2018, Thm. 8). This is tight, so it needs less noise than RDP or PLD.
+``"rdp"``
+    ``dp_accounting``'s Renyi-DP accountant (supports sampling without replacement under
+    replace-one).
+``"pld"``
+    ``dp_accounting``'s privacy-loss-distribution accountant (tight for Poisson sampling
+    under add/remove; a pessimistic discretisation).
+
+The same ``GaussianDpEvent(noise_multiplier)`` means different mechanisms to the RDP and
+PLD accountants under replace-one (the PLD accountant measures the noise multiplier
+relative to *half* the replace-one sensitivity). :func:`gaussian_noise_multiplier` is the
+one place where a noise multiplier is derived from ``(sigma, sensitivity)``; every
+Gaussian event in skdp is built through it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+import dp_accounting as dpa
+from dp_accounting import dp_event as dpe
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+from skdp.exceptions import BudgetError, IncompatibleSolverError, PrivacyAccountingError
+from skdp.privacy.budget import Budget
+
+__all__ = [
+    "ACCOUNTANTS",
+    "RELATIONS",
+    "GaussianAccountant",
+    "PrivacyLedger",
+    "PrivacySpent",
+    "analytic_gaussian_multiplier",
+    "calibrate_noise_multiplier",
+    "epsilon_spent",
+    "gaussian_event",
+    "gaussian_log_delta",
+    "gaussian_noise_multiplier",
+    "make_accountant",
+    "subsampled_gaussian_event",
+]
+
+ACCOUNTANTS: tuple[str, ...] = ("gaussian", "rdp", "pld")
+RELATIONS: tuple[str, ...] = ("replace_one", "add_remove")
+
+# PLD discretisation: smaller is tighter and slower; the result is always an upper bound.
+PLD_DISCRETIZATION = 1e-4
+
+_RELATION = {
+    "replace_one": dpa.NeighboringRelation.REPLACE_ONE,
+    "add_remove": dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+}
+
+
+def _check_names(accountant: str, relation: str) -> None:
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}.")
+    if relation not in RELATIONS:
+        raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}.")
+
+
+# ---------------------------------------------------------------------------------------
+# Exact Gaussian (mu-GDP) curve
+# ---------------------------------------------------------------------------------------
+def gaussian_log_delta(mu: float, epsilon: float) -> float:
+    """Log of the exact delta(epsilon) of ``mu``-GDP.
+
+    ``delta(eps) = Phi(mu/2 - eps/mu) - exp(eps) Phi(-mu/2 - eps/mu)`` (Balle & Wang 2018,
+    Thm. 8; Dong, Roth & Su 2022, Cor. 2.13), evaluated in log space.
+    """
+    if mu <= 0.0:
+        return -math.inf
+    if math.isinf(mu):
+        return 0.0
+    if math.isinf(epsilon):
+        return -math.inf
+    a = float(log_ndtr(mu / 2.0 - epsilon / mu))
+    b = epsilon + float(log_ndtr(-mu / 2.0 - epsilon / mu))
+    if b >= a:
+        return -math.inf
+    return a + math.log1p(-math.exp(b - a))
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest epsilon (rounded up, verified) with delta(epsilon) <= delta for mu-GDP."""
+    if mu == 0.0:
+        return 0.0
+    if math.isinf(mu) or delta <= 0.0:
+        return math.inf
+    log_target = math.log(delta)
+    if gaussian_log_delta(mu, 0.0) <= log_target:
+        return 0.0
+    hi = 1.0
+    while gaussian_log_delta(mu, hi) > log_target:
+        hi *= 2.0
+    eps = brentq(lambda e: gaussian_log_delta(mu, e) - log_target, 0.0, hi, xtol=1e-14)
+    # brentq returns a root to within xtol on either side: step up until verified.
+    while gaussian_log_delta(mu, eps) > log_target:
+        eps = eps * (1.0 + 1e-12) + 1e-15
+    return eps
+
+
+class GaussianAccountant(dpa.PrivacyAccountant):
+    """Exact accountant for compositions of non-subsampled Gaussian releases.
+
+    A ``GaussianDpEvent(z)`` is read as a Gaussian release whose noise is ``z`` times the
+    l2 sensitivity under the accountant's neighbouring relation (the RDP convention).
+    ``T`` releases with multipliers ``z_t`` are exactly ``mu``-GDP with
+    ``mu^2 = sum_t 1 / z_t^2``. Subsampled events are not supported (use ``"rdp"`` or
+    ``"pld"``).
+    """
+
+    def __init__(self, neighboring_relation: dpa.NeighboringRelation) -> None:
+        super().__init__(neighboring_relation)
+        self._mu_squared = 0.0
+
+    def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
+        if isinstance(event, dpe.NoOpDpEvent):
+            return None
+        if isinstance(event, dpe.NonPrivateDpEvent):
+            if do_compose:
+                self._mu_squared = math.inf
+            return None
+        if isinstance(event, dpe.GaussianDpEvent):
+            if do_compose:
+                z = event.noise_multiplier
+                self._mu_squared += math.inf if z == 0 else count / (z * z)
+            return None
+        if isinstance(event, dpe.SelfComposedDpEvent):
+            return self._maybe_compose(event.event, count * event.count, do_compose)
+        if isinstance(event, dpe.ComposedDpEvent):
+            for sub in event.events:
+                err = self._maybe_compose(sub, count, do_compose)
+                if err is not None:
+                    return err
+            return None
+        return self.CompositionErrorDetails(
+            invalid_event=event,
+            error_message="the exact Gaussian accountant handles only compositions of "
+            "non-subsampled GaussianDpEvents",
+        )
+
+    @property
+    def mu(self) -> float:
+        """The GDP parameter of everything composed so far."""
+        return math.sqrt(self._mu_squared)
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return _gdp_epsilon(self.mu, target_delta)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        return math.exp(gaussian_log_delta(self.mu, target_epsilon))
+
+
+def make_accountant(accountant: str, relation: str = "replace_one") -> dpa.PrivacyAccountant:
+    """A fresh accountant of the named kind for the named neighbouring relation."""
+    _check_names(accountant, relation)
+    rel = _RELATION[relation]
+    if accountant == "gaussian":
+        return GaussianAccountant(rel)
+    if accountant == "rdp":
+        return rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
+    return pld_privacy_accountant.PLDAccountant(
+        neighboring_relation=rel, value_discretization_interval=PLD_DISCRETIZATION
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Building events: the ONE place that turns (sigma, sensitivity) into a noise multiplier
+# ---------------------------------------------------------------------------------------
+def gaussian_noise_multiplier(
+    sigma: float, sensitivity: float, *, accountant: str, relation: str
+) -> float:
+    """Noise multiplier that makes ``GaussianDpEvent`` describe ``N(0, sigma^2 I)``.
+
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the Gaussian noise added to the query.
+    sensitivity : float
+        l2 sensitivity of the query under ``relation`` (for replace-one: the largest
+        change when one record is replaced by any other).
+    accountant, relation : str
+        The accountant that will read the event, and the neighbouring relation.
+
+    Notes
+    -----
+    dp_accounting 0.6 reads ``GaussianDpEvent(z)`` as noise ``z * Delta`` for the RDP
+    accountant under any relation and for the PLD accountant under add/remove, but for the
+    PLD accountant under replace-one as noise ``z * Delta / 2`` (its replace-one pair
+    shifts the mean by ``+-1/z``). Hence ``z = sigma / (Delta / 2)`` there.
+    """
+    _check_names(accountant, relation)
+    if sensitivity < 0 or sigma < 0:
+        raise ValueError("sigma and sensitivity must be non-negative.")
+    if sensitivity == 0:
+        return math.inf
+    if accountant == "pld" and relation == "replace_one":
+        return sigma / (sensitivity / 2.0)
+    return sigma / sensitivity
+
+
+def gaussian_event(
+    sigma: float, sensitivity: float, *, accountant: str, relation: str
+) -> dpe.DpEvent:
+    """The ``DpEvent`` of one release ``q(D) + N(0, sigma^2 I)`` with the given sensitivity."""
+    if sensitivity == 0:
+        return dpe.NoOpDpEvent()
+    if sigma == 0:
+        return dpe.NonPrivateDpEvent()
+    z = gaussian_noise_multiplier(sigma, sensitivity, accountant=accountant, relation=relation)
+    return dpe.GaussianDpEvent(z)
+
+
+def subsampled_gaussian_event(
+    sigma: float,
+    sensitivity: float,
+    *,
+    n_samples: int,
+    batch_size: int,
+    sampling: str,
+    accountant: str,
+    relation: str,
+) -> dpe.DpEvent:
+    """The ``DpEvent`` of a Gaussian release computed on a random batch.
+
+    ``sampling="without_replacement"``: a uniform subset of exactly ``batch_size`` records
+    (replace-one only, RDP accountant; Wang, Balle & Kasiviswanathan 2019, Thm. 27).
+    ``sampling="poisson"``: each record independently with probability
+    ``batch_size / n_samples`` (add/remove; RDP or PLD accountant).
+    ``sensitivity`` is that of the batch query under ``relation``.
+    """
+    if sigma == 0:
+        return dpe.NonPrivateDpEvent()
+    inner = gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation)
+    if sampling == "without_replacement":
+        return dpe.SampledWithoutReplacementDpEvent(n_samples, batch_size, inner)
+    if sampling == "poisson":
+        return dpe.PoissonSampledDpEvent(batch_size / n_samples, inner)
+    raise ValueError(f"sampling must be 'without_replacement' or 'poisson', got {sampling!r}.")
+
+
+# ---------------------------------------------------------------------------------------
+# Spending and calibration
+# ---------------------------------------------------------------------------------------
+class PrivacySpent(NamedTuple):
+    """``(epsilon, delta)`` actually spent, from re-accounting a ledger."""
+
+    epsilon: float
+    delta: float
+
+
+def _composed(event: dpe.DpEvent, accountant: str, relation: str) -> dpa.PrivacyAccountant:
+    acc = make_accountant(accountant, relation)
+    if not acc.supports(event):
+        raise IncompatibleSolverError(
+            f"the {accountant!r} accountant cannot account this mechanism under the "
+            f"{relation!r} relation: {event}. Choose another accountant."
+        )
+    acc.compose(event)
+    return acc
+
+
+def epsilon_spent(event: dpe.DpEvent, delta: float, *, accountant: str, relation: str) -> float:
+    """Epsilon of ``event`` at ``delta`` according to the named accountant."""
+    return float(_composed(event, accountant, relation).get_epsilon(delta))
+
+
+def analytic_gaussian_multiplier(budget: Budget, count: int = 1) -> float:
+    """Noise multiplier ``z = sigma / Delta`` for ``count`` Gaussian releases, exactly.
+
+    ``count`` releases with multiplier ``z`` are ``mu``-GDP with ``mu = sqrt(count) / z``,
+    so ``z = sqrt(count) * sigma_B1(epsilon, delta)`` where ``sigma_B1`` is the analytic
+    Gaussian calibration (Balle & Wang 2018) for sensitivity 1. The brentq root is rounded
+    up and re-verified with the exact delta formula.
+    """
+    if not budget.is_private:
+        return 0.0
+    if budget.delta <= 0:
+        raise BudgetError("the Gaussian mechanism needs delta > 0.")
+    z1 = dpa.get_sigma_gaussian(budget.epsilon, budget.delta) * (1.0 + 1e-9)
+    log_target = math.log(budget.delta)
+    while gaussian_log_delta(1.0 / z1, budget.epsilon) > log_target:
+        z1 *= 1.0 + 1e-9
+    return math.sqrt(count) * z1
+
+
+@lru_cache(maxsize=512)
+def _calibrate_cached(
+    factory: Callable[..., dpe.DpEvent],
+    args: tuple,
+    epsilon: float,
+    delta: float,
+    accountant: str,
+    relation: str,
+) -> float:
+    def make_event(z: float) -> dpe.DpEvent:
+        return factory(z, *args)
+
+    try:
+        z = dpa.calibrate_dp_mechanism(
+            lambda: make_accountant(accountant, relation),
+            make_event,
+            epsilon,
+            delta,
+            bracket_interval=dpa.LowerEndpointAndGuess(1e-2, 1.0),
+            tol=1e-4,
+        )
+    except dpa.mechanism_calibration.NoBracketIntervalFoundError as exc:
+        raise BudgetError(
+            f"no noise level meets epsilon={epsilon}, delta={delta} for this mechanism; "
+            "raise epsilon or delta, or run fewer iterations."
+        ) from exc
+    return float(z)
+
+
+def calibrate_noise_multiplier(
+    factory: Callable[..., dpe.DpEvent],
+    args: tuple,
+    budget: Budget,
+    *,
+    accountant: str,
+    relation: str,
+) -> float:
+    """Smallest noise multiplier ``z`` with ``factory(z, *args)`` within ``budget``.
+
+    ``factory`` must be a module-level function (results are cached by its identity and
+    ``args``). The returned ``z`` is re-accounted before it is returned: spent epsilon
+    ``<= budget.epsilon`` or :class:`~skdp.exceptions.PrivacyAccountingError`.
+    """
+    if not budget.is_private:
+        return 0.0
+    _check_names(accountant, relation)
+    z = _calibrate_cached(factory, tuple(args), budget.epsilon, budget.delta, accountant, relation)
+    spent = epsilon_spent(factory(z, *args), budget.delta, accountant=accountant, relation=relation)
+    if not spent <= budget.epsilon:
+        raise PrivacyAccountingError(
+            f"calibrated noise multiplier {z} spends epsilon={spent} > {budget.epsilon}."
+        )
+    return z
+
+
+@dataclass(frozen=True)
+class PrivacyLedger:
+    """What a fit actually ran, with everything needed to re-account it.
+
+    Attributes
+    ----------
+    event : dp_accounting.DpEvent
+        The composed event of every noisy release of the fit.
+    accountant : str
+        The accountant that reads ``event`` (``"gaussian"``, ``"rdp"`` or ``"pld"``).
+    relation : str
+        Neighbouring relation of the guarantee (``"replace_one"`` or ``"add_remove"``).
+    budget : Budget
+        The target budget.
+    """
+
+    event: dpe.DpEvent
+    accountant: str
+    relation: str
+    budget: Budget
+
+    def spent(self) -> PrivacySpent:
+        """Re-account ``event``: the epsilon spent at the target delta."""
+        if not self.budget.is_private:
+            return PrivacySpent(math.inf, self.budget.delta)
+        eps = epsilon_spent(
+            self.event, self.budget.delta, accountant=self.accountant, relation=self.relation
+        )
+        return PrivacySpent(eps, self.budget.delta)

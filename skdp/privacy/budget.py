@@ -1,0 +1,113 @@
+"""The one privacy-budget validator shared by every ``fit``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+
+from skdp.exceptions import BudgetError, PrivacyLeakWarning
+
+__all__ = ["Budget", "check_budget"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A validated privacy budget.
+
+    Attributes
+    ----------
+    epsilon : float
+        Privacy-loss bound, in ``(0, inf]``; ``inf`` is the explicit non-private mode.
+    delta : float
+        Failure probability, in ``[0, 1)``.
+    """
+
+    epsilon: float
+    delta: float
+
+    @property
+    def is_private(self) -> bool:
+        """``False`` only for the explicit non-private mode ``epsilon=inf``."""
+        return math.isfinite(self.epsilon)
+
+
+def _as_real(value: object, name: str) -> float:
+    # bool is an Integral in Python; a budget of True is always a mistake.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise BudgetError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}."
+        )
+    value = float(value)
+    if math.isnan(value):
+        raise BudgetError(f"{name} must not be NaN.")
+    return value
+
+
+def check_budget(
+    epsilon: object,
+    delta: object,
+    *,
+    needs_delta: bool = True,
+    n_samples: int | None = None,
+    solver_name: str | None = None,
+) -> Budget:
+    """Validate a privacy budget; the single entry point used by every ``fit``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Must be a real number in ``(0, inf]``. ``inf`` selects the non-private mode
+        (no noise) and emits a :class:`~skdp.exceptions.PrivacyLeakWarning`.
+    delta : float
+        Must be a real number in ``[0, 1)``.
+    needs_delta : bool, default=True
+        Whether the mechanism is approximate-DP only (Gaussian noise), so that
+        ``delta = 0`` cannot be met.
+    n_samples : int, optional
+        Public dataset size; ``delta >= 1 / n_samples`` is warned about because such a
+        delta allows releasing a whole record.
+    solver_name : str, optional
+        Used in error messages.
+
+    Returns
+    -------
+    Budget
+        The validated budget.
+
+    Raises
+    ------
+    BudgetError
+        For NaN, booleans, strings, ``epsilon <= 0``, ``delta`` outside ``[0, 1)``, or
+        ``delta = 0`` with a solver that needs ``delta > 0``.
+    """
+    eps = _as_real(epsilon, "epsilon")
+    dlt = _as_real(delta, "delta")
+    if eps <= 0:
+        raise BudgetError(
+            f"epsilon must be > 0 (use epsilon=inf for a non-private fit), got {eps}."
+        )
+    if not 0.0 <= dlt < 1.0:
+        raise BudgetError(f"delta must be in [0, 1), got {dlt}.")
+    who = f"solver {solver_name!r}" if solver_name else "this solver"
+    if math.isfinite(eps) and dlt == 0.0 and needs_delta:
+        raise BudgetError(
+            f"{who} uses Gaussian noise and gives (epsilon, delta)-DP with delta > 0 only; "
+            "set delta > 0 (for example 1e-5, well below 1/n_samples)."
+        )
+    if not math.isfinite(eps):
+        warnings.warn(
+            "epsilon=inf: the model is fitted WITHOUT differential privacy (no noise is "
+            "added). Use it only to debug or to measure the cost of privacy.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+    elif n_samples is not None and n_samples > 0 and dlt >= 1.0 / n_samples:
+        warnings.warn(
+            f"delta={dlt:g} is at least 1/n_samples={1.0 / n_samples:g}: a mechanism with "
+            "this delta may reveal whole records. Use delta much smaller than 1/n_samples.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+    return Budget(epsilon=eps, delta=dlt)

@@ -1,0 +1,45 @@
+"""Private solvers and their registry.
+
+A new solver is one file in this package plus one line in :data:`SOLVERS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, SolverResult
+from skdp.solvers.gd import NoisyGD
+from skdp.solvers.svrg import DPSVRG
+from skdp.solvers.svrg_pp import DPSVRGPlusPlus
+
+__all__ = [
+    "DPSVRG",
+    "SOLVERS",
+    "BaseDPSolver",
+    "DPSVRGPlusPlus",
+    "NoisyGD",
+    "Plan",
+    "Problem",
+    "ProblemSpec",
+    "SolverResult",
+    "get_solver",
+]
+
+SOLVERS: dict[str, type[BaseDPSolver]] = {
+    "gd": NoisyGD,
+    "svrg": DPSVRG,
+    "svrg++": DPSVRGPlusPlus,
+}
+
+
+def get_solver(solver: str | BaseDPSolver, **params: Any) -> BaseDPSolver:
+    """A solver instance from a registry name (with ``params``) or a solver object.
+
+    A solver object is returned as a fresh copy with the same parameters, so that a fit
+    never mutates the object the user passed.
+    """
+    if isinstance(solver, BaseDPSolver):
+        return type(solver)(**solver.get_params())
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; available: {sorted(SOLVERS)}.")
+    return SOLVERS[solver](**params)

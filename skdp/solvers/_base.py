@@ -1,0 +1,351 @@
+"""Solver layer: problem description, plans, results and the solver base class.
+
+A solver turns a :class:`Problem` and a validated :class:`~skdp.privacy.Budget` into
+coefficients and the :class:`~skdp.privacy.PrivacyLedger` of what ran. ``plan`` sees only
+the public :class:`ProblemSpec` (sizes, declared bounds, loss, constraint, ``alpha``): it
+fixes the iteration counts and calibrates the noise before any private data is touched.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+
+from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
+from skdp.geometry import Constraint
+from skdp.losses import GLMLoss, clip_coefficients, row_norms
+from skdp.privacy.accounting import ACCOUNTANTS, RELATIONS, PrivacyLedger, PrivacySpent
+from skdp.privacy.budget import Budget
+from skdp.privacy.noise import NoiseSource, as_noise_source
+
+__all__ = ["BaseDPSolver", "Plan", "Problem", "ProblemSpec", "SolverResult"]
+
+# A full-precision optimisation target: the auto iteration counts aim at an optimisation
+# error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).
+_NON_PRIVATE_SNR = 1e12
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """Public description of an ERM problem: everything ``plan`` may depend on.
+
+    The objective is ``F(W) = mean_i phi(x_i^T W, y_i) + (alpha / 2) ||W[:n_penalized]||^2``
+    over ``W[:n_penalized]`` in ``constraint``; ``W`` has shape ``(n_params, n_outputs)``
+    (the last row is the intercept when ``n_penalized < n_params``).
+
+    Attributes
+    ----------
+    n_samples : int
+        Dataset size ``n`` (public under replace-one).
+    n_params : int
+        Rows of ``W``: features plus the intercept feature, if any.
+    n_outputs : int
+        Columns of ``W`` (1 for binary problems, ``K`` for multinomial).
+    n_penalized : int
+        Leading rows of ``W`` that are penalised and constrained.
+    row_norm_bound : float
+        Public bound on ``||x_i||_2`` of every (augmented) row, enforced by clipping.
+    loss : GLMLoss
+        The loss, with its declared derivative bounds.
+    constraint : Constraint
+        Feasible set of ``W[:n_penalized]``.
+    alpha : float
+        L2 strength.
+    """
+
+    n_samples: int
+    n_params: int
+    n_outputs: int
+    n_penalized: int
+    row_norm_bound: float
+    loss: GLMLoss
+    constraint: Constraint
+    alpha: float
+
+    @property
+    def dimension(self) -> int:
+        """Number of noisy coordinates ``n_params * n_outputs``."""
+        return self.n_params * self.n_outputs
+
+    @property
+    def gradient_bound(self) -> float:
+        """Largest per-example gradient norm: ``sup ||phi'|| * row_norm_bound``."""
+        return self.loss.derivative_bound * self.row_norm_bound
+
+    @property
+    def smoothness(self) -> float:
+        """Smoothness of ``F``: ``phi'' <= c`` and ``||x|| <= X`` give ``c X^2``, plus alpha."""
+        return self.loss.curvature_bound * self.row_norm_bound**2 + self.alpha
+
+    def signal_to_noise(self, budget: Budget) -> float:
+        """``n^2 eps^2 / (2 p ln(1/delta))``: the ratio of the initial suboptimality scale
+        to the privacy floor ``p G^2 ln(1/delta) / (n^2 eps^2 mu)`` of the theorems of
+        Wang, Ye & Xu (2017) (``G`` and ``mu`` cancel out). Auto iteration counts aim at
+        reducing the optimisation error by this factor.
+        """
+        if not budget.is_private or budget.delta <= 0:
+            return _NON_PRIVATE_SNR
+        snr = (self.n_samples * budget.epsilon) ** 2 / (
+            2.0 * self.dimension * math.log(1.0 / budget.delta)
+        )
+        return float(min(max(snr, math.e), _NON_PRIVATE_SNR))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A private ERM problem: the data plus its public :class:`ProblemSpec`.
+
+    ``X`` must already satisfy ``||x_i|| <= spec.row_norm_bound`` (the estimator clips).
+    """
+
+    X: np.ndarray | sp.csr_matrix
+    Y: np.ndarray
+    spec: ProblemSpec
+    norms: np.ndarray = field(repr=False)
+
+    @classmethod
+    def build(cls, X: Any, Y: np.ndarray, spec: ProblemSpec) -> Problem:
+        """Make a problem, checking the declared row-norm bound."""
+        norms = row_norms(X)
+        if norms.size and norms.max() > spec.row_norm_bound * (1 + 1e-9):
+            raise ValueError(
+                "rows exceed the declared row_norm_bound; clip them before building the "
+                "problem (the sensitivity would not hold)."
+            )
+        return cls(X=X, Y=Y, spec=spec, norms=norms)
+
+    def clipped_coefficients(self, W: np.ndarray, clip_norm: float) -> np.ndarray:
+        """Loss derivatives at ``W`` with per-example gradients clipped to ``clip_norm``."""
+        D = self.spec.loss.derivative(self.X @ W, self.Y)
+        return clip_coefficients(D, self.norms, clip_norm)
+
+    def objective(self, W: np.ndarray) -> float:
+        """``F(W)``, unclipped (for tests, certificates and benchmarks only)."""
+        p = self.spec.n_penalized
+        loss = float(np.mean(self.spec.loss.value(self.X @ W, self.Y)))
+        return loss + 0.5 * self.spec.alpha * float(np.sum(W[:p] ** 2))
+
+    def gradient(self, W: np.ndarray) -> np.ndarray:
+        """``nabla F(W)``, unclipped (for tests, certificates and benchmarks only)."""
+        p = self.spec.n_penalized
+        D = self.spec.loss.derivative(self.X @ W, self.Y)
+        g = np.asarray(self.X.T @ D) / self.spec.n_samples
+        g[:p] += self.spec.alpha * W[:p]
+        return g
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a solver will run, fixed from public quantities before any data is read.
+
+    Attributes
+    ----------
+    n_iter : int
+        Number of noisy gradient releases (data-independent).
+    event : dp_accounting.DpEvent
+        The ledger of every noisy release.
+    accountant, relation : str
+        How ``event`` is read.
+    settings : dict
+        Solver-specific constants (noise levels, step size, batch size, ...).
+    """
+
+    n_iter: int
+    event: dpe.DpEvent
+    accountant: str
+    relation: str
+    settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SolverResult:
+    """Output of :meth:`BaseDPSolver.solve`."""
+
+    coef: np.ndarray
+    n_iter: int
+    ledger: PrivacyLedger
+    spent: PrivacySpent
+    plan: Plan
+
+
+class BaseDPSolver(ABC):
+    """Base class of private solvers.
+
+    Subclasses set the class attributes, implement :meth:`plan` (public quantities only)
+    and :meth:`_run` (the fixed-length private algorithm), and document their guarantee in
+    a ``Privacy guarantee`` paragraph of the class docstring. Constructor arguments are
+    stored unchanged, so solver objects nest in scikit-learn parameter grids
+    (``solver__n_epochs``).
+
+    Attributes
+    ----------
+    name : str
+        Registry key.
+    needs_delta : bool
+        Whether the guarantee is approximate DP only (``delta > 0`` required).
+    requires : frozenset of str
+        Problem properties the algorithm needs (``"bounded_constraint"``, ...).
+    default_accountant : str
+        Accountant used when the estimator asks for ``"auto"``.
+    accountants : tuple of str
+        Accountants that can read this solver's ledger.
+    """
+
+    name: ClassVar[str]
+    needs_delta: ClassVar[bool] = True
+    requires: ClassVar[frozenset[str]] = frozenset()
+    default_accountant: ClassVar[str] = "rdp"
+    accountants: ClassVar[tuple[str, ...]] = ("rdp", "pld")
+
+    # -- scikit-learn style parameter handling (no sklearn import in this layer) --------
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return sorted(p.name for p in sig.parameters.values() if p.name != "self")
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters, as scikit-learn's ``get_params``."""
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params: Any) -> BaseDPSolver:
+        """Set constructor parameters, as scikit-learn's ``set_params``."""
+        valid = self._get_param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"invalid parameter {key!r} for solver {type(self).__name__}; "
+                    f"valid parameters are {valid}."
+                )
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- checks --------------------------------------------------------------------------
+    def resolve_accountant(self, accountant: str) -> str:
+        """The accountant actually used: ``"auto"`` means :attr:`default_accountant`."""
+        return self.default_accountant if accountant == "auto" else accountant
+
+    def supported_relations(self) -> tuple[str, ...]:
+        """Neighbouring relations this configuration of the solver is accounted under."""
+        return RELATIONS
+
+    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
+        """Raise :class:`IncompatibleSolverError` naming what is missing."""
+        if accountant not in ACCOUNTANTS:
+            raise IncompatibleSolverError(
+                f"accountant must be 'auto' or one of {ACCOUNTANTS}, got {accountant!r}."
+            )
+        if accountant not in self.accountants:
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} cannot be accounted by {accountant!r}; use one of "
+                f"{self.accountants} (or 'auto')."
+            )
+        if relation not in self.supported_relations():
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} with these settings is accounted under "
+                f"{self.supported_relations()} only, not {relation!r}."
+            )
+        if "bounded_constraint" in self.requires and not spec.constraint.bounded:
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} needs a bounded constraint; set constraint='l2' "
+                "and a finite radius."
+            )
+        if "strongly_convex" in self.requires and spec.alpha <= 0:
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} needs a strongly convex objective; set alpha > 0 "
+                "(or use solver='svrg++' for alpha = 0)."
+            )
+
+    def _check_positive_int(self, name: str) -> None:
+        value = getattr(self, name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1
+        ):
+            raise ValueError(f"{type(self).__name__}.{name} must be None or an int >= 1, "
+                             f"got {value!r}.")
+
+    def _check_positive_real(self, name: str) -> None:
+        value = getattr(self, name)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, float | int | np.floating | np.integer)
+            or not (math.isfinite(value) and value > 0)
+        ):
+            raise ValueError(f"{type(self).__name__}.{name} must be None or a positive "
+                             f"finite number, got {value!r}.")
+
+    @abstractmethod
+    def _validate_params(self) -> None:
+        """Check the solver's own parameters (raise ``ValueError`` naming the bad one)."""
+
+    def gradient_clip(self, spec: ProblemSpec) -> float:
+        """Per-example gradient clip: ``clip_norm`` if tighter than the loss bound.
+
+        With rows clipped to ``X`` the gradient norm is at most ``sup ||phi'|| X``, so the
+        default clip is lossless.
+        """
+        clip_norm = getattr(self, "clip_norm", None)
+        bound = spec.gradient_bound
+        return bound if clip_norm is None else min(float(clip_norm), bound)
+
+    # -- the algorithm -------------------------------------------------------------------
+    @abstractmethod
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+        """Fix iteration counts and calibrate noise from public quantities only."""
+
+    @abstractmethod
+    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+        """Run the planned algorithm; every random draw comes from ``noise``."""
+
+    def solve(
+        self,
+        problem: Problem,
+        budget: Budget,
+        random_state: Any = None,
+        *,
+        accountant: str = "auto",
+        relation: str = "replace_one",
+    ) -> SolverResult:
+        """Plan, verify the plan's ledger against the budget, then run.
+
+        Parameters
+        ----------
+        problem : Problem
+            Data and public specification.
+        budget : Budget
+            Validated budget (see :func:`~skdp.privacy.check_budget`).
+        random_state : None, int, Generator or NoiseSource
+            Source of every random draw.
+        accountant : {"auto", "gaussian", "rdp", "pld"}
+            How the ledger is accounted.
+        relation : {"replace_one", "add_remove"}
+            Neighbouring relation of the guarantee.
+
+        Returns
+        -------
+        SolverResult
+        """
+        self._validate_params()
+        accountant = self.resolve_accountant(accountant)
+        self.check_compatible(problem.spec, accountant, relation)
+        plan = self.plan(problem.spec, budget, accountant, relation)
+        ledger = PrivacyLedger(plan.event, accountant, relation, budget)
+        spent = ledger.spent()
+        # The calibrated noise is re-accounted BEFORE any noise is drawn.
+        if budget.is_private and not spent.epsilon <= budget.epsilon:
+            raise PrivacyAccountingError(
+                f"solver {self.name!r} planned a ledger spending epsilon={spent.epsilon} "
+                f"> {budget.epsilon}; refusing to run."
+            )
+        coef = self._run(problem, plan, as_noise_source(random_state))
+        return SolverResult(coef=coef, n_iter=plan.n_iter, ledger=ledger, spent=spent, plan=plan)
