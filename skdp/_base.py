@@ -92,6 +92,12 @@ class BaseDPLinearModel(BaseEstimator):
         return L2Ball(float(self.radius))
 
     # -- fit -------------------------------------------------------------------------------------
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "privacy_spent_")
+
+    def _fitted_state(self) -> dict:
+        return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the model with the configured private solver.
@@ -108,6 +114,18 @@ class BaseDPLinearModel(BaseEstimator):
         self : object
             The fitted estimator.
         """
+        previous = self._fitted_state()
+        try:
+            return self._fit(X, y)
+        except BaseException:
+            # A failed fit leaves the estimator exactly as it was (and spends nothing).
+            for name in self._fitted_state():
+                delattr(self, name)
+            for name, value in previous.items():
+                setattr(self, name, value)
+            raise
+
+    def _fit(self, X, y):
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=False,
             multi_output=False,

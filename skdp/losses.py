@@ -96,10 +96,23 @@ class MultinomialLogisticLoss(GLMLoss):
 
 
 def row_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:
-    """Euclidean norm of every row of a dense array or sparse matrix."""
+    """Euclidean norm of every row of a dense array or sparse matrix.
+
+    Rows whose squared norm overflows (entries beyond ~1e154) are recomputed after
+    scaling by their largest absolute entry, so that huge finite rows get a finite norm.
+    """
     if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+        X = sp.csr_matrix(X)
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    else:
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    overflow = np.flatnonzero(np.isinf(norms))
+    if overflow.size:
+        rows = X[overflow]
+        rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        peak = np.max(np.abs(rows), axis=1)
+        norms[overflow] = peak * np.linalg.norm(rows / peak[:, None], axis=1)
+    return norms
 
 
 def clip_coefficients(D: np.ndarray, norms: np.ndarray, clip_norm: float) -> np.ndarray:

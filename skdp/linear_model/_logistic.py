@@ -167,8 +167,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
         """
         scores = self._decision_scores(X)
         if scores.shape[1] == 1:
-            p = expit(scores[:, 0])
-            return np.column_stack([1.0 - p, p])
+            s = scores[:, 0]
+            return np.column_stack([expit(-s), expit(s)])
         return np.exp(MultinomialLogisticLoss.log_proba(scores))
 
     def predict_log_proba(self, X):

@@ -1,0 +1,27 @@
+"""Command line: ``python -m skdp demo``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m skdp`` and of the ``skdp`` script."""
+    parser = argparse.ArgumentParser(prog="python -m skdp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="DP logistic regression on bundled breast-cancer data")
+    demo.add_argument("--seed", type=int, default=0, help="split and noise seed (default 0)")
+    demo.add_argument("--plot", default="skdp_demo.png",
+                      help="PNG path for accuracy vs epsilon (default skdp_demo.png)")
+    demo.add_argument("--no-plot", action="store_true", help="do not write the PNG")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from skdp._demo import run_demo
+
+        run_demo(seed=args.seed, plot=None if args.no_plot else args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Shared fixtures: small problems whose rows respect the public norm bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skdp.geometry import Unconstrained
+from skdp.losses import LogisticLoss, MultinomialLogisticLoss
+from skdp.privacy.noise import NoiseSource
+from skdp.solvers import Problem, ProblemSpec
+
+
+def make_problem(
+    n=200, d=5, n_classes=2, alpha=0.1, seed=0, constraint=None, zero=False, intercept=False
+) -> Problem:
+    """A logistic problem with rows of norm <= 1 (optionally all-zero rows)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n, d)) if zero else rng.normal(size=(n, d)) / np.sqrt(d)
+    norms = np.linalg.norm(X, axis=1)
+    X = X / np.maximum(1.0, norms / (1 - 1e-12))[:, None]
+    bound = 1.0
+    if intercept:
+        X = np.hstack([X, np.ones((n, 1))])
+        bound = np.sqrt(2.0)
+    labels = rng.integers(0, n_classes, size=n)
+    if n_classes == 2:
+        Y, loss = np.where(labels == 1, 1.0, -1.0)[:, None], LogisticLoss()
+    else:
+        Y, loss = np.eye(n_classes)[labels], MultinomialLogisticLoss()
+    spec = ProblemSpec(
+        n_samples=n,
+        n_params=X.shape[1],
+        n_outputs=Y.shape[1],
+        n_penalized=d,
+        row_norm_bound=bound,
+        loss=loss,
+        constraint=constraint or Unconstrained(),
+        alpha=alpha,
+    )
+    return Problem.build(X, Y, spec)
+
+
+class RecordingNoiseSource(NoiseSource):
+    """Records every draw, in order, as ``(kind, value)`` pairs."""
+
+    def __init__(self, rng):
+        super().__init__(rng)
+        self.draws = []
+
+    def gaussian(self, shape, sigma):
+        value = super().gaussian(shape, sigma)
+        self.draws.append(("gaussian", value.copy()))
+        return value
+
+    def batch_without_replacement(self, n, size):
+        value = super().batch_without_replacement(n, size)
+        self.draws.append(("batch", value.copy()))
+        return value
+
+    def batch_poisson(self, n, rate):
+        value = super().batch_poisson(n, rate)
+        self.draws.append(("batch", value.copy()))
+        return value
+
+    def integer(self, high):
+        value = super().integer(high)
+        self.draws.append(("integer", value))
+        return value
+
+
+class ReplayNoiseSource:
+    """Hands back recorded draws in order (for reference implementations)."""
+
+    def __init__(self, draws):
+        self._draws = list(draws)
+        self._pos = 0
+
+    def next(self, kind):
+        got, value = self._draws[self._pos]
+        assert got == kind, f"draw {self._pos}: expected {kind}, recorded {got}"
+        self._pos += 1
+        return value
+
+    def exhausted(self):
+        return self._pos == len(self._draws)
+
+
+@pytest.fixture
+def problem():
+    return make_problem()

@@ -1,0 +1,153 @@
+"""Accountant conventions, the exact Gaussian accountant and calibration round trips."""
+
+import math
+
+import dp_accounting as dpa
+import mpmath
+import pytest
+from dp_accounting import dp_event as dpe
+
+from skdp.exceptions import BudgetError, IncompatibleSolverError
+from skdp.privacy import (
+    Budget,
+    analytic_gaussian_multiplier,
+    calibrate_noise_multiplier,
+    epsilon_spent,
+    gaussian_event,
+    gaussian_log_delta,
+    gaussian_noise_multiplier,
+    make_accountant,
+    subsampled_gaussian_event,
+)
+
+
+def _mp_delta(mu, eps):
+    mpmath.mp.dps = 50
+    mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+    return mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(-mu / 2 - eps / mu)
+
+
+@pytest.mark.parametrize("mu", [0.05, 0.3, 1.0, 2.5, 8.0])
+@pytest.mark.parametrize("eps", [0.0, 0.1, 1.0, 5.0])
+def test_gaussian_log_delta_matches_high_precision(mu, eps):
+    exact = _mp_delta(mu, eps)
+    got = gaussian_log_delta(mu, eps)
+    if exact < 1e-300:
+        assert got < -600
+    else:
+        assert math.exp(got) == pytest.approx(float(exact), rel=1e-9)
+
+
+def test_noise_multiplier_conventions_table():
+    """Section 6.1 of the calibration note: single Gaussian, delta = 1e-3, replace-one."""
+    delta = 1e-3
+    for z, rdp_ref, pld_ref in [(1, 3.537, 7.581), (2, 1.546, 3.139), (4, 0.688, 1.352)]:
+        ev = dpe.GaussianDpEvent(z)
+        rdp = make_accountant("rdp", "replace_one").compose(ev).get_epsilon(delta)
+        pld = make_accountant("pld", "replace_one").compose(ev).get_epsilon(delta)
+        assert rdp == pytest.approx(rdp_ref, abs=2e-3)
+        assert pld == pytest.approx(pld_ref, abs=2e-3)
+
+
+@pytest.mark.parametrize("sigma, sens", [(3.0, 1.0), (0.7, 0.2)])
+def test_one_helper_gives_the_same_mechanism_to_every_accountant(sigma, sens):
+    """The same (sigma, replace sensitivity) must give ~ the same epsilon everywhere."""
+    delta = 1e-5
+    exact = epsilon_spent(
+        gaussian_event(sigma, sens, accountant="gaussian", relation="replace_one"),
+        delta, accountant="gaussian", relation="replace_one",
+    )
+    pld = epsilon_spent(
+        gaussian_event(sigma, sens, accountant="pld", relation="replace_one"),
+        delta, accountant="pld", relation="replace_one",
+    )
+    rdp = epsilon_spent(
+        gaussian_event(sigma, sens, accountant="rdp", relation="replace_one"),
+        delta, accountant="rdp", relation="replace_one",
+    )
+    assert exact <= pld <= exact * 1.01 + 1e-3  # PLD is a (tight) upper bound
+    assert exact <= rdp  # RDP is looser
+    assert exact == pytest.approx(dpa.get_epsilon_gaussian(sigma / sens, delta), rel=1e-8)
+    assert gaussian_noise_multiplier(sigma, sens, accountant="pld", relation="replace_one") == (
+        pytest.approx(2 * sigma / sens)
+    )
+
+
+def test_exact_accountant_composition_is_sqrt_t():
+    delta = 1e-6
+    composed = dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(10.0), 25)
+    single = dpe.GaussianDpEvent(2.0)
+    e1 = epsilon_spent(composed, delta, accountant="gaussian", relation="replace_one")
+    e2 = epsilon_spent(single, delta, accountant="gaussian", relation="replace_one")
+    assert e1 == pytest.approx(e2, rel=1e-12)
+    # The PLD accountant agrees up to its pessimistic discretisation.
+    pld = epsilon_spent(composed, delta, accountant="pld", relation="add_remove")
+    assert e1 <= pld <= 1.01 * e1
+
+
+def test_exact_accountant_rejects_subsampled_events():
+    ev = subsampled_gaussian_event(
+        1.0, 1.0, n_samples=100, batch_size=10, sampling="without_replacement",
+        accountant="rdp", relation="replace_one",
+    )
+    with pytest.raises(IncompatibleSolverError, match="gaussian"):
+        epsilon_spent(ev, 1e-5, accountant="gaussian", relation="replace_one")
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 3.0, 10.0])
+@pytest.mark.parametrize("count", [1, 50, 2000])
+def test_analytic_calibration_round_trip(eps, count):
+    budget = Budget(eps, 1e-5)
+    z = analytic_gaussian_multiplier(budget, count)
+    ev = dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(z), count)
+    spent = epsilon_spent(ev, budget.delta, accountant="gaussian", relation="replace_one")
+    assert spent <= eps
+    assert spent >= 0.99999 * eps
+
+
+def _wor_event(z, n, b, steps):
+    return dpe.SelfComposedDpEvent(
+        subsampled_gaussian_event(z, 1.0, n_samples=n, batch_size=b,
+                                  sampling="without_replacement", accountant="rdp",
+                                  relation="replace_one"),
+        steps,
+    )
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_numerical_calibration_round_trip(eps):
+    budget = Budget(eps, 1e-5)
+    z = calibrate_noise_multiplier(_wor_event, (1000, 20, 300), budget,
+                                   accountant="rdp", relation="replace_one")
+    spent = epsilon_spent(_wor_event(z, 1000, 20, 300), budget.delta,
+                          accountant="rdp", relation="replace_one")
+    assert 0.99 * eps <= spent <= eps
+
+
+def test_calibration_noise_decreases_with_epsilon():
+    zs = [calibrate_noise_multiplier(_wor_event, (1000, 20, 300), Budget(e, 1e-5),
+                                     accountant="rdp", relation="replace_one")
+          for e in (0.25, 0.5, 1.0, 2.0, 4.0)]
+    assert all(a > b for a, b in zip(zs, zs[1:], strict=False))
+    gd = [analytic_gaussian_multiplier(Budget(e, 1e-5), 10) for e in (0.25, 0.5, 1.0, 2.0)]
+    assert all(a > b for a, b in zip(gd, gd[1:], strict=False))
+
+
+def test_pld_poisson_is_tighter_than_rdp():
+    ev = lambda acc: dpe.SelfComposedDpEvent(  # noqa: E731
+        subsampled_gaussian_event(1.0, 1.0, n_samples=10_000, batch_size=100,
+                                  sampling="poisson", accountant=acc, relation="add_remove"),
+        500,
+    )
+    rdp = epsilon_spent(ev("rdp"), 1e-5, accountant="rdp", relation="add_remove")
+    pld = epsilon_spent(ev("pld"), 1e-5, accountant="pld", relation="add_remove")
+    assert pld < rdp
+
+
+def test_impossible_budget_is_reported_clearly():
+    def huge(z, steps):
+        return _wor_event(z, 10, 10, steps)
+
+    with pytest.raises(BudgetError, match="no noise level"):
+        calibrate_noise_multiplier(huge, (10**9,), Budget(1e-9, 1e-300),
+                                   accountant="rdp", relation="replace_one")

@@ -1,0 +1,184 @@
+"""One conformance suite for every registered solver (future solvers join automatically)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+from skdp.exceptions import IncompatibleSolverError
+from skdp.geometry import L2Ball
+from skdp.privacy import Budget, epsilon_spent
+from skdp.solvers import SOLVERS, DPSVRG, DPSVRGPlusPlus, NoisyGD
+from tests.conftest import make_problem
+
+# Small, fast configurations; a new solver must add itself here (checked below).
+FAST = {
+    "gd": lambda: NoisyGD(n_iter=30),
+    "svrg": lambda: DPSVRG(n_epochs=3, batch_size=10),
+    "svrg++": lambda: DPSVRGPlusPlus(n_epochs=3, inner_steps=3, batch_size=10),
+}
+# Configurations that reach the exact optimum when epsilon = inf.
+CONVERGED = {
+    "gd": lambda: NoisyGD(n_iter=3000),
+    "svrg": lambda: DPSVRG(n_epochs=20, inner_steps=50, batch_size=10, step_size=0.5),
+    "svrg++": lambda: DPSVRGPlusPlus(n_epochs=11, inner_steps=2, batch_size=10, step_size=0.5),
+}
+BUDGET = Budget(1.0, 1e-5)
+NAMES = sorted(SOLVERS)
+
+
+def test_every_registered_solver_is_covered():
+    assert set(FAST) == set(SOLVERS) == set(CONVERGED)
+
+
+def test_registry_names_match_classes():
+    for name, cls in SOLVERS.items():
+        assert cls.name == name
+        assert "Privacy guarantee" in cls.__doc__, f"{name} must document its guarantee"
+        assert cls.default_accountant in cls.accountants
+
+
+def _accountant_cases():
+    for name in NAMES:
+        for acc in SOLVERS[name].accountants:
+            yield name, acc
+
+
+@pytest.mark.parametrize("name, accountant", list(_accountant_cases()))
+@pytest.mark.parametrize("eps", [0.3, 2.0])
+def test_calibration_round_trip(name, accountant, eps):
+    solver = FAST[name]()
+    problem = make_problem()
+    relation = "replace_one"
+    if name.startswith("svrg") and accountant == "pld":
+        solver.set_params(sampling="poisson")
+        relation = "add_remove"
+    budget = Budget(eps, 1e-5)
+    plan = solver.plan(problem.spec, budget, accountant, relation)
+    # Re-account the ledger independently of the solver.
+    spent = epsilon_spent(plan.event, budget.delta, accountant=accountant, relation=relation)
+    assert spent <= eps
+    assert spent >= 0.99 * eps
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_plan_uses_public_quantities_only(name):
+    a, b = make_problem(seed=1), make_problem(seed=2)
+    pa = FAST[name]().plan(a.spec, BUDGET, FAST[name]().resolve_accountant("auto"), "replace_one")
+    pb = FAST[name]().plan(b.spec, BUDGET, FAST[name]().resolve_accountant("auto"), "replace_one")
+    assert pa.settings == pb.settings and pa.n_iter == pb.n_iter
+
+
+def _noise_scales(plan):
+    return {k: v for k, v in plan.settings.items() if k.startswith("sigma")}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_noise_non_increasing_in_epsilon(name):
+    problem = make_problem()
+    solver = FAST[name]()
+    acc = solver.resolve_accountant("auto")
+    previous = None
+    for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
+        scales = _noise_scales(solver.plan(problem.spec, Budget(eps, 1e-5), acc, "replace_one"))
+        assert scales, "a solver must expose its noise levels as settings['sigma*']"
+        if previous is not None:
+            for key, value in scales.items():
+                assert np.all(np.asarray(value) <= np.asarray(previous[key]))
+        previous = scales
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_seeds_reproduce_and_differ(name):
+    problem = make_problem()
+    w1 = FAST[name]().solve(problem, BUDGET, 7).coef
+    w2 = FAST[name]().solve(problem, BUDGET, 7).coef
+    w3 = FAST[name]().solve(problem, BUDGET, 8).coef
+    np.testing.assert_array_equal(w1, w2)
+    assert not np.allclose(w1, w3)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_result_shapes_and_fixed_iterations(name):
+    problem = make_problem(n_classes=3)
+    res = FAST[name]().solve(problem, BUDGET, 0)
+    assert res.coef.shape == (problem.spec.n_params, 3)
+    assert np.all(np.isfinite(res.coef))
+    assert res.n_iter == res.plan.n_iter
+    assert res.spent.epsilon <= BUDGET.epsilon
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_constraint_is_respected(name):
+    problem = make_problem(constraint=L2Ball(0.05), alpha=0.01)
+    res = FAST[name]().solve(problem, Budget(0.5, 1e-5), 0)
+    assert np.linalg.norm(res.coef[: problem.spec.n_penalized]) <= 0.05 + 1e-12
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_epsilon_inf_reaches_the_exact_optimum(name):
+    problem = make_problem(n=100, d=4, alpha=0.1)
+    res = CONVERGED[name]().solve(problem, Budget(math.inf, 0.0), 0)
+    # Optimality certificate: F is alpha-strongly convex, so ||w - w*|| <= ||grad F||/alpha.
+    assert np.linalg.norm(problem.gradient(res.coef)) < 1e-8
+    # Another seed gives the same point: no noise at epsilon = inf.
+    res2 = CONVERGED[name]().solve(problem, Budget(math.inf, 0.0), 1)
+    assert np.linalg.norm(res.coef - res2.coef) <= 2e-8 / 0.1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_finite_epsilon_does_not_reach_the_optimum(name):
+    problem = make_problem(n=100, d=4, alpha=0.1)
+    res = CONVERGED[name]().solve(problem, BUDGET, 0)
+    assert np.linalg.norm(problem.gradient(res.coef)) > 1e-4
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_incompatible_accountant_is_rejected(name):
+    solver = FAST[name]()
+    bad = [a for a in ("gaussian", "rdp", "pld") if a not in solver.accountants]
+    for acc in bad:
+        with pytest.raises(IncompatibleSolverError):
+            solver.solve(make_problem(), BUDGET, 0, accountant=acc)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_zero_signal_noise_level(name):
+    """With all-zero rows every gradient vanishes, so the output is pure noise.
+
+    One step from w = 0: the output is ``-eta * (sum of the Gaussian draws)``, whose
+    per-coordinate variance the plan states. Chi-square test on d coordinates; two-sided
+    failure probability 1e-6 (fixed seed).
+    """
+    d = 3000
+    problem = make_problem(n=50, d=d, zero=True, alpha=0.0 if name != "svrg" else 1e-9)
+    solver = {
+        "gd": NoisyGD(n_iter=1),
+        "svrg": DPSVRG(n_epochs=1, inner_steps=1, batch_size=5),
+        "svrg++": DPSVRGPlusPlus(n_epochs=1, inner_steps=1, batch_size=5),
+    }[name]
+    res = solver.solve(problem, BUDGET, 123)
+    s = res.plan.settings
+    if name == "gd":
+        var = (s["step_size"] * s["sigma"]) ** 2
+        out = res.coef
+    else:
+        # SVRG(++) epoch: x_1 = -eta (v_snap + u) / (1 + eta alpha); average of m = 2 steps
+        # for svrg++ (epoch length 2 m): x_2 = x_1 - eta (v_snap + u_2) (scaled).
+        eta, shrink = s["step_size"], 1.0 / (1.0 + s["step_size"] * problem.spec.alpha)
+        var_snap, var_in = s["sigma_snapshots"][0] ** 2, s["sigma_inner"] ** 2
+        m = s["epoch_lengths"][0]
+        if m == 1:
+            var = (eta * shrink) ** 2 * (var_snap + var_in)
+        else:  # m = 2: average of x1 and x2 = x1*shrink - eta*shrink*(v + u2)
+            # x1 = -a(v+u1), x2 = -a*shrink(v+u1) - a(v+u2), a = eta*shrink
+            a = eta * shrink
+            cv = a * (1 + shrink) + a  # coefficient of v in x1 + x2
+            c1 = a * (1 + shrink)
+            c2 = a
+            var = (cv**2 * var_snap + c1**2 * var_in + c2**2 * var_in) / 4.0
+        out = res.coef
+    stat = float(np.sum(out[:d] ** 2) / var)
+    lo, hi = chi2.ppf(5e-7, d), chi2.ppf(1 - 5e-7, d)
+    assert lo < stat < hi

@@ -1,0 +1,466 @@
+"""Bad input: every invalid dataset or parameter raises a clear error, a failed fit leaves
+the estimator unfitted and the user's arrays untouched; unusual but valid input fits."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from skdp import (
+    DPSVRG,
+    BudgetError,
+    DPLogisticRegression,
+    DPSVRGPlusPlus,
+    IncompatibleSolverError,
+    NoisyGD,
+)
+from skdp.solvers import BaseDPSolver
+
+
+def _id(value) -> str:
+    """Short test ids: solver objects show only their non-default parameters."""
+    if isinstance(value, BaseDPSolver):
+        defaults = type(value)().get_params()
+        changed = {k: v for k, v in value.get_params().items() if v != defaults[k]}
+        return f"{type(value).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={_id(v)}" for k, v in value.items())
+    if isinstance(value, type):
+        return value.__name__
+    return repr(value)
+
+
+def make_data(n=100, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) / math.sqrt(d)
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    y[:2] = [0, 1]
+    return X, y
+
+
+def dp_clf(**params):
+    params.setdefault("epsilon", 1.0)
+    params.setdefault("delta", 1e-5)
+    params.setdefault("random_state", 0)
+    return DPLogisticRegression(**params)
+
+
+def _same(a, b) -> bool:
+    if sp.issparse(a):
+        return (
+            sp.issparse(b)
+            and a.format == b.format
+            and np.array_equal(a.toarray(), b.toarray(), equal_nan=True)
+        )
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc":
+        return np.array_equal(a, b, equal_nan=True)
+    return bool(np.all(a == b))
+
+
+def assert_fit_fails(est, X, y, exc, match):
+    """``fit`` raises ``exc`` matching ``match``; no state is left behind, inputs intact."""
+    X_before, y_before = copy.deepcopy(X), copy.deepcopy(y)
+    params_before = est.get_params(deep=False)
+    with pytest.raises(exc, match=match):
+        est.fit(X, y)
+    assert _same(X, X_before)
+    assert _same(y, y_before)
+    assert est.get_params(deep=False).keys() == params_before.keys()
+    for name in (
+        "privacy_spent_",
+        "privacy_ledger_",
+        "privacy_plan_",
+        "coef_",
+        "intercept_",
+        "classes_",
+        "solver_",
+        "n_iter_",
+    ):
+        assert not hasattr(est, name), name
+    # Unfitted for scikit-learn too: predict says "not fitted", not AttributeError.
+    try:
+        check_is_fitted(est)
+    except NotFittedError:
+        pass
+    else:
+        left = sorted(k for k in vars(est) if k.endswith("_"))
+        pytest.fail(f"the failed fit left an estimator that check_is_fitted accepts: {left}")
+    with pytest.raises(NotFittedError):
+        est.predict(np.zeros((2, 5)))
+
+
+# -- bad data ---------------------------------------------------------------------------
+
+
+def _with(X, index, value):
+    X = np.array(X, dtype=np.result_type(X, value))
+    X[index] = value
+    return X
+
+
+X0, Y0 = make_data()
+
+BAD_DATA = {
+    "X-nan": (_with(X0, (3, 1), np.nan), Y0, "NaN"),
+    "X-inf": (_with(X0, (3, 1), np.inf), Y0, "infinity"),
+    "X-minus-inf": (_with(X0, (0, 0), -np.inf), Y0, "infinity"),
+    "X-sparse-nan": (sp.csr_matrix(_with(X0, (3, 1), np.nan)), Y0, "NaN"),
+    "X-empty": (np.zeros((0, 5)), np.zeros(0, dtype=int), "0 sample"),
+    "X-no-features": (np.zeros((100, 0)), Y0, "0 feature"),
+    "y-nan": (X0, _with(Y0.astype(float), 4, np.nan), "NaN"),
+    "y-inf": (X0, _with(Y0.astype(float), 4, np.inf), "infinity"),
+    "length-mismatch": (X0, Y0[:-1], "inconsistent numbers of samples"),
+    "one-class": (X0, np.zeros(100, dtype=int), "2 classes"),
+    "one-class-str": (X0, np.full(100, "cat"), "2 classes"),
+    "X-3d": (X0.reshape(100, 5, 1), Y0, "dim 3"),
+    "X-1d": (X0[:, 0], Y0, "2D array"),
+    "X-strings": (np.array([["a", "b"]] * 100), Y0, "could not convert|string"),
+    "X-object-strings": (
+        np.array([["a", 1.0]] * 100, dtype=object),
+        Y0,
+        "could not convert|string",
+    ),
+    "X-complex": (X0 + 1j, Y0, "[Cc]omplex"),
+    "y-continuous": (X0, np.linspace(0, 1, 100), "Unknown label type|continuous"),
+    "y-2d-multilabel": (X0, np.column_stack([Y0, 1 - Y0]), "1d|y should be a 1d array"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DATA))
+def test_bad_data_raises_and_leaves_estimator_unfitted(case):
+    X, y, match = BAD_DATA[case]
+    assert_fit_fails(dp_clf(), X, y, ValueError, match)
+
+
+def test_predict_with_wrong_number_of_features():
+    X, y = make_data(d=5)
+    est = dp_clf().fit(X, y)
+    for method in (est.predict, est.predict_proba, est.predict_log_proba, est.decision_function):
+        with pytest.raises(ValueError, match="4 features.*expecting 5 features"):
+            method(X[:, :4])
+
+
+def test_predict_before_fit_raises_not_fitted():
+    est = dp_clf()
+    for method in (est.predict, est.predict_proba, est.predict_log_proba, est.decision_function):
+        with pytest.raises(NotFittedError):
+            method(np.zeros((2, 5)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_predict_with_non_finite_input_raises(bad):
+    X, y = make_data()
+    est = dp_clf().fit(X, y)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        est.predict(_with(X, (0, 0), bad))
+
+
+# -- bad budget ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "epsilon",
+    [np.nan, 0, 0.0, -1, -np.inf, True, False, "1", None, [1.0], 1 + 0j],
+    ids=_id,
+)
+def test_bad_epsilon(epsilon):
+    X, y = make_data()
+    assert_fit_fails(dp_clf(epsilon=epsilon), X, y, ValueError, "epsilon")
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [np.nan, -0.1, 1.0, 1.5, np.inf, True, "0.1", None],
+    ids=_id,
+)
+def test_bad_delta(delta):
+    X, y = make_data()
+    assert_fit_fails(dp_clf(delta=delta), X, y, ValueError, "delta")
+
+
+@pytest.mark.parametrize(
+    "solver",
+    [
+        "gd",
+        "svrg",
+        "svrg++",
+        NoisyGD(n_iter=3),
+        DPSVRG(n_epochs=1, batch_size=8),
+        DPSVRGPlusPlus(n_epochs=1, batch_size=8),
+    ],
+    ids=_id,
+)
+def test_zero_delta_with_gaussian_noise_solvers(solver):
+    X, y = make_data()
+    assert_fit_fails(dp_clf(delta=0.0, solver=solver), X, y, BudgetError, "delta > 0")
+
+
+def test_budget_errors_are_value_errors():
+    assert issubclass(BudgetError, ValueError)
+    assert issubclass(IncompatibleSolverError, ValueError)
+
+
+# -- bad estimator parameters -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"alpha": -0.1}, "alpha"),
+        ({"alpha": np.nan}, "alpha"),
+        ({"alpha": np.inf}, "alpha"),
+        ({"data_norm": 0.0}, "data_norm"),
+        ({"data_norm": -1.0}, "data_norm"),
+        ({"data_norm": np.inf}, "data_norm"),
+        ({"data_norm": np.nan}, "data_norm"),
+        ({"constraint": "l2", "radius": 0.0}, "radius"),
+        ({"constraint": "l2", "radius": -2.0}, "radius"),
+        ({"constraint": "l2", "radius": np.inf}, "radius"),
+        ({"constraint": "l1", "radius": 1.0}, "constraint"),
+        ({"fit_intercept": "yes"}, "fit_intercept"),
+        ({"solver": "nope"}, "solver"),
+        ({"solver": NoisyGD}, "solver"),
+        ({"accountant": "nope"}, "accountant"),
+        ({"neighboring": "nope"}, "neighboring"),
+        ({"random_state": "seed"}, "random_state"),
+    ],
+    ids=_id,
+)
+def test_bad_parameter_is_named(params, match):
+    X, y = make_data()
+    assert_fit_fails(dp_clf(**params), X, y, ValueError, match)
+
+
+def test_constraint_without_radius():
+    X, y = make_data()
+    assert_fit_fails(dp_clf(constraint="l2"), X, y, IncompatibleSolverError, "radius")
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"solver": "svrg", "alpha": 0.0}, "alpha"),
+        ({"solver": DPSVRG(n_epochs=1), "alpha": 0.0}, "alpha"),
+        ({"solver": "svrg", "accountant": "pld"}, "PLD|pld"),
+        ({"solver": "svrg++", "accountant": "pld"}, "PLD|pld"),
+        ({"solver": "svrg", "neighboring": "add_remove"}, "add_remove|replace_one"),
+        (
+            {"solver": DPSVRG(sampling="poisson"), "neighboring": "replace_one"},
+            "add_remove|replace_one",
+        ),
+        ({"solver": "svrg", "accountant": "gaussian"}, "gaussian"),
+        ({"solver": "svrg++", "accountant": "gaussian"}, "gaussian"),
+    ],
+    ids=_id,
+)
+def test_incompatible_solver_settings(params, match):
+    X, y = make_data()
+    assert_fit_fails(dp_clf(**params), X, y, IncompatibleSolverError, match)
+
+
+@pytest.mark.parametrize(
+    "solver, match",
+    [
+        (NoisyGD(n_iter=0), "n_iter"),
+        (NoisyGD(n_iter=-3), "n_iter"),
+        (NoisyGD(n_iter=2.5), "n_iter"),
+        (NoisyGD(n_iter=True), "n_iter"),
+        (NoisyGD(n_iter="10"), "n_iter"),
+        (NoisyGD(step_size=0.0), "step_size"),
+        (NoisyGD(step_size=np.nan), "step_size"),
+        (NoisyGD(clip_norm=-1.0), "clip_norm"),
+        (NoisyGD(clip_norm=np.inf), "clip_norm"),
+        (NoisyGD(iterate="bad"), "iterate"),
+        (DPSVRG(batch_size=-1), "batch_size"),
+        (DPSVRG(batch_size=0), "batch_size"),
+        (DPSVRG(n_epochs=0), "n_epochs"),
+        (DPSVRG(inner_steps=1.5), "inner_steps"),
+        (DPSVRG(correction_clip=0.0), "correction_clip"),
+        (DPSVRG(sampling="bad"), "sampling"),
+        (DPSVRGPlusPlus(n_epochs=-1), "n_epochs"),
+        (DPSVRGPlusPlus(sampling="with_replacement"), "sampling"),
+    ],
+    ids=_id,
+)
+def test_bad_solver_parameter_is_named(solver, match):
+    X, y = make_data()
+    params_before = solver.get_params()
+    assert_fit_fails(dp_clf(solver=solver), X, y, ValueError, match)
+    assert solver.get_params() == params_before
+
+
+def test_unknown_solver_parameter_in_set_params():
+    est = dp_clf(solver=NoisyGD())
+    with pytest.raises(ValueError, match="n_epochs"):
+        est.set_params(solver__n_epochs=3)
+
+
+# -- unusual but valid data -------------------------------------------------------------------
+
+
+def test_read_only_input_fits():
+    X, y = make_data()
+    expected = dp_clf().fit(X, y)
+    X_ro, y_ro = X.copy(), y.copy()
+    X_ro.setflags(write=False)
+    y_ro.setflags(write=False)
+    est = dp_clf().fit(X_ro, y_ro)
+    np.testing.assert_array_equal(est.coef_, expected.coef_)
+    np.testing.assert_array_equal(est.predict(X_ro), expected.predict(X))
+    np.testing.assert_array_equal(X_ro, X)
+
+
+def test_non_contiguous_input_fits():
+    X, y = make_data(n=100, d=10)
+    X_strided = X[:, ::2]
+    assert not X_strided.flags.c_contiguous
+    y_strided = np.repeat(y, 2)[::2]
+    expected = dp_clf().fit(np.ascontiguousarray(X_strided), y)
+    est = dp_clf().fit(X_strided, y_strided)
+    np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(est.predict(X_strided), expected.predict(X[:, ::2]))
+    est_f = dp_clf().fit(np.asfortranarray(X_strided), y)
+    np.testing.assert_allclose(est_f.coef_, expected.coef_, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.int8, np.uint8, bool])
+def test_other_dtypes_fit_like_float64(dtype):
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 2, size=(100, 4)).astype(dtype)
+    y = X[:, 0].astype(int) ^ rng.integers(0, 2, size=100) * (rng.random(100) < 0.2)
+    y[:2] = [0, 1]
+    X_before = X.copy()
+    est = dp_clf().fit(X, y)
+    expected = dp_clf().fit(X.astype(np.float64), y)
+    np.testing.assert_array_equal(X, X_before)
+    assert X.dtype == np.dtype(dtype)
+    assert est.coef_.dtype == np.float64
+    np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(est.predict(X), expected.predict(X.astype(np.float64)))
+
+
+def test_float32_values_fit_like_their_float64_values():
+    X, y = make_data()
+    X32 = X.astype(np.float32)
+    est = dp_clf().fit(X32, y)
+    expected = dp_clf().fit(X32.astype(np.float64), y)
+    np.testing.assert_array_equal(est.coef_, expected.coef_)
+
+
+def test_list_and_string_labels_fit():
+    X, y = make_data()
+    labels = np.array(["neg", "pos"])[y]
+    est = dp_clf().fit(X.tolist(), labels.tolist())
+    np.testing.assert_array_equal(est.classes_, ["neg", "pos"])
+    expected = dp_clf().fit(X, y)
+    np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-12, atol=1e-14)
+
+
+def test_input_arrays_are_not_modified_by_fit_or_predict():
+    X, y = make_data()
+    X[0] *= 50.0  # a row that must be clipped, in fit and predict
+    X_before, y_before = X.copy(), y.copy()
+    Xs = sp.csr_matrix(X)
+    Xs_before = Xs.copy()
+    est = dp_clf().fit(X, y)
+    est.predict_proba(X)
+    dp_clf().fit(Xs, y).predict(Xs)
+    np.testing.assert_array_equal(X, X_before)
+    np.testing.assert_array_equal(y, y_before)
+    assert (Xs != Xs_before).nnz == 0
+
+
+def test_huge_finite_rows_are_clipped_not_zeroed():
+    # data_norm clipping maps a row to the sphere of radius data_norm in its own direction,
+    # however large its (finite) entries: squaring 1e200 must not overflow to a zero row.
+    X, y = make_data(d=3)
+    est = dp_clf().fit(X, y)
+    huge = np.array([[1e200, 0.0, 0.0], [0.0, -1e300, 0.0], [1e160, 1e160, 0.0]])
+    unit = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [1.0, 1.0, 0.0]])
+    unit /= np.linalg.norm(unit, axis=1)[:, None]
+    np.testing.assert_allclose(
+        est.decision_function(huge), est.decision_function(unit), rtol=1e-9, atol=1e-12
+    )
+    # In fit, too: a dataset scaled by 1e200 is clipped to the same unit rows.
+    direction = X / np.linalg.norm(X, axis=1)[:, None]
+    a = dp_clf().fit(direction, y)
+    b = dp_clf().fit(direction * 1e200, y)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-9, atol=1e-12)
+
+
+# -- properties ---------------------------------------------------------------------------------
+
+_finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@st.composite
+def datasets(draw):
+    n = draw(st.integers(4, 40))
+    d = draw(st.integers(1, 6))
+    n_classes = draw(st.integers(2, 3))
+    X = draw(hnp.arrays(np.float64, (n, d), elements=_finite))
+    y = draw(hnp.arrays(np.int64, n, elements=st.integers(0, n_classes - 1)))
+    y[:n_classes] = np.arange(n_classes)  # every class appears
+    return X, y, n_classes
+
+
+@settings(
+    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    data=datasets(),
+    epsilon=st.floats(1e-3, 1e3),
+    data_norm=st.floats(1e-3, 1e3),
+    fit_intercept=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_property_fit_never_crashes(data, epsilon, data_norm, fit_intercept, seed):
+    X, y, n_classes = data
+    X_before = X.copy()
+    est = DPLogisticRegression(
+        epsilon=epsilon,
+        delta=1e-5,
+        solver=NoisyGD(n_iter=3),
+        data_norm=data_norm,
+        fit_intercept=fit_intercept,
+        random_state=seed,
+    ).fit(X, y)
+    np.testing.assert_array_equal(X, X_before)
+    k = 1 if n_classes == 2 else n_classes
+    assert est.coef_.shape == (k, X.shape[1])
+    assert est.intercept_.shape == (k,)
+    assert np.all(np.isfinite(est.coef_))
+    assert np.all(np.isfinite(est.intercept_))
+    assert est.n_iter_ == 3
+    assert est.privacy_spent_.epsilon <= epsilon
+    proba = est.predict_proba(X)
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-9)
+    assert set(est.predict(X)) <= set(est.classes_)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    epsilon=st.one_of(
+        st.floats(max_value=0.0, allow_nan=False),
+        st.just(float("nan")),
+        st.integers(max_value=0),
+    ),
+    delta=st.one_of(st.floats(max_value=-1e-300), st.floats(min_value=1.0), st.just(float("nan"))),
+)
+def test_property_bad_budget_raises(epsilon, delta):
+    X, y = make_data(n=20)
+    assert_fit_fails(dp_clf(epsilon=epsilon), X, y, ValueError, "epsilon")
+    assert_fit_fails(dp_clf(delta=delta), X, y, ValueError, "delta")
