@@ -45,8 +45,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
     radius : float, default=None
         Public radius of the constraint.
     accountant : {"auto", "gaussian", "rdp", "pld"}, default="auto"
-        How the privacy loss is accounted: ``"auto"`` uses each solver's tightest sound
-        accountant (exact closed form for ``"gd"``, RDP for ``"svrg"``).
+        How the privacy loss is accounted: ``"auto"`` uses each solver's default (the exact
+        closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
+        without replacement, PLD with Poisson batches).
     neighboring : {"replace_one", "add_remove"}, default="replace_one"
         Neighbouring relation of the guarantee. ``"add_remove"`` is accepted only where a
         solver is accounted as such (``"gd"``; ``"svrg"`` with ``sampling="poisson"``).

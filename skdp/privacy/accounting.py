@@ -33,6 +33,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import dp_accounting as dpa
+import numpy as np
 from dp_accounting import dp_event as dpe
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
@@ -67,8 +68,8 @@ PLD_DISCRETIZATION = 1e-4
 # conversion minimises over them); this one covers the optimal orders of epsilon in
 # [0.05, 50] at delta >= 1e-12 and costs about half of dp_accounting's default 156.
 RDP_ORDERS: tuple[float, ...] = (
-    1.1, 1.25, 1.5, 1.75, *range(2, 17), *range(18, 33, 2), 40, 48, 56, 64, 80, 96, 128, 192,
-    256, 512,
+    1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, *(x / 4 for x in range(8, 33)),
+    *range(9, 17), *range(18, 33, 2), 40, 48, 56, 64, 80, 96, 128, 192, 256, 512,
 )
 
 _RELATION = {
@@ -177,6 +178,48 @@ class GaussianAccountant(dpa.PrivacyAccountant):
         return math.exp(gaussian_log_delta(self.mu, target_epsilon))
 
 
+# Largest Renyi order at which dp_accounting's without-replacement bound is used.
+WOR_MAX_STABLE_ORDER = 64
+
+
+class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
+    """dp_accounting's RDP accountant with a numerically safe sampling-without-replacement term.
+
+    For large sampling ratios (q ~ 0.3), large noise multipliers and orders above 64,
+    dp_accounting's bound for Gaussians on batches sampled without replacement (Wang, Balle
+    & Kasiviswanathan 2019, Thm. 27) loses precision: its values become erratic (up to 10x
+    the un-subsampled Gaussian's RDP), which makes epsilon non-monotone in the noise and
+    calibration unstable. skdp therefore uses that bound only at orders <= 64 (where it was
+    checked to be smooth and monotone for q in [1e-3, 0.3], z in [0.5, 300]) and, at every
+    order, clamps it by the RDP ``alpha / (2 z^2)`` of the un-subsampled Gaussian, which
+    is always valid: the batches of neighbouring data sets can be coupled to differ in at
+    most one record and Renyi divergence is jointly quasi-convex. Above order 64 the
+    un-subsampled bound alone is used. Every value stays an upper bound; all other events
+    are accounted by dp_accounting unchanged.
+    """
+
+    def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
+        if (
+            do_compose
+            and isinstance(event, dpe.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, dpe.GaussianDpEvent)
+            and self.neighboring_relation is dpa.NeighboringRelation.REPLACE_ONE
+            and event.event.noise_multiplier > 0
+        ):
+            z = event.event.noise_multiplier
+            q = event.sample_size / event.source_dataset_size
+            orders = np.asarray(self._orders, dtype=float)
+            rdp = orders / (2.0 * z * z)
+            stable = orders <= WOR_MAX_STABLE_ORDER
+            wor = rdp_privacy_accountant._compute_rdp_sample_wor_gaussian(
+                q, z, orders[stable].tolist()
+            )
+            rdp[stable] = np.minimum(wor, rdp[stable])
+            self._rdp += count * rdp
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
 def make_accountant(accountant: str, relation: str = "replace_one") -> dpa.PrivacyAccountant:
     """A fresh accountant of the named kind for the named neighbouring relation."""
     _check_names(accountant, relation)
@@ -184,7 +227,7 @@ def make_accountant(accountant: str, relation: str = "replace_one") -> dpa.Priva
     if accountant == "gaussian":
         return GaussianAccountant(rel)
     if accountant == "rdp":
-        return rdp_privacy_accountant.RdpAccountant(orders=RDP_ORDERS, neighboring_relation=rel)
+        return ClampedRdpAccountant(orders=RDP_ORDERS, neighboring_relation=rel)
     return pld_privacy_accountant.PLDAccountant(
         neighboring_relation=rel, value_discretization_interval=PLD_DISCRETIZATION
     )
@@ -327,17 +370,19 @@ def analytic_gaussian_multiplier(budget: Budget, count: int = 1) -> float:
 _MAX_MULTIPLIER = 1e6
 
 
-def _bracket(epsilon_of: Callable[[float], float], target: float) -> tuple[float, float]:
+def _bracket(
+    epsilon_of: Callable[[float], float], target: float, start: float = 1.0, factor: float = 2.0
+) -> tuple[float, float]:
     """A bracket ``[lo, hi]`` with ``eps(hi) <= target < eps(lo)``, found by doubling.
 
-    Starting at 1 and moving by factors of 2 means no accountant is ever evaluated at a
-    noise level far below the solution: the PLD accountant's memory grows with the
+    Starting at ``start`` and moving by ``factor`` means no accountant is ever evaluated at
+    a noise level far below the solution: the PLD accountant's memory grows with the
     privacy loss, and evaluating it at a tiny multiplier can exhaust the machine.
     """
-    z = 1.0
+    z = start
     if epsilon_of(z) > target:
         while True:
-            lo, z = z, 2.0 * z
+            lo, z = z, factor * z
             if z > _MAX_MULTIPLIER:
                 raise BudgetError(
                     f"no noise level meets epsilon={target} for this mechanism; raise "
@@ -346,7 +391,7 @@ def _bracket(epsilon_of: Callable[[float], float], target: float) -> tuple[float
             if epsilon_of(z) <= target:
                 return lo, z
     while z > 1e-6:
-        hi, z = z, 0.5 * z
+        hi, z = z, z / factor
         if epsilon_of(z) > target:
             return z, hi
     # Even a negligible multiplier meets the (huge) budget: use it.
@@ -361,6 +406,7 @@ def _calibrate_cached(
     delta: float,
     accountant: str,
     relation: str,
+    lower_bound: float | None,
 ) -> float:
     def make_event(z: float) -> dpe.DpEvent:
         return factory(z, *args)
@@ -368,7 +414,12 @@ def _calibrate_cached(
     def epsilon_of(z: float) -> float:
         return epsilon_spent(make_event(z), delta, accountant=accountant, relation=relation)
 
-    lo, hi = _bracket(epsilon_of, epsilon)
+    if lower_bound:
+        # A known lower bound of the solution (e.g. the exact Gaussian multiplier, which
+        # every upper-bounding accountant needs at least): search just above it.
+        lo, hi = _bracket(epsilon_of, epsilon, start=lower_bound, factor=1.05)
+    else:
+        lo, hi = _bracket(epsilon_of, epsilon)
     if lo == 0.0:
         return hi
     z = dpa.calibrate_dp_mechanism(
@@ -389,17 +440,21 @@ def calibrate_noise_multiplier(
     *,
     accountant: str,
     relation: str,
+    lower_bound: float | None = None,
 ) -> float:
     """Smallest noise multiplier ``z`` with ``factory(z, *args)`` within ``budget``.
 
     ``factory`` must be a module-level function (results are cached by its identity and
-    ``args``). The returned ``z`` is re-accounted before it is returned: spent epsilon
-    ``<= budget.epsilon`` or :class:`~skdp.exceptions.PrivacyAccountingError`.
+    ``args``). ``lower_bound``, if given, must be a multiplier that is known NOT to be
+    larger than the solution (it only speeds up the search). The returned ``z`` is
+    re-accounted before it is returned: spent epsilon ``<= budget.epsilon`` or
+    :class:`~skdp.exceptions.PrivacyAccountingError`.
     """
     if not budget.is_private:
         return 0.0
     _check_names(accountant, relation)
-    z = _calibrate_cached(factory, tuple(args), budget.epsilon, budget.delta, accountant, relation)
+    z = _calibrate_cached(factory, tuple(args), budget.epsilon, budget.delta, accountant,
+                          relation, lower_bound)
     spent = epsilon_spent(factory(z, *args), budget.delta, accountant=accountant, relation=relation)
     if not spent <= budget.epsilon:
         raise PrivacyAccountingError(

@@ -120,9 +120,11 @@ class NoisyGD(BaseDPSolver):
         elif accountant == "gaussian":
             z = analytic_gaussian_multiplier(budget, n_iter)
         else:
+            # The exact multiplier is a lower bound for the (upper-bounding) accountants.
             z = calibrate_noise_multiplier(
                 _gd_event, (n_iter, accountant, relation), budget,
                 accountant=accountant, relation=relation,
+                lower_bound=analytic_gaussian_multiplier(budget, n_iter),
             )
         sigma = z * sensitivity
         event = dpe.SelfComposedDpEvent(

@@ -159,6 +159,13 @@ class DPSVRG(BaseDPSolver):
     def supported_relations(self) -> tuple[str, ...]:
         return ("replace_one",) if self.sampling == "without_replacement" else ("add_remove",)
 
+    def resolve_accountant(self, accountant: str) -> str:
+        # Poisson batches: the PLD accountant is tight where RDP is not (section 6.3 of
+        # the calibration note); sampling without replacement is accounted by RDP only.
+        if accountant == "auto":
+            return "pld" if self.sampling == "poisson" else "rdp"
+        return accountant
+
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         if self.sampling == "without_replacement" and accountant == "pld":
             raise IncompatibleSolverError(

@@ -9,7 +9,7 @@ from scipy.stats import chi2
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import L2Ball
 from skdp.privacy import Budget, epsilon_spent
-from skdp.solvers import SOLVERS, DPSVRG, DPSVRGPlusPlus, NoisyGD
+from skdp.solvers import DPSVRG, SOLVERS, DPSVRGPlusPlus, NoisyGD
 from tests.conftest import make_problem
 
 # Small, fast configurations; a new solver must add itself here (checked below).
