@@ -43,6 +43,15 @@ class GLMLoss(ABC):
     curvature_bound: float
 
     @abstractmethod
+    def initial_gap(self, n_outputs: int) -> float:
+        """``sup_y phi(0, y) - inf_{z, y} phi(z, y)``: bounds ``F(0) - F*`` for any data.
+
+        ``F(0)`` is the mean of ``phi(0, y_i)`` (the regulariser vanishes at 0) and
+        ``F* >= inf phi``, so this public constant bounds the initial suboptimality of
+        every solver started at 0.
+        """
+
+    @abstractmethod
     def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """Per-example losses, shape ``(n,)``, for scores ``Z`` of shape ``(n, K)``."""
 
@@ -63,6 +72,10 @@ class LogisticLoss(GLMLoss):
     derivative_diameter = 1.0
     curvature_bound = 0.25
 
+    def initial_gap(self, n_outputs: int) -> float:
+        # phi(0, y) = ln 2 and phi > 0.
+        return float(np.log(2.0))
+
     def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.logaddexp(0.0, -Y[:, 0] * Z[:, 0])
 
@@ -82,6 +95,10 @@ class MultinomialLogisticLoss(GLMLoss):
     derivative_bound = float(np.sqrt(2.0))
     derivative_diameter = float(np.sqrt(2.0))
     curvature_bound = 0.5
+
+    def initial_gap(self, n_outputs: int) -> float:
+        # phi(0, y) = ln K and phi > 0.
+        return float(np.log(n_outputs))
 
     def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return logsumexp(Z, axis=1) - np.sum(Z * Y, axis=1)

@@ -30,6 +30,8 @@ __all__ = ["BaseDPSolver", "Plan", "Problem", "ProblemSpec", "SolverResult"]
 # A full-precision optimisation target: the auto iteration counts aim at an optimisation
 # error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).
 _NON_PRIVATE_SNR = 1e12
+# Rows per block of the full-gradient pass: about 2 MB of float64 features per block.
+_BLOCK_ELEMENTS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -84,18 +86,32 @@ class ProblemSpec:
         """Smoothness of ``F``: ``phi'' <= c`` and ``||x|| <= X`` give ``c X^2``, plus alpha."""
         return self.loss.curvature_bound * self.row_norm_bound**2 + self.alpha
 
-    def signal_to_noise(self, budget: Budget) -> float:
-        """``n^2 eps^2 / (2 p ln(1/delta))``: the ratio of the initial suboptimality scale
-        to the privacy floor ``p G^2 ln(1/delta) / (n^2 eps^2 mu)`` of the theorems of
-        Wang, Ye & Xu (2017) (``G`` and ``mu`` cancel out). Auto iteration counts aim at
-        reducing the optimisation error by this factor.
+    @property
+    def initial_gap(self) -> float:
+        """Public bound on ``F(0) - F*`` (see :meth:`GLMLoss.initial_gap`)."""
+        return self.loss.initial_gap(self.n_outputs)
+
+    def gap_reduction(
+        self, budget: Budget, gradient_bound: float, strongly_convex: bool = True
+    ) -> float:
+        """Factor by which the optimisation error must fall to reach the privacy floor.
+
+        The utility theorems of Wang, Ye & Xu (2017; Thm. 4.2 for DP-SVRG) bound the
+        excess risk of the private solution by ``p G^2 ln(1/delta) / (n^2 eps^2 mu)``
+        (up to constants and logs). Starting from ``F(0) - F* <= initial_gap``, the
+        optimisation error must be reduced by ``initial_gap / floor``. ``mu = alpha``; with
+        ``alpha = 0`` the convex floor ``G sqrt(p ln(1/delta)) / (n eps)`` (Thm. 4.4) is
+        used. Clamped to ``[e, 1e12]``; ``1e12`` when ``epsilon = inf``.
         """
         if not budget.is_private or budget.delta <= 0:
             return _NON_PRIVATE_SNR
-        snr = (self.n_samples * budget.epsilon) ** 2 / (
-            2.0 * self.dimension * math.log(1.0 / budget.delta)
-        )
-        return float(min(max(snr, math.e), _NON_PRIVATE_SNR))
+        root = math.sqrt(self.dimension * math.log(1.0 / budget.delta))
+        if strongly_convex and self.alpha > 0:
+            floor = (gradient_bound * root / (self.n_samples * budget.epsilon)) ** 2 / self.alpha
+        else:
+            floor = gradient_bound * root / (self.n_samples * budget.epsilon)
+        ratio = self.initial_gap / floor
+        return float(min(max(ratio, math.e), _NON_PRIVATE_SNR))
 
 
 @dataclass(frozen=True)
@@ -125,6 +141,28 @@ class Problem:
         """Loss derivatives at ``W`` with per-example gradients clipped to ``clip_norm``."""
         D = self.spec.loss.derivative(self.X @ W, self.Y)
         return clip_coefficients(D, self.norms, clip_norm)
+
+    def clipped_gradient(
+        self, W: np.ndarray, clip_norm: float, out_coefficients: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Mean of the clipped per-example gradients at ``W`` (public denominator ``n``).
+
+        Rows are processed in cache-sized blocks so that ``X`` is read from memory once
+        per call (scores and gradient of a block are computed while it is in cache); with
+        ``out_coefficients`` the clipped derivatives are also stored (SVRG snapshots).
+        """
+        X, Y, loss = self.X, self.Y, self.spec.loss
+        n = self.spec.n_samples
+        step = max(256, _BLOCK_ELEMENTS // max(1, X.shape[1]))
+        grad = np.zeros((X.shape[1], W.shape[1]))
+        for start in range(0, n, step):
+            rows = slice(start, min(start + step, n))
+            Xb = X[rows]
+            D = clip_coefficients(loss.derivative(Xb @ W, Y[rows]), self.norms[rows], clip_norm)
+            if out_coefficients is not None:
+                out_coefficients[rows] = D
+            grad += Xb.T @ D
+        return grad / n
 
     def objective(self, W: np.ndarray) -> float:
         """``F(W)``, unclipped (for tests, certificates and benchmarks only)."""

@@ -67,10 +67,12 @@ class NoisyGD(BaseDPSolver):
     constant ``c`` is replaced by the exact calibration).
 
     **Iteration count.** With ``alpha > 0`` the objective is ``alpha``-strongly convex and
-    ``beta``-smooth, gradient descent with ``eta = 1/beta`` contracts the suboptimality by
-    ``1 - alpha/beta`` per step (Theorem 6.2, PL condition), so reaching the privacy floor
-    from the initial suboptimality takes ``T = (beta/alpha) ln(SNR)`` steps with
-    ``SNR = n^2 eps^2 / (2 p ln(1/delta))``. With ``alpha = 0``, Theorem 6.3's
+    ``beta``-smooth; gradient descent with ``eta = 1/beta`` contracts the suboptimality by
+    ``1 - alpha/beta`` per step (Theorem 6.2, PL condition) while its noise settles at
+    ``p eta sigma^2 / 4``. With ``sigma^2 = T s1^2`` (``s1`` the one-release noise) the
+    bound ``Delta0 exp(-T alpha/beta) + p T s1^2 / (4 beta)``, ``Delta0`` the public bound
+    on ``F(0) - F*`` (``ln 2`` for the logistic loss), is minimised at
+    ``T = (beta/alpha) ln(4 alpha Delta0 / (p s1^2))``. With ``alpha = 0``, Theorem 6.3's
     ``T = sqrt(beta n eps) / (G sqrt(p ln(1/delta)))``. Both are capped at 2000.
     """
 
@@ -91,14 +93,24 @@ class NoisyGD(BaseDPSolver):
         if self.iterate not in ITERATES:
             raise ValueError(f"NoisyGD.iterate must be one of {ITERATES}, got {self.iterate!r}.")
 
-    def auto_n_iter(self, spec: ProblemSpec, budget: Budget) -> int:
+    def auto_n_iter(self, spec: ProblemSpec, budget: Budget, sensitivity: float) -> int:
         """Data-independent default ``T`` (see the class Notes)."""
         if self.n_iter is not None:
             return int(self.n_iter)
         beta = spec.smoothness
         if spec.alpha > 0:
-            # Theorem 6.2: linear convergence at rate (1 - alpha/beta) with eta = 1/beta.
-            t = (beta / spec.alpha) * math.log(spec.signal_to_noise(budget))
+            kappa = beta / spec.alpha
+            if budget.is_private:
+                # Per-step noise sigma = sqrt(T) s1 with s1 = Delta * sigma_B1(eps, delta).
+                # Bound on E[F(w_T)] - F* for eta = 1/beta (Theorem 6.2 plus the stationary
+                # noise of gradient descent, p eta sigma^2 / 4):
+                #     Delta0 exp(-T / kappa) + p T s1^2 / (4 beta),
+                # minimised at T = kappa ln(4 alpha Delta0 / (p s1^2)).
+                s1 = sensitivity * analytic_gaussian_multiplier(budget, 1)
+                ratio = 4.0 * spec.alpha * spec.initial_gap / (spec.dimension * s1**2)
+            else:
+                ratio = spec.gap_reduction(budget, spec.gradient_bound)
+            t = kappa * math.log(max(ratio, math.e))
         elif budget.is_private:
             # Theorem 6.3: T = sqrt(L n eps) / (sqrt(p ln(1/delta)) G).
             g = self.gradient_clip(spec)
@@ -110,11 +122,11 @@ class NoisyGD(BaseDPSolver):
         return int(min(max(math.ceil(t), 1), MAX_AUTO_ITER))
 
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
-        n_iter = self.auto_n_iter(spec, budget)
         clip = self.gradient_clip(spec)
         # Mean of n per-example gradients of norm <= C with public denominator n:
         # replacing one record moves the sum by at most 2C, adding/removing by C.
         sensitivity = (2.0 if relation == "replace_one" else 1.0) * clip / spec.n_samples
+        n_iter = self.auto_n_iter(spec, budget, sensitivity)
         if not budget.is_private:
             z = 0.0
         elif accountant == "gaussian":
@@ -147,7 +159,7 @@ class NoisyGD(BaseDPSolver):
 
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
-        p, n = spec.n_penalized, spec.n_samples
+        p = spec.n_penalized
         sigma, step, clip = (plan.settings[k] for k in ("sigma", "step_size", "clip_norm"))
         W = np.zeros((spec.n_params, spec.n_outputs))
         # The random output index is drawn before the data is touched.
@@ -155,8 +167,7 @@ class NoisyGD(BaseDPSolver):
         total = np.zeros_like(W)
         chosen = W
         for t in range(plan.n_iter):
-            grad = np.asarray(problem.X.T @ problem.clipped_coefficients(W, clip)) / n
-            grad += noise.gaussian(W.shape, sigma)
+            grad = problem.clipped_gradient(W, clip) + noise.gaussian(W.shape, sigma)
             grad[:p] += spec.alpha * W[:p]
             W = W - step * grad
             W[:p] = spec.constraint.project(W[:p])

@@ -21,7 +21,6 @@ from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 __all__ = ["DPSVRG", "svrg_event"]
 
 SAMPLINGS = ("without_replacement", "poisson")
-DEFAULT_BATCH_SIZE = 128
 MAX_AUTO_EPOCHS = 40
 # DP-SVRG++ doubles its epochs: 2^16 inner steps at least already in its last epoch.
 MAX_AUTO_EPOCHS_PP = 16
@@ -69,13 +68,13 @@ class DPSVRG(BaseDPSolver):
     Parameters
     ----------
     n_epochs : int, optional
-        Number of epochs ``T``. Default: ``ceil(log2(SNR))`` (see Notes).
+        Number of epochs ``T``. Default: ``ceil(log2(Delta0 / floor))`` (see Notes).
     inner_steps : int, optional
         Inner steps per epoch ``m``. Default ``ceil(n / batch_size)`` (one pass of inner
         samples per epoch).
     batch_size : int, optional
         Inner mini-batch size ``b`` (``b = 1`` is the paper's algorithm). Default
-        ``min(128, n)``: per-step noise on the mean falls as ``1/b``.
+        ``ceil(sqrt(n))``: per-step noise on the mean falls as ``1/b``.
     step_size : float, optional
         Default ``1 / (12 beta)``, the largest step Theorem 4.2 allows.
     clip_norm : float, optional
@@ -114,8 +113,10 @@ class DPSVRG(BaseDPSolver):
     paper's experiments used SVRG-BB step sizes from exact gradients; skdp does not).
 
     **Defaults.** Theorem 4.2 asks for ``eta <= 1/(12 L)`` and an epoch length making
-    each epoch halve the expected suboptimality; ``T = ceil(log2(SNR))`` epochs then reach
-    the privacy floor, ``SNR = n^2 eps^2 / (2 p ln(1/delta))``, capped at 40.
+    each epoch halve the expected suboptimality; ``T = ceil(log2(Delta0 / floor))`` epochs
+    then bring the public bound ``Delta0`` on ``F(0) - F*`` (``ln 2`` for the logistic
+    loss) down to the privacy floor ``p G^2 ln(1/delta) / (n^2 eps^2 alpha)`` of the
+    theorem; capped at 40.
 
     Reference: Wang, Ye & Xu, NeurIPS 2017, Algorithm 1, Theorems 4.1 and 4.2.
     """
@@ -182,7 +183,12 @@ class DPSVRG(BaseDPSolver):
 
     # -- schedule ------------------------------------------------------------------------
     def _batch_size(self, spec: ProblemSpec) -> int:
-        b = DEFAULT_BATCH_SIZE if self.batch_size is None else int(self.batch_size)
+        # Default b = ceil(sqrt(n)): the per-step noise on the mean falls as 1/b while an
+        # epoch of m = n/b steps keeps sqrt(n) noisy releases.
+        if self.batch_size is None:
+            b = math.ceil(math.sqrt(spec.n_samples))
+        else:
+            b = int(self.batch_size)
         return max(1, min(b, spec.n_samples))
 
     def epoch_lengths(self, spec: ProblemSpec, budget: Budget) -> tuple[int, ...]:
@@ -192,9 +198,10 @@ class DPSVRG(BaseDPSolver):
         if self.n_epochs is not None:
             n_epochs = int(self.n_epochs)
         else:
-            # Theorem 4.2: each epoch halves E[F - F*]; reduce it by the factor SNR.
-            n_epochs = min(max(math.ceil(math.log2(spec.signal_to_noise(budget))), 1),
-                           MAX_AUTO_EPOCHS)
+            # Theorem 4.2: each epoch halves E[F - F*]; reduce it from its public bound to
+            # the privacy floor.
+            ratio = spec.gap_reduction(budget, self.gradient_clip(spec))
+            n_epochs = min(max(math.ceil(math.log2(ratio)), 1), MAX_AUTO_EPOCHS)
         return (int(m),) * n_epochs
 
     def correction_bound(self, spec: ProblemSpec) -> float:
@@ -265,8 +272,9 @@ class DPSVRG(BaseDPSolver):
         snapshot = np.zeros((spec.n_params, spec.n_outputs))
         x = snapshot
         for m, sigma_snap in zip(s["epoch_lengths"], s["sigma_snapshots"], strict=True):
-            coef_snap = problem.clipped_coefficients(snapshot, g)
-            v_snap = np.asarray(X.T @ coef_snap) / n + noise.gaussian(snapshot.shape, sigma_snap)
+            coef_snap = np.empty((n, spec.n_outputs))
+            v_snap = problem.clipped_gradient(snapshot, g, out_coefficients=coef_snap)
+            v_snap += noise.gaussian(snapshot.shape, sigma_snap)
             if self.restart_at_snapshot:
                 x = snapshot
             total = np.zeros_like(snapshot)

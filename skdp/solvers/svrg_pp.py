@@ -20,8 +20,8 @@ class DPSVRGPlusPlus(DPSVRG):
     Parameters
     ----------
     n_epochs : int, optional
-        ``T``. Default ``ceil(log2(sqrt(2 SNR)))`` (Theorem 4.4:
-        ``T = O(log(n eps / (G sqrt(p log(1/delta)))))``), capped at 16.
+        ``T``. Default ``ceil(log2(Delta0 n eps / (G sqrt(p ln(1/delta)))))`` (Theorem
+        4.4: ``T = O(log(n eps / (G sqrt(p log(1/delta)))))``), capped at 16.
     inner_steps : int, optional
         First-epoch length ``m``. Default ``ceil(n / (b 2^T))``, so that all epochs together
         draw about two passes of inner samples (``m = Theta(L)`` in the paper leaves the
@@ -52,7 +52,9 @@ class DPSVRGPlusPlus(DPSVRG):
         if self.n_epochs is not None:
             n_epochs = int(self.n_epochs)
         else:
-            n_epochs = math.ceil(math.log2(math.sqrt(2.0 * spec.signal_to_noise(budget))))
+            # Theorem 4.4: the convex floor G sqrt(p ln(1/delta)) / (n eps).
+            ratio = spec.gap_reduction(budget, self.gradient_clip(spec), strongly_convex=False)
+            n_epochs = math.ceil(math.log2(ratio))
             n_epochs = min(max(n_epochs, 1), MAX_AUTO_EPOCHS_PP)
         if self.inner_steps is not None:
             m = int(self.inner_steps)
