@@ -1,0 +1,27 @@
+"""The documentation's solver table and set-up commands stay in sync with the code."""
+
+import re
+from pathlib import Path
+
+from skdp.solvers import SOLVERS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_solver_table_lists_exactly_the_registry():
+    text = (ROOT / "docs" / "solvers.md").read_text()
+    names = set(re.findall(r"^\| `([^`]+)` \|", text, flags=re.MULTILINE))
+    assert names == set(SOLVERS)
+
+
+def test_every_solver_has_a_privacy_section():
+    text = (ROOT / "docs" / "privacy.md").read_text()
+    for name in SOLVERS:
+        assert f'(`"{name}"`' in text, f"docs/privacy.md has no section for {name!r}"
+
+
+def test_readme_gives_the_two_setup_commands_and_ci_runs_the_tests():
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install . && python -m skdp demo" in readme
+    assert 'pip install ".[test]" && python -m pytest' in readme
+    assert "python -m pytest" in (ROOT / ".ci" / "run").read_text()
