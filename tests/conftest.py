@@ -86,6 +86,16 @@ class ReplayNoiseSource:
         return self._pos == len(self._draws)
 
 
+def dp_clf(**params):
+    """A DPLogisticRegression with test defaults (epsilon 1, delta 1e-5, seed 0)."""
+    from skdp import DPLogisticRegression
+
+    params.setdefault("epsilon", 1.0)
+    params.setdefault("delta", 1e-5)
+    params.setdefault("random_state", 0)
+    return DPLogisticRegression(**params)
+
+
 @pytest.fixture
 def problem():
     return make_problem()

@@ -24,6 +24,7 @@ from skdp import (
     NoisyGD,
 )
 from skdp.solvers import BaseDPSolver
+from tests.conftest import dp_clf
 
 
 def _id(value) -> str:
@@ -45,13 +46,6 @@ def make_data(n=100, d=5, seed=0):
     y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
     y[:2] = [0, 1]
     return X, y
-
-
-def dp_clf(**params):
-    params.setdefault("epsilon", 1.0)
-    params.setdefault("delta", 1e-5)
-    params.setdefault("random_state", 0)
-    return DPLogisticRegression(**params)
 
 
 def _same(a, b) -> bool:

@@ -19,6 +19,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from skdp import DPSVRG, DPLogisticRegression, NoisyGD, PrivacyLeakWarning
+from tests.conftest import dp_clf
 
 # One SVRG configuration for every SVRG fit below, on N_SVRG rows: its RDP calibration
 # (about 3 s) is cached by its inputs, so it is paid once for the whole module.
@@ -42,13 +43,6 @@ def make_data(n=300, d=5, n_classes=2, seed=0, labels=None):
     if labels is not None:
         y = np.asarray(labels)[y]
     return X, y
-
-
-def dp_clf(**params):
-    params.setdefault("epsilon", 1.0)
-    params.setdefault("delta", 1e-5)
-    params.setdefault("random_state", 0)
-    return DPLogisticRegression(**params)
 
 
 # -- scikit-learn meta-estimators ---------------------------------------------------------

@@ -1,0 +1,54 @@
+"""Randomness: generator provenance, independent streams and the Gaussian sampler."""
+
+import numpy as np
+import pytest
+from scipy.stats import chi2, kstest
+
+from skdp.privacy.noise import NoiseSource, as_generator, as_noise_source
+
+
+def test_none_draws_fresh_os_entropy_not_global_state():
+    np.random.seed(0)  # noqa: NPY002 (the global state must not matter)
+    a = as_generator(None).standard_normal(4)
+    np.random.seed(0)  # noqa: NPY002 (the global state must not matter)
+    b = as_generator(None).standard_normal(4)
+    assert not np.allclose(a, b)
+
+
+def test_integer_seed_reproduces_and_generator_is_used_as_is():
+    np.testing.assert_array_equal(as_generator(3).random(3), as_generator(3).random(3))
+    g = np.random.default_rng(1)
+    assert as_generator(g) is g
+    assert isinstance(as_generator(np.random.RandomState(0)), np.random.Generator)
+    with pytest.raises(ValueError, match="random_state"):
+        as_generator("seed")
+    with pytest.raises(ValueError, match="random_state"):
+        as_generator(True)
+
+
+def test_spawned_streams_are_independent():
+    children = as_noise_source(5).spawn(3)
+    draws = np.array([c.gaussian((20000,), 1.0) for c in children])
+    corr = np.corrcoef(draws)
+    # Null sd of a sample correlation is 1/sqrt(20000) = 0.007; 0.05 is > 7 sd (p < 1e-11).
+    assert np.all(np.abs(corr[np.triu_indices(3, 1)]) < 0.05)
+
+
+def test_gaussian_sampler_scale_and_shape():
+    """Chi-square test of the variance (two-sided failure probability 1e-6, fixed seed)
+    and a KS test of normality (failure probability 1e-6)."""
+    sigma, d = 0.37, 50_000
+    x = NoiseSource(np.random.default_rng(2024)).gaussian((d,), sigma)
+    stat = float(np.sum((x / sigma) ** 2))
+    assert chi2.ppf(5e-7, d) < stat < chi2.ppf(1 - 5e-7, d)
+    assert kstest(x / sigma, "norm").pvalue > 1e-6
+    assert not np.any(NoiseSource(np.random.default_rng(0)).gaussian((3,), 0.0))
+
+
+def test_batches_have_the_declared_law():
+    src = NoiseSource(np.random.default_rng(7))
+    b = src.batch_without_replacement(100, 30)
+    assert len(b) == 30 == len(set(b.tolist())) and b.min() >= 0 and b.max() < 100
+    sizes = [len(src.batch_poisson(1000, 0.05)) for _ in range(2000)]
+    # Mean of 2000 Binomial(1000, 0.05) sizes: sd 0.154; 1.0 is > 6 sd.
+    assert abs(np.mean(sizes) - 50) < 1.0
