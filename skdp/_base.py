@@ -7,7 +7,6 @@ from abc import abstractmethod
 from numbers import Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -19,24 +18,7 @@ from skdp.privacy.accounting import RELATIONS
 from skdp.privacy.budget import check_budget
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 
-__all__ = ["BaseDPLinearModel", "clip_rows"]
-
-# Scale clipped rows slightly inside the ball so that rounding never exceeds data_norm.
-_CLIP_SAFETY = 1.0 - 1e-12
-
-
-def clip_rows(X, data_norm: float):
-    """Scale every row of ``X`` to l2 norm at most ``data_norm`` (returns a new array).
-
-    A per-record map that looks at no other record, so it is applied before any
-    mechanism and costs no privacy.
-    """
-    norms = row_norms(X)
-    with np.errstate(divide="ignore"):
-        scale = np.minimum(1.0, data_norm * _CLIP_SAFETY / norms)
-    if sp.issparse(X):
-        return sp.csr_matrix(sp.diags(scale) @ X)
-    return X * scale[:, None]
+__all__ = ["BaseDPLinearModel"]
 
 
 class BaseDPLinearModel(BaseEstimator):
@@ -70,16 +52,6 @@ class BaseDPLinearModel(BaseEstimator):
         # The intercept is a constant feature of value data_norm (so that it is on the scale
         # of the features); the augmented row norm is at most sqrt(2) * data_norm.
         return self.data_norm * (math.sqrt(2.0) if self.fit_intercept else 1.0)
-
-    def _design_matrix(self, X):
-        """Clipped rows, plus the constant intercept feature."""
-        Xc = clip_rows(X, self.data_norm)
-        if not self.fit_intercept:
-            return Xc
-        n = Xc.shape[0]
-        if sp.issparse(Xc):
-            return sp.hstack([Xc, sp.csr_matrix(np.full((n, 1), self.data_norm))], format="csr")
-        return np.hstack([Xc, np.full((n, 1), self.data_norm)])
 
     def _make_constraint(self) -> Constraint:
         if self.constraint is None:
@@ -136,11 +108,10 @@ class BaseDPLinearModel(BaseEstimator):
             n_samples=X.shape[0], solver_name=solver.name,
         )
         Y, loss, label_attrs = self._encode_targets(y)
-        design = self._design_matrix(X)
         n_features = X.shape[1]
         spec = ProblemSpec(
             n_samples=X.shape[0],
-            n_params=design.shape[1],
+            n_params=n_features + (1 if self.fit_intercept else 0),
             n_outputs=Y.shape[1],
             n_penalized=n_features,
             row_norm_bound=self._row_norm_bound(),
@@ -148,7 +119,12 @@ class BaseDPLinearModel(BaseEstimator):
             constraint=self._make_constraint(),
             alpha=float(self.alpha),
         )
-        problem = Problem.build(design, Y, spec)
+        # Rows are clipped to data_norm and the intercept feature (value data_norm) is
+        # appended implicitly: X itself is neither copied nor modified.
+        problem = Problem.build(
+            X, Y, spec, data_norm=float(self.data_norm),
+            intercept=float(self.data_norm) if self.fit_intercept else 0.0,
+        )
         result = solver.solve(
             problem, budget, self.random_state,
             accountant=self.accountant, relation=self.neighboring,
@@ -178,8 +154,10 @@ class BaseDPLinearModel(BaseEstimator):
     def _decision_scores(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        Xc = clip_rows(X, self.data_norm)
-        return np.asarray(Xc @ self.coef_.T) + self.intercept_
+        # The model is a function of the clipped row s_i x_i, s_i = min(1, data_norm/||x_i||).
+        with np.errstate(divide="ignore"):
+            scale = np.minimum(1.0, self.data_norm / row_norms(X))
+        return np.asarray(X @ self.coef_.T) * scale[:, None] + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

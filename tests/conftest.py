@@ -17,12 +17,7 @@ def make_problem(
     """A logistic problem with rows of norm <= 1 (optionally all-zero rows)."""
     rng = np.random.default_rng(seed)
     X = np.zeros((n, d)) if zero else rng.normal(size=(n, d)) / np.sqrt(d)
-    norms = np.linalg.norm(X, axis=1)
-    X = X / np.maximum(1.0, norms / (1 - 1e-12))[:, None]
-    bound = 1.0
-    if intercept:
-        X = np.hstack([X, np.ones((n, 1))])
-        bound = np.sqrt(2.0)
+    bound = np.sqrt(2.0) if intercept else 1.0
     labels = rng.integers(0, n_classes, size=n)
     if n_classes == 2:
         Y, loss = np.where(labels == 1, 1.0, -1.0)[:, None], LogisticLoss()
@@ -30,7 +25,7 @@ def make_problem(
         Y, loss = np.eye(n_classes)[labels], MultinomialLogisticLoss()
     spec = ProblemSpec(
         n_samples=n,
-        n_params=X.shape[1],
+        n_params=d + (1 if intercept else 0),
         n_outputs=Y.shape[1],
         n_penalized=d,
         row_norm_bound=bound,
@@ -38,7 +33,7 @@ def make_problem(
         constraint=constraint or Unconstrained(),
         alpha=alpha,
     )
-    return Problem.build(X, Y, spec)
+    return Problem.build(X, Y, spec, data_norm=1.0, intercept=1.0 if intercept else 0.0)
 
 
 class RecordingNoiseSource(NoiseSource):

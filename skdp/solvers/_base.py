@@ -32,6 +32,8 @@ __all__ = ["BaseDPSolver", "Plan", "Problem", "ProblemSpec", "SolverResult"]
 _NON_PRIVATE_SNR = 1e12
 # Rows per block of the full-gradient pass: about 2 MB of float64 features per block.
 _BLOCK_ELEMENTS = 1 << 18
+# Clipped rows are scaled slightly inside the ball so that rounding never exceeds it.
+_CLIP_SAFETY = 1.0 - 1e-12
 
 
 @dataclass(frozen=True)
@@ -118,30 +120,103 @@ class ProblemSpec:
 class Problem:
     """A private ERM problem: the data plus its public :class:`ProblemSpec`.
 
-    ``X`` must already satisfy ``||x_i|| <= spec.row_norm_bound`` (the estimator clips).
+    The model sees the augmented rows ``x'_i = [s_i x_i, c]``: ``s_i = min(1, data_norm /
+    ||x_i||)`` clips each row to the public ``data_norm`` (a per-record map), and ``c`` is
+    the constant intercept feature (absent when ``c = 0``). Both are applied implicitly,
+    so the user's ``X`` is neither copied nor modified: the problem costs ``O(n)`` memory
+    beyond ``X``.
+
+    Attributes
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        The raw features (read only).
+    Y : ndarray of shape (n_samples, n_outputs)
+        Targets encoded for the loss.
+    spec : ProblemSpec
+    row_scale : ndarray of shape (n_samples,)
+        Clipping factors ``s_i``.
+    intercept : float
+        Value ``c`` of the constant feature (0 without intercept).
+    norms : ndarray of shape (n_samples,)
+        Norms of the augmented rows, all ``<= spec.row_norm_bound``.
     """
 
-    X: np.ndarray | sp.csr_matrix
+    X: Any
     Y: np.ndarray
     spec: ProblemSpec
+    row_scale: np.ndarray = field(repr=False)
+    intercept: float
     norms: np.ndarray = field(repr=False)
 
     @classmethod
-    def build(cls, X: Any, Y: np.ndarray, spec: ProblemSpec) -> Problem:
-        """Make a problem, checking the declared row-norm bound."""
-        norms = row_norms(X)
+    def build(
+        cls,
+        X: Any,
+        Y: np.ndarray,
+        spec: ProblemSpec,
+        *,
+        data_norm: float | None = None,
+        intercept: float = 0.0,
+    ) -> Problem:
+        """Make a problem; rows are clipped to ``data_norm`` (default: no clipping).
+
+        The augmented row norm ``sqrt((s_i ||x_i||)^2 + c^2)`` is checked against the
+        declared ``spec.row_norm_bound``.
+        """
+        raw = row_norms(X)
+        if data_norm is None:
+            scale = np.ones_like(raw)
+        else:
+            with np.errstate(divide="ignore"):
+                scale = np.minimum(1.0, data_norm * _CLIP_SAFETY / raw)
+        norms = np.sqrt((scale * raw) ** 2 + intercept**2)
+        expected = X.shape[1] + (1 if intercept else 0)
+        if spec.n_params != expected:
+            raise ValueError(f"spec.n_params={spec.n_params} but the design has {expected}.")
         if norms.size and norms.max() > spec.row_norm_bound * (1 + 1e-9):
             raise ValueError(
-                "rows exceed the declared row_norm_bound; clip them before building the "
-                "problem (the sensitivity would not hold)."
+                "rows exceed the declared row_norm_bound; clip them (data_norm) before "
+                "building the problem (the sensitivity would not hold)."
             )
-        return cls(X=X, Y=Y, spec=spec, norms=norms)
+        return cls(X=X, Y=Y, spec=spec, row_scale=scale, intercept=float(intercept),
+                   norms=norms)
 
-    def clipped_coefficients(self, W: np.ndarray, clip_norm: float) -> np.ndarray:
-        """Loss derivatives at ``W`` with per-example gradients clipped to ``clip_norm``."""
-        D = self.spec.loss.derivative(self.X @ W, self.Y)
-        return clip_coefficients(D, self.norms, clip_norm)
+    # -- the linear model on (a subset of) the augmented rows ------------------------------
+    def rows(self, index: Any) -> tuple[Any, np.ndarray]:
+        """Raw rows and clipping factors of a subset (a slice or an index array)."""
+        return self.X[index], self.row_scale[index]
 
+    def scores(self, W: np.ndarray, Xr: Any = None, sr: np.ndarray | None = None) -> np.ndarray:
+        """``x'_i^T W`` for the given rows (all rows by default)."""
+        if Xr is None:
+            Xr, sr = self.X, self.row_scale
+        d = Xr.shape[1]
+        Z = np.asarray(Xr @ W[:d]) * sr[:, None]
+        if self.intercept:
+            Z += self.intercept * W[d]
+        return Z
+
+    def gradient_sum(self, D: np.ndarray, Xr: Any = None, sr: np.ndarray | None = None
+                     ) -> np.ndarray:
+        """``sum_i x'_i D_i^T`` for the given rows (all rows by default)."""
+        if Xr is None:
+            Xr, sr = self.X, self.row_scale
+        d = Xr.shape[1]
+        G = np.empty((self.spec.n_params, D.shape[1]))
+        G[:d] = np.asarray(Xr.T @ (D * sr[:, None]))
+        if self.intercept:
+            G[d] = self.intercept * D.sum(axis=0)
+        return G
+
+    def design_matrix(self) -> np.ndarray:
+        """The augmented rows as a dense array (tests and references only: O(n d))."""
+        X = self.X.toarray() if sp.issparse(self.X) else np.asarray(self.X)
+        X = X * self.row_scale[:, None]
+        if self.intercept:
+            X = np.hstack([X, np.full((X.shape[0], 1), self.intercept)])
+        return X
+
+    # -- clipped gradients -------------------------------------------------------------------
     def clipped_gradient(
         self, W: np.ndarray, clip_norm: float, out_coefficients: np.ndarray | None = None
     ) -> np.ndarray:
@@ -151,30 +226,31 @@ class Problem:
         per call (scores and gradient of a block are computed while it is in cache); with
         ``out_coefficients`` the clipped derivatives are also stored (SVRG snapshots).
         """
-        X, Y, loss = self.X, self.Y, self.spec.loss
-        n = self.spec.n_samples
-        step = max(256, _BLOCK_ELEMENTS // max(1, X.shape[1]))
-        grad = np.zeros((X.shape[1], W.shape[1]))
+        n, loss = self.spec.n_samples, self.spec.loss
+        step = max(256, _BLOCK_ELEMENTS // max(1, self.X.shape[1]))
+        grad = np.zeros((self.spec.n_params, W.shape[1]))
         for start in range(0, n, step):
-            rows = slice(start, min(start + step, n))
-            Xb = X[rows]
-            D = clip_coefficients(loss.derivative(Xb @ W, Y[rows]), self.norms[rows], clip_norm)
+            block = slice(start, min(start + step, n))
+            Xb, sb = self.rows(block)
+            D = clip_coefficients(loss.derivative(self.scores(W, Xb, sb), self.Y[block]),
+                                  self.norms[block], clip_norm)
             if out_coefficients is not None:
-                out_coefficients[rows] = D
-            grad += Xb.T @ D
+                out_coefficients[block] = D
+            grad += self.gradient_sum(D, Xb, sb)
         return grad / n
 
+    # -- unclipped objective (tests, certificates and benchmarks only) ------------------------
     def objective(self, W: np.ndarray) -> float:
-        """``F(W)``, unclipped (for tests, certificates and benchmarks only)."""
+        """``F(W)``, unclipped gradients (for tests, certificates and benchmarks only)."""
         p = self.spec.n_penalized
-        loss = float(np.mean(self.spec.loss.value(self.X @ W, self.Y)))
+        loss = float(np.mean(self.spec.loss.value(self.scores(W), self.Y)))
         return loss + 0.5 * self.spec.alpha * float(np.sum(W[:p] ** 2))
 
     def gradient(self, W: np.ndarray) -> np.ndarray:
-        """``nabla F(W)``, unclipped (for tests, certificates and benchmarks only)."""
+        """``nabla F(W)`` (for tests, certificates and benchmarks only)."""
         p = self.spec.n_penalized
-        D = self.spec.loss.derivative(self.X @ W, self.Y)
-        g = np.asarray(self.X.T @ D) / self.spec.n_samples
+        D = self.spec.loss.derivative(self.scores(W), self.Y)
+        g = self.gradient_sum(D) / self.spec.n_samples
         g[:p] += self.spec.alpha * W[:p]
         return g
 

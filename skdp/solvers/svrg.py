@@ -262,7 +262,7 @@ class DPSVRG(BaseDPSolver):
 
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
-        X, Y, norms = problem.X, problem.Y, problem.norms
+        Y, norms = problem.Y, problem.norms
         n, p, alpha = spec.n_samples, spec.n_penalized, spec.alpha
         s = plan.settings
         b, step, g, c = s["batch_size"], s["step_size"], s["clip_norm"], s["correction_clip"]
@@ -283,11 +283,13 @@ class DPSVRG(BaseDPSolver):
                     idx = noise.batch_poisson(n, b / n)
                 else:
                     idx = noise.batch_without_replacement(n, b)
-                Xb = X[idx]
-                coef_x = clip_coefficients(spec.loss.derivative(Xb @ x, Y[idx]), norms[idx], g)
+                Xb, sb = problem.rows(idx)
+                scores = problem.scores(x, Xb, sb)
+                coef_x = clip_coefficients(spec.loss.derivative(scores, Y[idx]), norms[idx], g)
                 diff = clip_coefficients(coef_x - coef_snap[idx], norms[idx], c)
                 # Mean over the batch with the public denominator b.
-                v = np.asarray(Xb.T @ diff) / b + v_snap + noise.gaussian(x.shape, sigma_in)
+                v = problem.gradient_sum(diff, Xb, sb) / b + v_snap
+                v += noise.gaussian(x.shape, sigma_in)
                 x = x - step * v
                 x[:p] = spec.constraint.project(shrink * x[:p])
                 total += x

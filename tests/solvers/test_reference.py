@@ -74,8 +74,8 @@ def test_svrg_matches_reference(cls, radius, clip):
     noise = RecordingNoiseSource(np.random.default_rng(11))
     res = solver.solve(problem, Budget(1.0, 1e-5), noise)
     replay = ReplayNoiseSource(noise.draws)
-    ref = reference_svrg(problem.X, problem.Y[:, 0], 0.05, radius, res.plan.settings, replay,
-                         restart_at_snapshot=cls is DPSVRG)
+    ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, radius,
+                         res.plan.settings, replay, restart_at_snapshot=cls is DPSVRG)
     assert replay.exhausted()
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
     # The draws have the calibrated scales: snapshot noise sigma_in / sqrt(m_s).
@@ -92,7 +92,7 @@ def test_svrg_correction_clip_is_applied():
     noise = RecordingNoiseSource(np.random.default_rng(5))
     res = solver.solve(problem, Budget(2.0, 1e-5), noise)
     assert res.plan.settings["correction_clip"] == 0.01
-    ref = reference_svrg(problem.X, problem.Y[:, 0], 0.05, None, res.plan.settings,
+    ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, None, res.plan.settings,
                          ReplayNoiseSource(noise.draws), restart_at_snapshot=True)
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
 
@@ -104,7 +104,7 @@ def test_gd_matches_reference(clip):
     noise = RecordingNoiseSource(np.random.default_rng(0))
     res = solver.solve(problem, Budget(0.5, 1e-6), noise)
     replay = ReplayNoiseSource(noise.draws)
-    ref = reference_gd(problem.X, problem.Y[:, 0], 0.1, res.plan.settings, replay, 12)
+    ref = reference_gd(problem.design_matrix(), problem.Y[:, 0], 0.1, res.plan.settings, replay, 12)
     assert replay.exhausted()
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
 
