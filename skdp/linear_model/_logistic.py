@@ -62,7 +62,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        Number of noisy gradient steps run (fixed in advance, data-independent).
+        Number of noisy gradient steps run, fixed in advance and data-independent (for
+        ``"svrg"``/``"svrg++"``: the inner steps; their per-epoch snapshot releases are
+        listed in ``privacy_plan_.settings``).
     privacy_spent_ : PrivacySpent
         ``(epsilon, delta)`` spent, from re-accounting the ledger.
     privacy_ledger_ : PrivacyLedger
