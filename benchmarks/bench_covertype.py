@@ -11,7 +11,7 @@ same objective and measures the peak memory of one fit per solver.
 
 Run from the repository root::
 
-    python benchmarks/bench_covertype.py            # full run (about 15 minutes, 2 cores)
+    python benchmarks/bench_covertype.py            # full run (2-3 minutes on 2 idle cores)
     python benchmarks/bench_covertype.py --quick    # smoke test (n=20000, 2 seeds)
 
 Results: ``benchmarks/results/covertype{,_quick}.{json,md,png}``.
@@ -164,18 +164,22 @@ def solve_optimum(X, y, alpha, gtol=1e-10):
 def skdp_problem_objective(X, y, coef, intercept, alpha):
     """``F`` through skdp's own :class:`~skdp.solvers.Problem` (a convention cross-check).
 
-    Builds the design the estimator builds (clipped rows plus a constant intercept
-    feature of value ``data_norm``) and the parameters it stores (``W[-1] = intercept /
-    data_norm``).
+    Builds the problem the estimator builds (rows clipped to ``data_norm`` plus a constant
+    intercept feature of value ``data_norm``) and the parameters it stores (``W[-1] =
+    intercept / data_norm``). Uses ``Problem.build(X, ..., data_norm=, intercept=)`` where
+    skdp has it, else an explicit augmented design.
     """
-    design = np.hstack([X, np.full((X.shape[0], 1), DATA_NORM)])
     spec = ProblemSpec(
         n_samples=X.shape[0], n_params=X.shape[1] + 1, n_outputs=1,
         n_penalized=X.shape[1], row_norm_bound=DATA_NORM * math.sqrt(2.0),
-        loss=LogisticLoss(), constraint=Unconstrained(),
-        alpha=alpha,
+        loss=LogisticLoss(), constraint=Unconstrained(), alpha=alpha,
     )
-    problem = Problem.build(design, np.where(y == 1, 1.0, -1.0)[:, None], spec)
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    try:
+        problem = Problem.build(X, Y, spec, data_norm=DATA_NORM, intercept=DATA_NORM)
+    except TypeError:  # older skdp: the caller supplies the augmented, clipped design
+        design = np.hstack([X, np.full((X.shape[0], 1), DATA_NORM)])
+        problem = Problem.build(design, Y, spec)
     W = np.concatenate([coef, [intercept / DATA_NORM]])[:, None]
     return problem.objective(W)
 
@@ -208,18 +212,21 @@ def _jsonable(value):
     return value
 
 
-def make_estimator(solver, epsilon, seed, alpha=ALPHA):
+def make_estimator(solver, epsilon, seed, alpha=ALPHA, **params):
     return DPLogisticRegression(
         epsilon=epsilon, delta=DELTA, solver=solver, alpha=alpha, data_norm=DATA_NORM,
-        fit_intercept=True, random_state=seed,
+        fit_intercept=True, random_state=seed, **params,
     )
 
 
-def fit_once(X, y, solver, epsilon, seed, F_star, alpha=ALPHA, cold=True):
-    """Fit one private model; return its record (excess risk, time, plan...)."""
+def fit_once(X, y, solver, epsilon, seed, F_star, alpha=ALPHA, cold=True, **params):
+    """Fit one private model; return its record (excess risk, time, plan...).
+
+    ``params`` are further ``DPLogisticRegression`` parameters (accountant, ...).
+    """
     if cold:
         clear_calibration_cache()
-    est = make_estimator(solver, epsilon, seed, alpha)
+    est = make_estimator(solver, epsilon, seed, alpha, **params)
     t0 = time.perf_counter()
     est.fit(X, y)
     seconds = time.perf_counter() - t0
@@ -241,6 +248,7 @@ def fit_once(X, y, solver, epsilon, seed, F_star, alpha=ALPHA, cold=True):
         "epsilon_spent": float(est.privacy_spent_.epsilon),
         "delta": float(est.privacy_spent_.delta),
         "accountant": est.privacy_ledger_.accountant,
+        "neighboring": est.privacy_ledger_.relation,
         "coef_norm": float(np.linalg.norm(coef)),
         "intercept": intercept,
         "settings": _jsonable(settings),
@@ -274,6 +282,14 @@ def peak_memory(X, y, solver, epsilon, seed):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return peak - base
+
+
+def sklearn_fit_seconds(X, y, alpha):
+    """Wall time of one default-tolerance scikit-learn fit (for interleaved timing)."""
+    model = LogisticRegression(C=1.0 / (alpha * X.shape[0]), max_iter=10000)
+    t0 = time.perf_counter()
+    model.fit(X, y)
+    return time.perf_counter() - t0
 
 
 def time_sklearn(X, y, alpha, F_star, repeats=3):
@@ -310,13 +326,18 @@ def time_sklearn(X, y, alpha, F_star, repeats=3):
 
 
 def environment():
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False,
-            cwd=Path(__file__).resolve().parent,
-        ).stdout.strip() or None
-    except OSError:
-        commit = None
+    def git(*args):
+        try:
+            return subprocess.run(
+                ["git", *args], capture_output=True, text=True, check=False,
+                cwd=Path(__file__).resolve().parent,
+            ).stdout.strip() or None
+        except OSError:
+            return None
+
+    commit = git("rev-parse", "HEAD")
+    # Uncommitted changes to the library itself (the benchmark files do not matter).
+    skdp_dirty = bool(git("status", "--porcelain", "--", "../skdp"))
     from importlib import metadata
 
     def version(dist):
@@ -337,6 +358,7 @@ def environment():
         "dp-accounting": version("dp-accounting"),
         "skdp": getattr(skdp, "__version__", version("skdp")),
         "git_commit": commit,
+        "skdp_has_uncommitted_changes": skdp_dirty,
     }
     try:
         from threadpoolctl import threadpool_info
@@ -362,6 +384,9 @@ def summarise(runs, solvers, epsilons):
                 continue
             ex = np.array([r["excess_risk"] for r in rows])
             t = np.array([r["fit_seconds"] for r in rows])
+            sk = [r["sklearn_seconds_interleaved"] for r in rows
+                  if r.get("sklearn_seconds_interleaved") is not None]
+            sk_median = float(np.median(sk)) if sk else None
             table[f"{solver}|{eps:g}"] = {
                 "solver": solver,
                 "epsilon": eps,
@@ -372,6 +397,8 @@ def summarise(runs, solvers, epsilons):
                 "excess_min": float(ex.min()),
                 "excess_max": float(ex.max()),
                 "time_median": float(np.median(t)),
+                "sklearn_time_median": sk_median,
+                "time_ratio": float(np.median(t)) / sk_median if sk_median else None,
                 "n_iter": rows[0]["n_iter"],
                 "epsilon_spent_max": max(r["epsilon_spent"] for r in rows),
             }
@@ -384,7 +411,7 @@ def _fmt(x, digits=2):
     return f"{x:.{digits}e}"
 
 
-def verdicts(table, sk_time, memory, solvers):
+def verdicts(table, memory, solvers):
     """The answers to the issue's questions, from the summary table."""
     at1 = {s: table.get(f"{s}|1") for s in solvers}
     at1 = {s: v for s, v in at1.items() if v is not None}
@@ -399,7 +426,7 @@ def verdicts(table, sk_time, memory, solvers):
                 "svrg_beats_gd": v["excess_mean"] < g["excess_mean"],
                 "ratio_svrg_over_gd": v["excess_mean"] / g["excess_mean"],
             }
-    ratios = {s: at1[s]["time_median"] / sk_time for s in at1}
+    ratios = {s: at1[s]["time_ratio"] for s in at1}
     mem = {s: memory[s]["ratio_traced"] for s in memory}
     return {
         "best_solver_at_eps1": best,
@@ -434,17 +461,19 @@ def write_markdown(path, res):
         "",
         f"F* = {res['optimum']['F_star']:.15f} (gradient norm "
         f"{res['optimum']['grad_norm']:.1e}). scikit-learn `LogisticRegression(C=1/(alpha "
-        f"n))` median fit time: **{sk:.3f} s** (default tol; "
+        f"n))` median of 3 fits at the start: **{sk:.3f} s** (default tol; "
         f"{res['sklearn']['tol_1e-6']['median_seconds']:.3f} s at tol=1e-6).",
         "",
         "Fit times are cold (skdp's noise-calibration cache cleared before every fit), "
-        "median over seeds; memory is the peak traced by `tracemalloc` during one fit at "
-        "epsilon = 1, over `X.nbytes` (the input matrix itself is not counted; add 1 for "
-        "the total).",
+        "median over seeds. The time ratio divides it by the median of scikit-learn fits "
+        "(default tol) timed right before each private fit of the row, so that both are "
+        "measured under the same machine load. Memory is the peak traced by `tracemalloc` "
+        "during one fit at epsilon = 1, over `X.nbytes` (the input matrix itself is not "
+        "counted; add 1 for the total).",
         "",
         "| solver | epsilon | excess risk F(w) - F* (mean ± std) | median fit time (s) "
-        "| time / sklearn | peak memory / X.nbytes | iterations |",
-        "|---|---|---|---|---|---|---|",
+        "| sklearn (s) | time / sklearn | peak memory / X.nbytes | noisy steps |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in table.values():
         s = row["solver"]
@@ -452,7 +481,7 @@ def write_markdown(path, res):
         lines.append(
             f"| {s} | {row['epsilon']:g} | {_fmt(row['excess_mean'])} ± "
             f"{_fmt(row['excess_std'], 1)} | {row['time_median']:.2f} | "
-            f"{row['time_median'] / sk:.1f} | "
+            f"{row['sklearn_time_median']:.3f} | {row['time_ratio']:.1f} | "
             f"{'' if mem is None else f'{mem:.2f}'} | {row['n_iter']} |"
         )
     if res.get("calibration_seconds"):
@@ -507,7 +536,13 @@ def write_markdown(path, res):
                 f"{_fmt(row['excess_std'], 1)} | {row['time_median']:.2f} | "
                 f"{row['n_iter']} |"
             )
+    lines += ["", "Tuned (non-default) solver settings on the same problem: "
+              "`covertype_tuning.md` (grid at epsilon = 1) and `covertype_tuning_refine.md` "
+              "(best settings at every epsilon, 5 seeds), from `tune_covertype.py`."]
+    dirty = res["environment"].get("skdp_has_uncommitted_changes")
     lines += ["", f"Total benchmark wall time: {res['total_seconds'] / 60:.1f} min. "
+              f"skdp commit {res['environment']['git_commit']}"
+              f"{' (plus uncommitted changes)' if dirty else ''}. "
               f"Environment: {res['environment']['platform']}, "
               f"{res['environment']['cpu_count']} CPUs, numpy {res['environment']['numpy']}, "
               f"scikit-learn {res['environment']['scikit-learn']}, dp-accounting "
@@ -570,6 +605,7 @@ def main(argv=None):
     # about. The warning is silenced for the benchmark only.
     warnings.filterwarnings("ignore", category=PrivacyLeakWarning)
     t_start = time.perf_counter()
+    env_start = environment()  # the library imported now is the one benchmarked
 
     print(f"Data: make_covertype_like(n_samples={n_samples}, random_state=0)", flush=True)
     X, y = make_covertype_like(n_samples=n_samples, random_state=0)
@@ -596,10 +632,15 @@ def main(argv=None):
     for solver in SOLVERS:
         for eps in EPSILONS:
             for seed in seeds:
+                # The machine may be shared: time a scikit-learn fit right before every
+                # private fit, so that each ratio compares fits made under the same load.
+                sk_seconds = sklearn_fit_seconds(X, y, ALPHA)
                 rec, est = fit_once(X, y, solver, eps, seed, F_star)
+                rec["sklearn_seconds_interleaved"] = sk_seconds
                 runs.append(rec)
                 print(f"  {solver:6s} eps={eps:<4g} seed={seed}  excess={rec['excess_risk']:.3e}"
-                      f"  time={rec['fit_seconds']:6.2f} s  n_iter={rec['n_iter']}"
+                      f"  time={rec['fit_seconds']:6.2f} s (sklearn {sk_seconds:.2f} s)"
+                      f"  n_iter={rec['n_iter']}"
                       f"  eps_spent={rec['epsilon_spent']:.6f}", flush=True)
             if solver == SOLVERS[0] and eps == EPSILONS[0]:
                 # Sanity: the estimator's clipping is a no-op and both objectives agree.
@@ -638,7 +679,7 @@ def main(argv=None):
         "calibration_seconds": calibration,
         "memory": memory,
     }
-    res["verdicts"] = verdicts(table, sk["default_tol"]["median_seconds"], memory, SOLVERS)
+    res["verdicts"] = verdicts(table, memory, SOLVERS)
 
     if not args.no_alpha0:
         print("Unregularised objective (alpha = 0): svrg++ vs gd", flush=True)
@@ -660,7 +701,15 @@ def main(argv=None):
         }
 
     res["total_seconds"] = time.perf_counter() - t_start
-    res["environment"] = environment()
+    res["environment"] = env_start
+    env_end = environment()
+    if (env_end["git_commit"], env_end["skdp_has_uncommitted_changes"]) != (
+            env_start["git_commit"], env_start["skdp_has_uncommitted_changes"]):
+        res["environment"]["warning"] = (
+            f"the repository changed during the run (commit at the end: "
+            f"{env_end['git_commit']}); the results are those of the start commit plus any "
+            "uncommitted changes present at import time")
+        print("WARNING:", res["environment"]["warning"], flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(_jsonable(res), indent=1) + "\n")
     write_markdown(RESULTS / f"{stem}.md", res)

@@ -71,9 +71,9 @@ def make_covertype_like(n_samples: int = 200000, random_state: int = 0):
       clipped to its documented Covertype range;
     * the label ``y`` in {0, 1} drawn from a logistic model on the preprocessed features
       (elevation dominant, as in Covertype, plus smaller effects of slope, distances,
-      hillshade, area and soil). The logit has standard deviation about 2 and the
-      intercept balances the classes (about 50% positives); the Bayes accuracy is about
-      0.8: moderately separable, not trivial.
+      hillshade, area and soil). The logit has standard deviation about 1.8 and the
+      intercept balances the classes (about 49% positives); the Bayes accuracy is about
+      0.74: moderately separable, not trivial.
 
     Preprocessing (FIXED and data-independent, so it costs no privacy): each quantitative
     column is divided by the public constant of :data:`COVERTYPE_QUANTITATIVE` (its
