@@ -7,6 +7,7 @@ from abc import abstractmethod
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -155,9 +156,11 @@ class BaseDPLinearModel(BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         # The model is a function of the clipped row s_i x_i, s_i = min(1, data_norm/||x_i||).
+        # Rows are scaled before the product so that huge finite rows cannot overflow.
         with np.errstate(divide="ignore"):
             scale = np.minimum(1.0, self.data_norm / row_norms(X))
-        return np.asarray(X @ self.coef_.T) * scale[:, None] + self.intercept_
+        Xs = sp.diags(scale) @ X if sp.issparse(X) else X * scale[:, None]
+        return np.asarray(Xs @ self.coef_.T) + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -118,17 +118,21 @@ def row_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:
     Rows whose squared norm overflows (entries beyond ~1e154) are recomputed after
     scaling by their largest absolute entry, so that huge finite rows get a finite norm.
     """
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    else:
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    with np.errstate(over="ignore"):
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        else:
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     overflow = np.flatnonzero(np.isinf(norms))
     if overflow.size:
         rows = X[overflow]
         rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         peak = np.max(np.abs(rows), axis=1)
-        norms[overflow] = peak * np.linalg.norm(rows / peak[:, None], axis=1)
+        with np.errstate(over="ignore"):
+            # Still inf when the norm itself exceeds the largest float (such a row is
+            # then scaled to 0 by clipping: a per-record map, privacy is unaffected).
+            norms[overflow] = peak * np.linalg.norm(rows / peak[:, None], axis=1)
     return norms
 
 
@@ -140,7 +144,10 @@ def clip_coefficients(D: np.ndarray, norms: np.ndarray, clip_norm: float) -> np.
     rescales ``d_i`` by ``min(1, clip_norm / (||x_i|| ||d_i||))``: no ``n x d`` array is
     formed. ``norms`` holds the row norms ``||x_i||``.
     """
-    grad_norms = norms * np.linalg.norm(D, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
+        grad_norms = norms * np.linalg.norm(D, axis=1)
         scale = np.where(grad_norms > clip_norm, clip_norm / grad_norms, 1.0)
-    return D * scale[:, None]
+    # A non-finite gradient (overflow in an extreme record) is dropped, never passed on:
+    # NaN > clip is False, so without this a NaN would slip through unclipped.
+    finite = np.isfinite(grad_norms)
+    return np.where(finite[:, None], D * np.where(finite, scale, 0.0)[:, None], 0.0)

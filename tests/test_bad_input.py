@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -458,3 +459,19 @@ def test_property_bad_budget_raises(epsilon, delta):
     X, y = make_data(n=20)
     assert_fit_fails(dp_clf(epsilon=epsilon), X, y, ValueError, "epsilon")
     assert_fit_fails(dp_clf(delta=delta), X, y, ValueError, "delta")
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("row", [[1.5e308, 1.5e308], [1e308, -1e308], [1e308, 0.0]])
+def test_one_extreme_finite_row_changes_nothing_but_its_own_clipped_value(row, n_classes):
+    """Regression: an extreme row once overflowed the scores and made coef_ NaN (a
+    data-dependent output). Its clipped version must enter like any other row, silently."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = rng.integers(0, n_classes, size=200)
+    X[0] = row
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = dp_clf(epsilon=1.0).fit(X, y)
+        proba = clf.predict_proba(X)
+    assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(proba))

@@ -163,17 +163,21 @@ class Problem:
         The augmented row norm ``sqrt((s_i ||x_i||)^2 + c^2)`` is checked against the
         declared ``spec.row_norm_bound``.
         """
-        raw = row_norms(X)
-        if data_norm is None:
-            scale = np.ones_like(raw)
-        else:
-            with np.errstate(divide="ignore"):
+        with np.errstate(all="ignore"):
+            raw = row_norms(X)
+            if data_norm is None:
+                scale = np.ones_like(raw)
+            else:
                 scale = np.minimum(1.0, data_norm * _CLIP_SAFETY / raw)
-        norms = np.sqrt((scale * raw) ** 2 + intercept**2)
+            norms = np.sqrt((scale * raw) ** 2 + intercept**2)
         expected = X.shape[1] + (1 if intercept else 0)
         if spec.n_params != expected:
             raise ValueError(f"spec.n_params={spec.n_params} but the design has {expected}.")
-        if norms.size and norms.max() > spec.row_norm_bound * (1 + 1e-9):
+        # With data_norm given, the rows are clipped here; per-example gradients are clipped
+        # with the actual norms anyway, so a rounding excess (subnormal scales) is harmless
+        # and must not make the fit fail for one record. Without it, the caller's claim is
+        # checked.
+        if data_norm is None and norms.size and norms.max() > spec.row_norm_bound * (1 + 1e-9):
             raise ValueError(
                 "rows exceed the declared row_norm_bound; clip them (data_norm) before "
                 "building the problem (the sensitivity would not hold)."
@@ -182,36 +186,41 @@ class Problem:
                    norms=norms)
 
     # -- the linear model on (a subset of) the augmented rows ------------------------------
-    def rows(self, index: Any) -> tuple[Any, np.ndarray]:
-        """Raw rows and clipping factors of a subset (a slice or an index array)."""
-        return self.X[index], self.row_scale[index]
+    def rows(self, index: Any) -> Any:
+        """The clipped rows ``s_i x_i`` of a subset (a slice or an index array).
 
-    def scores(self, W: np.ndarray, Xr: Any = None, sr: np.ndarray | None = None) -> np.ndarray:
-        """``x'_i^T W`` for the given rows (all rows by default)."""
-        if Xr is None:
-            Xr, sr = self.X, self.row_scale
-        d = Xr.shape[1]
-        Z = np.asarray(Xr @ W[:d]) * sr[:, None]
+        Rows are scaled BEFORE any product, so a huge finite row cannot overflow a score
+        (its clipped version has norm ``data_norm``). The copy has the subset's size only.
+        """
+        Xr, sr = self.X[index], self.row_scale[index]
+        if sp.issparse(Xr):
+            return sp.csr_matrix(sp.diags(sr) @ Xr)
+        return Xr * sr[:, None]
+
+    def scores(self, W: np.ndarray, Xs: Any = None) -> np.ndarray:
+        """``x'_i^T W`` for clipped rows ``Xs`` (from :meth:`rows`; all rows by default)."""
+        if Xs is None:
+            Xs = self.rows(slice(None))
+        Z = np.asarray(Xs @ W[: Xs.shape[1]])
         if self.intercept:
-            Z += self.intercept * W[d]
+            Z = Z + self.intercept * W[Xs.shape[1]]
         return Z
 
-    def gradient_sum(self, D: np.ndarray, Xr: Any = None, sr: np.ndarray | None = None
-                     ) -> np.ndarray:
-        """``sum_i x'_i D_i^T`` for the given rows (all rows by default)."""
-        if Xr is None:
-            Xr, sr = self.X, self.row_scale
-        d = Xr.shape[1]
+    def gradient_sum(self, D: np.ndarray, Xs: Any = None) -> np.ndarray:
+        """``sum_i x'_i D_i^T`` for clipped rows ``Xs`` (all rows by default)."""
+        if Xs is None:
+            Xs = self.rows(slice(None))
+        d = Xs.shape[1]
         G = np.empty((self.spec.n_params, D.shape[1]))
-        G[:d] = np.asarray(Xr.T @ (D * sr[:, None]))
+        G[:d] = np.asarray(Xs.T @ D)
         if self.intercept:
             G[d] = self.intercept * D.sum(axis=0)
         return G
 
     def design_matrix(self) -> np.ndarray:
         """The augmented rows as a dense array (tests and references only: O(n d))."""
-        X = self.X.toarray() if sp.issparse(self.X) else np.asarray(self.X)
-        X = X * self.row_scale[:, None]
+        X = self.rows(slice(None))
+        X = X.toarray() if sp.issparse(X) else X
         if self.intercept:
             X = np.hstack([X, np.full((X.shape[0], 1), self.intercept)])
         return X
@@ -231,12 +240,12 @@ class Problem:
         grad = np.zeros((self.spec.n_params, W.shape[1]))
         for start in range(0, n, step):
             block = slice(start, min(start + step, n))
-            Xb, sb = self.rows(block)
-            D = clip_coefficients(loss.derivative(self.scores(W, Xb, sb), self.Y[block]),
+            Xs = self.rows(block)
+            D = clip_coefficients(loss.derivative(self.scores(W, Xs), self.Y[block]),
                                   self.norms[block], clip_norm)
             if out_coefficients is not None:
                 out_coefficients[block] = D
-            grad += self.gradient_sum(D, Xb, sb)
+            grad += self.gradient_sum(D, Xs)
         return grad / n
 
     # -- unclipped objective (tests, certificates and benchmarks only) ------------------------

@@ -283,12 +283,12 @@ class DPSVRG(BaseDPSolver):
                     idx = noise.batch_poisson(n, b / n)
                 else:
                     idx = noise.batch_without_replacement(n, b)
-                Xb, sb = problem.rows(idx)
-                scores = problem.scores(x, Xb, sb)
+                Xb = problem.rows(idx)
+                scores = problem.scores(x, Xb)
                 coef_x = clip_coefficients(spec.loss.derivative(scores, Y[idx]), norms[idx], g)
                 diff = clip_coefficients(coef_x - coef_snap[idx], norms[idx], c)
                 # Mean over the batch with the public denominator b.
-                v = problem.gradient_sum(diff, Xb, sb) / b + v_snap
+                v = problem.gradient_sum(diff, Xb) / b + v_snap
                 v += noise.gaussian(x.shape, sigma_in)
                 x = x - step * v
                 x[:p] = spec.constraint.project(shrink * x[:p])
