@@ -15,7 +15,6 @@ from skdp._sklearn_compat import Interval, StrOptions, _fit_context, validate_da
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
 from skdp.geometry import Constraint, L2Ball, Unconstrained
 from skdp.losses import GLMLoss, row_norms
-from skdp.privacy.accounting import RELATIONS
 from skdp.privacy.budget import check_budget
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 
@@ -39,7 +38,9 @@ class BaseDPLinearModel(BaseEstimator):
         "constraint": [StrOptions({"l2"}), None],
         "radius": [Interval(Real, 0, None, closed="neither"), None],
         "accountant": [StrOptions({"auto", "gaussian", "rdp", "pld"})],
-        "neighboring": [StrOptions(set(RELATIONS))],
+        # Replace-one only: an add/remove guarantee needs a public dataset size (every
+        # denominator, rate and schedule depends on n), which the estimators do not take.
+        "neighboring": [StrOptions({"replace_one"})],
         "random_state": ["random_state", np.random.Generator],
     }
 

@@ -123,7 +123,7 @@ def test_clone_keeps_parameters():
         constraint="l2",
         radius=3.0,
         accountant="rdp",
-        neighboring="add_remove",
+        neighboring="replace_one",
         random_state=4,
     )
     copy = clone(est)

@@ -48,9 +48,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
         How the privacy loss is accounted: ``"auto"`` uses each solver's default (the exact
         closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
         without replacement, PLD with Poisson batches).
-    neighboring : {"replace_one", "add_remove"}, default="replace_one"
-        Neighbouring relation of the guarantee. ``"add_remove"`` is accepted only where a
-        solver is accounted as such (``"gd"``; ``"svrg"`` with ``sampling="poisson"``).
+    neighboring : {"replace_one"}, default="replace_one"
+        Neighbouring relation of the guarantee: data sets of the same size differing in
+        one record. (Add/remove needs a public dataset size, which is not offered yet.)
     random_state : None, int, numpy Generator or RandomState, default=None
         Source of the noise. ``None`` draws fresh OS entropy: use it for real releases.
         An integer makes the noise reproducible by anyone who knows it.

@@ -48,6 +48,7 @@ __all__ = [
     "RELATIONS",
     "GaussianAccountant",
     "PrivacyLedger",
+    "add_remove_budget",
     "PrivacySpent",
     "analytic_gaussian_multiplier",
     "calibrate_noise_multiplier",
@@ -259,8 +260,10 @@ def gaussian_noise_multiplier(
     shifts the mean by ``+-1/z``). Hence ``z = sigma / (Delta / 2)`` there.
     """
     _check_names(accountant, relation)
-    if sensitivity < 0 or sigma < 0:
-        raise ValueError("sigma and sensitivity must be non-negative.")
+    if not (math.isfinite(sigma) and math.isfinite(sensitivity)) or sensitivity < 0 or sigma < 0:
+        raise ValueError(
+            f"sigma and sensitivity must be finite and non-negative, got {sigma}, {sensitivity}."
+        )
     if sensitivity == 0:
         return math.inf
     if accountant == "pld" and relation == "replace_one":
@@ -271,9 +274,17 @@ def gaussian_noise_multiplier(
 def gaussian_event(
     sigma: float, sensitivity: float, *, accountant: str, relation: str
 ) -> dpe.DpEvent:
-    """The ``DpEvent`` of one release ``q(D) + N(0, sigma^2 I)`` with the given sensitivity."""
-    if sensitivity == 0:
-        return dpe.NoOpDpEvent()
+    """The ``DpEvent`` of one release ``q(D) + N(0, sigma^2 I)`` with the given sensitivity.
+
+    ``sensitivity`` must be positive and finite: a query that does not depend on the data
+    needs no event at all (a zero that comes from an underflow must not be accounted as
+    free). ``sigma = 0`` is the non-private release.
+    """
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise ValueError(
+            f"sensitivity must be positive and finite, got {sensitivity}; check the clip "
+            "norms and data_norm."
+        )
     if sigma == 0:
         return dpe.NonPrivateDpEvent()
     z = gaussian_noise_multiplier(sigma, sensitivity, accountant=accountant, relation=relation)
@@ -340,11 +351,13 @@ def epsilon_spent(event: dpe.DpEvent, delta: float, *, accountant: str, relation
     objects), so re-accounting the same ledger costs one accountant evaluation.
     """
     key = (repr(event), float(delta), accountant, relation)
-    if key not in _SPENT_CACHE:
+    value = _SPENT_CACHE.get(key)
+    if value is None:
+        value = float(_composed(event, accountant, relation).get_epsilon(delta))
         if len(_SPENT_CACHE) >= _SPENT_CACHE_SIZE:
             _SPENT_CACHE.clear()
-        _SPENT_CACHE[key] = float(_composed(event, accountant, relation).get_epsilon(delta))
-    return _SPENT_CACHE[key]
+        _SPENT_CACHE[key] = value
+    return value
 
 
 def analytic_gaussian_multiplier(budget: Budget, count: int = 1) -> float:
@@ -483,12 +496,35 @@ class PrivacyLedger:
     accountant: str
     relation: str
     budget: Budget
+    via_add_remove: bool = False
 
     def spent(self) -> PrivacySpent:
-        """Re-account ``event``: the epsilon spent at the target delta."""
+        """Re-account ``event``: the ``(epsilon, delta)`` spent under ``relation``.
+
+        With ``via_add_remove`` the event is accounted under add/remove at
+        :func:`add_remove_budget` and converted to replace-one by group privacy.
+        """
         if not self.budget.is_private:
             return PrivacySpent(math.inf, self.budget.delta)
+        if self.via_add_remove:
+            inner = add_remove_budget(self.budget)
+            eps = epsilon_spent(self.event, inner.delta, accountant=self.accountant,
+                                relation="add_remove")
+            # Replacing a record = removing it, then adding another: (eps, d) for
+            # add/remove gives (2 eps, (1 + e^eps) d) for replace-one.
+            return PrivacySpent(2.0 * eps, (1.0 + math.exp(eps)) * inner.delta)
         eps = epsilon_spent(
             self.event, self.budget.delta, accountant=self.accountant, relation=self.relation
         )
         return PrivacySpent(eps, self.budget.delta)
+
+
+def add_remove_budget(budget: Budget) -> Budget:
+    """The add/remove budget whose replace-one image (group privacy) is ``budget``.
+
+    An ``(e, d)`` add/remove guarantee gives ``(2 e, (1 + e^e) d)`` under replace-one
+    (P[M(D) in S] <= e^e P[M(D - x) in S] + d <= e^(2e) P[M(D - x + x') in S] + (1 + e^e) d),
+    so ``e = epsilon / 2`` and ``d = delta / (1 + e^(epsilon / 2))``.
+    """
+    half = budget.epsilon / 2.0
+    return Budget(half, budget.delta / (1.0 + math.exp(half)))

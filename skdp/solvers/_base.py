@@ -21,7 +21,7 @@ from dp_accounting import dp_event as dpe
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
 from skdp.geometry import Constraint
 from skdp.losses import GLMLoss, clip_coefficients, row_norms
-from skdp.privacy.accounting import ACCOUNTANTS, RELATIONS, PrivacyLedger, PrivacySpent
+from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource, as_noise_source
 
@@ -271,13 +271,16 @@ class Plan:
     Attributes
     ----------
     n_iter : int
-        Number of noisy gradient releases (data-independent).
+        Number of noisy gradient steps (data-independent).
     event : dp_accounting.DpEvent
         The ledger of every noisy release.
     accountant, relation : str
         How ``event`` is read.
     settings : dict
         Solver-specific constants (noise levels, step size, batch size, ...).
+    via_add_remove : bool
+        ``event`` is accounted under add/remove and converted to ``relation``
+        (replace-one) by group privacy (see :class:`~skdp.privacy.PrivacyLedger`).
     """
 
     n_iter: int
@@ -285,6 +288,7 @@ class Plan:
     accountant: str
     relation: str
     settings: dict = field(default_factory=dict)
+    via_add_remove: bool = False
 
 
 @dataclass(frozen=True)
@@ -359,8 +363,12 @@ class BaseDPSolver(ABC):
         return self.default_accountant if accountant == "auto" else accountant
 
     def supported_relations(self) -> tuple[str, ...]:
-        """Neighbouring relations this configuration of the solver is accounted under."""
-        return RELATIONS
+        """Neighbouring relations this configuration of the solver is accounted under.
+
+        Replace-one only: under add/remove the dataset size is not public, yet every
+        solver's denominators, sampling rates and schedules are functions of it.
+        """
+        return ("replace_one",)
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         """Raise :class:`IncompatibleSolverError` naming what is missing."""
@@ -451,7 +459,7 @@ class BaseDPSolver(ABC):
             Source of every random draw.
         accountant : {"auto", "gaussian", "rdp", "pld"}
             How the ledger is accounted.
-        relation : {"replace_one", "add_remove"}
+        relation : {"replace_one"}
             Neighbouring relation of the guarantee.
 
         Returns
@@ -462,7 +470,7 @@ class BaseDPSolver(ABC):
         accountant = self.resolve_accountant(accountant)
         self.check_compatible(problem.spec, accountant, relation)
         plan = self.plan(problem.spec, budget, accountant, relation)
-        ledger = PrivacyLedger(plan.event, accountant, relation, budget)
+        ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)
         spent = ledger.spent()
         # The calibrated noise is re-accounted BEFORE any noise is drawn.
         if budget.is_private and not spent.epsilon <= budget.epsilon:

@@ -52,11 +52,10 @@ class NoisyGD(BaseDPSolver):
 
     Notes
     -----
-    **Privacy guarantee.** Replace-one neighbouring relation (add/remove also offered,
-    with the dataset size treated as public). Rows are clipped to the public
-    ``data_norm`` and per-example gradients to ``C`` in l2, so the mean gradient with the
-    public denominator ``n`` has sensitivity ``2C/n`` (replace-one) or ``C/n``
-    (add/remove). ``T`` Gaussian releases with noise ``sigma`` are exactly ``mu``-GDP with
+    **Privacy guarantee.** Replace-one neighbouring relation. Rows are clipped to the
+    public ``data_norm`` and per-example gradients to ``C`` in l2, so the mean gradient
+    with the public denominator ``n`` has sensitivity ``2C/n``. ``T`` Gaussian releases
+    with noise ``sigma`` are exactly ``mu``-GDP with
     ``mu = sqrt(T) Delta / sigma`` (Dong, Roth & Su 2022), so with the default accountant
     (``"gaussian"``) ``sigma = sqrt(T) Delta sigma_B1(eps, delta)`` where ``sigma_B1`` is
     the analytic Gaussian calibration (Balle & Wang 2018): exact and tight. With
@@ -127,9 +126,14 @@ class NoisyGD(BaseDPSolver):
 
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
         clip = self.gradient_clip(spec)
-        # Mean of n per-example gradients of norm <= C with public denominator n:
-        # replacing one record moves the sum by at most 2C, adding/removing by C.
-        sensitivity = (2.0 if relation == "replace_one" else 1.0) * clip / spec.n_samples
+        # Mean of n per-example gradients of norm <= C with denominator n: replacing one
+        # record moves the sum by at most 2C.
+        sensitivity = 2.0 * clip / spec.n_samples
+        if not (math.isfinite(sensitivity) and sensitivity > 0):
+            raise ValueError(
+                f"the gradient sensitivity 2 C / n = {sensitivity} is not a positive finite "
+                "number; use a larger clip_norm or data_norm."
+            )
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
         if not budget.is_private:
             z = 0.0

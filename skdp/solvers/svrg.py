@@ -10,6 +10,7 @@ from dp_accounting import dp_event as dpe
 from skdp.exceptions import IncompatibleSolverError
 from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
+    add_remove_budget,
     calibrate_noise_multiplier,
     gaussian_event,
     subsampled_gaussian_event,
@@ -84,8 +85,9 @@ class DPSVRG(BaseDPSolver):
         z_i)``. Default and maximum: ``min(2G, diam(phi') * data_norm)``, a bound every
         correction already satisfies.
     sampling : {"without_replacement", "poisson"}, default="without_replacement"
-        Inner batches: uniform subsets of exactly ``b`` records (replace-one, RDP), or
-        Poisson sampling with rate ``b/n`` (add/remove, RDP or tight PLD).
+        Inner batches: uniform subsets of exactly ``b`` records (RDP accountant), or
+        Poisson sampling with rate ``b/n`` (PLD or RDP accountant, through group privacy;
+        see Notes).
 
     Notes
     -----
@@ -106,11 +108,15 @@ class DPSVRG(BaseDPSolver):
       and the single noise multiplier is solved with ``dp_accounting``'s
       ``calibrate_dp_mechanism``.
 
-    With ``sampling="poisson"`` the guarantee is for add/remove neighbours (dataset size
-    treated as public, as in DP-SGD): sensitivities ``G/n`` and ``C/b`` (sum over the
-    Poisson batch divided by the public ``b``). Averages, the prox step and the
-    projection are post-processing. No step size is computed from private data (the
-    paper's experiments used SVRG-BB step sizes from exact gradients; skdp does not).
+    With ``sampling="poisson"`` (rate ``b/n``, batch sums divided by ``b``) the ledger is
+    accounted under add/remove, where the sensitivities are ``G/n`` and ``C/b``, with the
+    tight PLD accountant by default; replacing a record is removing it and adding another,
+    so the add/remove budget ``(eps/2, delta/(1+e^(eps/2)))`` gives the replace-one
+    ``(eps, delta)`` guarantee by group privacy. (Accounting Poisson batches directly
+    under replace-one would need a dominating pair for d > 1 that we have not derived.)
+    Averages, the prox step and the projection are post-processing. No step size is
+    computed from private data (the paper's experiments used SVRG-BB step sizes from
+    exact gradients; skdp does not).
 
     **Defaults.** Theorem 4.2 asks for ``eta <= 1/(12 L)`` and an epoch length making
     each epoch halve the expected suboptimality; ``T = ceil(log2(Delta0 / floor))`` epochs
@@ -157,9 +163,6 @@ class DPSVRG(BaseDPSolver):
                 f"{self.sampling!r}."
             )
 
-    def supported_relations(self) -> tuple[str, ...]:
-        return ("replace_one",) if self.sampling == "without_replacement" else ("add_remove",)
-
     def resolve_accountant(self, accountant: str) -> str:
         # Poisson batches: the PLD accountant is tight where RDP is not (section 6.3 of
         # the calibration note); sampling without replacement is accounted by RDP only.
@@ -171,13 +174,7 @@ class DPSVRG(BaseDPSolver):
         if self.sampling == "without_replacement" and accountant == "pld":
             raise IncompatibleSolverError(
                 "the PLD accountant cannot account batches sampled without replacement; "
-                "use accountant='rdp', or sampling='poisson' with neighboring='add_remove'."
-            )
-        if relation not in self.supported_relations():
-            raise IncompatibleSolverError(
-                f"sampling={self.sampling!r} is accounted under the "
-                f"{self.supported_relations()[0]!r} relation; set neighboring="
-                f"{self.supported_relations()[0]!r} or change sampling."
+                "use accountant='rdp', or the solver option sampling='poisson'."
             )
         super().check_compatible(spec, accountant, relation)
 
@@ -221,15 +218,28 @@ class DPSVRG(BaseDPSolver):
         lengths = self.epoch_lengths(spec, budget)
         g = self.gradient_clip(spec)
         c = self.correction_bound(spec)
-        if relation == "replace_one":
-            # Replacing a record moves a sum of norm-bounded vectors by twice the bound.
-            delta_snap, delta_in = 2.0 * g / n, 2.0 * c / b
-        else:
+        poisson = self.sampling == "poisson"
+        if poisson:
+            # Poisson batches are accounted under add/remove (the mechanism with the public
+            # constants n and b, applied to any multiset), where adding or removing a record
+            # moves the snapshot sum by G and a batch sum by C; replace-one = remove + add,
+            # so the add/remove budget is (eps/2, delta/(1+e^(eps/2))) (group privacy).
+            event_relation, event_budget = "add_remove", add_remove_budget(budget)
             delta_snap, delta_in = g / n, c / b
+        else:
+            # Replacing a record moves a sum of norm-bounded vectors by twice the bound.
+            event_relation, event_budget = relation, budget
+            delta_snap, delta_in = 2.0 * g / n, 2.0 * c / b
+        if not (math.isfinite(delta_snap) and delta_snap > 0 and delta_in > 0):
+            raise ValueError(
+                "the gradient sensitivities are not positive finite numbers; use larger "
+                "clip_norm, correction_clip or data_norm."
+            )
         ratio = delta_snap / delta_in
-        args = (n, b, lengths, ratio, self.sampling, accountant, relation)
-        z = calibrate_noise_multiplier(svrg_event, args, budget,
-                                       accountant=accountant, relation=relation)
+        args = (n, b, lengths, ratio, self.sampling, accountant, event_relation)
+        z = calibrate_noise_multiplier(svrg_event, args,
+                                       event_budget if budget.is_private else budget,
+                                       accountant=accountant, relation=event_relation)
         sigma_in = z * delta_in
         if budget.is_private:
             event = svrg_event(z, *args)
@@ -242,6 +252,7 @@ class DPSVRG(BaseDPSolver):
             event=event,
             accountant=accountant,
             relation=relation,
+            via_add_remove=poisson,
             settings={
                 "epoch_lengths": lengths,
                 "batch_size": b,

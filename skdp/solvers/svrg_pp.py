@@ -39,7 +39,8 @@ class DPSVRGPlusPlus(DPSVRG):
     ``sigma_in / sqrt(m_s)`` (sensitivity ``2G/n``), then ``m_s`` mini-batch corrections
     (sensitivity ``2C/b``, sampled without replacement); the ledger composes the ``T``
     snapshot Gaussians with ``sum_s m_s`` subsampled Gaussians and the noise multiplier is
-    solved by ``dp_accounting`` (RDP, replace-one; Poisson + add/remove as an option).
+    solved by ``dp_accounting`` (RDP, replace-one; Poisson batches with PLD through
+    group privacy as an option).
     Reference: Wang, Ye & Xu, NeurIPS 2017, Algorithm 2, Theorems 4.3 and 4.4.
     """
 

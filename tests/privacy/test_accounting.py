@@ -177,3 +177,28 @@ def test_clamped_rdp_is_never_looser_than_dp_accounting_on_stable_orders():
             orders=orders, neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE
         ).compose(ev).get_epsilon(1e-6)
         assert ours <= plain * (1 + 1e-12)
+
+
+def test_group_privacy_conversion_of_a_poisson_ledger():
+    """Replace-one via add/remove: (e, d) -> (2e, (1 + e^e) d) never exceeds the budget."""
+    from skdp.privacy import PrivacyLedger, add_remove_budget
+
+    budget = Budget(1.0, 1e-5)
+    inner = add_remove_budget(budget)
+    assert inner.epsilon == 0.5 and inner.delta == pytest.approx(1e-5 / (1 + math.exp(0.5)))
+    event = dpe.SelfComposedDpEvent(
+        subsampled_gaussian_event(1.0, 1.0, n_samples=1000, batch_size=10, sampling="poisson",
+                                  accountant="pld", relation="add_remove"), 50)
+    spent = PrivacyLedger(event, "pld", "replace_one", budget, via_add_remove=True).spent()
+    half = epsilon_spent(event, inner.delta, accountant="pld", relation="add_remove")
+    assert spent.epsilon == pytest.approx(2 * half)
+    assert spent.delta == pytest.approx((1 + math.exp(half)) * inner.delta)
+
+
+@pytest.mark.parametrize("sigma, sens", [(1.0, 0.0), (1.0, float("nan")), (float("inf"), 1.0),
+                                         (1.0, float("inf")), (-1.0, 1.0)])
+def test_degenerate_gaussian_events_are_refused(sigma, sens):
+    """An underflowed sensitivity must not be accounted as a free release (and NaN noise
+    multipliers read as epsilon = 0 by the RDP accountant)."""
+    with pytest.raises(ValueError, match="sensitivity|sigma"):
+        gaussian_event(sigma, sens, accountant="rdp", relation="replace_one")

@@ -45,10 +45,15 @@ def test_gd_ledger_matches_the_run(accountant):
 def test_svrg_ledger_matches_the_run(cls, sampling):
     problem = make_problem(n=120, d=400, alpha=0.05)
     solver = cls(n_epochs=3, inner_steps=2, batch_size=12, sampling=sampling)
-    relation = "replace_one" if sampling == "without_replacement" else "add_remove"
     noise = RecordingNoiseSource(np.random.default_rng(1))
-    res = solver.solve(problem, Budget(2.0, 1e-5), noise, relation=relation)
+    res = solver.solve(problem, Budget(2.0, 1e-5), noise)
     s = res.plan.settings
+    poisson = sampling == "poisson"
+    assert res.ledger.via_add_remove == poisson and res.ledger.relation == "replace_one"
+    # Sensitivities: replace-one 2G/n and 2C/b; Poisson (add/remove, group privacy) G/n, C/b.
+    factor = 1.0 if poisson else 2.0
+    assert s["sensitivity_snapshot"] == pytest.approx(factor * s["clip_norm"] / 120)
+    assert s["sensitivity_inner"] == pytest.approx(factor * s["correction_clip"] / 12)
     releases = _gaussian_releases(res.ledger.event)
     snapshots = [r for r in releases if r[2] is None]
     inner = [r for r in releases if r[2] is not None]
