@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from abc import abstractmethod
 from numbers import Real
 
@@ -12,7 +13,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
-from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
+from skdp.exceptions import (
+    IncompatibleSolverError,
+    PrivacyAccountingError,
+    PrivacyLeakWarning,
+)
 from skdp.geometry import Constraint, L2Ball, Unconstrained
 from skdp.losses import GLMLoss, row_norms
 from skdp.privacy.budget import check_budget
@@ -109,6 +114,16 @@ class BaseDPLinearModel(BaseEstimator):
             self.epsilon, self.delta, needs_delta=solver.needs_delta,
             n_samples=X.shape[0], solver_name=solver.name,
         )
+        if budget.is_private and self.random_state is not None:
+            # A seed (or a generator, which can be rewound) stored on the estimator lets
+            # anyone who holds it regenerate the noise and remove it.
+            warnings.warn(
+                "random_state is set: anyone who knows it, or who holds this estimator "
+                "(pickle, get_params), can regenerate the noise and undo the privacy "
+                "guarantee. Use random_state=None (fresh OS entropy) for releases.",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
         Y, loss, label_attrs = self._encode_targets(y)
         n_features = X.shape[1]
         spec = ProblemSpec(

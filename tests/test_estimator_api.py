@@ -495,10 +495,17 @@ def test_private_fit_emits_no_warnings(solver_factory):
     assert 1e-5 < 1 / n
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = dp_clf(solver=solver_factory()).fit(X, y)
+        est = dp_clf(solver=solver_factory(), random_state=None).fit(X, y)
         est.predict_proba(X)
         est.predict(X)
         est.decision_function(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        dp_clf(delta=1e-5).fit(*make_data(n=300, n_classes=3))
+        dp_clf(delta=1e-5, random_state=None).fit(*make_data(n=300, n_classes=3))
+
+
+@pytest.mark.parametrize("seed", [0, np.random.default_rng(0), np.random.RandomState(0)])
+def test_a_stored_seed_is_warned_about(seed):
+    """Whoever holds the estimator (or the seed) can regenerate and remove the noise."""
+    with pytest.warns(PrivacyLeakWarning, match="random_state is set"):
+        dp_clf(random_state=seed).fit(*make_data(n=300))
