@@ -33,6 +33,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import dp_accounting as dpa
+import mpmath
 import numpy as np
 from dp_accounting import dp_event as dpe
 from dp_accounting.pld import pld_privacy_accountant
@@ -115,16 +116,26 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
     if math.isinf(mu) or delta <= 0.0:
         return math.inf
     log_target = math.log(delta)
-    if gaussian_log_delta(mu, 0.0) <= log_target:
+    if _precise_delta(mu, 0.0) <= delta:
         return 0.0
     hi = 1.0
     while gaussian_log_delta(mu, hi) > log_target:
         hi *= 2.0
     eps = brentq(lambda e: gaussian_log_delta(mu, e) - log_target, 0.0, hi, xtol=1e-14)
-    # brentq returns a root to within xtol on either side: step up until verified.
-    while gaussian_log_delta(mu, eps) > log_target:
-        eps = eps * (1.0 + 1e-12) + 1e-15
+    # brentq returns a root to within xtol on either side, and the double-precision delta
+    # loses relative accuracy to cancellation when mu is tiny: step up until the delta,
+    # evaluated with 50 significant digits, is verified.
+    while _precise_delta(mu, eps) > delta:
+        eps = eps * (1.0 + 1e-9) + 1e-15
     return eps
+
+
+def _precise_delta(mu: float, epsilon: float) -> float:
+    """``delta(epsilon)`` of ``mu``-GDP with 50 significant digits (verification only)."""
+    with mpmath.workdps(50):
+        m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        value = mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+    return float(value)
 
 
 class GaussianAccountant(dpa.PrivacyAccountant):
@@ -373,8 +384,7 @@ def analytic_gaussian_multiplier(budget: Budget, count: int = 1) -> float:
     if budget.delta <= 0:
         raise BudgetError("the Gaussian mechanism needs delta > 0.")
     z1 = dpa.get_sigma_gaussian(budget.epsilon, budget.delta) * (1.0 + 1e-9)
-    log_target = math.log(budget.delta)
-    while gaussian_log_delta(1.0 / z1, budget.epsilon) > log_target:
+    while _precise_delta(1.0 / z1, budget.epsilon) > budget.delta:
         z1 *= 1.0 + 1e-9
     return math.sqrt(count) * z1
 

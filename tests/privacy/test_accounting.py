@@ -10,6 +10,7 @@ from dp_accounting import dp_event as dpe
 from skdp.exceptions import BudgetError, IncompatibleSolverError
 from skdp.privacy import (
     Budget,
+    GaussianAccountant,
     analytic_gaussian_multiplier,
     calibrate_noise_multiplier,
     epsilon_spent,
@@ -202,3 +203,14 @@ def test_degenerate_gaussian_events_are_refused(sigma, sens):
     multipliers read as epsilon = 0 by the RDP accountant)."""
     with pytest.raises(ValueError, match="sensitivity|sigma"):
         gaussian_event(sigma, sens, accountant="rdp", relation="replace_one")
+
+
+@pytest.mark.parametrize("eps, delta", [(1e-6, 1e-50), (1e-4, 1e-12), (30.0, 1e-3)])
+def test_closed_form_is_rounded_up_even_where_double_precision_cancels(eps, delta):
+    """Regression (review): at tiny mu the double-precision delta formula cancels."""
+    z = analytic_gaussian_multiplier(Budget(eps, delta))
+    assert float(_mp_delta(1.0 / z, eps)) <= delta
+    mu = 1.0 / z
+    got = GaussianAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+    got.compose(dpe.GaussianDpEvent(1.0 / mu))
+    assert float(_mp_delta(mu, got.get_epsilon(delta))) <= delta
