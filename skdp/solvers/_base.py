@@ -193,6 +193,8 @@ class Problem:
         (its clipped version has norm ``data_norm``). The copy has the subset's size only.
         """
         Xr, sr = self.X[index], self.row_scale[index]
+        if np.all(sr == 1.0):
+            return Xr  # rows already inside the ball: no copy (a view for slices)
         if sp.issparse(Xr):
             return sp.csr_matrix(sp.diags(sr) @ Xr)
         return Xr * sr[:, None]
