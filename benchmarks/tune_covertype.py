@@ -213,11 +213,15 @@ def run_refine(X, y, F_star, sk_time, n_seeds, stem, t_start, optimum, sk, env_s
             f"{row['cold_fit_seconds']:.2f} | "
             f"{row['cold_fit_seconds'] / row['sklearn_seconds_interleaved']:.1f} | "
             f"{row['warm_fit_seconds_median']:.2f} | {row['n_iter']} |")
+    _write_markdown(lines, res, env_start, stem)
+
+
+
+def _write_markdown(lines, res, env_start, stem):
+    """Append the run footer (time, commit) and write ``results/<stem>.md``."""
+    dirty = " (plus uncommitted changes)" if env_start.get("skdp_has_uncommitted_changes") else ""
     lines += ["", f"Total: {res['total_seconds'] / 60:.1f} min; skdp commit "
-              f"{env_start['git_commit']}"
-              + (" (plus uncommitted changes)"
-                 if env_start.get("skdp_has_uncommitted_changes") else "")
-              + ".", ""]
+              f"{env_start['git_commit']}{dirty}.", ""]
     (RESULTS / f"{stem}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
@@ -295,13 +299,7 @@ def main(argv=None):
                 f"| {family} | {row['setting']} | {row['excess_mean']:.2e} | "
                 f"{row['fit_seconds_median']:.2f} | {row['cold_seconds_estimate']:.2f} | "
                 f"{row['cold_seconds_estimate'] / sk_time:.1f} | {row['n_iter']} |")
-    lines += ["", f"Total: {res['total_seconds'] / 60:.1f} min; skdp commit "
-              f"{env_start['git_commit']}"
-              + (" (plus uncommitted changes)"
-                 if env_start.get("skdp_has_uncommitted_changes") else "")
-              + ".", ""]
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+    _write_markdown(lines, res, env_start, stem)
 
 
 if __name__ == "__main__":
