@@ -534,7 +534,15 @@ def add_remove_budget(budget: Budget) -> Budget:
 
     An ``(e, d)`` add/remove guarantee gives ``(2 e, (1 + e^e) d)`` under replace-one
     (P[M(D) in S] <= e^e P[M(D - x) in S] + d <= e^(2e) P[M(D - x + x') in S] + (1 + e^e) d),
-    so ``e = epsilon / 2`` and ``d = delta / (1 + e^(epsilon / 2))``.
+    so ``e = min(epsilon / 2, 5)`` and ``d = delta / (1 + e^e)``.
     """
-    half = budget.epsilon / 2.0
+    # Capped at 5: beyond it delta / (1 + e^(eps/2)) becomes so small (1e-16 at eps = 50)
+    # that the PLD accountant's truncation can certify it only with huge noise, and the
+    # noise would grow with epsilon. The cap keeps the noise non-increasing in epsilon;
+    # the guarantee is then (10, delta), stronger than asked.
+    half = min(budget.epsilon / 2.0, MAX_ADD_REMOVE_EPSILON)
     return Budget(half, budget.delta / (1.0 + math.exp(half)))
+
+
+#: Largest add/remove epsilon used by :func:`add_remove_budget`.
+MAX_ADD_REMOVE_EPSILON = 5.0

@@ -111,8 +111,8 @@ class DPSVRG(BaseDPSolver):
     With ``sampling="poisson"`` (rate ``b/n``, batch sums divided by ``b``) the ledger is
     accounted under add/remove, where the sensitivities are ``G/n`` and ``C/b``, with the
     tight PLD accountant by default; replacing a record is removing it and adding another,
-    so the add/remove budget ``(eps/2, delta/(1+e^(eps/2)))`` gives the replace-one
-    ``(eps, delta)`` guarantee by group privacy. (Accounting Poisson batches directly
+    so the add/remove budget ``(e, delta/(1+e^e))``, ``e = min(eps/2, 5)``, gives the
+    replace-one ``(eps, delta)`` guarantee by group privacy. (Accounting Poisson batches directly
     under replace-one would need a dominating pair for d > 1 that we have not derived.)
     Averages, the prox step and the projection are post-processing. No step size is
     computed from private data (the paper's experiments used SVRG-BB step sizes from

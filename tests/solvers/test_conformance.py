@@ -189,3 +189,14 @@ def test_zero_signal_noise_level(name):
     stat = float(np.sum(out[:d] ** 2) / var)
     lo, hi = chi2.ppf(5e-7, d), chi2.ppf(1 - 5e-7, d)
     assert lo < stat < hi
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_poisson_noise_is_non_increasing_up_to_large_epsilon(accountant):
+    """Regression: the group-privacy delta / (1 + e^(eps/2)) once made the PLD accountant
+    demand z = 32768 at epsilon = 50 (larger noise for a larger budget)."""
+    problem = make_problem(n=1000, d=5)
+    solver = DPSVRG(sampling="poisson", n_epochs=2, inner_steps=8, batch_size=32)
+    zs = [solver.plan(problem.spec, Budget(e, 1e-5), accountant, "replace_one")
+          .settings["noise_multiplier"] for e in (1.0, 10.0, 50.0)]
+    assert zs[0] >= zs[1] >= zs[2]
