@@ -38,7 +38,8 @@ class BaseDPLinearModel(BaseEstimator):
         "delta": [Interval(Real, 0, 1, closed="left")],
         "solver": [StrOptions(set(SOLVERS)), BaseDPSolver],
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "data_norm": [Interval(Real, 0, None, closed="neither")],
+        # Squared bounds enter the smoothness constant: keep them representable.
+        "data_norm": [Interval(Real, 0, 1e150, closed="neither")],
         "fit_intercept": ["boolean"],
         "constraint": [StrOptions({"l2"}), None],
         "radius": [Interval(Real, 0, None, closed="neither"), None],

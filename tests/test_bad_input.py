@@ -230,6 +230,7 @@ def test_budget_errors_are_value_errors():
         ({"accountant": "nope"}, "accountant"),
         ({"neighboring": "nope"}, "neighboring"),
         ({"neighboring": "add_remove"}, "neighboring"),
+        ({"data_norm": 1e200}, "data_norm"),
         ({"random_state": "seed"}, "random_state"),
     ],
     ids=_id,
