@@ -472,3 +472,10 @@ def test_one_extreme_finite_row_changes_nothing_but_its_own_clipped_value(row, n
         clf = dp_clf(epsilon=1.0, random_state=None).fit(X, y)
         proba = clf.predict_proba(X)
     assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(proba))
+
+
+@pytest.mark.parametrize("solver", [NoisyGD(n_iter=3, clip_norm=1e-323),
+                                    DPSVRG(n_epochs=1, clip_norm=1e-323)], ids=["gd", "svrg"])
+def test_underflowing_sensitivity_is_refused_not_accounted_as_free(solver):
+    X, y = make_data()
+    assert_fit_fails(dp_clf(solver=solver), X, y, ValueError, "not a positive finite")

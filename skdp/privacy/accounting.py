@@ -53,6 +53,7 @@ __all__ = [
     "PrivacySpent",
     "analytic_gaussian_multiplier",
     "calibrate_noise_multiplier",
+    "check_sensitivity",
     "epsilon_spent",
     "gaussian_event",
     "gaussian_log_delta",
@@ -282,6 +283,20 @@ def gaussian_noise_multiplier(
     return sigma / sensitivity
 
 
+def check_sensitivity(sensitivity: float, name: str = "sensitivity") -> float:
+    """Return ``sensitivity`` if it is positive and finite, else raise ``ValueError``.
+
+    A zero that comes from an underflow (tiny clip norms over a large n) must not be
+    accounted as a data-independent query, and an infinite one cannot be calibrated.
+    """
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise ValueError(
+            f"the {name} is {sensitivity}, not a positive finite number; use larger clip "
+            "norms or data_norm."
+        )
+    return sensitivity
+
+
 def gaussian_event(
     sigma: float, sensitivity: float, *, accountant: str, relation: str
 ) -> dpe.DpEvent:
@@ -291,11 +306,7 @@ def gaussian_event(
     needs no event at all (a zero that comes from an underflow must not be accounted as
     free). ``sigma = 0`` is the non-private release.
     """
-    if not (math.isfinite(sensitivity) and sensitivity > 0):
-        raise ValueError(
-            f"sensitivity must be positive and finite, got {sensitivity}; check the clip "
-            "norms and data_norm."
-        )
+    check_sensitivity(sensitivity)
     if sigma == 0:
         return dpe.NonPrivateDpEvent()
     z = gaussian_noise_multiplier(sigma, sensitivity, accountant=accountant, relation=relation)

@@ -10,6 +10,7 @@ from dp_accounting import dp_event as dpe
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
     calibrate_noise_multiplier,
+    check_sensitivity,
     gaussian_event,
 )
 from skdp.privacy.budget import Budget
@@ -128,12 +129,7 @@ class NoisyGD(BaseDPSolver):
         clip = self.gradient_clip(spec)
         # Mean of n per-example gradients of norm <= C with denominator n: replacing one
         # record moves the sum by at most 2C.
-        sensitivity = 2.0 * clip / spec.n_samples
-        if not (math.isfinite(sensitivity) and sensitivity > 0):
-            raise ValueError(
-                f"the gradient sensitivity 2 C / n = {sensitivity} is not a positive finite "
-                "number; use a larger clip_norm or data_norm."
-            )
+        sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2C/n")
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
         if not budget.is_private:
             z = 0.0

@@ -12,6 +12,7 @@ from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
+    check_sensitivity,
     gaussian_event,
     subsampled_gaussian_event,
 )
@@ -230,11 +231,8 @@ class DPSVRG(BaseDPSolver):
             # Replacing a record moves a sum of norm-bounded vectors by twice the bound.
             event_relation, event_budget = relation, budget
             delta_snap, delta_in = 2.0 * g / n, 2.0 * c / b
-        if not (math.isfinite(delta_snap) and delta_snap > 0 and delta_in > 0):
-            raise ValueError(
-                "the gradient sensitivities are not positive finite numbers; use larger "
-                "clip_norm, correction_clip or data_norm."
-            )
+        check_sensitivity(delta_snap, "snapshot sensitivity")
+        check_sensitivity(delta_in, "inner (correction) sensitivity")
         ratio = delta_snap / delta_in
         args = (n, b, lengths, ratio, self.sampling, accountant, event_relation)
         z = calibrate_noise_multiplier(svrg_event, args,
