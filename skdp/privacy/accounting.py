@@ -16,6 +16,11 @@ Three accountants are available, named by strings so that estimators stay clonab
 ``"pld"``
     ``dp_accounting``'s privacy-loss-distribution accountant (tight for Poisson sampling
     under add/remove; a pessimistic discretisation).
+``"pure"``
+    Pure ``epsilon``-DP: basic composition (epsilons add) of :class:`PureDpEvent` and
+    ``LaplaceDpEvent`` releases. ``dp_accounting`` has no event for a pure-DP mechanism
+    in a general norm (the l2 "multivariate Laplace" of output perturbation, report-noisy-
+    min); :class:`PureDpEvent` records one with its exact closed-form epsilon.
 
 The same ``GaussianDpEvent(noise_multiplier)`` means different mechanisms to the RDP and
 PLD accountants under replace-one (the PLD accountant measures the noise multiplier
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+import attr
 import dp_accounting as dpa
 import mpmath
 import numpy as np
@@ -49,6 +55,8 @@ __all__ = [
     "RELATIONS",
     "GaussianAccountant",
     "PrivacyLedger",
+    "PureDpAccountant",
+    "PureDpEvent",
     "add_remove_budget",
     "PrivacySpent",
     "analytic_gaussian_multiplier",
@@ -62,7 +70,7 @@ __all__ = [
     "subsampled_gaussian_event",
 ]
 
-ACCOUNTANTS: tuple[str, ...] = ("gaussian", "rdp", "pld")
+ACCOUNTANTS: tuple[str, ...] = ("gaussian", "rdp", "pld", "pure")
 RELATIONS: tuple[str, ...] = ("replace_one", "add_remove")
 
 # PLD discretisation: smaller is tighter and slower; the result is always an upper bound.
@@ -191,6 +199,72 @@ class GaussianAccountant(dpa.PrivacyAccountant):
         return math.exp(gaussian_log_delta(self.mu, target_epsilon))
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class PureDpEvent(dpe.DpEvent):
+    """A mechanism that is ``epsilon``-DP (``delta = 0``) by a closed-form argument.
+
+    Used for pure-DP releases that ``dp_accounting`` has no event for, for example the
+    l2 "multivariate Laplace" noise of output perturbation (density proportional to
+    ``exp(-epsilon ||z||_2 / Delta)``, epsilon-DP by the triangle inequality). The solver
+    that records it states the argument; only :class:`PureDpAccountant` reads it.
+    """
+
+    epsilon: float
+
+
+class PureDpAccountant(dpa.PrivacyAccountant):
+    """Basic composition of pure-DP events: the epsilons add, delta is 0.
+
+    Reads :class:`PureDpEvent` (its ``epsilon``) and ``LaplaceDpEvent`` (``1 / z``: the
+    Laplace mechanism with scale ``z`` times the l1 sensitivity) under either relation,
+    composed or self-composed. Sequential composition of pure-DP mechanisms, even chosen
+    adaptively, is ``sum(epsilon_i)``-DP (Dwork & Roth 2014, Thm. 3.16).
+    """
+
+    def __init__(self, neighboring_relation: dpa.NeighboringRelation) -> None:
+        super().__init__(neighboring_relation)
+        self._epsilon = 0.0
+
+    def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
+        if isinstance(event, dpe.NoOpDpEvent):
+            return None
+        if isinstance(event, dpe.NonPrivateDpEvent):
+            if do_compose:
+                self._epsilon = math.inf
+            return None
+        if isinstance(event, PureDpEvent | dpe.LaplaceDpEvent):
+            eps = event.epsilon if isinstance(event, PureDpEvent) else (
+                math.inf if event.noise_multiplier == 0 else 1.0 / event.noise_multiplier
+            )
+            if not eps >= 0:
+                return self.CompositionErrorDetails(
+                    invalid_event=event, error_message="epsilon must be non-negative"
+                )
+            if do_compose:
+                self._epsilon += count * eps
+            return None
+        if isinstance(event, dpe.SelfComposedDpEvent):
+            return self._maybe_compose(event.event, count * event.count, do_compose)
+        if isinstance(event, dpe.ComposedDpEvent):
+            for sub in event.events:
+                err = self._maybe_compose(sub, count, do_compose)
+                if err is not None:
+                    return err
+            return None
+        return self.CompositionErrorDetails(
+            invalid_event=event,
+            error_message="the pure-DP accountant handles only PureDpEvent and "
+            "LaplaceDpEvent compositions",
+        )
+
+    def get_epsilon(self, target_delta: float) -> float:
+        # An epsilon-DP mechanism is (epsilon, delta)-DP for every delta >= 0.
+        return self._epsilon
+
+    def get_delta(self, target_epsilon: float) -> float:
+        return 0.0 if target_epsilon >= self._epsilon else 1.0
+
+
 # Largest Renyi order at which dp_accounting's without-replacement bound is used.
 WOR_MAX_STABLE_ORDER = 64
 
@@ -239,6 +313,8 @@ def make_accountant(accountant: str, relation: str = "replace_one") -> dpa.Priva
     rel = _RELATION[relation]
     if accountant == "gaussian":
         return GaussianAccountant(rel)
+    if accountant == "pure":
+        return PureDpAccountant(rel)
     if accountant == "rdp":
         return ClampedRdpAccountant(orders=RDP_ORDERS, neighboring_relation=rel)
     return pld_privacy_accountant.PLDAccountant(

@@ -55,6 +55,25 @@ class NoiseSource:
             return np.zeros(shape)
         return sigma * self.rng.standard_normal(shape)
 
+    def l2_laplace(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
+        """A draw with density proportional to ``exp(-||z||_2 / scale)`` on ``R^d``.
+
+        ``d = prod(shape)``. In polar coordinates the density of the radius ``r`` is
+        proportional to ``r^(d-1) exp(-r / scale)`` (the sphere's surface grows like
+        ``r^(d-1)``): ``r ~ Gamma(shape=d, scale=scale)``, independent of a uniform
+        direction (a normalised standard Gaussian). Zeros when ``scale == 0``.
+        """
+        if scale == 0:
+            return np.zeros(shape)
+        d = int(np.prod(shape))
+        direction = self.rng.standard_normal(d)
+        norm = np.linalg.norm(direction)
+        while norm == 0.0:  # probability zero; redraw rather than divide by zero
+            direction = self.rng.standard_normal(d)
+            norm = np.linalg.norm(direction)
+        radius = self.rng.gamma(shape=d, scale=scale)
+        return (radius / norm * direction).reshape(shape)
+
     def batch_without_replacement(self, n: int, size: int) -> np.ndarray:
         """A uniform subset of ``size`` distinct indices of ``range(n)``."""
         return self.rng.choice(n, size=size, replace=False)

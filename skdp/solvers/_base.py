@@ -360,7 +360,7 @@ class BaseDPSolver(ABC):
         return f"{type(self).__name__}({args})"
 
     # -- checks --------------------------------------------------------------------------
-    def resolve_accountant(self, accountant: str) -> str:
+    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         """The accountant actually used: ``"auto"`` means :attr:`default_accountant`."""
         return self.default_accountant if accountant == "auto" else accountant
 
@@ -469,7 +469,7 @@ class BaseDPSolver(ABC):
         SolverResult
         """
         self._validate_params()
-        accountant = self.resolve_accountant(accountant)
+        accountant = self.resolve_accountant(accountant, budget)
         self.check_compatible(problem.spec, accountant, relation)
         plan = self.plan(problem.spec, budget, accountant, relation)
         ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)

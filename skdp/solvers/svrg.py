@@ -164,7 +164,7 @@ class DPSVRG(BaseDPSolver):
                 f"{self.sampling!r}."
             )
 
-    def resolve_accountant(self, accountant: str) -> str:
+    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         # Poisson batches: the PLD accountant is tight where RDP is not (section 6.3 of
         # the calibration note); sampling without replacement is accounted by RDP only.
         if accountant == "auto":
