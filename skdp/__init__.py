@@ -6,8 +6,8 @@ from skdp.exceptions import (
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
-from skdp.linear_model import DPLogisticRegression
-from skdp.solvers import DPSVRG, SOLVERS, DPSVRGPlusPlus, NoisyGD
+from skdp.linear_model import DPLinearRegression, DPLinearSVC, DPLogisticRegression
+from skdp.solvers import DPSVRG, SOLVERS, DPSVRGPlusPlus, NoisyGD, OutputPerturbation
 
 __version__ = "0.1.0"
 
@@ -15,10 +15,13 @@ __all__ = [
     "DPSVRG",
     "SOLVERS",
     "BudgetError",
+    "DPLinearRegression",
+    "DPLinearSVC",
     "DPLogisticRegression",
     "DPSVRGPlusPlus",
     "IncompatibleSolverError",
     "NoisyGD",
+    "OutputPerturbation",
     "PrivacyAccountingError",
     "PrivacyLeakWarning",
     "__version__",

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from skdp._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
+from skdp._sklearn_compat import Interval, Options, StrOptions, _fit_context, validate_data
 from skdp.exceptions import (
     IncompatibleSolverError,
     PrivacyAccountingError,
@@ -33,6 +33,9 @@ class BaseDPLinearModel(BaseEstimator):
     store the label information they need.
     """
 
+    #: Whether ``y`` must be numeric (regression).
+    _y_numeric = False
+
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="left")],
@@ -43,7 +46,11 @@ class BaseDPLinearModel(BaseEstimator):
         "fit_intercept": ["boolean"],
         "constraint": [StrOptions({"l2"}), None],
         "radius": [Interval(Real, 0, None, closed="neither"), None],
-        "accountant": [StrOptions({"auto", "gaussian", "rdp", "pld"})],
+        "accountant": [StrOptions({"auto", "gaussian", "rdp", "pld", "pure"})],
+        # Negative tilts are rejected in fit with an explanation (non-convex objective).
+        "tilt": [Interval(Real, None, None, closed="neither"), None],
+        "adversarial_radius": [Interval(Real, 0, None, closed="left"), None],
+        "adversarial_norm": [Options(Real, {2, math.inf})],
         # Replace-one only: an add/remove guarantee needs a public dataset size (every
         # denominator, rate and schedule depends on n), which the estimators do not take.
         "neighboring": [StrOptions({"replace_one"})],
@@ -107,9 +114,16 @@ class BaseDPLinearModel(BaseEstimator):
 
     def _fit(self, X, y):
         X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=False,
+            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=self._y_numeric,
             multi_output=False,
         )
+        tilt = 0.0 if self.tilt is None else float(self.tilt)
+        if not tilt >= 0:
+            raise ValueError(
+                f"tilt must be positive (or None for plain ERM), got {self.tilt}: negative "
+                "tilts (the outlier-robust regime of tilted ERM) make the objective "
+                "non-convex, and no sensitivity bound of skdp covers them."
+            )
         solver = get_solver(self.solver)
         budget = check_budget(
             self.epsilon, self.delta, needs_delta=solver.needs_delta,
@@ -127,15 +141,22 @@ class BaseDPLinearModel(BaseEstimator):
             )
         Y, loss, label_attrs = self._encode_targets(y)
         n_features = X.shape[1]
+        n_params = n_features + (1 if self.fit_intercept else 0)
         spec = ProblemSpec(
             n_samples=X.shape[0],
-            n_params=n_features + (1 if self.fit_intercept else 0),
+            n_params=n_params,
             n_outputs=Y.shape[1],
-            n_penalized=n_features,
+            # Output perturbation penalises (and constrains) the intercept too: its
+            # sensitivity argument needs strong convexity in every coordinate.
+            n_penalized=n_params if solver.penalizes_intercept else n_features,
             row_norm_bound=self._row_norm_bound(),
             loss=loss,
             constraint=self._make_constraint(),
             alpha=float(self.alpha),
+            tilt=tilt,
+            adversarial_radius=float(self.adversarial_radius or 0.0),
+            adversarial_norm=float(self.adversarial_norm),
+            intercept_feature=float(self.data_norm) if self.fit_intercept else 0.0,
         )
         # Rows are clipped to data_norm and the intercept feature (value data_norm) is
         # appended implicitly: X itself is neither copied nor modified.
@@ -157,11 +178,13 @@ class BaseDPLinearModel(BaseEstimator):
         # Everything below is set only after the whole fit succeeded.
         for name, value in label_attrs.items():
             setattr(self, name, value)
-        self.coef_ = np.ascontiguousarray(W[:n_features].T)
-        if self.fit_intercept:
-            self.intercept_ = W[n_features] * self.data_norm
-        else:
-            self.intercept_ = np.zeros(W.shape[1])
+        coef = np.ascontiguousarray(W[:n_features].T)
+        intercept = W[n_features] * self.data_norm if self.fit_intercept else np.zeros(W.shape[1])
+        if self._y_numeric:
+            # Single-target regression: scikit-learn's shapes (n_features,) and a float.
+            coef, intercept = coef[0], float(intercept[0])
+        self.coef_ = coef
+        self.intercept_ = intercept
         self.n_iter_ = result.n_iter
         self.solver_ = solver
         self.privacy_ledger_ = result.ledger
@@ -177,7 +200,8 @@ class BaseDPLinearModel(BaseEstimator):
         with np.errstate(divide="ignore"):
             scale = np.minimum(1.0, self.data_norm / row_norms(X))
         Xs = sp.diags(scale) @ X if sp.issparse(X) else X * scale[:, None]
-        return np.asarray(Xs @ self.coef_.T) + self.intercept_
+        coef = np.atleast_2d(self.coef_)
+        return np.asarray(Xs @ coef.T) + np.atleast_1d(self.intercept_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -16,8 +16,11 @@ from scipy.special import expit, log_softmax, logsumexp, softmax
 
 __all__ = [
     "GLMLoss",
+    "HingeLoss",
     "LogisticLoss",
     "MultinomialLogisticLoss",
+    "SmoothedHingeLoss",
+    "SquaredLoss",
     "clip_coefficients",
     "row_norms",
 ]
@@ -41,6 +44,27 @@ class GLMLoss(ABC):
     derivative_bound: float
     derivative_diameter: float
     curvature_bound: float
+
+    @property
+    def smooth(self) -> bool:
+        """Whether ``phi`` has a Lipschitz derivative (``curvature_bound < inf``)."""
+        return bool(np.isfinite(self.curvature_bound))
+
+    def derivative_bound_at(self, score_bound: float) -> float:
+        """``sup ||phi'(z, y)||_2`` over scores ``||z||_inf <= score_bound`` and all labels.
+
+        Equal to :attr:`derivative_bound` for losses with a globally bounded derivative;
+        losses whose derivative grows with the score (the squared loss) override it.
+        """
+        return self.derivative_bound
+
+    def value_range(self, score_bound: float) -> float:
+        """``sup phi - inf phi`` over scores ``||z||_inf <= score_bound`` and all labels.
+
+        Used by tilted ERM, whose sensitivity depends on the spread ``A - a`` of the loss
+        on the domain. ``inf`` (the default) when no finite bound is known.
+        """
+        return float("inf")
 
     @abstractmethod
     def initial_gap(self, n_outputs: int) -> float:
@@ -72,6 +96,11 @@ class LogisticLoss(GLMLoss):
     derivative_diameter = 1.0
     curvature_bound = 0.25
 
+    def value_range(self, score_bound: float) -> float:
+        # phi is monotone in the margin y z in [-S, S]:
+        # ln(1 + e^S) - ln(1 + e^-S) = S exactly.
+        return float(score_bound)
+
     def initial_gap(self, n_outputs: int) -> float:
         # phi(0, y) = ln 2 and phi > 0.
         return float(np.log(2.0))
@@ -96,6 +125,14 @@ class MultinomialLogisticLoss(GLMLoss):
     derivative_diameter = float(np.sqrt(2.0))
     curvature_bound = 0.5
 
+    def __init__(self, n_outputs: int = 2) -> None:
+        self.n_outputs_hint = int(n_outputs)
+
+    def value_range(self, score_bound: float) -> float:
+        # With |z_k| <= S: phi = logsumexp(z) - z_y <= ln(K e^S) + S = ln K + 2S, phi > 0.
+        # (K is not stored on the loss; the caller passes it through n_outputs_hint.)
+        return float(np.log(self.n_outputs_hint) + 2.0 * score_bound)
+
     def initial_gap(self, n_outputs: int) -> float:
         # phi(0, y) = ln K and phi > 0.
         return float(np.log(n_outputs))
@@ -110,6 +147,106 @@ class MultinomialLogisticLoss(GLMLoss):
     def log_proba(Z: np.ndarray) -> np.ndarray:
         """Log class probabilities for scores ``Z``."""
         return log_softmax(Z, axis=1)
+
+
+class SquaredLoss(GLMLoss):
+    """Squared loss ``(z - y)^2 / 2`` for regression, ``K = 1``, labels in ``[-B, B]``.
+
+    ``phi'(z, y) = z - y`` is unbounded in ``z``: on scores ``|z| <= S`` it is at most
+    ``S + B``, so privacy needs a bounded domain (a constraint radius, or the radius
+    implied by strong convexity, see :class:`~skdp.solvers.OutputPerturbation`).
+    ``phi'' = 1``. Labels are clipped to ``[-B, B]`` by the estimator (a per-record map).
+
+    Parameters
+    ----------
+    label_bound : float
+        Public bound ``B`` on ``|y|``.
+    """
+
+    derivative_bound = float("inf")
+    derivative_diameter = float("inf")
+    curvature_bound = 1.0
+
+    def __init__(self, label_bound: float) -> None:
+        self.label_bound = float(label_bound)
+
+    def derivative_bound_at(self, score_bound: float) -> float:
+        # |z - y| <= |z| + |y| <= S + B.
+        return float(score_bound + self.label_bound)
+
+    def value_range(self, score_bound: float) -> float:
+        # 0 <= (z - y)^2 / 2 <= (S + B)^2 / 2.
+        return 0.5 * float(score_bound + self.label_bound) ** 2
+
+    def initial_gap(self, n_outputs: int) -> float:
+        # phi(0, y) = y^2 / 2 <= B^2 / 2 and phi >= 0.
+        return 0.5 * self.label_bound**2
+
+    def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return 0.5 * (Z[:, 0] - Y[:, 0]) ** 2
+
+    def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return Z - Y
+
+
+class HingeLoss(GLMLoss):
+    """One-vs-rest hinge loss ``sum_k max(0, 1 - y_k z_k)`` with ``y_k`` in ``{-1, +1}``.
+
+    Not differentiable at margin 1: :meth:`derivative` returns the subgradient
+    ``-y_k 1[y_k z_k < 1]``. Each of the ``K`` coordinates lies in an interval of length 1
+    containing 0, so ``||phi'||_2 <= sqrt(K)`` and two (sub)gradients differ by at most
+    ``sqrt(K)``. ``curvature_bound = inf``: only solvers for non-smooth objectives apply.
+    """
+
+    curvature_bound = float("inf")
+
+    def __init__(self, n_outputs: int = 1) -> None:
+        self.n_outputs_hint = int(n_outputs)
+        self.derivative_bound = float(np.sqrt(n_outputs))
+        self.derivative_diameter = float(np.sqrt(n_outputs))
+
+    def value_range(self, score_bound: float) -> float:
+        # Each coordinate lies in [max(0, 1 - S), 1 + S].
+        return float(self.n_outputs_hint * (1.0 + score_bound - max(0.0, 1.0 - score_bound)))
+
+    def initial_gap(self, n_outputs: int) -> float:
+        # phi(0, y) = K and phi >= 0.
+        return float(n_outputs)
+
+    def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.sum(np.maximum(0.0, 1.0 - Y * Z), axis=1)
+
+    def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.where(Y * Z < 1.0, -Y, 0.0)
+
+
+class SmoothedHingeLoss(HingeLoss):
+    """One-vs-rest smoothed hinge: quadratic within ``smoothing`` of the margin.
+
+    Per coordinate, with margin ``m = y z`` and ``h = smoothing``: ``0`` for ``m >= 1``,
+    ``(1 - m)^2 / (2 h)`` for ``1 - h < m < 1``, ``1 - m - h / 2`` for ``m <= 1 - h``
+    (the Moreau envelope of the hinge). It is within ``h / 2`` of the hinge, its
+    derivative keeps the hinge's bounds, and ``phi'' <= 1 / h``.
+
+    Parameters
+    ----------
+    smoothing : float, default=0.5
+        Width ``h > 0`` of the quadratic zone.
+    """
+
+    def __init__(self, n_outputs: int = 1, smoothing: float = 0.5) -> None:
+        super().__init__(n_outputs)
+        self.smoothing = float(smoothing)
+        self.curvature_bound = 1.0 / self.smoothing
+
+    def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        h = self.smoothing
+        gap = 1.0 - Y * Z
+        quad = np.where(gap > 0, gap * gap / (2.0 * h), 0.0)
+        return np.sum(np.where(gap >= h, gap - 0.5 * h, quad), axis=1)
+
+    def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return -Y * np.clip((1.0 - Y * Z) / self.smoothing, 0.0, 1.0)
 
 
 def row_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:

@@ -22,7 +22,7 @@ def make_problem(
     if n_classes == 2:
         Y, loss = np.where(labels == 1, 1.0, -1.0)[:, None], LogisticLoss()
     else:
-        Y, loss = np.eye(n_classes)[labels], MultinomialLogisticLoss()
+        Y, loss = np.eye(n_classes)[labels], MultinomialLogisticLoss(n_classes)
     spec = ProblemSpec(
         n_samples=n,
         n_params=d + (1 if intercept else 0),

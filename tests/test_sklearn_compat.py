@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp import DPSVRG, SOLVERS, DPLogisticRegression, DPSVRGPlusPlus
+from skdp import (
+    DPSVRG,
+    SOLVERS,
+    DPLinearRegression,
+    DPLinearSVC,
+    DPLogisticRegression,
+    DPSVRGPlusPlus,
+)
 
 # Per-solver constructor overrides that keep the checks fast (a solver object of the
 # registered class with a short schedule). Every key of SOLVERS must appear here, so a new
@@ -21,7 +28,20 @@ SOLVER_OVERRIDES = {
     "gd": {},
     "svrg": {"solver": DPSVRG(n_epochs=2, inner_steps=2, batch_size=_BIG_BATCH)},
     "svrg++": {"solver": DPSVRGPlusPlus(n_epochs=2, batch_size=_BIG_BATCH)},
+    "output_perturbation": {"solver": "output_perturbation"},
 }
+# The other public estimators, with their defaults (pure DP output perturbation), and
+# with a gradient solver where the loss allows one.
+OTHER_ESTIMATORS = [
+    DPLinearRegression(),
+    DPLinearRegression(solver="gd", delta=1e-5, constraint="l2", radius=5.0,
+                       fit_intercept=False),
+    DPLinearSVC(),
+    DPLinearSVC(loss="smoothed_hinge", solver="gd", delta=1e-5),
+    DPLogisticRegression(solver="output_perturbation", delta=0.0, tilt=0.5),
+    DPLogisticRegression(solver="output_perturbation", adversarial_radius=0.1,
+                         adversarial_norm=float("inf")),
+]
 
 
 def _estimators():
@@ -57,7 +77,7 @@ def test_default_estimator_is_in_the_checks():
     assert DPLogisticRegression().get_params() in [est.get_params() for est in ESTIMATORS]
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: {})
+@parametrize_with_checks(ESTIMATORS + OTHER_ESTIMATORS, expected_failed_checks=lambda est: {})
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 

@@ -1,5 +1,7 @@
 """Differentially private linear models with the scikit-learn API."""
 
 from skdp.linear_model._logistic import DPLogisticRegression
+from skdp.linear_model._regression import DPLinearRegression
+from skdp.linear_model._svc import DPLinearSVC
 
-__all__ = ["DPLogisticRegression"]
+__all__ = ["DPLinearRegression", "DPLinearSVC", "DPLogisticRegression"]

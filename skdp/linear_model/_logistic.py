@@ -27,12 +27,15 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
     delta : float, default=1e-5
         Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``.
     solver : str or solver object, default="gd"
-        A name from :data:`skdp.solvers.SOLVERS` (``"gd"``, ``"svrg"``, ``"svrg++"``) or a
-        solver instance (``DPSVRG(batch_size=64)``) whose parameters nest as
-        ``solver__batch_size`` in parameter grids.
+        A name from :data:`skdp.solvers.SOLVERS` (``"gd"``, ``"svrg"``, ``"svrg++"``,
+        ``"output_perturbation"``) or a solver instance (``DPSVRG(batch_size=64)``) whose
+        parameters nest as ``solver__batch_size`` in parameter grids.
+        ``"output_perturbation"`` gives pure epsilon-DP with ``delta=0``.
     alpha : float, default=1e-2
         L2 strength in ``mean_i loss_i + (alpha / 2) ||coef||^2`` (the intercept is not
-        penalised). ``"svrg"`` needs ``alpha > 0``.
+        penalised, except by ``"output_perturbation"``, whose sensitivity needs strong
+        convexity in every coordinate). ``"svrg"`` and ``"output_perturbation"`` need
+        ``alpha > 0``.
     data_norm : float, default=1.0
         Public bound on the l2 norm of a row of ``X``: rows are clipped to it in ``fit``
         and ``predict``. Never computed from the data: choose it from domain knowledge
@@ -44,10 +47,21 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
         Constrain ``coef`` to the l2 ball of radius ``radius``.
     radius : float, default=None
         Public radius of the constraint.
-    accountant : {"auto", "gaussian", "rdp", "pld"}, default="auto"
+    tilt : float, default=None
+        Tilted ERM (``"output_perturbation"`` only): minimise
+        ``(1/tilt) ln(mean_i exp(tilt loss_i)) + (alpha/2)||w||^2``, which moves from the
+        mean loss (``tilt -> 0``) towards the worst-case loss as ``tilt`` grows. Must be
+        positive; ``None`` is plain ERM.
+    adversarial_radius : float, default=None
+        Adversarial training (``"output_perturbation"`` only, binary problems): minimise
+        the worst-case loss over feature perturbations of norm ``<= adversarial_radius``.
+    adversarial_norm : {2, inf}, default=2
+        Norm of the feature perturbations.
+    accountant : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
         How the privacy loss is accounted: ``"auto"`` uses each solver's default (the exact
         closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
-        without replacement, PLD with Poisson batches).
+        without replacement, PLD with Poisson batches; for ``"output_perturbation"`` pure
+        DP when ``delta=0`` and the exact Gaussian otherwise).
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee: data sets of the same size differing in
         one record. (Add/remove needs a public dataset size, which is not offered yet.)
@@ -105,6 +119,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
         fit_intercept=True,
         constraint=None,
         radius=None,
+        tilt=None,
+        adversarial_radius=None,
+        adversarial_norm=2,
         accountant="auto",
         neighboring="replace_one",
         random_state=None,
@@ -117,6 +134,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
         self.fit_intercept = fit_intercept
         self.constraint = constraint
         self.radius = radius
+        self.tilt = tilt
+        self.adversarial_radius = adversarial_radius
+        self.adversarial_norm = adversarial_norm
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state
@@ -129,11 +149,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
                 "DPLogisticRegression needs samples of at least 2 classes in y; got only "
                 f"one class ({classes[0]!r})."
             )
+        if classes.size > 2 and self.adversarial_radius:
+            raise ValueError(
+                "Only binary classification is supported. The type of the target is "
+                "multiclass: DPLogisticRegression with adversarial_radius has a "
+                "closed-form robust loss for two classes only (fit one binary model per "
+                "class instead)."
+            )
         if classes.size == 2:
             Y = np.where(y == classes[1], 1.0, -1.0)[:, None]
             return Y, LogisticLoss(), {"classes_": classes}
         Y = (y[:, None] == classes[None, :]).astype(float)
-        return Y, MultinomialLogisticLoss(), {"classes_": classes}
+        return Y, MultinomialLogisticLoss(classes.size), {"classes_": classes}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -141,6 +168,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
         # scikit-learn's toy checks is noise-dominated by design: the 0.83 accuracy bar of
         # check_classifiers_train is not a fair test of it (it passes at epsilon=inf).
         tags.classifier_tags.poor_score = True
+        # The robust loss has a closed form for one output only (binary problems).
+        tags.classifier_tags.multi_class = not self.adversarial_radius
         return tags
 
     def decision_function(self, X):

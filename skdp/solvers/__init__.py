@@ -9,6 +9,7 @@ from typing import Any
 
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, SolverResult
 from skdp.solvers.gd import NoisyGD
+from skdp.solvers.output_perturbation import OutputPerturbation
 from skdp.solvers.svrg import DPSVRG
 from skdp.solvers.svrg_pp import DPSVRGPlusPlus
 
@@ -18,6 +19,7 @@ __all__ = [
     "BaseDPSolver",
     "DPSVRGPlusPlus",
     "NoisyGD",
+    "OutputPerturbation",
     "Plan",
     "Problem",
     "ProblemSpec",
@@ -29,6 +31,7 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
     "gd": NoisyGD,
     "svrg": DPSVRG,
     "svrg++": DPSVRGPlusPlus,
+    "output_perturbation": OutputPerturbation,
 }
 
 

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
-from skdp.geometry import Constraint
+from skdp.geometry import Constraint, L1Ball, L2Ball
 from skdp.losses import GLMLoss, clip_coefficients, row_norms
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
@@ -62,6 +62,16 @@ class ProblemSpec:
         Feasible set of ``W[:n_penalized]``.
     alpha : float
         L2 strength.
+    tilt : float
+        Tilt ``tau >= 0`` of tilted ERM (0: plain ERM), see
+        :class:`~skdp.solvers.OutputPerturbation`.
+    adversarial_radius : float
+        Radius ``rho >= 0`` of feature perturbations for adversarial training (0: none).
+    adversarial_norm : float
+        Norm of the perturbation ball: 2 or ``inf``.
+    intercept_feature : float
+        Value ``c`` of the constant intercept feature (0 without intercept); it is part of
+        ``row_norm_bound`` and is never perturbed by the adversary.
     """
 
     n_samples: int
@@ -72,6 +82,32 @@ class ProblemSpec:
     loss: GLMLoss
     constraint: Constraint
     alpha: float
+    tilt: float = 0.0
+    adversarial_radius: float = 0.0
+    adversarial_norm: float = 2.0
+    intercept_feature: float = 0.0
+
+    @property
+    def objective_kind(self) -> str:
+        """``"erm"``, ``"tilted"``, ``"adversarial"`` or ``"tilted_adversarial"``."""
+        parts = [name for name, on in (("tilted", self.tilt > 0),
+                                       ("adversarial", self.adversarial_radius > 0)) if on]
+        return "_".join(parts) or "erm"
+
+    @property
+    def parameter_bound(self) -> float:
+        """Public bound on ``||W||_2`` of feasible parameters (``inf`` if none).
+
+        The constraint applies to the penalised rows only, so with a free intercept the
+        parameters are unbounded.
+        """
+        if self.n_penalized < self.n_params:
+            return math.inf
+        # Origin-centred l2 and l1 balls: ||w||_2 <= ||w||_1 <= radius. Other sets
+        # (simplex, lp balls with p > 2) get no bound here.
+        if isinstance(self.constraint, L2Ball | L1Ball):
+            return float(self.constraint.radius)
+        return math.inf
 
     @property
     def dimension(self) -> int:
@@ -80,8 +116,13 @@ class ProblemSpec:
 
     @property
     def gradient_bound(self) -> float:
-        """Largest per-example gradient norm: ``sup ||phi'|| * row_norm_bound``."""
-        return self.loss.derivative_bound * self.row_norm_bound
+        """Largest per-example gradient norm: ``sup ||phi'|| * row_norm_bound``.
+
+        The derivative bound is taken over the scores reachable on the feasible set,
+        ``|z| <= parameter_bound * row_norm_bound`` (it matters for the squared loss only).
+        """
+        scores = self.parameter_bound * self.row_norm_bound
+        return self.loss.derivative_bound_at(scores) * self.row_norm_bound
 
     @property
     def smoothness(self) -> float:
@@ -330,6 +371,13 @@ class BaseDPSolver(ABC):
     name: ClassVar[str]
     needs_delta: ClassVar[bool] = True
     requires: ClassVar[frozenset[str]] = frozenset()
+    #: Objectives the solver can optimise privately (see :attr:`ProblemSpec.objective_kind`).
+    objectives: ClassVar[frozenset[str]] = frozenset({"erm"})
+    #: Whether the loss may be non-smooth (hinge); gradient methods need ``phi''`` bounded.
+    handles_nonsmooth: ClassVar[bool] = False
+    #: Whether the intercept is penalised like the other coefficients (output
+    #: perturbation needs strong convexity in every coordinate).
+    penalizes_intercept: ClassVar[bool] = False
     default_accountant: ClassVar[str] = "rdp"
     accountants: ClassVar[tuple[str, ...]] = ("rdp", "pld")
 
@@ -393,6 +441,20 @@ class BaseDPSolver(ABC):
                 f"solver {self.name!r} needs a bounded constraint; set constraint='l2' "
                 "and a finite radius."
             )
+        kind = spec.objective_kind
+        if kind not in self.objectives:
+            capable = "'output_perturbation'" if kind != "erm" else "another solver"
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} does not support the {kind!r} objective "
+                f"(tilt={spec.tilt}, adversarial_radius={spec.adversarial_radius}); use "
+                f"solver={capable}, or tilt=None and adversarial_radius=None."
+            )
+        if not spec.loss.smooth and not self.handles_nonsmooth:
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} needs a smooth loss, but {type(spec.loss).__name__} "
+                "is not differentiable; use solver='output_perturbation', or a smooth loss "
+                "(for example loss='smoothed_hinge')."
+            )
         if "strongly_convex" in self.requires and spec.alpha <= 0:
             raise IncompatibleSolverError(
                 f"solver {self.name!r} needs a strongly convex objective; set alpha > 0 "
@@ -429,6 +491,13 @@ class BaseDPSolver(ABC):
         """
         clip_norm = getattr(self, "clip_norm", None)
         bound = spec.gradient_bound
+        if clip_norm is None and not math.isfinite(bound):
+            raise IncompatibleSolverError(
+                f"the gradients of {type(spec.loss).__name__} are unbounded on this "
+                f"problem, so solver {self.name!r} needs a public clipping norm: set the "
+                "solver's clip_norm, or constraint='l2' with a radius (and "
+                "fit_intercept=False), or use solver='output_perturbation'."
+            )
         return bound if clip_norm is None else min(float(clip_norm), bound)
 
     # -- the algorithm -------------------------------------------------------------------

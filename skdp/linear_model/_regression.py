@@ -1,0 +1,164 @@
+"""Differentially private least-squares (ridge) regression."""
+
+from __future__ import annotations
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import RegressorMixin
+
+from skdp._base import BaseDPLinearModel
+from skdp._sklearn_compat import Interval
+from skdp.losses import SquaredLoss
+
+__all__ = ["DPLinearRegression"]
+
+
+class DPLinearRegression(RegressorMixin, BaseDPLinearModel):
+    """Linear least-squares regression with differential privacy.
+
+    Minimises ``mean_i (y_i - <w, x_i> - b)^2 / 2 + (alpha / 2) ||w||^2`` with a private
+    solver. Labels are clipped to the public ``[-y_bound, y_bound]`` and rows to
+    ``data_norm`` (per-record maps: ``X`` and ``y`` are not modified).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget, in ``(0, inf]`` (``inf``: no privacy, with a
+        :class:`~skdp.exceptions.PrivacyLeakWarning`).
+    delta : float, default=0.0
+        Failure probability, in ``[0, 1)``. ``0`` (the default) is pure epsilon-DP with
+        ``"output_perturbation"``; the gradient solvers need ``delta > 0``.
+    solver : str or solver object, default="output_perturbation"
+        A name from :data:`skdp.solvers.SOLVERS` or a solver instance. The squared loss
+        has unbounded gradients: gradient solvers need a constraint radius (and
+        ``fit_intercept=False``) or their own ``clip_norm``.
+    alpha : float, default=1.0
+        L2 strength in the objective above (``"output_perturbation"`` penalises the
+        intercept too and needs ``alpha > 0``). The sensitivity of the ridge solution
+        falls like ``1 / alpha``: small values make private fits noisy.
+    data_norm : float, default=1.0
+        Public bound on the l2 norm of a row of ``X`` (rows are clipped to it in ``fit``
+        and ``predict``).
+    y_bound : float, default=1.0
+        Public bound on ``|y|``; labels are clipped to ``[-y_bound, y_bound]`` in ``fit``.
+        Centre and scale ``y`` with public constants beforehand.
+    fit_intercept : bool, default=True
+        Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
+    constraint : {"l2"} or None, default=None
+        Constrain the coefficients to the l2 ball of radius ``radius``.
+    radius : float, default=None
+        Public radius of the constraint.
+    tilt : float, default=None
+        Tilted ERM (``"output_perturbation"`` only), see
+        :class:`~skdp.DPLogisticRegression`.
+    adversarial_radius : float, default=None
+        Adversarial training (``"output_perturbation"`` only): the worst-case squared
+        loss over feature perturbations of norm ``<= adversarial_radius``.
+    adversarial_norm : {2, inf}, default=2
+        Norm of the feature perturbations.
+    accountant : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
+        How the privacy loss is accounted (``"auto"``: each solver's default).
+    neighboring : {"replace_one"}, default="replace_one"
+        Neighbouring relation of the guarantee.
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+        Number of noisy releases or steps (1 for output perturbation).
+    privacy_spent_ : PrivacySpent
+    privacy_ledger_ : PrivacyLedger
+    privacy_plan_ : Plan
+    solver_ : BaseDPSolver
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+
+    Notes
+    -----
+    The privacy unit is one example (row and label). With ``"output_perturbation"`` the
+    ridge solution lies in the ball of radius ``y_bound / sqrt(alpha)`` (its objective
+    is at most ``y_bound^2 / 2`` at 0), where the squared loss has derivative at most
+    ``(radius * X + y_bound)``; this public bound gives the sensitivity (see
+    docs/privacy.md).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp import DPLinearRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 3)) / 3
+    >>> y = np.clip(X @ [1.0, -0.5, 0.2], -1, 1)
+    >>> reg = DPLinearRegression(epsilon=1.0, alpha=0.1, random_state=0).fit(X, y)
+    >>> reg.privacy_spent_.delta
+    0.0
+    """
+
+    _y_numeric = True
+    _parameter_constraints: dict = {
+        **BaseDPLinearModel._parameter_constraints,
+        "y_bound": [Interval(Real, 0, 1e150, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=0.0,
+        *,
+        solver="output_perturbation",
+        alpha=1.0,
+        data_norm=1.0,
+        y_bound=1.0,
+        fit_intercept=True,
+        constraint=None,
+        radius=None,
+        tilt=None,
+        adversarial_radius=None,
+        adversarial_norm=2,
+        accountant="auto",
+        neighboring="replace_one",
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.solver = solver
+        self.alpha = alpha
+        self.data_norm = data_norm
+        self.y_bound = y_bound
+        self.fit_intercept = fit_intercept
+        self.constraint = constraint
+        self.radius = radius
+        self.tilt = tilt
+        self.adversarial_radius = adversarial_radius
+        self.adversarial_norm = adversarial_norm
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.random_state = random_state
+
+    def _encode_targets(self, y):
+        bound = float(self.y_bound)
+        # Clipping each label to the public bound is a per-record map.
+        Y = np.clip(np.asarray(y, dtype=np.float64), -bound, bound)[:, None]
+        return Y, SquaredLoss(bound), {}
+
+    def predict(self, X):
+        """Predicted values.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._decision_scores(X)[:, 0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags

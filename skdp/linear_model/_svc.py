@@ -1,0 +1,189 @@
+"""Differentially private linear support vector classification."""
+
+from __future__ import annotations
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+
+from skdp._base import BaseDPLinearModel
+from skdp._sklearn_compat import Interval, StrOptions
+from skdp.losses import HingeLoss, SmoothedHingeLoss
+
+__all__ = ["DPLinearSVC"]
+
+
+class DPLinearSVC(ClassifierMixin, BaseDPLinearModel):
+    """Linear support vector classifier with differential privacy.
+
+    Minimises ``mean_i hinge_i + (alpha / 2) ||W||^2`` (one-vs-rest for more than two
+    classes, with ONE joint calibration for all classes) with a private solver.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy budget, in ``(0, inf]``.
+    delta : float, default=0.0
+        Failure probability, in ``[0, 1)``; ``0`` is pure epsilon-DP with
+        ``"output_perturbation"``.
+    loss : {"hinge", "smoothed_hinge"}, default="hinge"
+        ``"hinge"`` is not differentiable: only ``"output_perturbation"`` applies, with a
+        duality-gap certificate and the sure subgradient method of Lowy & Razaviyayn's
+        Theorem 2.1 as fallback. ``"smoothed_hinge"`` (quadratic within ``smoothing`` of
+        the margin) is smooth: every solver applies and output perturbation certifies it
+        more tightly (usually more accurate).
+    smoothing : float, default=0.5
+        Width of the quadratic zone of ``"smoothed_hinge"``.
+    solver : str or solver object, default="output_perturbation"
+        A name from :data:`skdp.solvers.SOLVERS` or a solver instance.
+    alpha : float, default=1e-2
+        L2 strength (``"output_perturbation"`` penalises the intercept too).
+    data_norm : float, default=1.0
+        Public bound on the l2 norm of a row of ``X`` (rows are clipped to it).
+    fit_intercept : bool, default=True
+        Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
+    constraint : {"l2"} or None, default=None
+        Constrain the coefficients to the l2 ball of radius ``radius``.
+    radius : float, default=None
+        Public radius of the constraint.
+    tilt : float, default=None
+        Tilted ERM (``"output_perturbation"`` only).
+    adversarial_radius : float, default=None
+        Adversarial training (``"output_perturbation"`` only, two classes).
+    adversarial_norm : {2, inf}, default=2
+        Norm of the feature perturbations.
+    accountant : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
+        How the privacy loss is accounted.
+    neighboring : {"replace_one"}, default="replace_one"
+        Neighbouring relation of the guarantee.
+    random_state : None, int, numpy Generator or RandomState, default=None
+        Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels (the label SET is treated as public).
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : int
+    privacy_spent_ : PrivacySpent
+    privacy_ledger_ : PrivacyLedger
+    privacy_plan_ : Plan
+    solver_ : BaseDPSolver
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skdp import DPLinearSVC
+    >>> X, y = make_classification(n_samples=500, random_state=0)
+    >>> clf = DPLinearSVC(epsilon=1.0, data_norm=5.0, random_state=0).fit(X, y)
+    >>> clf.privacy_spent_.epsilon
+    1.0
+    """
+
+    _parameter_constraints: dict = {
+        **BaseDPLinearModel._parameter_constraints,
+        "loss": [StrOptions({"hinge", "smoothed_hinge"})],
+        "smoothing": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=0.0,
+        *,
+        loss="hinge",
+        smoothing=0.5,
+        solver="output_perturbation",
+        alpha=1e-2,
+        data_norm=1.0,
+        fit_intercept=True,
+        constraint=None,
+        radius=None,
+        tilt=None,
+        adversarial_radius=None,
+        adversarial_norm=2,
+        accountant="auto",
+        neighboring="replace_one",
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.loss = loss
+        self.smoothing = smoothing
+        self.solver = solver
+        self.alpha = alpha
+        self.data_norm = data_norm
+        self.fit_intercept = fit_intercept
+        self.constraint = constraint
+        self.radius = radius
+        self.tilt = tilt
+        self.adversarial_radius = adversarial_radius
+        self.adversarial_norm = adversarial_norm
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.random_state = random_state
+
+    def _encode_targets(self, y):
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                "DPLinearSVC needs samples of at least 2 classes in y; got only one class "
+                f"({classes[0]!r})."
+            )
+        if classes.size > 2 and self.adversarial_radius:
+            raise ValueError(
+                "Only binary classification is supported. The type of the target is "
+                "multiclass: DPLinearSVC with adversarial_radius has a closed-form robust loss "
+                "for two classes only (fit one binary model per class instead)."
+            )
+        if classes.size == 2:
+            Y = np.where(y == classes[1], 1.0, -1.0)[:, None]
+        else:
+            Y = np.where(y[:, None] == classes[None, :], 1.0, -1.0)
+        k = Y.shape[1]
+        loss = HingeLoss(k) if self.loss == "hinge" else SmoothedHingeLoss(k, self.smoothing)
+        return Y, loss, {"classes_": classes}
+
+    def decision_function(self, X):
+        """Signed distances to the hyperplanes (``classes_[1]``'s for two classes).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        scores = self._decision_scores(X)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self._decision_scores(X)
+        if scores.shape[1] == 1:
+            return self.classes_[(scores[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True
+        # The robust loss has a closed form for one output only (binary problems).
+        tags.classifier_tags.multi_class = not self.adversarial_radius
+        return tags
