@@ -214,3 +214,19 @@ def test_closed_form_is_rounded_up_even_where_double_precision_cancels(eps, delt
     got = GaussianAccountant(dpa.NeighboringRelation.REPLACE_ONE)
     got.compose(dpe.GaussianDpEvent(1.0 / mu))
     assert float(_mp_delta(mu, got.get_epsilon(delta))) <= delta
+
+
+def test_pure_accountant_adds_epsilons_and_rejects_gaussians():
+    from dp_accounting import dp_event as dpe
+
+    from skdp.privacy import PureDpEvent, make_accountant
+
+    event = dpe.ComposedDpEvent([
+        PureDpEvent(0.5), dpe.SelfComposedDpEvent(PureDpEvent(0.25), 4),
+        dpe.LaplaceDpEvent(2.0),
+    ])
+    acc = make_accountant("pure")
+    acc.compose(event)
+    assert acc.get_epsilon(0.0) == pytest.approx(0.5 + 1.0 + 0.5)
+    assert acc.get_delta(2.0) == 0.0 and acc.get_delta(1.9) == 1.0
+    assert not make_accountant("pure").supports(dpe.GaussianDpEvent(1.0))
