@@ -70,7 +70,7 @@ def run_demo(seed: int = 0, plot: str | None = "skdp_demo.png", repeats: int = 3
         f"data_norm={DATA_NORM}, alpha=1e-2, replace-one neighbours; accuracy and fit time: "
         f"mean over {repeats} noise draws; eps spent: per fit, from the ledger)\n"
     )
-    header = f"{'solver':<8} {'epsilon':>8} {'delta':>8} {'test acc':>9} {'eps spent':>10} " \
+    header = f"{'solver':<19} {'epsilon':>8} {'delta':>8} {'test acc':>9} {'eps spent':>10} " \
              f"{'fit time':>9}"
     print(header)
     print("-" * len(header))
@@ -103,7 +103,7 @@ def run_demo(seed: int = 0, plot: str | None = "skdp_demo.png", repeats: int = 3
                 "fit_time_s": float(np.mean(times)),
             }
             rows.append(row)
-            print(f"{name:<8} {eps:>8g} {DELTA:>8g} {row['test_accuracy']:>9.3f} "
+            print(f"{name:<19} {eps:>8g} {DELTA:>8g} {row['test_accuracy']:>9.3f} "
                   f"{row['epsilon_spent']:>10.4g} {row['fit_time_s']:>8.2f}s")
     majority = max(np.mean(y_test), 1 - np.mean(y_test))
     print(f"\nmajority-class accuracy: {majority:.3f}. epsilon=inf rows are NOT private.")
