@@ -466,9 +466,14 @@ class OutputPerturbation(BaseDPSolver):
         ball_radius = radius if spec.constraint.bounded else None
         smooth = math.isfinite(plan.settings["smoothness"])
         inner = "lbfgs" if self.inner == "auto" else self.inner
+        # L-BFGS stops once its largest gradient entry is below mu target / (4 sqrt(p)):
+        # then ||grad|| / mu <= target / 4, certified below (no need to go further; without
+        # privacy r_max is irrelevant, so solve to full precision).
+        private = plan.settings["mechanism"] != "none"
+        gtol = objective.mu * target / (4.0 * math.sqrt(np.prod(shape))) if private else 1e-13
         if callable(inner) or inner == "lbfgs":
             for W, bound in self._fast_candidates(objective, shape, inner, target,
-                                                  ball_radius):
+                                                  ball_radius, gtol):
                 if bound is None:
                     bound = objective.distance_bound(W, ball_radius)
                 if bound <= target:
@@ -485,7 +490,7 @@ class OutputPerturbation(BaseDPSolver):
             )
         return W
 
-    def _fast_candidates(self, objective, shape, inner, target, ball_radius):
+    def _fast_candidates(self, objective, shape, inner, target, ball_radius, gtol=1e-13):
         """``(W, bound)`` candidates of the fast path; ``bound`` is a certified distance
         to the minimiser, or ``None`` for the caller to certify ``W`` by a subgradient."""
         spec = objective.spec
@@ -516,7 +521,7 @@ class OutputPerturbation(BaseDPSolver):
             # every margin), so L-BFGS-B with bounds solves it, and coordinates where
             # both bounds are active come out exactly 0 (the certificate needs that).
             yield _split_l1_solve(objective, shape), None
-        w = inner(fun, w0) if callable(inner) else _lbfgs(fun, w0)
+        w = inner(fun, w0) if callable(inner) else _lbfgs(fun, w0, gtol)
         W = np.asarray(w, dtype=float).reshape(shape)
         if ball_radius is not None:
             W = L2Ball(ball_radius).project(W)
@@ -599,9 +604,9 @@ def _split_l1_solve(objective: _Objective, shape) -> np.ndarray:
     return unpack(result.x)
 
 
-def _lbfgs(fun: Callable, w0: np.ndarray) -> np.ndarray:
+def _lbfgs(fun: Callable, w0: np.ndarray, gtol: float = 1e-13) -> np.ndarray:
     result = minimize(fun, w0, jac=True, method="L-BFGS-B",
-                      options={"maxiter": 2000, "gtol": 1e-13, "ftol": 1e-15, "maxcor": 20})
+                      options={"maxiter": 2000, "gtol": gtol, "ftol": 0.0, "maxcor": 20})
     return result.x
 
 

