@@ -114,7 +114,7 @@ def output_sensitivity(spec: ProblemSpec) -> OutputSensitivity:
     if spec.tilt > 0:
         spread = spec.loss.value_range(score_bound)
         # C / (C + n - 1) = 1 / (1 + (n - 1) exp(-tau (A - a))), overflow-free.
-        share = 1.0 / (1.0 + (n - 1) * math.exp(-min(spec.tilt * spread, 700.0)))
+        share = 1.0 / (1.0 + (n - 1) * math.exp(-spec.tilt * spread))
         delta_f = 2.0 * lipschitz * share / mu
     else:
         delta_f = 2.0 * lipschitz / (mu * n)
@@ -170,9 +170,13 @@ class _Objective:
         if rho > 0:
             r = rho * (self._dual_norm(W) if dual_norm is None else dual_norm)
             lo, hi = loss.value(Z - r, problem.Y), loss.value(Z + r, problem.Y)
-            # At a tie (r = 0: w_f = 0) the loss grows on the side where phi' points.
-            tie_side = np.sign(loss.derivative(Z, problem.Y)[:, 0])
-            side = np.where(hi > lo, 1.0, np.where(hi < lo, -1.0, tie_side))
+            if r > 0:
+                # At a tie both end points are active and the gradient of either piece is
+                # a subgradient: take +1 (never 0, which would drop the rho u term).
+                side = np.where(hi >= lo, 1.0, -1.0)
+            else:
+                # r = 0 (w_f = 0): the loss grows on the side where phi' points.
+                side = np.sign(loss.derivative(Z, problem.Y)[:, 0])
             V = np.maximum(lo, hi)
             D = loss.derivative(Z + side[:, None] * r, problem.Y)
         else:
@@ -352,6 +356,13 @@ class OutputPerturbation(BaseDPSolver):
                 "output perturbation supports constraint=None or 'l2' only (its "
                 "sensitivity bound uses an l2 domain)."
             )
+        hint = getattr(spec.loss, "n_outputs_hint", spec.n_outputs)
+        if hint != spec.n_outputs:
+            raise IncompatibleSolverError(
+                f"{type(spec.loss).__name__} was built for {hint} outputs but the problem "
+                f"has {spec.n_outputs}; its derivative and range bounds would be wrong. "
+                "Pass n_outputs to the loss."
+            )
         if spec.adversarial_radius > 0 and spec.n_outputs != 1:
             raise IncompatibleSolverError(
                 "adversarial training is available for binary classification and "
@@ -371,7 +382,9 @@ class OutputPerturbation(BaseDPSolver):
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
         bounds = output_sensitivity(spec)
         mu, radius = spec.alpha, bounds.domain_radius
-        smooth = math.isfinite(bounds.smoothness)
+        # The sure fallback: projected GD for smooth objectives, unless the subgradient
+        # method is asked for; its step count and the default radius must match it.
+        smooth = math.isfinite(bounds.smoothness) and self.inner != "subgradient"
         # Sure step count of the fallback for a target radius r:
         #  smooth: projected GD with step 1/beta contracts ||w - w*||^2 by (1 - mu/beta)
         #   per step from ||0 - w*|| <= R: T = 2 ln(R / r) / -ln(1 - mu/beta);
@@ -411,6 +424,7 @@ class OutputPerturbation(BaseDPSolver):
             "lipschitz": bounds.lipschitz,
             "smoothness": bounds.smoothness,
             "fallback_steps": fallback_steps,
+            "fallback": "gd" if smooth else "subgradient",
         }
         if not budget.is_private:
             event: dpe.DpEvent = dpe.NonPrivateDpEvent()
@@ -464,7 +478,6 @@ class OutputPerturbation(BaseDPSolver):
         target = CERTIFICATE_MARGIN * r_max
         radius = plan.settings["domain_radius"]
         ball_radius = radius if spec.constraint.bounded else None
-        smooth = math.isfinite(plan.settings["smoothness"])
         inner = "lbfgs" if self.inner == "auto" else self.inner
         # L-BFGS stops once its largest gradient entry is below mu target / (4 sqrt(p)):
         # then ||grad|| / mu <= target / 4, certified below (no need to go further; without
@@ -479,11 +492,9 @@ class OutputPerturbation(BaseDPSolver):
                 if bound <= target:
                     return W
         # The sure methods: their step counts guarantee the radius for every data set.
-        if smooth and inner != "subgradient":
-            W = self._projected_gd(objective, shape, plan, radius)
-        else:
-            W = self._subgradient(objective, shape, plan, radius)
-        if smooth and not objective.distance_bound(W, ball_radius) <= r_max:
+        gd = plan.settings["fallback"] == "gd"
+        W = (self._projected_gd if gd else self._subgradient)(objective, shape, plan, radius)
+        if gd and not objective.distance_bound(W, ball_radius) <= r_max:
             raise CertificateError(
                 "the sure gradient method did not certify its output (floating-point "
                 "limits); set a larger certified_radius."

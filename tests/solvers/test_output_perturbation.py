@@ -324,3 +324,37 @@ def test_bad_objective_settings_have_clear_errors():
         DPLinearRegression(solver="gd", delta=1e-5).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="alpha > 0"):
         DPLinearRegression(alpha=0.0).fit(X, Y[:, 0])
+
+
+# -- regressions from the independent review ------------------------------------------------
+def test_robust_squared_loss_subgradient_at_ties_is_a_real_subgradient():
+    """At z = y (a tie of phi(z - r) and phi(z + r), r > 0) the returned subgradient must
+    satisfy F(W + tV) >= F(W) + t <g, V> (it once dropped the rho u term)."""
+    X = np.array([[0.0, 0.0], [0.6, 0.0], [-0.6, 0.0]])
+    Y = np.array([[0.0], [0.3], [-0.3]])
+    problem = _problem(X, Y, SquaredLoss(1.0), alpha=0.3, adversarial_radius=0.6)
+    objective = _Objective(problem)
+    W = np.array([[0.5], [0.0]])  # scores of row 0 equal its label: a tie
+    value, g = objective.value_and_gradient(W)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        V = rng.normal(size=W.shape)
+        t = 1e-3
+        assert objective.parts(W + t * V)[0] >= value + t * float(np.sum(g * V)) - 1e-12
+
+
+def test_subgradient_inner_on_a_smooth_objective_uses_its_own_sure_count():
+    problem = _case("logistic", n=200)
+    solver = OutputPerturbation(inner="subgradient", max_iter=10**6)
+    plan = solver.plan(problem.spec, Budget(1.0, 0.0), "pure", "replace_one")
+    assert plan.settings["fallback"] == "subgradient"
+    W = solver.certified_minimizer(problem, plan)  # never raises: the count is sure
+    assert np.linalg.norm(W - _reference_minimizer(problem)) <= plan.settings["certified_radius"]
+
+
+def test_loss_built_for_another_output_count_is_rejected():
+    X, _ = _data(n=20)
+    Y = np.where(np.eye(3)[np.arange(20) % 3] > 0, 1.0, -1.0)
+    problem = _problem(X, Y, HingeLoss())  # built for 1 output, problem has 3
+    with pytest.raises(IncompatibleSolverError, match="outputs"):
+        OutputPerturbation().solve(problem, Budget(1.0, 0.0), 0)
