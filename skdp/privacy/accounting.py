@@ -32,6 +32,7 @@ Gaussian event in skdp is built through it.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -147,31 +148,27 @@ def _precise_delta(mu: float, epsilon: float) -> float:
     return float(value)
 
 
-class GaussianAccountant(dpa.PrivacyAccountant):
-    """Exact accountant for compositions of non-subsampled Gaussian releases.
+class _AdditiveAccountant(dpa.PrivacyAccountant):
+    """An accountant whose privacy parameter is a sum over the composed releases.
 
-    A ``GaussianDpEvent(z)`` is read as a Gaussian release whose noise is ``z`` times the
-    l2 sensitivity under the accountant's neighbouring relation (the RDP convention).
-    ``T`` releases with multipliers ``z_t`` are exactly ``mu``-GDP with
-    ``mu^2 = sum_t 1 / z_t^2``. Subsampled events are not supported (use ``"rdp"`` or
-    ``"pld"``).
+    Walks ``ComposedDpEvent``/``SelfComposedDpEvent`` trees (no-ops cost nothing, a
+    non-private release costs ``inf``) and adds ``count * cost(leaf)`` for each leaf;
+    subclasses give the cost of the leaves they understand (``None``: unsupported).
     """
+
+    #: What the accountant reads, for the error message of unsupported events.
+    handles: str = ""
 
     def __init__(self, neighboring_relation: dpa.NeighboringRelation) -> None:
         super().__init__(neighboring_relation)
-        self._mu_squared = 0.0
+        self._total = 0.0
+
+    @abstractmethod
+    def _leaf_cost(self, event: dpe.DpEvent) -> float | None:
+        """The cost of one leaf release, or ``None`` if the event is not understood."""
 
     def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
         if isinstance(event, dpe.NoOpDpEvent):
-            return None
-        if isinstance(event, dpe.NonPrivateDpEvent):
-            if do_compose:
-                self._mu_squared = math.inf
-            return None
-        if isinstance(event, dpe.GaussianDpEvent):
-            if do_compose:
-                z = event.noise_multiplier
-                self._mu_squared += math.inf if z == 0 else count / (z * z)
             return None
         if isinstance(event, dpe.SelfComposedDpEvent):
             return self._maybe_compose(event.event, count * event.count, do_compose)
@@ -181,16 +178,38 @@ class GaussianAccountant(dpa.PrivacyAccountant):
                 if err is not None:
                     return err
             return None
-        return self.CompositionErrorDetails(
-            invalid_event=event,
-            error_message="the exact Gaussian accountant handles only compositions of "
-            "non-subsampled GaussianDpEvents",
-        )
+        cost = math.inf if isinstance(event, dpe.NonPrivateDpEvent) else self._leaf_cost(event)
+        if cost is None or not cost >= 0:
+            return self.CompositionErrorDetails(
+                invalid_event=event, error_message=f"this accountant handles only {self.handles}"
+            )
+        if do_compose:
+            self._total += count * cost
+        return None
+
+
+class GaussianAccountant(_AdditiveAccountant):
+    """Exact accountant for compositions of non-subsampled Gaussian releases.
+
+    A ``GaussianDpEvent(z)`` is read as a Gaussian release whose noise is ``z`` times the
+    l2 sensitivity under the accountant's neighbouring relation (the RDP convention).
+    ``T`` releases with multipliers ``z_t`` are exactly ``mu``-GDP with
+    ``mu^2 = sum_t 1 / z_t^2``. Subsampled events are not supported (use ``"rdp"`` or
+    ``"pld"``).
+    """
+
+    handles = "compositions of non-subsampled GaussianDpEvents"
+
+    def _leaf_cost(self, event: dpe.DpEvent) -> float | None:
+        if not isinstance(event, dpe.GaussianDpEvent):
+            return None
+        z = event.noise_multiplier
+        return math.inf if z == 0 else 1.0 / (z * z)
 
     @property
     def mu(self) -> float:
         """The GDP parameter of everything composed so far."""
-        return math.sqrt(self._mu_squared)
+        return math.sqrt(self._total)
 
     def get_epsilon(self, target_delta: float) -> float:
         return _gdp_epsilon(self.mu, target_delta)
@@ -212,7 +231,7 @@ class PureDpEvent(dpe.DpEvent):
     epsilon: float
 
 
-class PureDpAccountant(dpa.PrivacyAccountant):
+class PureDpAccountant(_AdditiveAccountant):
     """Basic composition of pure-DP events: the epsilons add, delta is 0.
 
     Reads :class:`PureDpEvent` (its ``epsilon``) and ``LaplaceDpEvent`` (``1 / z``: the
@@ -221,48 +240,22 @@ class PureDpAccountant(dpa.PrivacyAccountant):
     adaptively, is ``sum(epsilon_i)``-DP (Dwork & Roth 2014, Thm. 3.16).
     """
 
-    def __init__(self, neighboring_relation: dpa.NeighboringRelation) -> None:
-        super().__init__(neighboring_relation)
-        self._epsilon = 0.0
+    handles = "compositions of PureDpEvent and LaplaceDpEvent"
 
-    def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
-        if isinstance(event, dpe.NoOpDpEvent):
-            return None
-        if isinstance(event, dpe.NonPrivateDpEvent):
-            if do_compose:
-                self._epsilon = math.inf
-            return None
-        if isinstance(event, PureDpEvent | dpe.LaplaceDpEvent):
-            eps = event.epsilon if isinstance(event, PureDpEvent) else (
-                math.inf if event.noise_multiplier == 0 else 1.0 / event.noise_multiplier
-            )
-            if not eps >= 0:
-                return self.CompositionErrorDetails(
-                    invalid_event=event, error_message="epsilon must be non-negative"
-                )
-            if do_compose:
-                self._epsilon += count * eps
-            return None
-        if isinstance(event, dpe.SelfComposedDpEvent):
-            return self._maybe_compose(event.event, count * event.count, do_compose)
-        if isinstance(event, dpe.ComposedDpEvent):
-            for sub in event.events:
-                err = self._maybe_compose(sub, count, do_compose)
-                if err is not None:
-                    return err
-            return None
-        return self.CompositionErrorDetails(
-            invalid_event=event,
-            error_message="the pure-DP accountant handles only PureDpEvent and "
-            "LaplaceDpEvent compositions",
-        )
+    def _leaf_cost(self, event: dpe.DpEvent) -> float | None:
+        if isinstance(event, PureDpEvent):
+            return event.epsilon
+        if isinstance(event, dpe.LaplaceDpEvent):
+            z = event.noise_multiplier
+            return math.inf if z == 0 else 1.0 / z
+        return None
 
     def get_epsilon(self, target_delta: float) -> float:
         # An epsilon-DP mechanism is (epsilon, delta)-DP for every delta >= 0.
-        return self._epsilon
+        return self._total
 
     def get_delta(self, target_epsilon: float) -> float:
-        return 0.0 if target_epsilon >= self._epsilon else 1.0
+        return 0.0 if target_epsilon >= self._total else 1.0
 
 
 # Largest Renyi order at which dp_accounting's without-replacement bound is used.
