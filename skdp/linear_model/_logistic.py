@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 
-from skdp._base import BaseDPLinearModel
+from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss
 
 __all__ = ["DPLogisticRegression"]
 
 
-class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
+class DPLogisticRegression(BaseDPClassifier):
     """Logistic regression with (epsilon, delta)-differential privacy.
 
     Minimises ``mean_i loss_i + (alpha / 2) ||coef||^2`` (binary logistic loss for two
@@ -142,49 +140,12 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
         self.random_state = random_state
 
     def _encode_targets(self, y):
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                "DPLogisticRegression needs samples of at least 2 classes in y; got only "
-                f"one class ({classes[0]!r})."
-            )
-        if classes.size > 2 and self.adversarial_radius:
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                "multiclass: DPLogisticRegression with adversarial_radius has a "
-                "closed-form robust loss for two classes only (fit one binary model per "
-                "class instead)."
-            )
+        classes = self._check_classes(y)
         if classes.size == 2:
             Y = np.where(y == classes[1], 1.0, -1.0)[:, None]
             return Y, LogisticLoss(), {"classes_": classes}
         Y = (y[:, None] == classes[None, :]).astype(float)
         return Y, MultinomialLogisticLoss(classes.size), {"classes_": classes}
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # At the default epsilon=1 a private model fitted on the 100-300 samples of
-        # scikit-learn's toy checks is noise-dominated by design: the 0.83 accuracy bar of
-        # check_classifiers_train is not a fair test of it (it passes at epsilon=inf).
-        tags.classifier_tags.poor_score = True
-        # The robust loss has a closed form for one output only (binary problems).
-        tags.classifier_tags.multi_class = not self.adversarial_radius
-        return tags
-
-    def decision_function(self, X):
-        """Confidence scores: the signed score of ``classes_[1]`` for binary problems.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        scores = self._decision_scores(X)
-        return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X):
         """Class probabilities.
@@ -219,19 +180,3 @@ class DPLogisticRegression(ClassifierMixin, BaseDPLinearModel):
             s = scores[:, 0]
             return np.column_stack([-np.logaddexp(0, s), -np.logaddexp(0, -s)])
         return MultinomialLogisticLoss.log_proba(scores)
-
-    def predict(self, X):
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self._decision_scores(X)
-        if scores.shape[1] == 1:
-            return self.classes_[(scores[:, 0] > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]

@@ -5,17 +5,16 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
-from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 
 from skdp._base import BaseDPLinearModel
 from skdp._sklearn_compat import Interval, StrOptions
+from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.losses import HingeLoss, SmoothedHingeLoss
 
 __all__ = ["DPLinearSVC"]
 
 
-class DPLinearSVC(ClassifierMixin, BaseDPLinearModel):
+class DPLinearSVC(BaseDPClassifier):
     """Linear support vector classifier with differential privacy.
 
     Minimises ``mean_i hinge_i + (alpha / 2) ||W||^2`` (one-vs-rest for more than two
@@ -130,60 +129,12 @@ class DPLinearSVC(ClassifierMixin, BaseDPLinearModel):
         self.random_state = random_state
 
     def _encode_targets(self, y):
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                "DPLinearSVC needs samples of at least 2 classes in y; got only one class "
-                f"({classes[0]!r})."
-            )
-        if classes.size > 2 and self.adversarial_radius:
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                "multiclass: DPLinearSVC with adversarial_radius has a closed-form robust loss "
-                "for two classes only (fit one binary model per class instead)."
-            )
+        classes = self._check_classes(y)
         if classes.size == 2:
             Y = np.where(y == classes[1], 1.0, -1.0)[:, None]
         else:
+            # One-vs-rest margins, one joint calibration for all columns.
             Y = np.where(y[:, None] == classes[None, :], 1.0, -1.0)
         k = Y.shape[1]
         loss = HingeLoss(k) if self.loss == "hinge" else SmoothedHingeLoss(k, self.smoothing)
         return Y, loss, {"classes_": classes}
-
-    def decision_function(self, X):
-        """Signed distances to the hyperplanes (``classes_[1]``'s for two classes).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-        """
-        scores = self._decision_scores(X)
-        return scores[:, 0] if scores.shape[1] == 1 else scores
-
-    def predict(self, X):
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self._decision_scores(X)
-        if scores.shape[1] == 1:
-            return self.classes_[(scores[:, 0] > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = True
-        # The robust loss has a closed form for one output only (binary problems).
-        tags.classifier_tags.multi_class = not self.adversarial_radius
-        return tags
