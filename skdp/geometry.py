@@ -393,7 +393,27 @@ class Constraint(ABC):
         return bool(np.allclose(self.project(w), w, atol=tol, rtol=0))
 
 
-class Unconstrained(Constraint):
+class _EuclideanGeometry:
+    """l2 geometry: the norm is l2 (Frobenius for matrices) and self-dual."""
+
+    def norm(self, w: np.ndarray) -> float:
+        return float(np.linalg.norm(np.ravel(w)))
+
+    def dual_norm(self, g: np.ndarray) -> float:
+        return float(np.linalg.norm(np.ravel(g)))
+
+
+class _L1Geometry:
+    """l1 geometry: the norm is l1, its dual l-inf."""
+
+    def norm(self, w: np.ndarray) -> float:
+        return float(np.sum(np.abs(w)))
+
+    def dual_norm(self, g: np.ndarray) -> float:
+        return float(np.max(np.abs(g), initial=0.0))
+
+
+class Unconstrained(_EuclideanGeometry, Constraint):
     """The whole space: projection is the identity."""
 
     bounded = False
@@ -410,19 +430,13 @@ class Unconstrained(Constraint):
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         return math.inf
 
-    def norm(self, w: np.ndarray) -> float:
-        return float(np.linalg.norm(np.ravel(w)))
-
-    def dual_norm(self, g: np.ndarray) -> float:
-        return float(np.linalg.norm(np.ravel(g)))
-
     @property
     def mirror_map(self) -> MirrorMap:
         return EuclideanMirrorMap()
 
 
 @dataclass(frozen=True)
-class L2Ball(Constraint):
+class L2Ball(_EuclideanGeometry, Constraint):
     """``{w : ||w||_2 <= radius}`` (Frobenius norm for matrices)."""
 
     radius: float
@@ -445,19 +459,13 @@ class L2Ball(Constraint):
         # 2 radius in every l_s with s >= 2; 2 radius d^{1/s - 1/2} below (needs dim).
         return _ball_diameter(self.radius, 2.0, norm, dim, "L2Ball")
 
-    def norm(self, w: np.ndarray) -> float:
-        return float(np.linalg.norm(np.ravel(w)))
-
-    def dual_norm(self, g: np.ndarray) -> float:
-        return float(np.linalg.norm(np.ravel(g)))
-
     @property
     def mirror_map(self) -> MirrorMap:
         return EuclideanMirrorMap()
 
 
 @dataclass(frozen=True)
-class L1Ball(Constraint):
+class L1Ball(_L1Geometry, Constraint):
     """``{w : ||w||_1 <= radius}`` (entrywise l1 norm for matrices).
 
     Its vertices are ``+-radius e_j``. Mirror map: the p-norm map with
@@ -493,12 +501,6 @@ class L1Ball(Constraint):
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         # ||x||_s <= ||x||_1 for every s >= 1; +-radius e_1 attain 2 radius.
         return _ball_diameter(self.radius, 1.0, norm, dim, "L1Ball")
-
-    def norm(self, w: np.ndarray) -> float:
-        return float(np.sum(np.abs(w)))
-
-    def dual_norm(self, g: np.ndarray) -> float:
-        return float(np.max(np.abs(g), initial=0.0))
 
     @property
     def mirror_map(self) -> MirrorMap:
@@ -604,7 +606,7 @@ class LpBall(Constraint):
 
 
 @dataclass(frozen=True)
-class Simplex(Constraint):
+class Simplex(_L1Geometry, Constraint):
     """``{w : w >= 0, sum_j w_j = radius}`` (over all entries for matrices).
 
     It does not contain the origin: :meth:`feasible_point` is the uniform point. Its
@@ -637,12 +639,6 @@ class Simplex(Constraint):
         # ||a - b||_s is convex, so maximal at two vertices: ||radius (e_i - e_j)||_s =
         # 2^{1/s} radius (l1: 2 radius, l2: sqrt(2) radius, l_inf: radius), d >= 2.
         return 2.0 ** (1.0 / s) * self.radius
-
-    def norm(self, w: np.ndarray) -> float:
-        return float(np.sum(np.abs(w)))
-
-    def dual_norm(self, g: np.ndarray) -> float:
-        return float(np.max(np.abs(g), initial=0.0))
 
     @property
     def mirror_map(self) -> MirrorMap:
