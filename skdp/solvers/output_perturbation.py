@@ -243,29 +243,27 @@ class _Objective:
                 h = h + lam * W
         return float(np.linalg.norm(h)) / self.mu
 
-    def hinge_gap_bound(self, W_dual: np.ndarray) -> tuple[np.ndarray, float]:
+    def hinge_gap_bound(self, W_dual: np.ndarray, smoothing: float
+                        ) -> tuple[np.ndarray, float]:
         """Primal point and certified distance from a dual point (hinge ERM only).
 
         For ``P(W) = sum_k mean_i max(0, 1 - y_ik z_ik) + (alpha/2)||W||^2`` the dual is
         ``D(a) = sum_k [mean_i a_ik - ||sum_i a_ik y_ik x_i / n||^2 / (2 alpha)]`` over
         ``a`` in ``[0, 1]^{n x K}``; ``D(a) <= P*`` (weak duality) and strong convexity
         give ``||W(a) - W*|| <= sqrt(2 (P(W(a)) - D(a)) / alpha)`` with
-        ``W(a) = sum_i a_ik y_ik x_i / (alpha n)``. ``a`` comes from the smoothed-hinge
-        derivative at ``W_dual``.
+        ``W(a) = sum_i a_ik y_ik x_i / (alpha n)``. ``a`` is the derivative of the hinge
+        smoothed with width ``smoothing`` at ``W_dual`` (any ``a`` in the box is valid).
         """
         problem, mu = self.problem, self.mu
         Y = problem.Y
         n = Y.shape[0]
-        h = self._smoothing
-        A = np.clip((1.0 - Y * problem.scores(W_dual)) / h, 0.0, 1.0)
+        A = np.clip((1.0 - Y * problem.scores(W_dual)) / smoothing, 0.0, 1.0)
         V = problem.gradient_sum(A * Y) / n
         W = V / mu
         dual = float(np.sum(A)) / n - 0.5 * float(np.sum(V * V)) / mu
         primal, _, _ = self.parts(W)
         gap = max(primal - dual, 0.0)
         return W, math.sqrt(2.0 * gap / mu)
-
-    _smoothing = 1.0
 
 
 class OutputPerturbation(BaseDPSolver):
@@ -507,8 +505,7 @@ class OutputPerturbation(BaseDPSolver):
         spec = objective.spec
 
         def fun(w):
-            value, g = objective.value_and_gradient(w.reshape(shape))
-            return value, g.ravel()
+            return _flat(objective, w, shape)
 
         w0 = np.zeros(int(np.prod(shape)))
         if isinstance(spec.loss, HingeLoss) and not isinstance(spec.loss, SmoothedHingeLoss) \
@@ -519,8 +516,7 @@ class OutputPerturbation(BaseDPSolver):
                 smoothed = _Objective(_with_loss(objective.problem,
                                                  SmoothedHingeLoss(shape[1], h)))
                 w0 = _lbfgs(lambda w, o=smoothed: _flat(o, w, shape), w0)
-                objective._smoothing = h
-                W, dist = objective.hinge_gap_bound(w0.reshape(shape))
+                W, dist = objective.hinge_gap_bound(w0.reshape(shape), h)
                 if dist <= target:
                     yield W, dist
                     return

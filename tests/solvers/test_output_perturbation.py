@@ -118,10 +118,9 @@ def test_hinge_duality_gap_certificate_bounds_the_distance():
     ref = ((X * Y).T @ a / (alpha * n))[:, None]
     # The gap certificate of the reference itself is tiny (weak duality is tight).
     objective = _Objective(problem)
-    objective._smoothing = 1e-6
     assert np.linalg.norm(W - ref) <= plan.settings["certified_radius"]
     # And a small gap certifies a small radius: the certificate is not vacuous.
-    _, dist = objective.hinge_gap_bound(ref)
+    _, dist = objective.hinge_gap_bound(ref, 1e-6)
     assert dist < 1e-2
 
 
