@@ -18,8 +18,9 @@ from skdp.exceptions import (
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
-from skdp.geometry import Constraint, L2Ball, Unconstrained
+from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
 from skdp.losses import GLMLoss, row_norms
+from skdp.privacy.accounting import ACCOUNTANTS
 from skdp.privacy.budget import check_budget
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 
@@ -44,9 +45,11 @@ class BaseDPLinearModel(BaseEstimator):
         # Squared bounds enter the smoothness constant: keep them representable.
         "data_norm": [Interval(Real, 0, 1e150, closed="neither")],
         "fit_intercept": ["boolean"],
-        "constraint": [StrOptions({"l2"}), None],
+        "constraint": [StrOptions({"l2", "l1", "lp"}), None],
         "radius": [Interval(Real, 0, None, closed="neither"), None],
-        "accountant": [StrOptions({"auto", "gaussian", "rdp", "pld", "pure"})],
+        "p": [Interval(Real, 1, None, closed="neither"), None],
+        "data_norm_ord": [StrOptions({"auto"}), Interval(Real, 1, None, closed="left")],
+        "accountant": [StrOptions({"auto", *ACCOUNTANTS})],
         # Negative tilts are rejected in fit with an explanation (non-convex objective).
         "tilt": [Interval(Real, None, None, closed="neither"), None],
         "adversarial_radius": [Interval(Real, 0, None, closed="left"), None],
@@ -63,10 +66,29 @@ class BaseDPLinearModel(BaseEstimator):
         """Targets for the loss, the loss, and fitted label attributes to set."""
 
     # -- shared helpers ----------------------------------------------------------------------
+    def _data_norm_ord(self) -> float:
+        """The norm of ``data_norm``: by default the dual norm of the constraint.
+
+        ``|<w, x>| <= ||w||_p ||x||_q`` (``1/p + 1/q = 1``) is what bounds scores and
+        gradients over an lp ball, so ``"auto"`` measures rows in ``q``: l2 for the l2
+        ball and no constraint, ``inf`` for the l1 ball.
+        """
+        if self.data_norm_ord != "auto":
+            return float(self.data_norm_ord)
+        if self.constraint == "l1":
+            return math.inf
+        if self.constraint == "lp" and self.p is not None:
+            return float(self.p) / (float(self.p) - 1.0) if math.isfinite(self.p) else 1.0
+        return 2.0
+
     def _row_norm_bound(self) -> float:
         # The intercept is a constant feature of value data_norm (so that it is on the scale
-        # of the features); the augmented row norm is at most sqrt(2) * data_norm.
-        return self.data_norm * (math.sqrt(2.0) if self.fit_intercept else 1.0)
+        # of the features); the augmented row norm is at most 2^(1/q) data_norm in the
+        # q-norm of data_norm (sqrt(2) data_norm in l2, data_norm in l-inf).
+        if not self.fit_intercept:
+            return float(self.data_norm)
+        ord = self._data_norm_ord()
+        return float(self.data_norm) * (1.0 if ord == math.inf else 2.0 ** (1.0 / ord))
 
     def _make_constraint(self) -> Constraint:
         if self.constraint is None:
@@ -76,6 +98,17 @@ class BaseDPLinearModel(BaseEstimator):
                 f"constraint={self.constraint!r} needs a public radius; set radius to a "
                 "positive number."
             )
+        if self.constraint == "l1":
+            return L1Ball(float(self.radius))
+        if self.constraint == "lp":
+            if self.p is None or not math.isfinite(self.p):
+                raise IncompatibleSolverError(
+                    "constraint='lp' needs a finite exponent p > 1; set p (or use "
+                    "constraint='l1' for p = 1 and 'l2' for p = 2)."
+                )
+            if self.p == 2:
+                return L2Ball(float(self.radius))
+            return LpBall(float(self.radius), float(self.p))
         return L2Ball(float(self.radius))
 
     # -- fit -------------------------------------------------------------------------------------
@@ -157,8 +190,9 @@ class BaseDPLinearModel(BaseEstimator):
             adversarial_radius=float(self.adversarial_radius or 0.0),
             adversarial_norm=float(self.adversarial_norm),
             intercept_feature=float(self.data_norm) if self.fit_intercept else 0.0,
+            row_norm_ord=self._data_norm_ord(),
         )
-        # Rows are clipped to data_norm and the intercept feature (value data_norm) is
+        # Rows are clipped to data_norm (in the data_norm_ord norm) and the intercept feature (value data_norm) is
         # appended implicitly: X itself is neither copied nor modified.
         problem = Problem.build(
             X, Y, spec, data_norm=float(self.data_norm),
@@ -198,7 +232,7 @@ class BaseDPLinearModel(BaseEstimator):
         # The model is a function of the clipped row s_i x_i, s_i = min(1, data_norm/||x_i||).
         # Rows are scaled before the product so that huge finite rows cannot overflow.
         with np.errstate(divide="ignore"):
-            scale = np.minimum(1.0, self.data_norm / row_norms(X))
+            scale = np.minimum(1.0, self.data_norm / row_norms(X, self._data_norm_ord()))
         Xs = sp.diags(scale) @ X if sp.issparse(X) else X * scale[:, None]
         coef = np.atleast_2d(self.coef_)
         return np.asarray(Xs @ coef.T) + np.atleast_1d(self.intercept_)

@@ -8,6 +8,8 @@ from the declared constants below times a public bound on ``||x||_2``, never fro
 
 from __future__ import annotations
 
+import math
+
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -249,18 +251,30 @@ class SmoothedHingeLoss(HingeLoss):
         return -Y * np.clip((1.0 - Y * Z) / self.smoothing, 0.0, 1.0)
 
 
-def row_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:
-    """Euclidean norm of every row of a dense array or sparse matrix.
+def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
+    """The ``ord``-norm (``1 <= ord <= inf``) of every row of a dense array or sparse matrix.
 
-    Rows whose squared norm overflows (entries beyond ~1e154) are recomputed after
+    Rows whose norm overflows (entries beyond ~1e154 for ``ord = 2``) are recomputed after
     scaling by their largest absolute entry, so that huge finite rows get a finite norm.
     """
+    ord = float(ord)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
     with np.errstate(over="ignore"):
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
-            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        if ord == math.inf:
+            if sp.issparse(X):
+                return np.asarray(abs(X).max(axis=1).toarray()).ravel().astype(float)
+            return np.max(np.abs(X), axis=1, initial=0.0)
+        if ord == 2.0:
+            if sp.issparse(X):
+                norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+            else:
+                norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        elif ord == 1.0:
+            norms = np.asarray(abs(X).sum(axis=1)).ravel().astype(float)
         else:
-            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+            powered = abs(X).power(ord) if sp.issparse(X) else np.abs(X) ** ord
+            norms = np.asarray(powered.sum(axis=1)).ravel() ** (1.0 / ord)
     overflow = np.flatnonzero(np.isinf(norms))
     if overflow.size:
         rows = X[overflow]
@@ -269,20 +283,23 @@ def row_norms(X: np.ndarray | sp.spmatrix) -> np.ndarray:
         with np.errstate(over="ignore"):
             # Still inf when the norm itself exceeds the largest float (such a row is
             # then scaled to 0 by clipping: a per-record map, privacy is unaffected).
-            norms[overflow] = peak * np.linalg.norm(rows / peak[:, None], axis=1)
+            norms[overflow] = peak * np.linalg.norm(rows / peak[:, None], ord=ord, axis=1)
     return norms
 
 
-def clip_coefficients(D: np.ndarray, norms: np.ndarray, clip_norm: float) -> np.ndarray:
-    """Clip per-example gradients ``x_i d_i^T`` to Frobenius norm ``clip_norm``.
+def clip_coefficients(
+    D: np.ndarray, norms: np.ndarray, clip_norm: float, ord: float = 2.0
+) -> np.ndarray:
+    """Clip per-example gradients ``x_i d_i^T`` to entrywise ``ord``-norm ``clip_norm``.
 
     The per-example gradient of a GLM is the outer product of the row ``x_i`` and the
-    loss derivative ``d_i``; its norm is ``||x_i|| ||d_i||``. Clipping it therefore only
-    rescales ``d_i`` by ``min(1, clip_norm / (||x_i|| ||d_i||))``: no ``n x d`` array is
-    formed. ``norms`` holds the row norms ``||x_i||``.
+    loss derivative ``d_i``; its entrywise ``ord``-norm is ``||x_i||_ord ||d_i||_ord``
+    (``ord = 2``: the Frobenius norm). Clipping it therefore only rescales ``d_i`` by
+    ``min(1, clip_norm / (||x_i|| ||d_i||))``: no ``n x d`` array is formed. ``norms``
+    holds the row norms ``||x_i||_ord``.
     """
     with np.errstate(all="ignore"):
-        grad_norms = norms * np.linalg.norm(D, axis=1)
+        grad_norms = norms * np.linalg.norm(D, ord=ord, axis=1)
         scale = np.where(grad_norms > clip_norm, clip_norm / grad_norms, 1.0)
     # A non-finite gradient (overflow in an extreme record) is dropped, never passed on:
     # NaN > clip is False, so without this a NaN would slip through unclipped.

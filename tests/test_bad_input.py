@@ -223,7 +223,11 @@ def test_budget_errors_are_value_errors():
         ({"constraint": "l2", "radius": 0.0}, "radius"),
         ({"constraint": "l2", "radius": -2.0}, "radius"),
         ({"constraint": "l2", "radius": np.inf}, "radius"),
-        ({"constraint": "l1", "radius": 1.0}, "constraint"),
+        ({"constraint": "l3", "radius": 1.0}, "constraint"),
+        ({"constraint": "lp", "radius": 1.0, "p": 0.5}, "p"),
+        ({"constraint": "lp", "radius": 1.0, "p": np.inf}, "p"),
+        ({"data_norm_ord": 0.5}, "data_norm_ord"),
+        ({"data_norm_ord": "dual"}, "data_norm_ord"),
         ({"fit_intercept": "yes"}, "fit_intercept"),
         ({"solver": "nope"}, "solver"),
         ({"solver": NoisyGD}, "solver"),
@@ -240,9 +244,17 @@ def test_bad_parameter_is_named(params, match):
     assert_fit_fails(dp_clf(**params), X, y, ValueError, match)
 
 
-def test_constraint_without_radius():
+@pytest.mark.parametrize("constraint", ["l2", "l1", "lp"])
+def test_constraint_without_radius(constraint):
     X, y = make_data()
-    assert_fit_fails(dp_clf(constraint="l2"), X, y, IncompatibleSolverError, "radius")
+    assert_fit_fails(dp_clf(constraint=constraint, p=1.5), X, y, IncompatibleSolverError,
+                     "radius")
+
+
+def test_lp_constraint_without_exponent():
+    X, y = make_data()
+    assert_fit_fails(dp_clf(constraint="lp", radius=1.0), X, y, IncompatibleSolverError,
+                     "exponent p")
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import clone
+from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -509,3 +510,36 @@ def test_a_stored_seed_is_warned_about(seed):
     """Whoever holds the estimator (or the seed) can regenerate and remove the noise."""
     with pytest.warns(PrivacyLeakWarning, match="random_state is set"):
         dp_clf(random_state=seed).fit(*make_data(n=300))
+
+
+# -- non-Euclidean constraints ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    "constraint, p, ord",
+    [("l2", None, 2.0), ("l1", None, np.inf), ("lp", 1.5, 3.0), ("lp", 4.0, 4.0 / 3.0)],
+)
+def test_data_norm_is_measured_in_the_dual_norm_of_the_constraint(constraint, p, ord):
+    X, y = make_classification(n_samples=80, n_features=6, random_state=0)
+    est = DPLogisticRegression(
+        epsilon=np.inf, constraint=constraint, radius=0.5, p=p, fit_intercept=False,
+        solver=NoisyGD(n_iter=5),
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        est.fit(X, y)
+    assert est._data_norm_ord() == ord
+    # Rows are clipped in that norm at predict time too: scaling a row past data_norm
+    # leaves its score unchanged.
+    row = X[:1] / np.linalg.norm(X[:1].ravel(), ord=ord)
+    np.testing.assert_allclose(est.decision_function(row * 10), est.decision_function(row))
+
+
+@pytest.mark.parametrize("constraint, p", [("l1", None), ("lp", 1.5), ("lp", 3.0)])
+def test_gd_respects_non_euclidean_constraints(constraint, p):
+    X, y = make_classification(n_samples=80, n_features=6, random_state=0)
+    est = DPLogisticRegression(
+        epsilon=1.0, constraint=constraint, radius=0.3, p=p, fit_intercept=False,
+        random_state=0, solver=NoisyGD(n_iter=20),
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        est.fit(X, y)
+    norm = np.linalg.norm(est.coef_.ravel(), ord=1 if constraint == "l1" else p)
+    assert norm <= 0.3 * (1 + 1e-9)

@@ -41,10 +41,16 @@ class DPLogisticRegression(BaseDPClassifier):
     fit_intercept : bool, default=True
         Fit an intercept, as an extra feature of constant value ``data_norm`` (the
         augmented row norm bound ``sqrt(2) data_norm`` enters the sensitivity).
-    constraint : {"l2"} or None, default=None
-        Constrain ``coef`` to the l2 ball of radius ``radius``.
+    constraint : {"l2", "l1", "lp"} or None, default=None
+        Constrain ``coef`` to the l2, l1 or lp ball of radius ``radius``.
     radius : float, default=None
         Public radius of the constraint.
+    p : float, default=None
+        Exponent of ``constraint="lp"`` (``p > 1``).
+    data_norm_ord : "auto" or float >= 1, default="auto"
+        Norm in which ``data_norm`` bounds the rows. ``"auto"`` is the dual norm of the
+        constraint: l2 without a constraint or for ``"l2"``, l-infinity (the largest
+        absolute feature) for ``"l1"``, ``p / (p - 1)`` for ``"lp"``.
     tilt : float, default=None
         Tilted ERM (``"output_perturbation"`` only): minimise
         ``(1/tilt) ln(mean_i exp(tilt loss_i)) + (alpha/2)||w||^2``, which moves from the
@@ -55,7 +61,7 @@ class DPLogisticRegression(BaseDPClassifier):
         the worst-case loss over feature perturbations of norm ``<= adversarial_radius``.
     adversarial_norm : {2, inf}, default=2
         Norm of the feature perturbations.
-    accountant : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
+    accountant : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted: ``"auto"`` uses each solver's default (the exact
         closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
         without replacement, PLD with Poisson batches; for ``"output_perturbation"`` pure
@@ -117,6 +123,8 @@ class DPLogisticRegression(BaseDPClassifier):
         fit_intercept=True,
         constraint=None,
         radius=None,
+        p=None,
+        data_norm_ord="auto",
         tilt=None,
         adversarial_radius=None,
         adversarial_norm=2,
@@ -132,6 +140,8 @@ class DPLogisticRegression(BaseDPClassifier):
         self.fit_intercept = fit_intercept
         self.constraint = constraint
         self.radius = radius
+        self.p = p
+        self.data_norm_ord = data_norm_ord
         self.tilt = tilt
         self.adversarial_radius = adversarial_radius
         self.adversarial_norm = adversarial_norm

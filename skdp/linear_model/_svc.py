@@ -43,17 +43,23 @@ class DPLinearSVC(BaseDPClassifier):
         Public bound on the l2 norm of a row of ``X`` (rows are clipped to it).
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
-    constraint : {"l2"} or None, default=None
-        Constrain the coefficients to the l2 ball of radius ``radius``.
+    constraint : {"l2", "l1", "lp"} or None, default=None
+        Constrain ``coef`` to the l2, l1 or lp ball of radius ``radius``.
     radius : float, default=None
         Public radius of the constraint.
+    p : float, default=None
+        Exponent of ``constraint="lp"`` (``p > 1``).
+    data_norm_ord : "auto" or float >= 1, default="auto"
+        Norm in which ``data_norm`` bounds the rows. ``"auto"`` is the dual norm of the
+        constraint: l2 without a constraint or for ``"l2"``, l-infinity (the largest
+        absolute feature) for ``"l1"``, ``p / (p - 1)`` for ``"lp"``.
     tilt : float, default=None
         Tilted ERM (``"output_perturbation"`` only).
     adversarial_radius : float, default=None
         Adversarial training (``"output_perturbation"`` only, two classes).
     adversarial_norm : {2, inf}, default=2
         Norm of the feature perturbations.
-    accountant : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
+    accountant : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted.
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee.
@@ -104,6 +110,8 @@ class DPLinearSVC(BaseDPClassifier):
         fit_intercept=True,
         constraint=None,
         radius=None,
+        p=None,
+        data_norm_ord="auto",
         tilt=None,
         adversarial_radius=None,
         adversarial_norm=2,
@@ -121,6 +129,8 @@ class DPLinearSVC(BaseDPClassifier):
         self.fit_intercept = fit_intercept
         self.constraint = constraint
         self.radius = radius
+        self.p = p
+        self.data_norm_ord = data_norm_ord
         self.tilt = tilt
         self.adversarial_radius = adversarial_radius
         self.adversarial_norm = adversarial_norm

@@ -3,6 +3,8 @@
 from skdp.privacy.accounting import (
     ACCOUNTANTS,
     RELATIONS,
+    ApproxDpEvent,
+    BasicCompositionAccountant,
     GaussianAccountant,
     PrivacyLedger,
     PrivacySpent,
@@ -24,6 +26,8 @@ from skdp.privacy.noise import NoiseSource, as_generator, as_noise_source
 __all__ = [
     "ACCOUNTANTS",
     "RELATIONS",
+    "ApproxDpEvent",
+    "BasicCompositionAccountant",
     "Budget",
     "GaussianAccountant",
     "NoiseSource",

@@ -21,6 +21,11 @@ Three accountants are available, named by strings so that estimators stay clonab
     ``LaplaceDpEvent`` releases. ``dp_accounting`` has no event for a pure-DP mechanism
     in a general norm (the l2 "multivariate Laplace" of output perturbation, report-noisy-
     min); :class:`PureDpEvent` records one with its exact closed-form epsilon.
+``"basic"``
+    Basic composition of ``(epsilon, delta)`` guarantees: epsilons add and deltas add
+    (Dwork & Roth 2014, Thm. 3.16). Reads :class:`ApproxDpEvent` (a closed-form
+    ``(epsilon, delta)`` guarantee, e.g. objective perturbation, whose privacy profile
+    no ``dp_accounting`` event describes) and everything ``"pure"`` reads.
 
 The same ``GaussianDpEvent(noise_multiplier)`` means different mechanisms to the RDP and
 PLD accountants under replace-one (the PLD accountant measures the noise multiplier
@@ -54,6 +59,8 @@ from skdp.privacy.budget import Budget
 __all__ = [
     "ACCOUNTANTS",
     "RELATIONS",
+    "ApproxDpEvent",
+    "BasicCompositionAccountant",
     "GaussianAccountant",
     "PrivacyLedger",
     "PureDpAccountant",
@@ -71,7 +78,7 @@ __all__ = [
     "subsampled_gaussian_event",
 ]
 
-ACCOUNTANTS: tuple[str, ...] = ("gaussian", "rdp", "pld", "pure")
+ACCOUNTANTS: tuple[str, ...] = ("gaussian", "rdp", "pld", "pure", "basic")
 RELATIONS: tuple[str, ...] = ("replace_one", "add_remove")
 
 # PLD discretisation: smaller is tighter and slower; the result is always an upper bound.
@@ -149,11 +156,12 @@ def _precise_delta(mu: float, epsilon: float) -> float:
 
 
 class _AdditiveAccountant(dpa.PrivacyAccountant):
-    """An accountant whose privacy parameter is a sum over the composed releases.
+    """An accountant whose privacy parameters are sums over the composed releases.
 
     Walks ``ComposedDpEvent``/``SelfComposedDpEvent`` trees (no-ops cost nothing, a
     non-private release costs ``inf``) and adds ``count * cost(leaf)`` for each leaf;
-    subclasses give the cost of the leaves they understand (``None``: unsupported).
+    subclasses give the cost of the leaves they understand (``None``: unsupported), either
+    a number or a pair ``(cost, delta)`` whose deltas are summed too.
     """
 
     #: What the accountant reads, for the error message of unsupported events.
@@ -162,9 +170,10 @@ class _AdditiveAccountant(dpa.PrivacyAccountant):
     def __init__(self, neighboring_relation: dpa.NeighboringRelation) -> None:
         super().__init__(neighboring_relation)
         self._total = 0.0
+        self._delta_total = 0.0
 
     @abstractmethod
-    def _leaf_cost(self, event: dpe.DpEvent) -> float | None:
+    def _leaf_cost(self, event: dpe.DpEvent) -> float | tuple[float, float] | None:
         """The cost of one leaf release, or ``None`` if the event is not understood."""
 
     def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
@@ -179,12 +188,14 @@ class _AdditiveAccountant(dpa.PrivacyAccountant):
                     return err
             return None
         cost = math.inf if isinstance(event, dpe.NonPrivateDpEvent) else self._leaf_cost(event)
-        if cost is None or not cost >= 0:
+        cost, delta = cost if isinstance(cost, tuple) else (cost, 0.0)
+        if cost is None or not cost >= 0 or not 0 <= delta <= 1:
             return self.CompositionErrorDetails(
                 invalid_event=event, error_message=f"this accountant handles only {self.handles}"
             )
         if do_compose:
             self._total += count * cost
+            self._delta_total += count * delta
         return None
 
 
@@ -258,6 +269,45 @@ class PureDpAccountant(_AdditiveAccountant):
         return 0.0 if target_epsilon >= self._total else 1.0
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class ApproxDpEvent(dpe.DpEvent):
+    """A mechanism that is ``(epsilon, delta)``-DP by a closed-form argument.
+
+    For mechanisms whose privacy profile ``dp_accounting`` cannot represent (objective
+    perturbation, amplification by shuffling). The solver that records it states the
+    argument and, in ``mechanism``, what was released; only
+    :class:`BasicCompositionAccountant` reads it.
+    """
+
+    epsilon: float
+    delta: float
+    mechanism: str = ""
+
+
+class BasicCompositionAccountant(_AdditiveAccountant):
+    """Basic composition: ``k`` mechanisms ``(eps_i, delta_i)``-DP, even chosen adaptively,
+    are ``(sum eps_i, sum delta_i)``-DP (Dwork & Roth 2014, Thm. 3.16).
+
+    Reads :class:`ApproxDpEvent`, :class:`PureDpEvent` and ``LaplaceDpEvent`` (``1/z``).
+    ``get_epsilon(delta)`` is the summed epsilon when ``delta`` covers the summed deltas,
+    and ``inf`` otherwise: the recorded guarantees say nothing at a smaller delta.
+    """
+
+    handles = "compositions of ApproxDpEvent, PureDpEvent and LaplaceDpEvent"
+
+    def _leaf_cost(self, event: dpe.DpEvent) -> float | tuple[float, float] | None:
+        if isinstance(event, ApproxDpEvent):
+            return (event.epsilon, event.delta)
+        return PureDpAccountant._leaf_cost(self, event)  # type: ignore[arg-type]
+
+    def get_epsilon(self, target_delta: float) -> float:
+        # Rounding of a split delta (d1 + d2 computed from delta) is forgiven at 1e-12.
+        return self._total if self._delta_total <= target_delta * (1 + 1e-12) else math.inf
+
+    def get_delta(self, target_epsilon: float) -> float:
+        return self._delta_total if target_epsilon >= self._total else 1.0
+
+
 # Largest Renyi order at which dp_accounting's without-replacement bound is used.
 WOR_MAX_STABLE_ORDER = 64
 
@@ -308,6 +358,8 @@ def make_accountant(accountant: str, relation: str = "replace_one") -> dpa.Priva
         return GaussianAccountant(rel)
     if accountant == "pure":
         return PureDpAccountant(rel)
+    if accountant == "basic":
+        return BasicCompositionAccountant(rel)
     if accountant == "rdp":
         return ClampedRdpAccountant(orders=RDP_ORDERS, neighboring_relation=rel)
     return pld_privacy_accountant.PLDAccountant(

@@ -19,13 +19,13 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
-from skdp.geometry import Constraint, L1Ball, L2Ball
+from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall
 from skdp.losses import GLMLoss, clip_coefficients, row_norms
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource, as_noise_source
 
-__all__ = ["BaseDPSolver", "Plan", "Problem", "ProblemSpec", "SolverResult"]
+__all__ = ["BaseDPSolver", "Plan", "Problem", "ProblemSpec", "RowBlock", "SolverResult"]
 
 # A full-precision optimisation target: the auto iteration counts aim at an optimisation
 # error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).
@@ -34,6 +34,8 @@ _NON_PRIVATE_SNR = 1e12
 _BLOCK_ELEMENTS = 1 << 18
 # Clipped rows are scaled slightly inside the ball so that rounding never exceeds it.
 _CLIP_SAFETY = 1.0 - 1e-12
+# Rows with a larger norm are clipped in a copy before any product (overflow safety).
+_PRESCALE_NORM = 1e100
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ class ProblemSpec:
     n_penalized : int
         Leading rows of ``W`` that are penalised and constrained.
     row_norm_bound : float
-        Public bound on ``||x_i||_2`` of every (augmented) row, enforced by clipping.
+        Public bound on ``||x_i||`` (in the ``row_norm_ord`` norm) of every augmented row,
+        enforced by clipping.
     loss : GLMLoss
         The loss, with its declared derivative bounds.
     constraint : Constraint
@@ -72,6 +75,9 @@ class ProblemSpec:
     intercept_feature : float
         Value ``c`` of the constant intercept feature (0 without intercept); it is part of
         ``row_norm_bound`` and is never perturbed by the adversary.
+    row_norm_ord : float
+        The norm of ``row_norm_bound``: 2 (default), ``inf`` (the dual of the l1
+        geometry), or any ``q >= 1``. :meth:`row_bound` converts it to other norms.
     """
 
     n_samples: int
@@ -86,6 +92,44 @@ class ProblemSpec:
     adversarial_radius: float = 0.0
     adversarial_norm: float = 2.0
     intercept_feature: float = 0.0
+    row_norm_ord: float = 2.0
+
+    def row_bound(self, ord: float = 2.0) -> float:
+        """Public bound on ``||x'_i||_ord`` implied by ``row_norm_bound``.
+
+        In ``R^m`` (``m = n_params``), ``||x||_r <= ||x||_q`` for ``r >= q`` and
+        ``||x||_r <= m^(1/r - 1/q) ||x||_q`` for ``r < q`` (Hoelder).
+        """
+        q, r = float(self.row_norm_ord), float(ord)
+        if r >= q:
+            return float(self.row_norm_bound)
+        exponent = (1.0 / r) - (0.0 if q == math.inf else 1.0 / q)
+        return float(self.row_norm_bound * self.n_params**exponent)
+
+    @property
+    def score_bound(self) -> float:
+        """Public bound on the scores ``|x'_i^T w|`` of feasible parameters (or ``inf``).
+
+        The tightest Hoelder pairing available: ``||w||_2 ||x||_2`` and, for l1/lp balls
+        without a free intercept, ``radius * ||x||_q`` with ``q`` the dual exponent.
+        """
+        bound = self.parameter_bound * self.row_bound(2.0)
+        if self.n_penalized == self.n_params and isinstance(self.constraint, L1Ball | LpBall):
+            p = 1.0 if isinstance(self.constraint, L1Ball) else float(self.constraint.p)
+            q = math.inf if p == 1.0 else p / (p - 1.0)
+            bound = min(bound, float(self.constraint.radius) * self.row_bound(q))
+        return bound
+
+    def gradient_bound_in(self, ord: float) -> float:
+        """Largest entrywise ``ord``-norm of a per-example gradient ``x'_i phi'_i^T``.
+
+        ``||x phi'^T||_ord = ||x||_ord ||phi'||_ord`` and ``||phi'||_ord <= ||phi'||_2``
+        for ``ord >= 2``; for ``ord < 2`` the ``K`` outputs cost ``K^(1/ord - 1/2)``.
+        """
+        derivative = self.loss.derivative_bound_at(self.score_bound)
+        if ord < 2:
+            derivative *= self.n_outputs ** (1.0 / ord - 0.5)
+        return derivative * self.row_bound(ord)
 
     @property
     def objective_kind(self) -> str:
@@ -103,10 +147,14 @@ class ProblemSpec:
         """
         if self.n_penalized < self.n_params:
             return math.inf
-        # Origin-centred l2 and l1 balls: ||w||_2 <= ||w||_1 <= radius. Other sets
-        # (simplex, lp balls with p > 2) get no bound here.
+        # Origin-centred balls: ||w||_2 <= ||w||_p <= radius for p <= 2, and
+        # ||w||_2 <= m^(1/2 - 1/p) ||w||_p for p > 2 (m entries). Other sets: no bound.
         if isinstance(self.constraint, L2Ball | L1Ball):
             return float(self.constraint.radius)
+        if isinstance(self.constraint, LpBall):
+            p = float(self.constraint.p)
+            factor = 1.0 if p <= 2 else (self.n_params * self.n_outputs) ** (0.5 - 1.0 / p)
+            return float(self.constraint.radius) * factor
         return math.inf
 
     @property
@@ -116,18 +164,17 @@ class ProblemSpec:
 
     @property
     def gradient_bound(self) -> float:
-        """Largest per-example gradient norm: ``sup ||phi'|| * row_norm_bound``.
+        """Largest per-example l2 gradient norm: ``sup ||phi'|| * ||x'||_2``.
 
         The derivative bound is taken over the scores reachable on the feasible set,
-        ``|z| <= parameter_bound * row_norm_bound`` (it matters for the squared loss only).
+        :attr:`score_bound` (it matters for the squared loss only).
         """
-        scores = self.parameter_bound * self.row_norm_bound
-        return self.loss.derivative_bound_at(scores) * self.row_norm_bound
+        return self.gradient_bound_in(2.0)
 
     @property
     def smoothness(self) -> float:
         """Smoothness of ``F``: ``phi'' <= c`` and ``||x|| <= X`` give ``c X^2``, plus alpha."""
-        return self.loss.curvature_bound * self.row_norm_bound**2 + self.alpha
+        return self.loss.curvature_bound * self.row_bound(2.0) ** 2 + self.alpha
 
     @property
     def initial_gap(self) -> float:
@@ -158,28 +205,42 @@ class ProblemSpec:
 
 
 @dataclass(frozen=True)
+class RowBlock:
+    """A subset of the stored rows and their lazy clipping factors (see :class:`Problem`)."""
+
+    X: Any
+    scale: np.ndarray | None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.X.shape
+
+
+@dataclass(frozen=True)
 class Problem:
     """A private ERM problem: the data plus its public :class:`ProblemSpec`.
 
     The model sees the augmented rows ``x'_i = [s_i x_i, c]``: ``s_i = min(1, data_norm /
-    ||x_i||)`` clips each row to the public ``data_norm`` (a per-record map), and ``c`` is
-    the constant intercept feature (absent when ``c = 0``). Both are applied implicitly,
-    so the user's ``X`` is neither copied nor modified: the problem costs ``O(n)`` memory
-    beyond ``X``.
+    ||x_i||)`` clips each row to the public ``data_norm`` in the ``spec.row_norm_ord``
+    norm (a per-record map), and ``c`` is the constant intercept feature (absent when
+    ``c = 0``). Both are applied implicitly, as ``s_i (x_i^T W)`` and ``X^T (s * D)``:
+    the user's ``X`` is neither copied nor modified, and the problem costs ``O(n)``
+    memory beyond ``X``. (Rows so large that a product could overflow are the exception:
+    they are scaled once, in a copy, at :meth:`build`.)
 
     Attributes
     ----------
     X : ndarray or CSR matrix of shape (n_samples, n_features)
-        The raw features (read only).
+        The stored rows (read only): the user's ``X``, or a copy with huge rows scaled.
     Y : ndarray of shape (n_samples, n_outputs)
         Targets encoded for the loss.
     spec : ProblemSpec
     row_scale : ndarray of shape (n_samples,)
-        Clipping factors ``s_i``.
+        Clipping factors applied to the stored rows: ``x_i = row_scale[i] * X[i]``.
     intercept : float
         Value ``c`` of the constant feature (0 without intercept).
     norms : ndarray of shape (n_samples,)
-        Norms of the augmented rows, all ``<= spec.row_norm_bound``.
+        Euclidean norms of the augmented rows (for l2 gradient clipping).
     """
 
     X: Any
@@ -201,24 +262,44 @@ class Problem:
     ) -> Problem:
         """Make a problem; rows are clipped to ``data_norm`` (default: no clipping).
 
-        The augmented row norm ``sqrt((s_i ||x_i||)^2 + c^2)`` is checked against the
-        declared ``spec.row_norm_bound``.
+        Clipping is in the ``spec.row_norm_ord`` norm, and the augmented row norm
+        ``||[s_i x_i, c]||`` is checked against the declared ``spec.row_norm_bound``.
         """
+        expected = X.shape[1] + (1 if intercept else 0)
+        if spec.n_params != expected:
+            raise ValueError(f"spec.n_params={spec.n_params} but the design has {expected}.")
+        ord = float(spec.row_norm_ord)
         with np.errstate(all="ignore"):
-            raw = row_norms(X)
+            raw = row_norms(X, ord)
             if data_norm is None:
                 scale = np.ones_like(raw)
             else:
                 scale = np.minimum(1.0, data_norm * _CLIP_SAFETY / raw)
-            norms = np.sqrt((scale * raw) ** 2 + intercept**2)
-        expected = X.shape[1] + (1 if intercept else 0)
-        if spec.n_params != expected:
-            raise ValueError(f"spec.n_params={spec.n_params} but the design has {expected}.")
+            huge = np.flatnonzero(~(raw <= _PRESCALE_NORM))
+            if huge.size:
+                # Products with these rows could overflow before the clipping factor is
+                # applied: scale them once, in a copy (X itself is never modified).
+                X = X.tolil(copy=True) if sp.issparse(X) else np.array(X, dtype=float)
+                X[huge] = sp.diags(scale[huge]) @ X[huge] if sp.issparse(X) else (
+                    X[huge] * scale[huge, None])
+                X = sp.csr_matrix(X) if sp.issparse(X) else X
+                raw = raw.copy()
+                raw[huge] = raw[huge] * scale[huge]
+                scale = scale.copy()
+                scale[huge] = 1.0
+            clipped = scale * (raw if ord == 2.0 else row_norms(X, 2.0))
+            norms = np.sqrt(clipped**2 + intercept**2)
+            augmented = scale * raw
+            if ord == math.inf:
+                augmented = np.maximum(augmented, abs(intercept))
+            elif intercept:
+                augmented = (augmented**ord + abs(intercept) ** ord) ** (1.0 / ord)
         # With data_norm given, the rows are clipped here; per-example gradients are clipped
         # with the actual norms anyway, so a rounding excess (subnormal scales) is harmless
         # and must not make the fit fail for one record. Without it, the caller's claim is
         # checked.
-        if data_norm is None and norms.size and norms.max() > spec.row_norm_bound * (1 + 1e-9):
+        if (data_norm is None and augmented.size
+                and augmented.max() > spec.row_norm_bound * (1 + 1e-9)):
             raise ValueError(
                 "rows exceed the declared row_norm_bound; clip them (data_norm) before "
                 "building the problem (the sensitivity would not hold)."
@@ -226,44 +307,54 @@ class Problem:
         return cls(X=X, Y=Y, spec=spec, row_scale=scale, intercept=float(intercept),
                    norms=norms)
 
+    def row_norms_in(self, ord: float) -> np.ndarray:
+        """Norms ``||x'_i||_ord`` of the augmented clipped rows (one pass over ``X``)."""
+        ord = float(ord)
+        if ord == 2.0:
+            return self.norms
+        norms = self.row_scale * row_norms(self.X, ord)
+        c = abs(self.intercept)
+        if ord == math.inf:
+            return np.maximum(norms, c)
+        return (norms**ord + c**ord) ** (1.0 / ord) if c else norms
+
     # -- the linear model on (a subset of) the augmented rows ------------------------------
-    def rows(self, index: Any) -> Any:
-        """The clipped rows ``s_i x_i`` of a subset (a slice or an index array).
+    def rows(self, index: Any) -> RowBlock:
+        """The rows of a subset (a slice or an index array) with their clipping factors.
 
-        Rows are scaled BEFORE any product, so a huge finite row cannot overflow a score
-        (its clipped version has norm ``data_norm``). The copy has the subset's size only.
+        Dense slices are views; the clipping factors are applied to the products.
         """
-        Xr, sr = self.X[index], self.row_scale[index]
-        if np.all(sr == 1.0):
-            return Xr  # rows already inside the ball: no copy (a view for slices)
-        if sp.issparse(Xr):
-            return sp.csr_matrix(sp.diags(sr) @ Xr)
-        return Xr * sr[:, None]
+        scale = self.row_scale[index]
+        return RowBlock(self.X[index], None if np.all(scale == 1.0) else scale)
 
-    def scores(self, W: np.ndarray, Xs: Any = None) -> np.ndarray:
-        """``x'_i^T W`` for clipped rows ``Xs`` (from :meth:`rows`; all rows by default)."""
-        if Xs is None:
-            Xs = self.rows(slice(None))
+    def scores(self, W: np.ndarray, rows: RowBlock | None = None) -> np.ndarray:
+        """``x'_i^T W`` for a :class:`RowBlock` (all rows by default)."""
+        if rows is None:
+            rows = self.rows(slice(None))
+        Xs = rows.X
         Z = np.asarray(Xs @ W[: Xs.shape[1]])
+        if rows.scale is not None:
+            Z *= rows.scale[:, None]
         if self.intercept:
             Z = Z + self.intercept * W[Xs.shape[1]]
         return Z
 
-    def gradient_sum(self, D: np.ndarray, Xs: Any = None) -> np.ndarray:
-        """``sum_i x'_i D_i^T`` for clipped rows ``Xs`` (all rows by default)."""
-        if Xs is None:
-            Xs = self.rows(slice(None))
+    def gradient_sum(self, D: np.ndarray, rows: RowBlock | None = None) -> np.ndarray:
+        """``sum_i x'_i D_i^T`` for a :class:`RowBlock` (all rows by default)."""
+        if rows is None:
+            rows = self.rows(slice(None))
+        Xs = rows.X
         d = Xs.shape[1]
         G = np.empty((self.spec.n_params, D.shape[1]))
-        G[:d] = np.asarray(Xs.T @ D)
+        G[:d] = np.asarray(Xs.T @ (D if rows.scale is None else D * rows.scale[:, None]))
         if self.intercept:
             G[d] = self.intercept * D.sum(axis=0)
         return G
 
     def design_matrix(self) -> np.ndarray:
         """The augmented rows as a dense array (tests and references only: O(n d))."""
-        X = self.rows(slice(None))
-        X = X.toarray() if sp.issparse(X) else X
+        X = self.X.toarray() if sp.issparse(self.X) else np.array(self.X, dtype=float)
+        X = X * self.row_scale[:, None]
         if self.intercept:
             X = np.hstack([X, np.full((X.shape[0], 1), self.intercept)])
         return X

@@ -100,7 +100,7 @@ def output_sensitivity(spec: ProblemSpec) -> OutputSensitivity:
     """
     mu = spec.alpha
     c = spec.intercept_feature
-    x_feat = math.sqrt(max(spec.row_norm_bound**2 - c * c, 0.0))
+    x_feat = math.sqrt(max(spec.row_bound(2.0) ** 2 - c * c, 0.0))
     n_features = spec.n_params - (1 if c else 0)
     rho = spec.adversarial_radius
     rho_2 = rho if spec.adversarial_norm == 2 else rho * math.sqrt(n_features)

@@ -210,7 +210,7 @@ class DPSVRG(BaseDPSolver):
         ``||d_i|| <= min(diam(phi') X, 2G)``.
         """
         g = self.gradient_clip(spec)
-        bound = min(spec.loss.derivative_diameter * spec.row_norm_bound, 2.0 * g)
+        bound = min(spec.loss.derivative_diameter * spec.row_bound(2.0), 2.0 * g)
         return bound if self.correction_clip is None else min(float(self.correction_clip), bound)
 
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:

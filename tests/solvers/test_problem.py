@@ -1,0 +1,104 @@
+"""Row clipping in any norm, lazy clipping factors and the public Hoelder bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skdp.geometry import L1Ball, L2Ball, LpBall, Unconstrained
+from skdp.losses import LogisticLoss, SquaredLoss, row_norms
+from skdp.solvers import Problem, ProblemSpec
+
+ORDS = [1.0, 1.5, 2.0, 3.0, math.inf]
+
+
+@pytest.mark.parametrize("ord", ORDS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_row_norms_match_numpy(ord, sparse):
+    X = np.random.default_rng(0).standard_normal((20, 7)) * 3
+    X[3] = 0.0
+    X[5, :] = 1e200  # overflow-safe
+    got = row_norms(sp.csr_matrix(X) if sparse else X, ord)
+    want = np.array([np.linalg.norm(r / 1e200, ord) * 1e200 if i == 5
+                     else np.linalg.norm(r, ord) for i, r in enumerate(X)])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _spec(ord, d, intercept, constraint=Unconstrained(), loss=LogisticLoss(), bound=1.0):
+    n_params = d + (1 if intercept else 0)
+    return ProblemSpec(
+        n_samples=30, n_params=n_params, n_outputs=1, n_penalized=n_params,
+        row_norm_bound=bound, loss=loss, constraint=constraint, alpha=0.1,
+        intercept_feature=intercept, row_norm_ord=ord,
+    )
+
+
+@pytest.mark.parametrize("ord", ORDS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_rows_are_clipped_in_the_declared_norm(ord, sparse):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((30, 5)) * rng.uniform(0.01, 5, size=(30, 1))
+    X[0] = 1e250  # pre-scaled in a copy
+    data_norm, c = 0.7, 0.7
+    bound = data_norm * (1.0 if ord == math.inf else 2 ** (1 / ord))
+    spec = _spec(ord, 5, c, bound=bound)
+    Xin = sp.csr_matrix(X) if sparse else X.copy()
+    problem = Problem.build(Xin, np.ones((30, 1)), spec, data_norm=data_norm, intercept=c)
+    design = problem.design_matrix()
+    norms = np.linalg.norm(design, ord=ord, axis=1)
+    assert np.all(norms <= bound * (1 + 1e-12))
+    np.testing.assert_allclose(problem.row_norms_in(ord), norms, rtol=1e-12)
+    np.testing.assert_allclose(problem.norms, np.linalg.norm(design, axis=1), rtol=1e-12)
+    # Rows inside the ball are untouched; the others keep their direction.
+    raw = np.linalg.norm(X[1:], ord=ord, axis=1)
+    inside = raw <= data_norm * (1 - 1e-12)
+    np.testing.assert_allclose(design[1:][inside, :5], X[1:][inside], rtol=1e-12)
+    # The lazy products equal the products with the explicit design.
+    W = rng.standard_normal((6, 1))
+    np.testing.assert_allclose(problem.scores(W), design @ W, rtol=1e-10)
+    D = rng.standard_normal((30, 1))
+    np.testing.assert_allclose(problem.gradient_sum(D), design.T @ D, rtol=1e-10, atol=1e-12)
+    block = problem.rows(np.array([4, 2, 9]))
+    np.testing.assert_allclose(problem.scores(W, block), design[[4, 2, 9]] @ W, rtol=1e-10)
+    # The user's X is never modified.
+    got = Xin.toarray() if sparse else Xin
+    np.testing.assert_array_equal(got, X)
+
+
+@pytest.mark.parametrize("ord_from", ORDS)
+@pytest.mark.parametrize("ord_to", ORDS)
+def test_row_bound_converts_between_norms(ord_from, ord_to):
+    # The converted bound holds for random and extreme (spread, spike) rows.
+    spec = _spec(ord_from, 9, 0.0)
+    rng = np.random.default_rng(2)
+    rows = np.vstack([rng.standard_normal((200, 9)), np.ones((1, 9)), np.eye(9)[:1]])
+    rows /= np.linalg.norm(rows, ord=ord_from, axis=1)[:, None]
+    worst = np.linalg.norm(rows, ord=ord_to, axis=1).max()
+    assert worst <= spec.row_bound(ord_to) * (1 + 1e-12)
+    # ... and it is attained (spread rows for ord_to < ord_from, spikes otherwise).
+    assert worst >= spec.row_bound(ord_to) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize(
+    "constraint, ord",
+    [(L2Ball(0.8), 2.0), (L1Ball(0.8), math.inf), (LpBall(0.8, 1.5), 3.0),
+     (LpBall(0.8, 3.0), 1.5)],
+)
+def test_score_and_gradient_bounds_hold_on_the_feasible_set(constraint, ord):
+    rng = np.random.default_rng(3)
+    spec = _spec(ord, 6, 0.0, constraint=constraint, loss=SquaredLoss(2.0), bound=1.3)
+    X = rng.standard_normal((500, 6))
+    X[:6] = np.eye(6)
+    X[6] = 1.0
+    X *= 1.3 / np.linalg.norm(X, ord=ord, axis=1)[:, None]
+    W = constraint.project(rng.standard_normal((6, 400)) * 5)
+    W = np.hstack([W, constraint.lmo(-X[:50].T)])  # extreme points aligned with rows
+    scores = np.abs(X @ W).max()
+    assert scores <= spec.score_bound * (1 + 1e-9)
+    # Per-example gradient (z - y) x with |y| <= 2, in l2 and in the dual norm.
+    for norm_ord in (2.0, ord):
+        worst = (scores + 2.0) * np.linalg.norm(X, ord=norm_ord, axis=1).max()
+        assert worst <= spec.gradient_bound_in(norm_ord) * (1 + 1e-9)
