@@ -192,8 +192,8 @@ class BaseDPLinearModel(BaseEstimator):
             intercept_feature=float(self.data_norm) if self.fit_intercept else 0.0,
             row_norm_ord=self._data_norm_ord(),
         )
-        # Rows are clipped to data_norm (in the data_norm_ord norm) and the intercept feature (value data_norm) is
-        # appended implicitly: X itself is neither copied nor modified.
+        # Rows are clipped to data_norm (in the data_norm_ord norm) and the intercept
+        # feature (value data_norm) is appended implicitly: X is neither copied nor modified.
         problem = Problem.build(
             X, Y, spec, data_norm=float(self.data_norm),
             intercept=float(self.data_norm) if self.fit_intercept else 0.0,

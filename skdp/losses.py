@@ -9,7 +9,6 @@ from the declared constants below times a public bound on ``||x||_2``, never fro
 from __future__ import annotations
 
 import math
-
 from abc import ABC, abstractmethod
 
 import numpy as np

@@ -27,7 +27,9 @@ def test_row_norms_match_numpy(ord, sparse):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def _spec(ord, d, intercept, constraint=Unconstrained(), loss=LogisticLoss(), bound=1.0):
+def _spec(ord, d, intercept, constraint=None, loss=None, bound=1.0):
+    constraint = Unconstrained() if constraint is None else constraint
+    loss = LogisticLoss() if loss is None else loss
     n_params = d + (1 if intercept else 0)
     return ProblemSpec(
         n_samples=30, n_params=n_params, n_outputs=1, n_penalized=n_params,
