@@ -635,6 +635,10 @@ class ScaledNoiseSource(NoiseSource):
         """An l2-Laplace draw of scale ``scale / factor``."""
         return super().l2_laplace(shape, scale / self.factor)
 
+    def laplace(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
+        """I.i.d. Laplace entries of scale ``scale / factor``."""
+        return super().laplace(shape, scale / self.factor)
+
     def spawn(self, n_children: int) -> list[NoiseSource]:
         """Independent child streams, under-noised by the same factor."""
         return [ScaledNoiseSource(child, self.factor) for child in self.rng.spawn(n_children)]

@@ -74,6 +74,16 @@ class NoiseSource:
         radius = self.rng.gamma(shape=d, scale=scale)
         return (radius / norm * direction).reshape(shape)
 
+    def laplace(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
+        """I.i.d. ``Laplace(0, scale)`` entries (density ``exp(-|z|/scale) / (2 scale)``)."""
+        if scale == 0:
+            return np.zeros(shape)
+        return self.rng.laplace(0.0, scale, size=shape)
+
+    def permutation(self, n: int) -> np.ndarray:
+        """A uniform random permutation of ``range(n)`` (independent of the data)."""
+        return self.rng.permutation(n)
+
     def batch_without_replacement(self, n: int, size: int) -> np.ndarray:
         """A uniform subset of ``size`` distinct indices of ``range(n)``."""
         return self.rng.choice(n, size=size, replace=False)
