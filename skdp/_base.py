@@ -36,6 +36,8 @@ class BaseDPLinearModel(BaseEstimator):
 
     #: Whether ``y`` must be numeric (regression).
     _y_numeric = False
+    #: Whether the intercept is a coordinate of the constrained (and penalised) vector.
+    _intercept_constrained = False
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="right")],
@@ -181,7 +183,8 @@ class BaseDPLinearModel(BaseEstimator):
             n_outputs=Y.shape[1],
             # Output perturbation penalises (and constrains) the intercept too: its
             # sensitivity argument needs strong convexity in every coordinate.
-            n_penalized=n_params if solver.penalizes_intercept else n_features,
+            n_penalized=(n_params if solver.penalizes_intercept or self._intercept_constrained
+                         else n_features),
             row_norm_bound=self._row_norm_bound(),
             loss=loss,
             constraint=self._make_constraint(),

@@ -292,6 +292,15 @@ class OutputPerturbation(BaseDPSolver):
         ``max_iter`` steps, ``2 L_F / (mu sqrt(max_iter + 1))``, if larger.
     max_iter : int, default=100000
         Step budget of the sure subgradient fallback (non-smooth objectives).
+    shrinkage : {"auto"} or None, default="auto"
+        ``"auto"`` multiplies the release by the public factor
+        ``c = R^2 / (R^2 + E||z||^2)`` (``R`` the public bound on ``||w*||``, ``z`` the
+        noise): the scalar that minimises ``E||c (w* + z) - w*||^2`` when ``||w*|| = R``
+        (a linear-shrinkage estimate). When the noise dwarfs every feasible minimiser
+        (small ``epsilon`` or ``n``) the release moves towards ``0`` instead of landing
+        on the boundary of ``B(0, R)``, far worse than the trivial output; at
+        ``epsilon = inf``, ``c = 1``. Post-processing with public quantities: the
+        guarantee is unchanged. ``None`` releases ``Proj(w_hat + z)`` as in the paper.
 
     Notes
     -----
@@ -321,10 +330,12 @@ class OutputPerturbation(BaseDPSolver):
     default_accountant = "gaussian"
     accountants = ("pure", "gaussian", "rdp", "pld")
 
-    def __init__(self, inner="auto", certified_radius=None, max_iter=100_000):
+    def __init__(self, inner="auto", certified_radius=None, max_iter=100_000,
+                 shrinkage="auto"):
         self.inner = inner
         self.certified_radius = certified_radius
         self.max_iter = max_iter
+        self.shrinkage = shrinkage
 
     def _validate_params(self) -> None:
         if not (callable(self.inner) or self.inner in INNER):
@@ -334,6 +345,10 @@ class OutputPerturbation(BaseDPSolver):
             )
         self._check_positive_real("certified_radius")
         self._check_positive_int("max_iter")
+        if self.shrinkage not in ("auto", None):
+            raise ValueError(
+                f"OutputPerturbation.shrinkage must be 'auto' or None, got {self.shrinkage!r}."
+            )
 
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         if accountant == "auto":
@@ -450,6 +465,18 @@ class OutputPerturbation(BaseDPSolver):
             event = gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation)
             settings.update(mechanism="gaussian", sigma=sigma, noise_multiplier=z,
                             laplace_scale=0.0)
+        # Expected squared noise norm in R^m: l2 Laplace E||z||^2 = E[Gamma(m, b)^2] =
+        # m (m + 1) b^2; Gaussian m sigma^2.
+        m = spec.n_params * spec.n_outputs
+        noise_power = (m * (m + 1) * settings["laplace_scale"] ** 2
+                       + m * settings["sigma"] ** 2)
+        # E||c (w* + z) - w*||^2 = (1 - c)^2 ||w*||^2 + c^2 E||z||^2 is minimised at
+        # c = ||w*||^2 / (||w*||^2 + E||z||^2); ||w*|| <= R is the public bound (a
+        # conservative, i.e. larger, factor). Unbounded domains are not shrunk.
+        shrink = 1.0
+        if self.shrinkage == "auto" and math.isfinite(radius) and noise_power > 0:
+            shrink = radius**2 / (radius**2 + noise_power)
+        settings["shrinkage"] = shrink
         return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
@@ -464,8 +491,9 @@ class OutputPerturbation(BaseDPSolver):
             z = noise.gaussian(shape, plan.settings["sigma"])
         W = self.certified_minimizer(problem, plan)
         radius = plan.settings["domain_radius"]
-        # Post-processing: every minimiser lies in B(0, R) (and in the constraint).
-        return L2Ball(radius).project(W + z)
+        # Post-processing: every minimiser lies in B(0, R) (and in the constraint); the
+        # public shrinkage factor keeps it there (the sets contain 0 and are convex).
+        return plan.settings.get("shrinkage", 1.0) * L2Ball(radius).project(W + z)
 
     def certified_minimizer(self, problem: Problem, plan: Plan) -> np.ndarray:
         """A point within ``certified_radius`` of the exact minimiser, for any data."""

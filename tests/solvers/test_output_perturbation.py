@@ -256,11 +256,29 @@ def test_output_uses_the_recorded_noise_exactly():
             self.last = super().l2_laplace(shape, scale)
             return self.last
 
-    source = Fixed(np.random.default_rng(3))
-    res = OutputPerturbation().solve(problem, Budget(2.0, 0.0), source)
-    W = _reference_minimizer(problem)
-    expected = L2Ball(res.plan.settings["domain_radius"]).project(W + source.last)
-    assert np.linalg.norm(res.coef - expected) <= res.plan.settings["certified_radius"]
+    for shrinkage in (None, "auto"):
+        source = Fixed(np.random.default_rng(3))
+        res = OutputPerturbation(shrinkage=shrinkage).solve(problem, Budget(2.0, 0.0), source)
+        W = _reference_minimizer(problem)
+        settings = res.plan.settings
+        expected = L2Ball(settings["domain_radius"]).project(W + source.last)
+        # Public shrinkage c = R^2 / (R^2 + E||z||^2), E||z||^2 = m (m + 1) b^2.
+        m, R, b = W.size, settings["domain_radius"], settings["laplace_scale"]
+        c = 1.0 if shrinkage is None else R**2 / (R**2 + m * (m + 1) * b**2)
+        assert settings["shrinkage"] == pytest.approx(c, rel=1e-12)
+        assert 0 < c <= 1
+        assert np.linalg.norm(res.coef - c * expected) <= c * settings["certified_radius"]
+
+
+def test_shrinkage_is_one_without_noise_and_vanishes_with_huge_noise():
+    problem = _case("logistic")
+    inf = OutputPerturbation().plan(problem.spec, Budget(math.inf, 0.0), "pure", "replace_one")
+    assert inf.settings["shrinkage"] == 1.0
+    tiny = OutputPerturbation().plan(problem.spec, Budget(1e-4, 0.0), "pure", "replace_one")
+    big = OutputPerturbation().plan(problem.spec, Budget(10.0, 0.0), "pure", "replace_one")
+    assert tiny.settings["shrinkage"] < 1e-3 < big.settings["shrinkage"] < 1.0
+    with pytest.raises(ValueError, match="shrinkage"):
+        OutputPerturbation(shrinkage="yes").solve(problem, Budget(1.0, 0.0), 0)
 
 
 # -- estimators --------------------------------------------------------------------------------
