@@ -37,6 +37,7 @@ OTHER_ESTIMATORS = [
     DPLinearRegression(solver="gd", delta=1e-5, constraint="l2", radius=5.0,
                        fit_intercept=False),
     DPLinearSVC(),
+    DPLinearSVC(loss="hinge"),
     DPLinearSVC(loss="smoothed_hinge", solver="gd", delta=1e-5),
     DPLogisticRegression(solver="output_perturbation", delta=0.0, tilt=0.5),
     DPLogisticRegression(solver="output_perturbation", adversarial_radius=0.1,

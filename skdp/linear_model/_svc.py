@@ -27,12 +27,15 @@ class DPLinearSVC(BaseDPClassifier):
     delta : float, default=0.0
         Failure probability, in ``[0, 1)``; ``0`` is pure epsilon-DP with
         ``"output_perturbation"``.
-    loss : {"hinge", "smoothed_hinge"}, default="hinge"
-        ``"hinge"`` is not differentiable: only ``"output_perturbation"`` applies, with a
-        duality-gap certificate and the sure subgradient method of Lowy & Razaviyayn's
-        Theorem 2.1 as fallback. ``"smoothed_hinge"`` (quadratic within ``smoothing`` of
-        the margin) is smooth: every solver applies and output perturbation certifies it
-        more tightly (usually more accurate).
+    loss : {"smoothed_hinge", "hinge"}, default="smoothed_hinge"
+        ``"smoothed_hinge"`` (quadratic within ``smoothing`` of the margin; the smooth
+        default, as scikit-learn's ``LinearSVC`` defaults to the smooth squared hinge) is
+        smooth: every solver applies, and output perturbation certifies its inner solve
+        to ``0.05`` of the sensitivity. ``"hinge"`` is not differentiable: only
+        ``"output_perturbation"`` applies, with a duality-gap certificate and the sure
+        subgradient method of Lowy & Razaviyayn's Theorem 2.1 as fallback, whose public
+        certified radius ``2 L / (alpha sqrt(max_iter + 1))`` does not shrink with
+        ``n``: on large data it dominates the noise (raise the solver's ``max_iter``).
     smoothing : float, default=0.5
         Width of the quadratic zone of ``"smoothed_hinge"``.
     solver : str or solver object, default="output_perturbation"
@@ -102,7 +105,7 @@ class DPLinearSVC(BaseDPClassifier):
         epsilon=1.0,
         delta=0.0,
         *,
-        loss="hinge",
+        loss="smoothed_hinge",
         smoothing=0.5,
         solver="output_perturbation",
         alpha=1e-2,

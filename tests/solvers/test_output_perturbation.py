@@ -325,7 +325,7 @@ def test_linear_svc_hinge_and_smoothed():
         assert clf.score(X, y) > 0.9
         assert set(clf.predict(X)) <= {"a", "b"}
     with pytest.raises(IncompatibleSolverError, match="smooth loss"):
-        DPLinearSVC(solver="gd", delta=1e-5).fit(X, y)
+        DPLinearSVC(loss="hinge", solver="gd", delta=1e-5).fit(X, y)
 
 
 def test_bad_objective_settings_have_clear_errors():
