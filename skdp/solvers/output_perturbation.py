@@ -229,19 +229,27 @@ class _Objective:
         is the smallest such element we can form: the adversarial kink term and, on the
         boundary of the ball ``C = B(0, radius)``, the normal cone ``{lambda W}``.
         """
-        if radius is not None and np.linalg.norm(W) > radius * (1 + 1e-12):
-            return math.inf
+        on_sphere = False
+        shift = 0.0
+        if radius is not None:
+            norm = float(np.linalg.norm(W))
+            if norm > radius * (1 + 1e-12):
+                return math.inf
+            if norm >= radius * (1 - 1e-9):
+                # The normal cone {lambda W} exists only ON the sphere: certify the point
+                # moved radially onto it, and add the move (triangle inequality).
+                sphere = W * (radius / norm)
+                shift = float(np.linalg.norm(W - sphere))
+                W, on_sphere = sphere, True
         _, g, c = self.parts(W)
         h = g.copy()
         if c:
             f = slice(0, self.n_features)
             h[f, 0] += c * self._dual_subgradient(W[f, 0], g[f, 0], c)
-        if radius is not None:
-            w_norm2 = float(np.sum(W * W))
-            if w_norm2 >= (radius * (1 - 1e-9)) ** 2:
-                lam = max(0.0, -float(np.sum(h * W)) / w_norm2)
-                h = h + lam * W
-        return float(np.linalg.norm(h)) / self.mu
+        if on_sphere:
+            lam = max(0.0, -float(np.sum(h * W)) / float(np.sum(W * W)))
+            h = h + lam * W
+        return float(np.linalg.norm(h)) / self.mu + shift
 
     def hinge_gap_bound(self, W_dual: np.ndarray, smoothing: float
                         ) -> tuple[np.ndarray, float]:
