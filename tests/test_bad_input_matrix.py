@@ -217,3 +217,24 @@ def test_wrong_number_of_features_at_predict(cls):
         est = _make(cls, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(np.zeros((2, 5)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", ["gd", "svrg", "svrg++", "output_perturbation"])
+@pytest.mark.parametrize("epsilon, delta", [(1e-9, 1e-5), (1e6, 1e-5), (1.0, 1e-300),
+                                            (1e-3, 0.5)])
+def test_extreme_budgets_fit_within_budget_or_are_refused(solver, epsilon, delta):
+    # Budgets at the edge of what the accountants can certify either fit, spending at
+    # most the budget, or raise BudgetError saying what to change; never a silent overrun.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)) / 2
+    y = (X[:, 0] > 0).astype(int)
+    est = skdp.DPLogisticRegression(epsilon=epsilon, delta=delta, solver=solver)
+    try:
+        est.fit(X, y)
+    except skdp.BudgetError as exc:
+        assert "raise epsilon or delta" in str(exc)
+        assert not hasattr(est, "coef_")
+        return
+    assert est.privacy_spent_.epsilon <= epsilon
+    assert np.all(np.isfinite(est.coef_))
