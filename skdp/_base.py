@@ -23,6 +23,7 @@ from skdp.losses import GLMLoss, row_norms
 from skdp.privacy.accounting import ACCOUNTANTS
 from skdp.privacy.budget import check_budget
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
+from skdp.solvers._base import snap_release
 
 __all__ = ["BaseDPLinearModel"]
 
@@ -60,6 +61,7 @@ class BaseDPLinearModel(BaseEstimator):
         # denominator, rate and schedule depends on n), which the estimators do not take.
         "neighboring": [StrOptions({"replace_one"})],
         "random_state": ["random_state", np.random.Generator],
+        "secure": ["boolean"],
     }
 
     # -- hooks -----------------------------------------------------------------------------
@@ -160,6 +162,12 @@ class BaseDPLinearModel(BaseEstimator):
                 "non-convex, and no sensitivity bound of skdp covers them."
             )
         solver = get_solver(self.solver)
+        secure = getattr(self, "secure", False)
+        if secure and type(solver).release_noise_scale is BaseDPSolver.release_noise_scale:
+            raise IncompatibleSolverError(
+                f"secure=True needs the release's noise scale, which solver {solver.name!r} "
+                "does not declare; use secure=False or another solver."
+            )
         budget = check_budget(
             self.epsilon, self.delta, needs_delta=solver.needs_delta,
             n_samples=X.shape[0], solver_name=solver.name,
@@ -212,6 +220,9 @@ class BaseDPLinearModel(BaseEstimator):
                 f"re-accounting the ledger gives epsilon={spent.epsilon} > {budget.epsilon}."
             )
         W = result.coef
+        if secure:
+            # Post-processing with public quantities only (the plan's noise scale).
+            W = snap_release(W, solver.release_noise_scale(result.plan))
         # Everything below is set only after the whole fit succeeded.
         for name, value in label_attrs.items():
             setattr(self, name, value)

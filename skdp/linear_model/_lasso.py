@@ -59,6 +59,11 @@ class DPLasso(RegressorMixin, BaseDPLinearModel):
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
         Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
+    secure : bool, default=False
+        Snap the released coefficients to a grid of spacing ``2^-10`` times the
+        release's noise scale (a power of two, from public quantities): a mitigation of
+        the floating-point attacks on textbook noise samplers (Mironov 2012), at a
+        negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
     Attributes
     ----------
@@ -119,6 +124,7 @@ class DPLasso(RegressorMixin, BaseDPLinearModel):
         accountant="auto",
         neighboring="replace_one",
         random_state=None,
+        secure=False,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -132,6 +138,7 @@ class DPLasso(RegressorMixin, BaseDPLinearModel):
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state
+        self.secure = secure
 
     def _encode_targets(self, y):
         bound = float(self.y_bound)

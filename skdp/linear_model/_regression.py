@@ -69,6 +69,11 @@ class DPLinearRegression(RegressorMixin, BaseDPLinearModel):
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
         Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
+    secure : bool, default=False
+        Snap the released coefficients to a grid of spacing ``2^-10`` times the
+        release's noise scale (a power of two, from public quantities): a mitigation of
+        the floating-point attacks on textbook noise samplers (Mironov 2012), at a
+        negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
     Attributes
     ----------
@@ -130,6 +135,7 @@ class DPLinearRegression(RegressorMixin, BaseDPLinearModel):
         accountant="auto",
         neighboring="replace_one",
         random_state=None,
+        secure=False,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -148,6 +154,7 @@ class DPLinearRegression(RegressorMixin, BaseDPLinearModel):
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state
+        self.secure = secure
 
     def _encode_targets(self, y):
         bound = float(self.y_bound)

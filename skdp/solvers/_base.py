@@ -25,7 +25,37 @@ from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource, as_noise_source
 
-__all__ = ["BaseDPSolver", "Plan", "Problem", "ProblemSpec", "RowBlock", "SolverResult"]
+__all__ = [
+    "BaseDPSolver",
+    "Plan",
+    "Problem",
+    "ProblemSpec",
+    "RowBlock",
+    "SolverResult",
+    "snap_release",
+]
+
+#: The secure release grid is 2^-SNAP_BITS times the release's noise scale (rounded down to
+#: a power of two): fine enough to cost nothing in accuracy, coarse enough that every grid
+#: cell holds ~2^40 floats of the noisy value's magnitude.
+SNAP_BITS = 10
+
+
+def snap_release(W: np.ndarray, noise_scale: float) -> np.ndarray:
+    """Round a released point to the grid ``Lambda Z^d``, ``Lambda = 2^floor(log2(s)) / 2^10``.
+
+    A mitigation of the floating-point attacks on textbook samplers (Mironov 2012): the
+    low-order bits of ``x + noise`` can reveal ``x`` because the floating-point sampler
+    cannot produce every double; after rounding to a grid far coarser than the spacing of
+    doubles, the attacker sees only which cell the noisy value fell in, whose probability
+    is the noise measure of an interval of width ``Lambda`` (rounding is
+    post-processing). ``Lambda`` depends on the public noise scale only. It is NOT a proof
+    that the float implementation is DP (see docs/privacy.md, "Secure mode").
+    """
+    if not (noise_scale > 0 and math.isfinite(noise_scale)):
+        return W
+    grid = 2.0 ** (math.floor(math.log2(noise_scale)) - SNAP_BITS)
+    return grid * np.rint(W / grid)
 
 # A full-precision optimisation target: the auto iteration counts aim at an optimisation
 # error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).
@@ -590,6 +620,14 @@ class BaseDPSolver(ABC):
                 "fit_intercept=False), or use solver='output_perturbation'."
             )
         return bound if clip_norm is None else min(float(clip_norm), bound)
+
+    def release_noise_scale(self, plan: Plan) -> float | None:
+        """Public lower bound on the per-coordinate noise scale of the released point.
+
+        Used by the estimators' ``secure=True`` mode to choose the grid the release is
+        snapped to (see :func:`snap_release`). ``None``: not available for this solver.
+        """
+        return None
 
     # -- the algorithm -------------------------------------------------------------------
     @abstractmethod

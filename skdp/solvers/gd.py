@@ -161,6 +161,12 @@ class NoisyGD(BaseDPSolver):
             },
         )
 
+    def release_noise_scale(self, plan: Plan) -> float:
+        # The last step adds eta * N(0, sigma^2); an average of T iterates still carries
+        # at least the average of T such independent draws: eta sigma / sqrt(T).
+        scale = plan.settings["step_size"] * plan.settings["sigma"]
+        return scale if self.iterate != "average" else scale / math.sqrt(plan.n_iter)
+
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
         p = spec.n_penalized

@@ -488,6 +488,11 @@ class OutputPerturbation(BaseDPSolver):
         return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
+    def release_noise_scale(self, plan: Plan) -> float:
+        # Per-coordinate scale of the one noise draw (times the public shrinkage).
+        s = plan.settings
+        return s.get("shrinkage", 1.0) * max(s["sigma"], s["laplace_scale"])
+
     # -- run -------------------------------------------------------------------------------
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec

@@ -265,6 +265,12 @@ class DPSVRG(BaseDPSolver):
             },
         )
 
+    def release_noise_scale(self, plan: Plan) -> float:
+        # The released snapshot averages the last epoch's m inner iterates, each step
+        # adding eta * N(0, sigma_in^2): at least eta sigma_in / sqrt(m) per coordinate.
+        s = plan.settings
+        return s["step_size"] * s["sigma_inner"] / math.sqrt(s["epoch_lengths"][-1])
+
     # -- the algorithm -------------------------------------------------------------------
     #: DP-SVRG restarts each epoch at the snapshot; DP-SVRG++ continues from the last iterate.
     restart_at_snapshot = True
