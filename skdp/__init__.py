@@ -7,12 +7,24 @@ from skdp.exceptions import (
     PrivacyLeakWarning,
 )
 from skdp.linear_model import DPLinearRegression, DPLinearSVC, DPLogisticRegression
-from skdp.solvers import DPSVRG, SOLVERS, DPSVRGPlusPlus, NoisyGD, OutputPerturbation
+from skdp.solvers import (
+    DPSVRG,
+    SOLVERS,
+    DPAccMD,
+    DPSVRGPlusPlus,
+    LocalizedMirrorDescent,
+    NoisyGD,
+    NoisyMirrorDescent,
+    OutputPerturbation,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DPSVRG",
+    "DPAccMD",
+    "LocalizedMirrorDescent",
+    "NoisyMirrorDescent",
     "SOLVERS",
     "BudgetError",
     "DPLinearRegression",

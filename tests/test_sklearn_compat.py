@@ -8,10 +8,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skdp import (
     DPSVRG,
     SOLVERS,
+    DPAccMD,
     DPLinearRegression,
     DPLinearSVC,
     DPLogisticRegression,
     DPSVRGPlusPlus,
+    LocalizedMirrorDescent,
+    NoisyMirrorDescent,
 )
 
 # Per-solver constructor overrides that keep the checks fast (a solver object of the
@@ -29,6 +32,13 @@ SOLVER_OVERRIDES = {
     "svrg": {"solver": DPSVRG(n_epochs=2, inner_steps=2, batch_size=_BIG_BATCH)},
     "svrg++": {"solver": DPSVRGPlusPlus(n_epochs=2, batch_size=_BIG_BATCH)},
     "output_perturbation": {"solver": "output_perturbation"},
+    "accelerated_mirror_descent": {"solver": DPAccMD(n_iter=20), "constraint": "l1",
+                                   "radius": 5.0},
+    "mirror_descent": {"solver": NoisyMirrorDescent(n_iter=20, batch_size=_BIG_BATCH),
+                       "constraint": "l1", "radius": 5.0},
+    "localized_mirror_descent": {
+        "solver": LocalizedMirrorDescent(n_phases=2, batch_size=_BIG_BATCH, max_iter=5),
+        "constraint": "l1", "radius": 5.0},
 }
 # The other public estimators, with their defaults (pure DP output perturbation), and
 # with a gradient solver where the loss allows one.

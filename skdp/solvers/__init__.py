@@ -8,13 +8,19 @@ from __future__ import annotations
 from typing import Any
 
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, SolverResult
+from skdp.solvers.accelerated_mirror_descent import DPAccMD
 from skdp.solvers.gd import NoisyGD
+from skdp.solvers.localized_mirror_descent import LocalizedMirrorDescent
+from skdp.solvers.mirror_descent import NoisyMirrorDescent
 from skdp.solvers.output_perturbation import OutputPerturbation
 from skdp.solvers.svrg import DPSVRG
 from skdp.solvers.svrg_pp import DPSVRGPlusPlus
 
 __all__ = [
     "DPSVRG",
+    "DPAccMD",
+    "LocalizedMirrorDescent",
+    "NoisyMirrorDescent",
     "SOLVERS",
     "BaseDPSolver",
     "DPSVRGPlusPlus",
@@ -32,6 +38,9 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
     "svrg": DPSVRG,
     "svrg++": DPSVRGPlusPlus,
     "output_perturbation": OutputPerturbation,
+    "accelerated_mirror_descent": DPAccMD,
+    "mirror_descent": NoisyMirrorDescent,
+    "localized_mirror_descent": LocalizedMirrorDescent,
 }
 
 

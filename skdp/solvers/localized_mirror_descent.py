@@ -1,0 +1,442 @@
+"""Localized noisy mirror descent (Asi, Feldman, Koren & Talwar 2021, Algorithms 2 and 6).
+
+Also the strongly convex reduction of their Section 5 (Theorems 8 and 9, after Feldman,
+Koren & Talwar 2020, Thm. 5.1) as the option ``strongly_convex=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+
+from skdp.exceptions import IncompatibleSolverError
+from skdp.geometry import EuclideanMirrorMap, L1Ball, L2Ball, LpBall, Unconstrained
+from skdp.privacy.accounting import add_remove_budget, epsilon_spent
+from skdp.privacy.budget import Budget
+from skdp.privacy.noise import NoiseSource
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers.mirror_descent import (
+    MAX_AUTO_ITER,
+    SAMPLINGS,
+    MDGeometry,
+    MDPhase,
+    NoisyMirrorDescent,
+    calibrate_md_phase,
+    capped_schedule,
+    dual_gradient_bound,
+    md_geometry,
+    md_gradient_clip,
+    mirror_step,
+    paper_batch_size,
+    run_noisy_md,
+)
+
+__all__ = ["LocalizedMirrorDescent", "PhaseSpec"]
+
+PHASE_BUDGETS = ("full", "halving")
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """One public phase: its block of the permutation and its calibrated Algorithm 1.
+
+    Attributes
+    ----------
+    start : int
+        Offset of the phase's block in the data-independent permutation (blocks of
+        different phases are disjoint).
+    md : MDPhase
+        ``n`` (block size), ``b``, ``T``, noise.
+    eta : float
+        The phase's ``eta_i = 2^{-4i} eta``.
+    lam : float
+        Weight ``lambda_i = 2 / (eta_i n_i)`` of the regulariser ``lambda_i w(x - x_{i-1})``.
+    radius : float
+        Radius ``r_i`` of the localisation ball around ``x_{i-1}`` (map's norm).
+    epsilon : float
+        The phase's target epsilon.
+    """
+
+    start: int
+    md: MDPhase
+    eta: float
+    lam: float
+    radius: float
+    epsilon: float
+
+
+def _log_dim(dim: int) -> float:
+    return max(math.log(max(dim, 1)), 1.0)
+
+
+class LocalizedMirrorDescent(BaseDPSolver):
+    """Localized noisy mirror descent (Asi, Feldman, Koren & Talwar 2021, Alg. 2 and 6).
+
+    ``k = ceil(log2 n)`` phases. Phase ``i`` takes a fresh block of ``n_i = floor(n 2^{-i})``
+    records of a data-independent random permutation (blocks are disjoint) and runs
+    noisy mirror descent (:class:`~skdp.solvers.NoisyMirrorDescent`, strongly convex
+    schedule) on
+    ``F_i(x) = (1/n_i) sum_{j in block i} f(x; z_j) + (alpha/2)||x||^2 + lambda_i w(x - x_{i-1})``
+    with ``lambda_i = 2 / (eta_i n_i)``, ``eta_i = 2^{-4i} eta``, ``w`` the p-norm map of
+    the geometry (``p = 1 + 1/ln d`` for the l1 ball, the ball's ``p`` for an l_p ball,
+    ``1 < p <= 2``, Euclidean for l2; the paper's ``(1/(eta_i n_i (p-1)))||x - x_{i-1}||_p^2``),
+    the map ``w(. - x_{i-1})`` centred at the previous noisy output and the localisation
+    ball ``||x - x_{i-1}||_p <= r_i = kappa L eta_i n_i (p - 1)`` (``kappa = d^{1-1/p}``
+    for the l1 geometry, else 1). The output of phase ``i`` (the weighted average of its
+    iterates) is projected onto the constraint and becomes ``x_i``; ``x_k`` is returned.
+
+    Parameters
+    ----------
+    n_phases : int, optional
+        ``k``. Default ``ceil(log2 n)`` (per round).
+    step_size : float, optional
+        The base ``eta``. Default: Theorem 4 / 13 (see Notes); required when the
+        constraint is unbounded.
+    step_scale : float, default=1.0
+        Multiplier of the automatic base ``eta`` (ignored with ``step_size``). The
+        theorems' constants are worst-case; a public scale (tuned on public data) often
+        helps a lot.
+    batch_size : int, optional
+        Batch size of every phase (capped at ``n_i``). Default: the paper's
+        ``b_i = max(sqrt(n_i / ln d), sqrt(d / eps_i))``, enlarged so that the phase's
+        ``T_i = n_i^2 / b_i^2 <= max_iter``.
+    max_iter : int, default=1000
+        Cap of every phase's ``T_i``.
+    phase_budget : {"full", "halving"}, default="full"
+        ``"full"``: every phase runs at ``(epsilon, delta)`` (parallel composition makes
+        that free). ``"halving"``: the paper's geometric schedule ``eps_i = 2^{1-i} eps``
+        (up to the factor 2 that parallel composition gives back).
+    strongly_convex : bool, default=False
+        The reduction of Section 5 (Theorem 8): ``ceil(log2 log2 n)`` rounds on disjoint
+        blocks of doubling sizes, each running the localized algorithm from the previous
+        round's output with a diameter shrunk by strong convexity. Needs ``alpha > 0``.
+    n_rounds : int, optional
+        Number of rounds of the reduction (default ``ceil(log2 log2 n)``).
+    clip_norm : float, optional
+        Per-example l2 clip ``C``; default ``min(sqrt(d) L_inf, L_2)`` (lossless).
+    sampling : {"without_replacement", "poisson"}, default="without_replacement"
+        Batches inside a phase's block (see :class:`~skdp.solvers.NoisyMirrorDescent`).
+
+    Notes
+    -----
+    **Privacy guarantee.** Replace-one, ``(epsilon, delta)``-DP. Each phase is an instance
+    of Algorithm 1 on its own block of ``n_i`` records: per-example l2 clipping to ``C``,
+    batch means with public denominator ``b_i`` (sensitivity ``2C/b_i``), ledger
+    ``SelfComposed(SampledWithoutReplacement(n_i, b_i, Gaussian(z_i)), T_i)`` calibrated
+    exactly by the RDP accountant at the phase's ``(eps_i, delta)``. The blocks are
+    disjoint slices of a permutation of the record positions drawn independently of the
+    data, so under replace-one the changed record lies in at most one block (at its
+    position); every other phase sees
+    identical records and the previous outputs only. By parallel composition (adaptive:
+    later phases are post-processing of earlier outputs and independent records) the
+    whole run is as private as its worst phase: the ledger IS that single phase's event,
+    the one spending the largest epsilon at ``delta``. The regulariser, the centre
+    ``x_{i-1}``, the localisation ball, the projections and the averaging are
+    post-processing; phase sizes, batch sizes, ``T_i``, step sizes and radii come from
+    public quantities only. With ``sampling="poisson"`` each phase, as a mechanism of its
+    own block (any multiset, public ``n_i`` and ``b_i``), is calibrated to
+    ``(e, delta / (1 + e^e))`` under add/remove, ``e = min(eps_i/2, 5)``, hence
+    ``(eps_i, delta)`` under replace-one by group privacy applied to that phase; parallel
+    composition over the replace-one blocks then gives the worst phase. (Group privacy is
+    applied per phase, not to the whole run: adding a record would shift the positions
+    of the permutation and change several blocks.)
+    Correction to the paper (privacy-calibration.md section 4.2): Algorithm 2 as printed
+    runs phase ``i`` on the leading records ``z_1..z_{n_i}``, i.e. the same records in
+    every phase, so its phases compose sequentially and its ``delta`` adds up to
+    ``k delta``; here the blocks are disjoint, each phase may use the full budget, and no
+    phase gets a separate ``delta``. The strongly convex reduction (section 4.5) also uses
+    disjoint rounds, so its ledger is again the worst single phase. Noise constant and
+    sampling: as in Algorithm 1 (section 4.1). Reference: Asi, Feldman, Koren & Talwar,
+    ICML 2021, Algorithms 2 and 6, Theorems 4, 8 and 13.
+
+    **Other deviations (utility only).** (i) The paper's phase set is ``X_i = X cap
+    {||x - x_{i-1}||_p <= r_i}``; the exact Bregman step of a map centred at ``x_{i-1}``
+    onto that intersection has no closed form, so the steps are exact on the
+    localisation ball alone (closed form) and the phase output is then projected onto
+    ``X``. (ii) Lemma 3.3 bounds ``||.||_1 <= 2 ||.||_p`` for ``p = 1 + 1/ln d``; the
+    exact constant is ``d^{1 - 1/p} = d^{1/(1 + ln d)}``, which tends to ``e``, so
+    ``kappa = d^{1-1/p}`` is used in ``r_i`` (keeping the phase minimiser inside the
+    ball). (iii) ``T_i`` is capped (``max_iter``) by enlarging ``b_i``.
+
+    **Step size.** Theorem 4 (l1): ``eta = (D/L) min(sqrt(ln d / n), eps / sqrt(d ln d
+    ln(1/delta)))``; Theorem 13 (l_p): ``eta = (D/L) min(1/sqrt((p-1) n),
+    eps / sqrt(d ln(1/delta)(1 + ln d 1{p<2})))``, ``D`` the diameter in the geometry's
+    norm, ``L`` the dual-norm bound of a clipped gradient plus the L2 term. Inside a phase
+    ``F_i`` is ``lambda_i``-strongly convex relative to ``w(. - x_{i-1})``, so Theorem 3's
+    second part applies: ``eta_{i,k} = 2 / (lambda_i (k+1))`` and the weighted average.
+    Strongly convex reduction: round ``r`` of ``N_r`` records uses ``D_r``, with
+    ``D_{r+1} = min(D_r, sqrt(2 e_r / lambda))``, ``e_r`` the round's Theorem 4/13 bound
+    (constant 1) and ``lambda = alpha d^{1 - 2/p}`` the strong convexity of the L2 term
+    in the geometry's norm.
+    """
+
+    name = "localized_mirror_descent"
+    handles_nonsmooth = True
+    default_accountant = "rdp"
+    accountants = ("rdp", "pld")
+
+    def __init__(
+        self,
+        n_phases=None,
+        step_size=None,
+        step_scale=1.0,
+        batch_size=None,
+        max_iter=MAX_AUTO_ITER,
+        phase_budget="full",
+        strongly_convex=False,
+        n_rounds=None,
+        clip_norm=None,
+        sampling="without_replacement",
+    ):
+        self.n_phases = n_phases
+        self.step_size = step_size
+        self.step_scale = step_scale
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.phase_budget = phase_budget
+        self.strongly_convex = strongly_convex
+        self.n_rounds = n_rounds
+        self.clip_norm = clip_norm
+        self.sampling = sampling
+
+    # -- checks ----------------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        for name in ("n_phases", "batch_size", "max_iter", "n_rounds"):
+            self._check_positive_int(name)
+        for name in ("step_size", "clip_norm", "step_scale"):
+            self._check_positive_real(name)
+        if self.step_scale is None:
+            raise ValueError(f"{type(self).__name__}.step_scale must be a positive finite "
+                             "number, got None.")
+        for name, allowed in (("phase_budget", PHASE_BUDGETS), ("sampling", SAMPLINGS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, "
+                                 f"got {getattr(self, name)!r}.")
+        if not isinstance(self.strongly_convex, bool | np.bool_):
+            raise ValueError(f"{type(self).__name__}.strongly_convex must be a bool, got "
+                             f"{self.strongly_convex!r}.")
+
+    resolve_accountant = NoisyMirrorDescent.resolve_accountant
+
+    def gradient_clip(self, spec: ProblemSpec) -> float:
+        """``min(clip_norm, sqrt(d) L_inf, L_2)`` (see :func:`md_gradient_clip`)."""
+        return md_gradient_clip(spec, self.clip_norm, self.name)
+
+    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
+        if self.sampling == "without_replacement" and accountant == "pld":
+            raise IncompatibleSolverError(
+                "the PLD accountant cannot account batches sampled without replacement; "
+                "use accountant='rdp', or the solver option sampling='poisson'."
+            )
+        super().check_compatible(spec, accountant, relation)
+        c = spec.constraint
+        if not (isinstance(c, L1Ball | L2Ball | Unconstrained)
+                or (isinstance(c, LpBall) and c.p <= 2)):
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} supports the l1 ball, l_p balls with 1 < p <= 2, the "
+                f"l2 ball or no constraint, not {type(c).__name__}; use "
+                "solver='mirror_descent' for other sets."
+            )
+        if self.step_size is None and not c.bounded:
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} needs a bounded constraint for its default step "
+                "size; set constraint='l1'/'l2'/'lp' with a radius, or the solver's "
+                "step_size."
+            )
+        if self.strongly_convex and spec.alpha <= 0:
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} with strongly_convex=True needs alpha > 0.")
+
+    # -- plan ------------------------------------------------------------------------------
+    @staticmethod
+    def _kappa(spec: ProblemSpec, geometry: MDGeometry, dim: int) -> float:
+        # ||v||_1 <= d^{1 - 1/p} ||v||_p (Hoelder); other geometries measure in l_p itself.
+        if isinstance(spec.constraint, L1Ball):
+            return float(dim) ** (1.0 - 1.0 / geometry.map_p)
+        return 1.0
+
+    @staticmethod
+    def _rates(spec: ProblemSpec, geometry: MDGeometry, dim: int, n: int,
+               budget: Budget) -> tuple[float, float]:
+        """The statistical and privacy terms ``(a, b)`` of Theorems 4 / 13 (constant 1).
+
+        ``eta = (D/L) min(a, 1/b')`` and the error bound ``L D (a + b)``.
+        """
+        eps, delta = budget.epsilon, budget.delta
+        ld = _log_dim(dim)
+        private = budget.is_private and delta > 0
+        log_delta = math.log(1.0 / delta) if private else 0.0
+        if isinstance(spec.constraint, L1Ball):
+            stat = math.sqrt(ld / n)
+            priv = math.sqrt(dim * ld * log_delta) / (n * eps) if private else 0.0
+        else:
+            pm1 = geometry.map_p - 1.0
+            extra = ld if geometry.map_p < 2 else 0.0
+            stat = 1.0 / math.sqrt(pm1 * n)
+            priv = math.sqrt(dim * log_delta * (1.0 + extra)) / (pm1 * n * eps) if private else 0.0
+        return stat, priv
+
+    def _base_eta(self, spec: ProblemSpec, geometry: MDGeometry, dim: int, n: int,
+                  budget: Budget, diameter: float, lip: float) -> float:
+        """``eta = (D/L) min(a, eps / sqrt(d ln(1/delta) c))`` of Theorems 4 / 13.
+
+        With ``(a, b)`` from :meth:`_rates`, the second argument is ``1 / (n b)`` (l1) and
+        ``1 / ((p-1) n b)`` (l_p).
+        """
+        if self.step_size is not None:
+            return float(self.step_size)
+        stat, priv = self._rates(spec, geometry, dim, n, budget)
+        scale = 1.0 if isinstance(spec.constraint, L1Ball) else geometry.map_p - 1.0
+        second = 1.0 / (scale * n * priv) if priv > 0 else math.inf
+        return float(self.step_scale) * diameter / lip * min(stat, second)
+
+    def _round_sizes(self, n: int) -> list[int]:
+        if not self.strongly_convex:
+            return [n]
+        rounds = self.n_rounds
+        if rounds is None:
+            rounds = max(1, math.ceil(math.log2(max(math.log2(max(n, 2)), 1.0))))
+        # Doubling sizes (the paper's n_r = 2^{r-2} n / log n), rescaled to use all n records.
+        sizes = [n * 2 ** (r - 1) // (2**rounds - 1) for r in range(1, rounds + 1)]
+        sizes = [s for s in sizes if s >= 1]
+        return sizes or [n]
+
+    def phases(self, spec: ProblemSpec, budget: Budget, accountant: str,
+               relation: str) -> list[PhaseSpec]:
+        """Every phase of every round, calibrated (public quantities only)."""
+        n = spec.n_samples
+        dim = max(spec.n_penalized * spec.n_outputs, 1)
+        geometry = md_geometry(spec.constraint, dim)
+        clip = self.gradient_clip(spec)
+        lip = dual_gradient_bound(spec, clip, geometry)
+        kappa = self._kappa(spec, geometry, dim)
+        pm1 = geometry.map_p - 1.0
+        if spec.constraint.bounded:
+            diameter = spec.constraint.diameter(geometry.norm_ord, dim=dim)
+        else:
+            diameter = math.inf
+        # Strong convexity of (alpha/2)||x||_2^2 in the geometry's norm: ||x||_2^2 >=
+        # d^{1 - 2/s} ||x||_s^2 for s <= 2.
+        lam_geom = spec.alpha * dim ** (1.0 - 2.0 / geometry.norm_ord)
+        out: list[PhaseSpec] = []
+        start = 0
+        for size in self._round_sizes(n):
+            eta = self._base_eta(spec, geometry, dim, size, budget, diameter, lip)
+            k = self.n_phases or max(1, math.ceil(math.log2(max(size, 2))))
+            for i in range(1, k + 1):
+                n_i = max(1, size >> i)
+                eps_i = (budget.epsilon if self.phase_budget == "full"
+                         else budget.epsilon * 2.0 ** (1 - i))
+                budget_i = Budget(eps_i, budget.delta)
+                if self.batch_size is not None:
+                    b = int(min(self.batch_size, n_i))
+                    t = int(min(max(math.ceil(n_i * n_i / (b * b)), 1), self.max_iter))
+                else:
+                    b, t = capped_schedule(n_i, paper_batch_size(n_i, dim, eps_i),
+                                           self.max_iter)
+                md = calibrate_md_phase(n_i, b, t, clip, budget_i, sampling=self.sampling,
+                                        accountant=accountant, relation=relation)
+                eta_i = eta * 2.0 ** (-4 * i)
+                # F_i's regulariser (1 / (eta_i n_i (p-1))) ||x - c||_p^2 = lambda_i w(x - c)
+                # with w = ||.||_p^2 / (2 (p-1)): lambda_i = 2 / (eta_i n_i). Its minimiser
+                # lies within r_i of c (Lemma 3.3): lambda_i ||y||_p^2 / (2(p-1)) <=
+                # L ||y|| <= L kappa ||y||_p gives ||y||_p <= kappa L eta_i n_i (p-1).
+                lam = 2.0 / (eta_i * n_i)
+                radius = kappa * lip * eta_i * n_i * pm1
+                out.append(PhaseSpec(start, md, eta_i, lam, radius, eps_i))
+                start += n_i
+            # Strongly convex reduction: shrink the diameter for the next round.
+            if self.strongly_convex and self.step_size is None and lam_geom > 0:
+                stat, priv = self._rates(spec, geometry, dim, size, budget)
+                err = lip * diameter * (stat + priv)
+                diameter = min(diameter, math.sqrt(2.0 * err / lam_geom))
+        if start > n:  # pragma: no cover - guaranteed by the floor sizes
+            raise AssertionError("phase blocks exceed the dataset")
+        return out
+
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+        phases = self.phases(spec, budget, accountant, relation)
+        worst = 0
+        if budget.is_private:
+            # Parallel composition: the ledger is the single phase spending the most.
+            poisson = self.sampling == "poisson"
+            rel = "add_remove" if poisson else relation
+            delta = add_remove_budget(budget).delta if poisson else budget.delta
+            spent = [epsilon_spent(ph.md.event, delta, accountant=accountant, relation=rel)
+                     for ph in phases]
+            worst = int(np.argmax(spent))
+            event = phases[worst].md.event
+        else:
+            event = dpe.NonPrivateDpEvent()
+        return Plan(
+            n_iter=sum(ph.md.n_iter for ph in phases),
+            event=event,
+            accountant=accountant,
+            relation=relation,
+            via_add_remove=self.sampling == "poisson",
+            settings={
+                "phase_starts": tuple(ph.start for ph in phases),
+                "phase_sizes": tuple(ph.md.n for ph in phases),
+                "batch_sizes": tuple(ph.md.batch_size for ph in phases),
+                "phase_iters": tuple(ph.md.n_iter for ph in phases),
+                "noise_multiplier": tuple(ph.md.noise_multiplier for ph in phases),
+                "sigma": tuple(ph.md.sigma for ph in phases),
+                "sensitivity": tuple(ph.md.sensitivity for ph in phases),
+                "phase_epsilons": tuple(ph.epsilon for ph in phases),
+                "step_sizes": tuple(ph.eta for ph in phases),
+                "lambdas": tuple(ph.lam for ph in phases),
+                "radii": tuple(ph.radius for ph in phases),
+                "worst_phase": worst,
+                "clip_norm": self.gradient_clip(spec),
+            },
+        )
+
+    # -- run -------------------------------------------------------------------------------
+    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+        spec = problem.spec
+        s = plan.settings
+        p, alpha = spec.n_penalized, spec.alpha
+        dim = max(p * spec.n_outputs, 1)
+        geometry = md_geometry(spec.constraint, dim)
+        mm = geometry.mirror_map
+        euclid = isinstance(mm, EuclideanMirrorMap)
+        clip = s["clip_norm"]
+        # The blocks: disjoint slices of a permutation drawn before the data is read.
+        perm = noise.permutation(spec.n_samples)
+        W = np.zeros((spec.n_params, spec.n_outputs))
+        W[:p] = spec.constraint.feasible_point((p, spec.n_outputs))
+        for j, start in enumerate(s["phase_starts"]):
+            n_i, t = s["phase_sizes"][j], s["phase_iters"][j]
+            lam, radius = s["lambdas"][j], s["radii"][j]
+            md = MDPhase(n_i, s["batch_sizes"][j], t, s["noise_multiplier"][j],
+                         s["sensitivity"][j], s["sigma"][j], plan.event, math.nan)
+            center = W.copy()
+            if not math.isfinite(radius):  # unbounded problem: no localisation ball
+                ball = Unconstrained()
+            elif geometry.map_p == 2.0:
+                ball = L2Ball(radius)
+            else:
+                ball = LpBall(radius, geometry.map_p)
+
+            def step(x, g, eta, c=center[:p], ball=ball):
+                return c + mirror_step(ball, mm, x - c, g, eta)
+
+            def extra(Wk, c=center, lam=lam):
+                out = np.empty_like(Wk)
+                y = Wk[:p] - c[:p]
+                out[:p] = lam * (y if euclid else mm.grad(y)) + alpha * Wk[:p]
+                out[p:] = lam * (Wk[p:] - c[p:])
+                return out
+
+            # Theorem 3, second part: F_i is lambda_i-strongly convex relative to the map.
+            ks = np.arange(1, t + 1, dtype=float)
+            steps = 2.0 / (lam * (ks + 1.0))
+            weights = 2.0 * ks / (t * (t + 1.0))
+            pool = perm[start:start + n_i]
+            W = run_noisy_md(problem, pool, center, md, clip, steps, weights, step, extra,
+                             noise, self.sampling)
+            W[:p] = spec.constraint.project(W[:p])
+        return W

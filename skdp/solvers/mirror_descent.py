@@ -1,0 +1,716 @@
+"""Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Algorithms 1 and 5).
+
+Also the shared pieces of the mirror-descent family: the exact constrained mirror step
+:func:`mirror_step`, the public geometry constants of a constraint (:func:`md_geometry`),
+the phase ledger and its calibration (:func:`md_event`, :func:`calibrate_md_phase`) and
+the vectorised noisy loop (:func:`run_noisy_md`), imported by
+:mod:`skdp.solvers.localized_mirror_descent`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+from scipy.optimize import brentq
+from scipy.special import gammaln
+
+from skdp.exceptions import IncompatibleSolverError
+from skdp.geometry import (
+    Constraint,
+    EntropyMirrorMap,
+    EuclideanMirrorMap,
+    L1Ball,
+    L1PNormMirrorMap,
+    L2Ball,
+    LpBall,
+    MirrorMap,
+    PNormMirrorMap,
+    Simplex,
+    Unconstrained,
+)
+from skdp.losses import clip_coefficients
+from skdp.privacy.accounting import (
+    add_remove_budget,
+    calibrate_noise_multiplier,
+    check_sensitivity,
+    epsilon_spent,
+    subsampled_gaussian_event,
+)
+from skdp.privacy.budget import Budget
+from skdp.privacy.noise import NoiseSource
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+
+__all__ = [
+    "MDGeometry",
+    "MDPhase",
+    "NoisyMirrorDescent",
+    "batch_gradient",
+    "calibrate_md_phase",
+    "md_event",
+    "md_geometry",
+    "md_gradient_clip",
+    "mirror_step",
+    "run_noisy_md",
+]
+
+SAMPLINGS = ("without_replacement", "poisson")
+SCHEDULES = ("auto", "convex", "strongly_convex")
+ITERATES = ("average", "last")
+#: Default cap on the number of noisy steps of one run of Algorithm 1 (see the Notes of
+#: :class:`NoisyMirrorDescent`: the paper's ``T = n^2 / b^2`` is enlarged-b to fit).
+MAX_AUTO_ITER = 1000
+
+
+# ---------------------------------------------------------------------------------------
+# The exact mirror step
+# ---------------------------------------------------------------------------------------
+def _pnorm(x: np.ndarray, p: float) -> float:
+    a = np.abs(np.ravel(x))
+    m = float(a.max(initial=0.0))
+    if m == 0.0 or p == math.inf:
+        return m
+    return m * float(np.sum((a / m) ** p)) ** (1.0 / p)
+
+
+def _as_pnorm_map(mirror_map: MirrorMap, size: int) -> MirrorMap:
+    # The dimension-free l1 map reads d from its argument: fix it once for the step.
+    if isinstance(mirror_map, L1PNormMirrorMap):
+        return L1PNormMirrorMap.for_dim(max(size, 1))
+    return mirror_map
+
+
+def _l1_pnorm_step(theta: np.ndarray, mm: PNormMirrorMap, radius: float) -> np.ndarray:
+    """``argmin_{||x||_1 <= R} w(x) - <theta, x>`` for the p-norm map ``w``.
+
+    Derivation. KKT with a multiplier ``mu >= 0`` for ``||x||_1 <= R``:
+    ``theta - mu s = nabla w(x)``, ``s`` in the subdifferential of ``||.||_1`` at ``x``.
+    ``nabla w(x)_j`` has the sign of ``x_j`` and vanishes exactly where ``x_j = 0``, so
+    ``x_j != 0`` forces ``s_j = sign(x_j) = sign(theta_j)`` and ``|theta_j| > mu``, with
+    ``nabla w(x)_j = sign(theta_j)(|theta_j| - mu)``; ``x_j = 0`` needs ``|theta_j| <= mu``.
+    Hence ``nabla w(x) = S_mu(theta)`` (soft-thresholding), i.e.
+    ``x(mu) = nabla w^*(S_mu(theta))``. ``mu = 0`` if ``x(0)`` is feasible; otherwise the
+    constraint is active and ``||x(mu)||_1 = (p-1) ||u||_q^(2-q) ||u||_(q-1)^(q-1)`` with
+    ``u = S_mu(theta)`` is continuous and decreasing from ``||x(0)||_1 > R`` to 0 at
+    ``mu = ||theta||_inf``: a one-dimensional root, found by Brent's method to machine
+    precision (the iterate is finally rescaled onto the sphere, feasible by construction).
+    """
+    x = mm.grad_conjugate(theta)
+    if float(np.sum(np.abs(x))) <= radius:
+        return x
+    a = np.abs(theta)
+    sign = np.sign(theta)
+    top = float(a.max())
+
+    def excess(mu: float) -> float:
+        u = sign * np.maximum(a - mu, 0.0)
+        return float(np.sum(np.abs(mm.grad_conjugate(u)))) - radius
+
+    mu = brentq(excess, 0.0, top, xtol=1e-15 * top, rtol=4 * np.finfo(float).eps, maxiter=300)
+    x = mm.grad_conjugate(sign * np.maximum(a - mu, 0.0))
+    total = float(np.sum(np.abs(x)))
+    return x * (radius / total) if total > 0 else x
+
+
+def mirror_step(
+    constraint: Constraint, mirror_map: MirrorMap, x: np.ndarray, g: np.ndarray, eta: float
+) -> np.ndarray:
+    """One exact constrained mirror step.
+
+    ``x_+ = argmin_{x' in C} <g, x'> + D_w(x', x) / eta``; equivalently
+    ``argmin_{x' in C} w(x') - <theta, x'>`` with ``theta = nabla w(x) - eta g`` (the
+    Bregman projection of ``nabla w^*(theta)`` onto ``C``).
+
+    Supported pairs (each exact; a ``1-D`` root where there is no closed form):
+
+    * Euclidean map, any constraint: the Euclidean projection of ``x - eta g``.
+    * p-norm map ``||x||_p^2 / (2(p-1))`` and the origin-centred l_p ball of the same
+      ``p`` (or the l2 ball for ``p = 2``, or no constraint): for a fixed norm
+      ``||x'||_p = s`` the objective is minimised along Hoelder's direction of ``theta``,
+      which is the direction of ``nabla w^*(theta)``, and the remaining convex function
+      ``s^2 / (2(p-1)) - s ||theta||_q`` of ``s`` is minimised at ``(p-1) ||theta||_q =
+      ||nabla w^*(theta)||_p`` clipped to ``[0, R]``: rescale ``nabla w^*(theta)`` onto the
+      ball if it lies outside.
+    * p-norm map and the l1 ball (the l1 geometry, ``p = 1 + 1/ln d``): soft-thresholding
+      in the dual, see :func:`_l1_pnorm_step`.
+    * Negative entropy and the simplex: the multiplicative-weights update (closed form).
+
+    Parameters
+    ----------
+    constraint : Constraint
+        The feasible set ``C`` (of the flattened parameter).
+    mirror_map : MirrorMap
+        The map ``w`` (``constraint.mirror_map_for(x.size)`` for the paper's algorithm).
+    x : ndarray
+        Current point, in ``C``.
+    g : ndarray of the shape of ``x``
+        The (noisy) gradient.
+    eta : float
+        Step size, ``> 0``.
+
+    Returns
+    -------
+    ndarray of the shape of ``x``
+
+    Raises
+    ------
+    IncompatibleSolverError
+        For a pair of map and set without an exact step.
+    """
+    x = np.asarray(x, dtype=float)
+    g = np.asarray(g, dtype=float)
+    mm = _as_pnorm_map(mirror_map, x.size)
+    if isinstance(mm, EuclideanMirrorMap):
+        return np.asarray(constraint.project(x - eta * g), dtype=float)
+    if isinstance(mm, EntropyMirrorMap):
+        if not isinstance(constraint, Simplex):
+            raise IncompatibleSolverError(
+                "the entropy mirror map has an exact step on the simplex only; use "
+                "constraint Simplex, or the constraint's own mirror_map_for(dim)."
+            )
+        # x_+ proportional to x exp(-eta g), normalised to the simplex's mass: the step
+        # argmin <g, x'> + KL(x', x) / eta over {x' >= 0, sum x' = R}.
+        logits = np.log(np.maximum(x, np.finfo(float).tiny)) - eta * g
+        logits -= logits.max()
+        e = np.exp(logits)
+        return constraint.radius * e / e.sum()
+    if isinstance(mm, PNormMirrorMap):
+        theta = mm.grad(x) - eta * g
+        if isinstance(constraint, Unconstrained):
+            return mm.grad_conjugate(theta)
+        if isinstance(constraint, L1Ball):
+            return _l1_pnorm_step(theta, mm, float(constraint.radius)).reshape(x.shape)
+        same_ball = (isinstance(constraint, LpBall) and abs(constraint.p - mm.p) < 1e-12) or (
+            isinstance(constraint, L2Ball) and mm.p == 2.0)
+        if same_ball:
+            y = mm.grad_conjugate(theta)
+            norm = _pnorm(y, mm.p)
+            radius = float(constraint.radius)
+            return y * (radius / norm) if norm > radius else y
+    raise IncompatibleSolverError(
+        f"no exact mirror step for {type(mm).__name__} on {type(constraint).__name__}; use "
+        "the constraint's own mirror map (constraint.mirror_map_for(dim))."
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Public geometry constants
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MDGeometry:
+    """Public constants of mirror descent on a constraint (utility only, no privacy role).
+
+    Attributes
+    ----------
+    mirror_map : MirrorMap
+        ``constraint.mirror_map_for(dim)``.
+    norm_ord : float
+        The geometry's norm ``||.||`` (1 for the l1 ball and the simplex, ``p`` for an l_p
+        ball with ``p <= 2``, 2 for the Euclidean map).
+    dual_ord : float
+        Its dual exponent.
+    modulus : float
+        Strong convexity of the map in ``||.||``.
+    bregman_radius : float
+        ``sup_{x in C} D_w(x, x_0)`` from the start ``x_0`` (``inf`` if unbounded).
+    radius : float
+        ``sup_{x in C} ||x||`` (``inf`` if unbounded); also bounds ``||x||_dual`` for
+        ``dual_ord >= 2``.
+    map_p : float
+        The exponent of the p-norm map (2 for the Euclidean map).
+    """
+
+    mirror_map: MirrorMap
+    norm_ord: float
+    dual_ord: float
+    modulus: float
+    bregman_radius: float
+    radius: float
+    map_p: float
+
+
+def md_geometry(constraint: Constraint, dim: int) -> MDGeometry:
+    """The :class:`MDGeometry` of ``constraint`` for ``dim`` constrained coordinates."""
+    mm = _as_pnorm_map(constraint.mirror_map_for(dim), dim)
+    if isinstance(mm, EntropyMirrorMap):
+        # D(x, uniform) = sum x log(x d / R) <= R ln d.
+        r = float(constraint.radius)
+        return MDGeometry(mm, 1.0, math.inf, mm.strong_convexity, r * math.log(max(dim, 1)),
+                          r, 2.0)
+    if isinstance(mm, PNormMirrorMap):
+        r = float(constraint.radius)
+        # w(x) = ||x||_p^2 / (2(p-1)) <= R^2 / (2(p-1)): ||x||_p <= ||x||_1 on the l1 ball.
+        h = r * r / (2.0 * (mm.p - 1.0))
+        if isinstance(constraint, L1Ball):
+            return MDGeometry(mm, 1.0, math.inf, mm.strong_convexity, h, r, mm.p)
+        return MDGeometry(mm, mm.p, mm.p / (mm.p - 1.0), 1.0, h, r, mm.p)
+    # Euclidean map: measure everything in l2.
+    if isinstance(constraint, Unconstrained):
+        r2 = math.inf
+    elif isinstance(constraint, LpBall):
+        r2 = float(constraint.radius) * (dim ** (0.5 - 1.0 / constraint.p)
+                                         if constraint.p > 2 else 1.0)
+    else:
+        r2 = 0.5 * constraint.diameter(2.0, dim=dim)
+    return MDGeometry(mm, 2.0, 2.0, 1.0, 0.5 * r2 * r2, r2, 2.0)
+
+
+def noise_dual_moment(sigma: float, dim: int, q: float) -> float:
+    """Upper bound on ``E ||zeta||_q^2`` for ``zeta ~ N(0, sigma^2 I_dim)``.
+
+    ``q = 2``: ``dim sigma^2`` exactly. ``q = inf``: ``2 sigma^2 ln(2 dim)`` (the maximum
+    of ``2 dim`` centred Gaussians). Finite ``q``: Jensen,
+    ``E ||zeta||_q^2 <= (dim E|N|^q)^(2/q) sigma^2`` with
+    ``E|N|^q = 2^(q/2) Gamma((q+1)/2) / sqrt(pi)``.
+    """
+    if sigma == 0:
+        return 0.0
+    if q == 2.0:
+        return dim * sigma**2
+    if q == math.inf:
+        return 2.0 * sigma**2 * math.log(2.0 * dim)
+    log_moment = 0.5 * q * math.log(2.0) + gammaln(0.5 * (q + 1.0)) - 0.5 * math.log(math.pi)
+    return sigma**2 * math.exp((2.0 / q) * (math.log(dim) + log_moment))
+
+
+def dual_gradient_bound(spec: ProblemSpec, clip: float, geometry: MDGeometry) -> float:
+    """Public bound on the dual norm of one clipped gradient plus the L2 term.
+
+    For ``q >= 2``, ``||v||_q <= ||v||_2 <= C``; the loss bound ``gradient_bound_in(q)``
+    may be tighter. The L2 term ``alpha w`` adds ``alpha sup ||w||_q <= alpha R``.
+    """
+    q = geometry.dual_ord
+    bound = min(clip, spec.gradient_bound_in(q)) if q >= 2 else clip
+    if spec.alpha > 0:
+        bound += spec.alpha * geometry.radius
+    return float(bound)
+
+
+def md_gradient_clip(spec: ProblemSpec, clip_norm: float | None, name: str) -> float:
+    """Per-example l2 clip ``C = min(clip_norm, sqrt(d) L_inf, L_2)``.
+
+    The recipe (privacy-calibration.md 4.1) clips in l2 at ``L sqrt(d)``, ``L`` the
+    l-inf gradient bound (``||v||_2 <= sqrt(d) ||v||_inf``); the public l2 bound
+    ``L_2`` may be tighter. Either default never binds on a real gradient.
+    """
+    bound = min(math.sqrt(spec.dimension) * spec.gradient_bound_in(math.inf),
+                spec.gradient_bound_in(2.0))
+    if clip_norm is None and not math.isfinite(bound):
+        raise IncompatibleSolverError(
+            f"the gradients of {type(spec.loss).__name__} are unbounded on this problem, so "
+            f"solver {name!r} needs a public clipping norm: set the solver's clip_norm, or "
+            "a bounded constraint with fit_intercept=False."
+        )
+    return bound if clip_norm is None else min(float(clip_norm), bound)
+
+
+# ---------------------------------------------------------------------------------------
+# Ledger and calibration of one run of Algorithm 1
+# ---------------------------------------------------------------------------------------
+def md_event(
+    z: float, n: int, b: int, n_iter: int, sampling: str, accountant: str, relation: str
+) -> dpe.DpEvent:
+    """``n_iter`` Gaussian releases on batches of ``b`` of ``n`` records, multiplier ``z``.
+
+    ``z`` is relative to the batch query's sensitivity (see :func:`calibrate_md_phase`).
+    """
+    inner = subsampled_gaussian_event(z, 1.0, n_samples=n, batch_size=b, sampling=sampling,
+                                      accountant=accountant, relation=relation)
+    return dpe.SelfComposedDpEvent(inner, n_iter)
+
+
+@dataclass(frozen=True)
+class MDPhase:
+    """One calibrated run of Algorithm 1 on ``n`` records (all public)."""
+
+    n: int
+    batch_size: int
+    n_iter: int
+    noise_multiplier: float
+    sensitivity: float
+    sigma: float
+    event: dpe.DpEvent
+    epsilon: float
+
+
+def calibrate_md_phase(
+    n: int,
+    batch_size: int,
+    n_iter: int,
+    clip: float,
+    budget: Budget,
+    *,
+    sampling: str,
+    accountant: str,
+    relation: str,
+) -> MDPhase:
+    """Calibrate the noise of ``n_iter`` noisy batch-mean gradients on ``n`` records.
+
+    Sensitivity of the batch mean ``(1/b) sum_{i in B} clip_C(grad_i)`` (public
+    denominator ``b``): replacing one record moves one summand, of norm ``<= C``, to
+    another, so ``2C/b`` (replace-one; uniform batches of exactly ``b`` without
+    replacement, ``SampledWithoutReplacementDpEvent``, RDP accountant). Poisson batches
+    (rate ``b/n``) are accounted under add/remove, where adding or removing one record
+    moves the sum by ``C``: sensitivity ``C/b``, at the add/remove budget whose group
+    privacy image is ``budget`` (the ledger is marked ``via_add_remove``).
+    """
+    poisson = sampling == "poisson"
+    if poisson:
+        rel, target = "add_remove", add_remove_budget(budget) if budget.is_private else budget
+        sensitivity = clip / batch_size
+    else:
+        rel, target = relation, budget
+        sensitivity = 2.0 * clip / batch_size
+    check_sensitivity(sensitivity, "batch-mean gradient sensitivity")
+    args = (n, batch_size, n_iter, sampling, accountant, rel)
+    z = calibrate_noise_multiplier(md_event, args, target, accountant=accountant, relation=rel)
+    if budget.is_private:
+        event = md_event(z, *args)
+        spent = epsilon_spent(event, target.delta, accountant=accountant, relation=rel)
+    else:
+        event, spent = dpe.NonPrivateDpEvent(), math.inf
+    return MDPhase(n, batch_size, n_iter, z, sensitivity, z * sensitivity, event, spent)
+
+
+# ---------------------------------------------------------------------------------------
+# The vectorised noisy loop (shared by both solvers)
+# ---------------------------------------------------------------------------------------
+def batch_gradient(
+    problem: Problem, W: np.ndarray, idx: np.ndarray, clip: float, batch_size: int
+) -> np.ndarray:
+    """``(1/b) sum_{i in idx} clip_C(grad f(W; z_i))``: the released query, before noise.
+
+    Per-example GLM gradients ``x_i phi'_i^T`` are clipped in l2 through their
+    coefficients (no ``b x d`` array; CSR rows stay sparse). The denominator is the public
+    ``b`` (not ``len(idx)``, which is random under Poisson sampling): replacing one record
+    moves one clipped summand, so the replace-one sensitivity is ``2C/b`` (add/remove:
+    ``C/b``).
+    """
+    rows = problem.rows(idx)
+    loss = problem.spec.loss
+    D = clip_coefficients(loss.derivative(problem.scores(W, rows), problem.Y[idx]),
+                          problem.norms[idx], clip)
+    return problem.gradient_sum(D, rows) / batch_size
+
+
+def run_noisy_md(
+    problem: Problem,
+    pool: np.ndarray | None,
+    W0: np.ndarray,
+    phase: MDPhase,
+    clip: float,
+    step_sizes: np.ndarray,
+    weights: np.ndarray | None,
+    step: Callable[[np.ndarray, np.ndarray, float], np.ndarray],
+    extra_gradient: Callable[[np.ndarray], np.ndarray] | None,
+    noise: NoiseSource,
+    sampling: str,
+) -> np.ndarray:
+    """Algorithm 1's loop on the records ``pool`` (all records when ``None``).
+
+    Each step draws a batch (uniform ``b``-subset of the pool without replacement, or
+    Poisson at rate ``b/n``), releases ``g = (1/b) sum_{i in B} clip_C(grad f(W; z_i)) +
+    N(0, sigma^2 I)`` and adds the data-independent ``extra_gradient(W)`` (L2 term,
+    localisation regulariser: post-processing). The constrained rows take ``step(W_pen,
+    G_pen, eta)``, the intercept row (if any) a Euclidean step. Returns the
+    ``weights``-average of the iterates ``W_1..W_T`` (the last iterate if ``None``).
+    """
+    p = problem.spec.n_penalized
+    n, b, sigma = phase.n, phase.batch_size, phase.sigma
+    W = np.array(W0, dtype=float, copy=True)
+    total = np.zeros_like(W) if weights is not None else None
+    for k in range(phase.n_iter):
+        if sampling == "poisson":
+            local = noise.batch_poisson(n, b / n)
+        else:
+            local = noise.batch_without_replacement(n, b)
+        idx = local if pool is None else pool[local]
+        G = batch_gradient(problem, W, idx, clip, b)
+        G += noise.gaussian(W.shape, sigma)
+        if extra_gradient is not None:
+            G += extra_gradient(W)
+        eta = float(step_sizes[k])
+        W_new = np.empty_like(W)
+        W_new[:p] = step(W[:p], G[:p], eta)
+        W_new[p:] = W[p:] - eta * G[p:]
+        W = W_new
+        if total is not None:
+            total += weights[k] * W
+    return W if total is None else total
+
+
+# ---------------------------------------------------------------------------------------
+# Algorithm 1 / 5 as a solver
+# ---------------------------------------------------------------------------------------
+def paper_batch_size(n: int, dim: int, epsilon: float) -> float:
+    """``max(sqrt(n / ln d), sqrt(d / epsilon))`` (Algorithm 2, line 4; ``ln d >= 1``)."""
+    first = math.sqrt(n / max(math.log(dim), 1.0))
+    second = math.sqrt(dim / epsilon) if math.isfinite(epsilon) else 0.0
+    return max(first, second, 1.0)
+
+
+def capped_schedule(n: int, b_paper: float, max_iter: int) -> tuple[int, int]:
+    """``(b, T)`` with ``T = ceil(n^2 / b^2) <= max_iter``: ``b`` enlarged where needed."""
+    b = max(math.ceil(b_paper), math.ceil(n / math.sqrt(max_iter)))
+    b = int(min(max(b, 1), n))
+    t = int(min(max(math.ceil(n * n / (b * b)), 1), max_iter))
+    return b, t
+
+
+class NoisyMirrorDescent(BaseDPSolver):
+    """Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Alg. 1 and 5).
+
+    Each of ``T`` steps releases ``g_k = (1/b) sum_{i in B_k} clip_C(grad f(x_k; z_i)) +
+    N(0, sigma^2 I_d)`` on a batch ``B_k`` and takes the exact constrained mirror step
+    ``x_{k+1} = argmin_{x in X} <g_k + alpha x_k, x> + D_w(x, x_k) / eta_k``
+    (:func:`mirror_step`) with the constraint's map ``w = constraint.mirror_map_for(d)``:
+    the p-norm map with ``p = 1 + 1/ln d`` for the l1 ball (Algorithm 1), with the ball's
+    own ``p`` for an l_p ball, ``1 < p <= 2`` (Algorithm 5), the Euclidean map for the l2
+    ball, negative entropy for the simplex. Output: the average of ``x_1..x_T``, or with
+    the strongly convex schedule the weighted average ``2/(T(T+1)) sum_k k x_k``.
+
+    Parameters
+    ----------
+    n_iter : int, optional
+        Number of steps ``T``. Default: the paper's ``n^2 / b^2``, capped at ``max_iter``
+        by enlarging ``b`` (see Notes).
+    batch_size : int, optional
+        Batch size ``b``. Default: the paper's ``max(sqrt(n / ln d), sqrt(d / eps))``,
+        enlarged to ``ceil(n / sqrt(max_iter))`` when ``T`` would exceed ``max_iter``.
+    max_iter : int, default=1000
+        Cap of the automatic ``T``.
+    step_size : float, optional
+        A constant step ``eta``. Default: from the schedule (see Notes).
+    step_scale : float, default=1.0
+        Multiplier of the automatic convex step (ignored with ``step_size`` and by the
+        strongly convex schedule). The theorem's step uses worst-case constants (the
+        Lipschitz bound of the loss, the largest Bregman distance on the set); typical
+        gradients are far smaller, and a public scale of 10-100 often helps (tune it on
+        public data: choosing it on the private data leaks).
+    schedule : {"auto", "convex", "strongly_convex"}, default="auto"
+        ``"convex"``: constant ``eta`` of Theorem 3; ``"strongly_convex"``:
+        ``eta_k = 2 / (alpha (k + 1))`` and the weighted average (Theorem 3, second part;
+        needs ``alpha > 0`` and the Euclidean map, the only map relative to which the L2
+        term is strongly convex). ``"auto"``: strongly convex when that holds and every
+        coordinate is penalised, else convex.
+    iterate : {"average", "last"}, default="average"
+        Output the (weighted) average, or the last iterate.
+    clip_norm : float, optional
+        Per-example l2 clip ``C``. Default: ``min(sqrt(d) L_inf, L_2)`` from the public
+        bounds (the recipe's ``L sqrt(d)``, or the l2 bound if tighter): lossless.
+    sampling : {"without_replacement", "poisson"}, default="without_replacement"
+        Uniform batches of exactly ``b`` records (RDP accountant), or Poisson sampling at
+        rate ``b/n`` (add/remove, PLD by default; see Notes).
+
+    Notes
+    -----
+    **Privacy guarantee.** Replace-one, ``(epsilon, delta)``-DP. Per-example gradients are
+    clipped in l2 to ``C`` (a per-record map), so the batch mean with the public
+    denominator ``b`` has replace-one sensitivity ``2C/b``. Batches are uniform subsets of
+    exactly ``b`` records drawn without replacement, so the ledger is
+    ``SelfComposed(SampledWithoutReplacement(n, b, Gaussian(z)), T)`` with
+    ``sigma = z 2C/b``, read by the RDP accountant (Wang, Balle & Kasiviswanathan 2019,
+    Thm. 27), and ``z`` is solved exactly by ``calibrate_noise_multiplier``. With
+    ``sampling="poisson"`` the ledger ``SelfComposed(PoissonSampled(b/n, Gaussian), T)``
+    with sensitivity ``C/b`` is accounted under add/remove at ``(e, delta/(1+e^e))``,
+    ``e = min(eps/2, 5)``, which gives replace-one ``(eps, delta)`` by group privacy. The
+    mirror step, the L2 term, the projection and the averaging are post-processing; ``T``,
+    ``b`` and the step sizes come from public quantities only.
+    Corrections to the paper (privacy-calibration.md section 4.1): the paper samples with
+    replacement (``S_i ~ Unif(S)``: no accountant supports it, and a record drawn twice
+    doubles the sensitivity), uses the moments accountant (Poisson, add/remove) and the
+    constant ``sigma = 100 L sqrt(d ln(1/delta)) / (b eps)`` (about 25x the noise needed).
+    The noise is Gaussian in ``R^d`` (its dual norm grows like ``sqrt(ln d)`` in the l1
+    geometry); no dimension-free noise is claimed. Reference: Asi, Feldman, Koren &
+    Talwar, "Private stochastic convex optimization: optimal rates in l1 geometry", ICML
+    2021, Algorithms 1 and 5, Theorems 3 and 12.
+
+    **Schedule.** Theorem 3 takes ``T = n^2 / b^2``; for large ``n`` that is millions of
+    steps, so the automatic ``b`` is enlarged to ``ceil(n / sqrt(max_iter))`` when needed
+    (the optimisation term ``b/n`` of the bound grows accordingly). Convex step (Lemma
+    3.1 with a map ``mu``-strongly convex in ``||.||``): ``E F(x_bar) - F* <=
+    H / (T eta) + eta G^2 / (2 mu)`` with ``H >= D_w(x*, x_0)`` and ``G^2 >= E||g||_*^2 <=
+    L_*^2 + E||zeta||_*^2``; minimised at ``eta = sqrt(2 mu H / (T G^2))``. A free
+    intercept is not bounded by the constraint: ``H`` then adds ``R_2^2 / 2`` for it (a
+    public heuristic for the step only).
+    """
+
+    name = "mirror_descent"
+    handles_nonsmooth = True
+    default_accountant = "rdp"
+    accountants = ("rdp", "pld")
+
+    def __init__(
+        self,
+        n_iter=None,
+        batch_size=None,
+        max_iter=MAX_AUTO_ITER,
+        step_size=None,
+        step_scale=1.0,
+        schedule="auto",
+        iterate="average",
+        clip_norm=None,
+        sampling="without_replacement",
+    ):
+        self.n_iter = n_iter
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.step_size = step_size
+        self.step_scale = step_scale
+        self.schedule = schedule
+        self.iterate = iterate
+        self.clip_norm = clip_norm
+        self.sampling = sampling
+
+    # -- checks ----------------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        for name in ("n_iter", "batch_size", "max_iter"):
+            self._check_positive_int(name)
+        for name in ("step_size", "clip_norm", "step_scale"):
+            self._check_positive_real(name)
+        if self.step_scale is None:
+            raise ValueError(f"{type(self).__name__}.step_scale must be a positive finite "
+                             "number, got None.")
+        for name, allowed in (("schedule", SCHEDULES), ("iterate", ITERATES),
+                              ("sampling", SAMPLINGS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, "
+                                 f"got {getattr(self, name)!r}.")
+
+    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
+        if accountant == "auto":
+            return "pld" if self.sampling == "poisson" else "rdp"
+        return accountant
+
+    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
+        if self.sampling == "without_replacement" and accountant == "pld":
+            raise IncompatibleSolverError(
+                "the PLD accountant cannot account batches sampled without replacement; "
+                "use accountant='rdp', or the solver option sampling='poisson'."
+            )
+        super().check_compatible(spec, accountant, relation)
+        geometry = md_geometry(spec.constraint, spec.n_penalized * spec.n_outputs)
+        try:  # every supported (map, set) pair has an exact step
+            x0 = spec.constraint.feasible_point(spec.n_penalized * spec.n_outputs)
+            mirror_step(spec.constraint, geometry.mirror_map, x0, np.zeros_like(x0), 1.0)
+        except IncompatibleSolverError as exc:
+            raise IncompatibleSolverError(f"solver {self.name!r}: {exc}") from None
+        schedule = self._schedule(spec, geometry)
+        if schedule == "strongly_convex":
+            if spec.alpha <= 0:
+                raise IncompatibleSolverError(
+                    f"solver {self.name!r} with schedule='strongly_convex' needs alpha > 0.")
+            if not isinstance(geometry.mirror_map, EuclideanMirrorMap):
+                raise IncompatibleSolverError(
+                    f"solver {self.name!r}: the L2 term is not strongly convex relative to "
+                    f"{type(geometry.mirror_map).__name__}; use schedule='convex' (or an "
+                    "l2 constraint).")
+        elif self.step_size is None and not math.isfinite(geometry.bregman_radius):
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} needs a bounded constraint for its default step "
+                "size; set constraint='l1'/'l2'/'lp' with a radius, alpha > 0, or the "
+                "solver's step_size."
+            )
+
+    def gradient_clip(self, spec: ProblemSpec) -> float:
+        """``min(clip_norm, sqrt(d) L_inf, L_2)``: the recipe's ``L sqrt(d)`` or tighter."""
+        return md_gradient_clip(spec, self.clip_norm, self.name)
+
+    def _schedule(self, spec: ProblemSpec, geometry: MDGeometry) -> str:
+        if self.schedule != "auto":
+            return self.schedule
+        euclid = isinstance(geometry.mirror_map, EuclideanMirrorMap)
+        full = spec.n_penalized == spec.n_params
+        return "strongly_convex" if (spec.alpha > 0 and euclid and full
+                                     and self.step_size is None) else "convex"
+
+    # -- plan ------------------------------------------------------------------------------
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+        n = spec.n_samples
+        dim = spec.n_penalized * spec.n_outputs
+        geometry = md_geometry(spec.constraint, dim)
+        clip = self.gradient_clip(spec)
+        if self.batch_size is not None:
+            b = int(min(self.batch_size, n))
+            t = (int(self.n_iter) if self.n_iter is not None
+                 else int(min(max(math.ceil(n * n / (b * b)), 1), self.max_iter)))
+        else:
+            b, t = capped_schedule(n, paper_batch_size(n, max(dim, 1), budget.epsilon),
+                                   self.max_iter if self.n_iter is None else 10**12)
+            if self.n_iter is not None:
+                t = int(self.n_iter)
+        phase = calibrate_md_phase(n, b, t, clip, budget, sampling=self.sampling,
+                                   accountant=accountant, relation=relation)
+        schedule = self._schedule(spec, geometry)
+        steps = self._step_sizes(spec, geometry, schedule, clip, phase)
+        return Plan(
+            n_iter=t,
+            event=phase.event,
+            accountant=accountant,
+            relation=relation,
+            via_add_remove=self.sampling == "poisson",
+            settings={
+                "batch_size": b,
+                "noise_multiplier": phase.noise_multiplier,
+                "sigma": phase.sigma,
+                "sensitivity": phase.sensitivity,
+                "clip_norm": clip,
+                "schedule": schedule,
+                "step_size": float(steps[0]),
+                "map_p": geometry.map_p,
+            },
+        )
+
+    def _step_sizes(self, spec: ProblemSpec, geometry: MDGeometry, schedule: str,
+                    clip: float, phase: MDPhase) -> np.ndarray:
+        t = phase.n_iter
+        if self.step_size is not None:
+            return np.full(t, float(self.step_size))
+        if schedule == "strongly_convex":
+            # Lemma 3.2: eta_k = 2 / (lambda (k + 1)), k = 1..T, lambda = alpha (Euclidean).
+            return 2.0 / (spec.alpha * (np.arange(1, t + 1) + 1.0))
+        # Lemma 3.1: eta = sqrt(2 mu H / (T G^2)), G^2 = L_*^2 + E||zeta||_*^2.
+        h = geometry.bregman_radius
+        if spec.n_penalized < spec.n_params:
+            r2 = spec.constraint.diameter(2.0, dim=max(spec.n_penalized * spec.n_outputs, 1))
+            h += 0.125 * r2 * r2  # heuristic reach of the free intercept: (R_2)^2 / 2
+        g2 = dual_gradient_bound(spec, clip, geometry) ** 2 + noise_dual_moment(
+            phase.sigma, spec.dimension, geometry.dual_ord)
+        return np.full(t, float(self.step_scale) * math.sqrt(2.0 * geometry.modulus * h
+                                                             / (t * g2)))
+
+    # -- run -------------------------------------------------------------------------------
+    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+        spec = problem.spec
+        s = plan.settings
+        dim = spec.n_penalized * spec.n_outputs
+        geometry = md_geometry(spec.constraint, dim)
+        phase = MDPhase(spec.n_samples, s["batch_size"], plan.n_iter, s["noise_multiplier"],
+                        s["sensitivity"], s["sigma"], plan.event, math.nan)
+        steps = self._step_sizes(spec, geometry, s["schedule"], s["clip_norm"], phase)
+        t = plan.n_iter
+        if self.iterate == "last":
+            weights = None
+        elif s["schedule"] == "strongly_convex":
+            weights = 2.0 * np.arange(1, t + 1) / (t * (t + 1.0))
+        else:
+            weights = np.full(t, 1.0 / t)
+        W0 = np.zeros((spec.n_params, spec.n_outputs))
+        W0[: spec.n_penalized] = spec.constraint.feasible_point(
+            (spec.n_penalized, spec.n_outputs))
+        constraint, mm = spec.constraint, geometry.mirror_map
+        p, alpha = spec.n_penalized, spec.alpha
+
+        def step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+            return mirror_step(constraint, mm, x, g, eta)
+
+        def l2_term(W: np.ndarray) -> np.ndarray:
+            out = np.zeros_like(W)
+            out[:p] = alpha * W[:p]
+            return out
+
+        return run_noisy_md(problem, None, W0, phase, s["clip_norm"], steps, weights, step,
+                            l2_term if alpha > 0 else None, noise, self.sampling)
