@@ -6,22 +6,29 @@ from skdp.exceptions import (
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
-from skdp.linear_model import DPLinearRegression, DPLinearSVC, DPLogisticRegression
+from skdp.linear_model import DPLasso, DPLinearRegression, DPLinearSVC, DPLogisticRegression
 from skdp.solvers import (
     DPSVRG,
     SOLVERS,
+    ApproxObjectivePerturbation,
     DPAccMD,
     DPSVRGPlusPlus,
     LocalizedMirrorDescent,
     NoisyGD,
     NoisyMirrorDescent,
+    ObjectivePerturbation,
     OutputPerturbation,
+    PrivateFrankWolfe,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DPSVRG",
+    "ApproxObjectivePerturbation",
+    "DPLasso",
+    "ObjectivePerturbation",
+    "PrivateFrankWolfe",
     "DPAccMD",
     "LocalizedMirrorDescent",
     "NoisyMirrorDescent",

@@ -205,7 +205,13 @@ def test_single_sample(cls):
             with pytest.raises(ValueError, match="2 classes|class"):
                 est.fit(X, y)
             return
-        est.fit(X, y)
+        try:
+            est.fit(X, y)
+        except skdp.IncompatibleSolverError as exc:
+            # One-pass solvers need a few records per tree vertex: a clear refusal.
+            assert "n_samples = 1" in str(exc)
+            assert not hasattr(est, "coef_")
+            return
     assert np.all(np.isfinite(est.predict(X)))
 
 

@@ -9,6 +9,7 @@ from skdp import (
     DPSVRG,
     SOLVERS,
     DPAccMD,
+    DPLasso,
     DPLinearRegression,
     DPLinearSVC,
     DPLogisticRegression,
@@ -39,10 +40,18 @@ SOLVER_OVERRIDES = {
     "localized_mirror_descent": {
         "solver": LocalizedMirrorDescent(n_phases=2, batch_size=_BIG_BATCH, max_iter=5),
         "constraint": "l1", "radius": 5.0},
+    # One pass over an l1 ball; a free intercept would make the vertex set unbounded.
+    "frank_wolfe": {"solver": "frank_wolfe", "constraint": "l1", "radius": 5.0,
+                    "fit_intercept": False, "delta": 0.0},
+    "objective_perturbation": {"solver": "objective_perturbation"},
+    "approx_objective_perturbation": {"solver": "approx_objective_perturbation",
+                                      "constraint": "l2", "radius": 5.0},
 }
 # The other public estimators, with their defaults (pure DP output perturbation), and
 # with a gradient solver where the loss allows one.
 OTHER_ESTIMATORS = [
+    DPLasso(),
+    DPLasso(solver="mirror_descent", delta=1e-5, fit_intercept=False),
     DPLinearRegression(),
     DPLinearRegression(solver="gd", delta=1e-5, constraint="l2", radius=5.0,
                        fit_intercept=False),

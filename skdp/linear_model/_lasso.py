@@ -158,3 +158,9 @@ class DPLasso(RegressorMixin, BaseDPLinearModel):
         ndarray of shape (n_samples,)
         """
         return self._decision_scores(X)[:, 0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Private fits on the checks' tiny data sets are noisy by design.
+        tags.regressor_tags.poor_score = True
+        return tags

@@ -9,16 +9,22 @@ from typing import Any
 
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, SolverResult
 from skdp.solvers.accelerated_mirror_descent import DPAccMD
+from skdp.solvers.approx_objective_perturbation import ApproxObjectivePerturbation
+from skdp.solvers.frank_wolfe import PrivateFrankWolfe
 from skdp.solvers.gd import NoisyGD
 from skdp.solvers.localized_mirror_descent import LocalizedMirrorDescent
 from skdp.solvers.mirror_descent import NoisyMirrorDescent
+from skdp.solvers.objective_perturbation import ObjectivePerturbation
 from skdp.solvers.output_perturbation import OutputPerturbation
 from skdp.solvers.svrg import DPSVRG
 from skdp.solvers.svrg_pp import DPSVRGPlusPlus
 
 __all__ = [
     "DPSVRG",
+    "ApproxObjectivePerturbation",
     "DPAccMD",
+    "ObjectivePerturbation",
+    "PrivateFrankWolfe",
     "LocalizedMirrorDescent",
     "NoisyMirrorDescent",
     "SOLVERS",
@@ -41,6 +47,9 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
     "accelerated_mirror_descent": DPAccMD,
     "mirror_descent": NoisyMirrorDescent,
     "localized_mirror_descent": LocalizedMirrorDescent,
+    "frank_wolfe": PrivateFrankWolfe,
+    "objective_perturbation": ObjectivePerturbation,
+    "approx_objective_perturbation": ApproxObjectivePerturbation,
 }
 
 

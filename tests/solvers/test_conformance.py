@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import chi2
 
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import L2Ball
+from skdp.geometry import L1Ball, L2Ball
 from skdp.privacy import Budget, add_remove_budget, epsilon_spent
 from skdp.solvers import (
     DPSVRG,
@@ -19,6 +19,9 @@ from skdp.solvers import (
     NoisyMirrorDescent,
     OutputPerturbation,
 )
+from skdp.solvers.approx_objective_perturbation import ApproxObjectivePerturbation
+from skdp.solvers.frank_wolfe import PrivateFrankWolfe
+from skdp.solvers.objective_perturbation import ObjectivePerturbation
 from tests.conftest import make_problem
 
 # Small, fast configurations; a new solver must add itself here (checked below).
@@ -31,6 +34,9 @@ FAST = {
     "mirror_descent": lambda: NoisyMirrorDescent(n_iter=30, batch_size=10),
     "localized_mirror_descent": lambda: LocalizedMirrorDescent(
         n_phases=3, batch_size=10, max_iter=10, step_size=1.0),
+    "frank_wolfe": lambda: PrivateFrankWolfe(n_phases=2),
+    "objective_perturbation": ObjectivePerturbation,
+    "approx_objective_perturbation": ApproxObjectivePerturbation,
 }
 # Configurations that reach the exact optimum when epsilon = inf.
 CONVERGED = {
@@ -41,11 +47,26 @@ CONVERGED = {
     "accelerated_mirror_descent": DPAccMD,
     "mirror_descent": lambda: NoisyMirrorDescent(n_iter=3000, batch_size=10**6, step_size=1.0,
                                                  iterate="last"),
+    "objective_perturbation": ObjectivePerturbation,
+    "approx_objective_perturbation": ApproxObjectivePerturbation,
 }
 # Solvers that do not minimise the full empirical risk by design: localized mirror descent
-# uses each record once, on disjoint blocks (a population-risk method), so it has no
-# epsilon = inf optimum to reach.
-NOT_ERM = {"localized_mirror_descent"}
+# and private Frank-Wolfe use each record once (one-pass, population-risk methods), so they
+# have no epsilon = inf empirical optimum to reach.
+NOT_ERM = {"localized_mirror_descent", "frank_wolfe"}
+# Solvers that need a bounded, non-Euclidean feasible set: the suite's problems get it.
+CONSTRAINT = {"frank_wolfe": L1Ball}
+# Solvers whose guarantee needs an unconstrained argmin (objective perturbation's change of
+# variables): test_constraint_is_respected checks that they refuse a constraint instead.
+UNCONSTRAINED_ONLY = {"objective_perturbation"}
+
+
+def _problem(name, constraint=None, **kw):
+    """``make_problem`` with the feasible set the solver needs (default radius 1)."""
+    if constraint is None and name in CONSTRAINT:
+        constraint = CONSTRAINT[name](1.0)
+    return make_problem(constraint=constraint, **kw)
+
 # Mini-batch solvers: accounted by PLD only with Poisson batches (sampling="poisson").
 SAMPLED = {"svrg", "svrg++", "mirror_descent", "localized_mirror_descent"}
 BUDGET = Budget(1.0, 1e-5)
@@ -74,7 +95,7 @@ def _accountant_cases():
 @pytest.mark.parametrize("eps", [0.3, 2.0])
 def test_calibration_round_trip(name, accountant, eps):
     solver = FAST[name]()
-    problem = make_problem()
+    problem = _problem(name)
     if name in SAMPLED and accountant == "pld":
         solver.set_params(sampling="poisson")
     budget = Budget(eps, 1e-5)
@@ -96,7 +117,7 @@ def test_calibration_round_trip(name, accountant, eps):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_plan_uses_public_quantities_only(name):
-    a, b = make_problem(seed=1), make_problem(seed=2)
+    a, b = _problem(name, seed=1), _problem(name, seed=2)
     pa = FAST[name]().plan(a.spec, BUDGET, FAST[name]().resolve_accountant("auto"), "replace_one")
     pb = FAST[name]().plan(b.spec, BUDGET, FAST[name]().resolve_accountant("auto"), "replace_one")
     assert pa.settings == pb.settings and pa.n_iter == pb.n_iter
@@ -108,7 +129,7 @@ def _noise_scales(plan):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_noise_non_increasing_in_epsilon(name):
-    problem = make_problem()
+    problem = _problem(name)
     solver = FAST[name]()
     acc = solver.resolve_accountant("auto")
     previous = None
@@ -123,7 +144,7 @@ def test_noise_non_increasing_in_epsilon(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_seeds_reproduce_and_differ(name):
-    problem = make_problem()
+    problem = _problem(name)
     w1 = FAST[name]().solve(problem, BUDGET, 7).coef
     w2 = FAST[name]().solve(problem, BUDGET, 7).coef
     w3 = FAST[name]().solve(problem, BUDGET, 8).coef
@@ -133,7 +154,7 @@ def test_seeds_reproduce_and_differ(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_result_shapes_and_fixed_iterations(name):
-    problem = make_problem(n_classes=3)
+    problem = _problem(name, n_classes=3)
     res = FAST[name]().solve(problem, BUDGET, 0)
     assert res.coef.shape == (problem.spec.n_params, 3)
     assert np.all(np.isfinite(res.coef))
@@ -143,7 +164,11 @@ def test_result_shapes_and_fixed_iterations(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_constraint_is_respected(name):
-    problem = make_problem(constraint=L2Ball(0.05), alpha=0.01)
+    problem = make_problem(constraint=CONSTRAINT.get(name, L2Ball)(0.05), alpha=0.01)
+    if name in UNCONSTRAINED_ONLY:
+        with pytest.raises(IncompatibleSolverError, match="constrain"):
+            FAST[name]().solve(problem, Budget(0.5, 1e-5), 0)
+        return
     res = FAST[name]().solve(problem, Budget(0.5, 1e-5), 0)
     assert np.linalg.norm(res.coef[: problem.spec.n_penalized]) <= 0.05 + 1e-12
 
@@ -169,13 +194,13 @@ def test_finite_epsilon_does_not_reach_the_optimum(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_incompatible_accountant_is_rejected(name):
     solver = FAST[name]()
-    bad = [a for a in ("gaussian", "rdp", "pld") if a not in solver.accountants]
+    bad = [a for a in ("gaussian", "rdp", "pld", "pure", "basic") if a not in solver.accountants]
     for acc in bad:
         with pytest.raises(IncompatibleSolverError):
-            solver.solve(make_problem(), BUDGET, 0, accountant=acc)
+            solver.solve(_problem(name), BUDGET, 0, accountant=acc)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", sorted(set(NAMES) - {"frank_wolfe"}))
 def test_zero_signal_noise_level(name):
     """With all-zero rows every gradient vanishes, so the output is pure noise.
 
@@ -198,6 +223,8 @@ def test_zero_signal_noise_level(name):
         "mirror_descent": NoisyMirrorDescent(n_iter=1, batch_size=5, step_size=0.7),
         "localized_mirror_descent": LocalizedMirrorDescent(n_phases=1, batch_size=5,
                                                            max_iter=1, step_size=1.0),
+        "objective_perturbation": ObjectivePerturbation(),
+        "approx_objective_perturbation": ApproxObjectivePerturbation(),
     }[name]
     res = solver.solve(problem, BUDGET, 123)
     s = res.plan.settings
@@ -208,6 +235,11 @@ def test_zero_signal_noise_level(name):
     elif name == "accelerated_mirror_descent":
         # x_1 = z_0 = 0, so the output is y_1 = -g / L.
         var = (s["sigma"] / s["smoothness"]) ** 2
+        out = res.coef
+    elif name.endswith("objective_perturbation"):
+        # Constant loss: the argmin of <b, w> + (Lambda/2)||w||^2 is -b / Lambda, plus the
+        # output Gaussian.
+        var = (s["sigma"] / s["regularization"]) ** 2 + s["sigma_output"] ** 2
         out = res.coef
     elif name == "localized_mirror_descent":
         # One phase, one step of the regularised problem from 0.

@@ -1,0 +1,81 @@
+"""DPLasso: least squares over an l1 ball (the intercept inside the ball)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import Lasso
+
+from skdp import DPLasso, PrivacyLeakWarning
+from skdp.solvers import DPAccMD, PrivateFrankWolfe
+
+
+def _data(n=400, d=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    w = np.zeros(d)
+    w[:3] = [0.5, -0.3, 0.2]
+    y = np.clip(X @ w + 0.05 * rng.normal(size=n), -1, 1)
+    return X, y
+
+
+def test_epsilon_inf_matches_sklearn_lasso_at_the_dual_radius():
+    # Lagrangian duality: Lasso(alpha) solves the l1-constrained problem with
+    # radius = ||w_alpha||_1 (same (1/2n)||y - Xw||^2 scale).
+    X, y = _data()
+    ref = Lasso(alpha=0.01, fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X, y)
+    radius = float(np.abs(ref.coef_).sum())
+    est = DPLasso(epsilon=np.inf, radius=radius, solver=DPAccMD(n_iter=3000),
+                  fit_intercept=False, data_norm=1.0, y_bound=1.0)
+    with pytest.warns(PrivacyLeakWarning):
+        est.fit(X, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, atol=2e-4)
+    assert np.abs(est.coef_).sum() <= radius * (1 + 1e-9)
+
+
+def test_default_is_pure_dp_frank_wolfe_and_learns_the_support():
+    X, y = _data(n=4000, d=50)
+    est = DPLasso(epsilon=5.0, radius=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        est.fit(X, y)
+    assert est.privacy_spent_.epsilon <= 5.0
+    assert est.privacy_ledger_.accountant == "pure"
+    assert isinstance(est.solver_, PrivateFrankWolfe)
+    # Intercept inside the ball: ||(coef, intercept / data_norm)||_1 <= radius.
+    assert np.abs(est.coef_).sum() + abs(est.intercept_) / est.data_norm <= 1.0 + 1e-9
+    assert est.score(X, y) > 0.0  # better than predicting 0 (the labels have mean ~0)
+    assert np.argmax(np.abs(est.coef_)) == 0
+
+
+def test_sparse_input_stays_sparse_and_equals_dense():
+    X, y = _data(n=300, d=40)
+    X[np.abs(X) < 0.7] = 0.0
+    Xs = sp.csr_matrix(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        dense = DPLasso(epsilon=2.0, radius=1.0, random_state=3).fit(X, y)
+        sparse = DPLasso(epsilon=2.0, radius=1.0, random_state=3).fit(Xs, y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_rows_are_clipped_in_l_infinity_by_default():
+    X, y = _data(n=200, d=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        est = DPLasso(epsilon=1.0, radius=1.0, data_norm=0.5, random_state=0).fit(X, y)
+    row = np.full((1, 10), 0.5)
+    # Every entry already at 0.5 = data_norm in l-inf: scaling it up changes nothing.
+    np.testing.assert_allclose(est.predict(row * 4), est.predict(row))
+
+
+@pytest.mark.parametrize("params, match", [({"radius": 0.0}, "radius"),
+                                           ({"radius": None}, "radius"),
+                                           ({"y_bound": -1.0}, "y_bound")])
+def test_bad_parameters(params, match):
+    X, y = _data(n=50, d=5)
+    with pytest.raises(ValueError, match=match):
+        DPLasso(**params).fit(X, y)
