@@ -6,7 +6,13 @@ from skdp.exceptions import (
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
-from skdp.linear_model import DPLasso, DPLinearRegression, DPLinearSVC, DPLogisticRegression
+from skdp.linear_model import (
+    DPHuberRegressor,
+    DPLasso,
+    DPLinearRegression,
+    DPLinearSVC,
+    DPLogisticRegression,
+)
 from skdp.solvers import (
     DPSVRG,
     SOLVERS,
@@ -18,7 +24,11 @@ from skdp.solvers import (
     NoisyMirrorDescent,
     ObjectivePerturbation,
     OutputPerturbation,
+    PhasedDPSGD,
     PrivateFrankWolfe,
+    RegularizedMirrorDescent,
+    ShuffledTruncatedMirrorDescent,
+    TruncatedMirrorDescent,
 )
 
 __version__ = "0.1.0"
@@ -26,7 +36,12 @@ __version__ = "0.1.0"
 __all__ = [
     "DPSVRG",
     "ApproxObjectivePerturbation",
+    "DPHuberRegressor",
     "DPLasso",
+    "PhasedDPSGD",
+    "RegularizedMirrorDescent",
+    "ShuffledTruncatedMirrorDescent",
+    "TruncatedMirrorDescent",
     "ObjectivePerturbation",
     "PrivateFrankWolfe",
     "DPAccMD",

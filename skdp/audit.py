@@ -639,6 +639,15 @@ class ScaledNoiseSource(NoiseSource):
         """I.i.d. Laplace entries of scale ``scale / factor``."""
         return super().laplace(shape, scale / self.factor)
 
+    def generalized_gaussian(self, shape: tuple[int, ...], sigma: float, r: float) -> np.ndarray:
+        """A generalized Gaussian draw of scale ``sigma / factor``."""
+        return super().generalized_gaussian(shape, sigma / self.factor, r)
+
+    def k_norm(self, shape: tuple[int, ...], scale: float, q: float,
+               count: int | None = None) -> np.ndarray:
+        """K-norm draw(s) of scale ``scale / factor``."""
+        return super().k_norm(shape, scale / self.factor, q, count=count)
+
     def spawn(self, n_children: int) -> list[NoiseSource]:
         """Independent child streams, under-noised by the same factor."""
         return [ScaledNoiseSource(child, self.factor) for child in self.rng.spawn(n_children)]

@@ -18,6 +18,7 @@ from scipy.special import expit, log_softmax, logsumexp, softmax
 __all__ = [
     "GLMLoss",
     "HingeLoss",
+    "HuberLoss",
     "LogisticLoss",
     "MultinomialLogisticLoss",
     "SmoothedHingeLoss",
@@ -188,6 +189,85 @@ class SquaredLoss(GLMLoss):
 
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return Z - Y
+
+
+class HuberLoss(GLMLoss):
+    """Huber loss of the residual, ``phi(z, y) = h(z - y)``, for robust regression, ``K = 1``.
+
+    ``h(r) = r^2 / 2`` for ``|r| <= c`` and ``c |r| - c^2 / 2`` beyond, with the threshold
+    ``c = huber_delta``. ``phi'(z, y) = clip(z - y, -c, c)``: bounded by ``c`` for every
+    score and label (unlike :class:`SquaredLoss`, no bounded domain is needed), two
+    derivatives differ by at most ``2c``, and ``0 <= phi'' <= 1`` (``phi'`` is
+    1-Lipschitz), so the loss is smooth with curvature bound 1.
+
+    Relation to scikit-learn: :class:`sklearn.linear_model.HuberRegressor` minimises
+    ``sum_i (sigma + H_eps(r_i / sigma) sigma) + alpha_sk ||w||^2`` with ``H_eps(t) = t^2``
+    for ``|t| < eps`` and ``2 eps |t| - eps^2`` beyond, jointly in ``w`` and the scale
+    ``sigma``. For a fixed scale, ``sigma H_eps(r / sigma) = (2 / sigma) h(r)`` with
+    ``c = eps * sigma``; so at sklearn's fitted ``scale_`` its coefficients minimise
+    ``mean_i h(r_i) + (alpha / 2) ||w||^2`` with ``huber_delta = epsilon * scale_`` and
+    ``alpha = alpha_sk * scale_ / n``. skdp cannot estimate the scale from private data
+    for free: ``huber_delta`` is a public constant in the units of ``y``.
+
+    Parameters
+    ----------
+    huber_delta : float, default=1.0
+        Threshold ``c > 0`` between the quadratic and the linear zone.
+    label_bound : float, optional
+        Public bound ``B`` on ``|y|`` (labels clipped by the estimator). It enters only
+        the value bounds (:meth:`initial_gap`, :meth:`value_range`) and the derivative
+        bound on bounded scores; ``None``: those bounds are infinite.
+    """
+
+    curvature_bound = 1.0
+
+    def __init__(self, huber_delta: float = 1.0, label_bound: float | None = None) -> None:
+        huber_delta = float(huber_delta)
+        if not (math.isfinite(huber_delta) and huber_delta > 0):
+            raise ValueError(f"huber_delta must be a positive finite number, got {huber_delta}.")
+        if label_bound is not None:
+            label_bound = float(label_bound)
+            if not label_bound >= 0:
+                raise ValueError(f"label_bound must be >= 0 or None, got {label_bound}.")
+        self.huber_delta = huber_delta
+        self.label_bound = label_bound
+        # |phi'| = |clip(r, -c, c)| <= c; two values in [-c, c] differ by at most 2c.
+        self.derivative_bound = huber_delta
+        self.derivative_diameter = 2.0 * huber_delta
+
+    def _huber(self, r: float) -> float:
+        r = abs(r)
+        m = min(r, self.huber_delta)
+        return m * (r - 0.5 * m)
+
+    def derivative_bound_at(self, score_bound: float) -> float:
+        # |phi'| = min(|z - y|, c) <= min(S + B, c).
+        if self.label_bound is None:
+            return self.huber_delta
+        return float(min(self.huber_delta, score_bound + self.label_bound))
+
+    def value_range(self, score_bound: float) -> float:
+        # h >= 0 (attained at z = y when S >= B; a lower bound otherwise) and h is
+        # increasing in |r| <= S + B: the range is at most h(S + B).
+        if self.label_bound is None:
+            return float("inf")
+        return self._huber(float(score_bound) + self.label_bound)
+
+    def initial_gap(self, n_outputs: int) -> float:
+        # phi(0, y) = h(y) <= h(B) and phi >= 0.
+        if self.label_bound is None:
+            return float("inf")
+        return self._huber(self.label_bound)
+
+    def value(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        # h(r) = m (|r| - m / 2) with m = min(|r|, c): r^2 / 2 inside, c |r| - c^2 / 2
+        # outside (and no r^2 overflow for huge residuals).
+        r = np.abs(Z[:, 0] - Y[:, 0])
+        m = np.minimum(r, self.huber_delta)
+        return m * (r - 0.5 * m)
+
+    def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return np.clip(Z - Y, -self.huber_delta, self.huber_delta)
 
 
 class HingeLoss(GLMLoss):

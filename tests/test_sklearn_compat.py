@@ -9,6 +9,7 @@ from skdp import (
     DPSVRG,
     SOLVERS,
     DPAccMD,
+    DPHuberRegressor,
     DPLasso,
     DPLinearRegression,
     DPLinearSVC,
@@ -46,10 +47,15 @@ SOLVER_OVERRIDES = {
     "objective_perturbation": {"solver": "objective_perturbation"},
     "approx_objective_perturbation": {"solver": "approx_objective_perturbation",
                                       "constraint": "l2", "radius": 5.0},
+    "phased_sgd": {"solver": "phased_sgd"},
+    "regularized_mirror_descent": {"solver": "regularized_mirror_descent"},
+    "truncated_mirror_descent": {"solver": "truncated_mirror_descent"},
+    "shuffled_truncated_mirror_descent": {"solver": "shuffled_truncated_mirror_descent"},
 }
 # The other public estimators, with their defaults (pure DP output perturbation), and
 # with a gradient solver where the loss allows one.
 OTHER_ESTIMATORS = [
+    DPHuberRegressor(),
     DPLasso(),
     DPLasso(solver="mirror_descent", delta=1e-5, fit_intercept=False),
     DPLinearRegression(),

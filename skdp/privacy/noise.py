@@ -7,6 +7,7 @@ no solver ever touches numpy's global random state.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -35,6 +36,22 @@ def as_generator(random_state: object) -> np.random.Generator:
         f"random_state must be None, an int, a numpy Generator or RandomState, got "
         f"{random_state!r}."
     )
+
+
+def _check_order(r: float, name: str) -> None:
+    if not (isinstance(r, int | float | np.integer | np.floating) and r >= 1):  # rejects nan
+        raise ValueError(f"{name} must be a norm order >= 1 (or inf), got {r!r}.")
+
+
+def _lr_norms(y: np.ndarray, r: float) -> np.ndarray:
+    """Row norms ``||y_i||_r``, scaled by ``max_j |y_ij|`` so large ``r`` cannot overflow."""
+    a = np.abs(y)
+    m = a.max(axis=1, initial=0.0)
+    if r == math.inf:
+        return m
+    with np.errstate(all="ignore"):
+        scaled = np.sum((a / np.where(m > 0, m, 1.0)[:, None]) ** r, axis=1) ** (1.0 / r)
+    return m * scaled
 
 
 class NoiseSource:
@@ -79,6 +96,98 @@ class NoiseSource:
         if scale == 0:
             return np.zeros(shape)
         return self.rng.laplace(0.0, scale, size=shape)
+
+    def generalized_gaussian(self, shape: tuple[int, ...], sigma: float, r: float) -> np.ndarray:
+        """A draw with density proportional to ``exp(-||z||_r^2 / (2 sigma^2))`` on ``R^d``.
+
+        The generalized Gaussian of Bassily, Guzman & Nandi (2021) in the ``l_r`` norm
+        (``d = prod(shape)``, ``1 <= r <= inf``); ``r = 2`` is ``N(0, sigma^2 I)``. Zeros
+        when ``sigma == 0``.
+
+        Notes
+        -----
+        **Polar decomposition.** Let ``K`` be the unit ball of a norm ``||.||_K`` on ``R^d``
+        and write ``z = rho u`` with ``rho = ||z||_K`` and ``u = z / rho`` on the sphere
+        ``dK``. Lebesgue measure factorises as ``dz = d vol(K) rho^(d-1) drho dmu_K(u)``,
+        where ``mu_K`` is the *cone measure* of ``dK`` (``mu_K(A) = vol({t a : a in A,
+        0 <= t <= 1}) / vol(K)``). A density ``f(z) = g(||z||_K)`` therefore makes ``rho``
+        and ``u`` independent, ``u ~ mu_K`` and ``rho`` with density proportional to
+        ``rho^(d-1) g(rho)``. Here ``g(rho) = exp(-rho^2 / (2 sigma^2))``: the substitution
+        ``s = rho^2 / (2 sigma^2)`` gives density ``s^(d/2 - 1) e^(-s)``, so
+        ``rho = sigma sqrt(2 S)``, ``S ~ Gamma(d/2, 1)``, and ``E||Z||_r^2 = d sigma^2``.
+
+        **The cone measure of the l_r sphere** (Schechtman & Zinn 1990; Rachev &
+        Rueschendorf 1991). ``Y`` with i.i.d. coordinates of density proportional to
+        ``exp(-|y|^r)`` (``scipy.stats.gennorm(beta=r)``) has joint density proportional to
+        ``exp(-||y||_r^r)``, a function of ``||y||_r`` only: by the same factorisation
+        ``Y / ||Y||_r ~ mu_K`` for the l_r ball, independent of ``||Y||_r``. The gennorm
+        coordinates are drawn as ``sign * G^(1/r)`` with ``G ~ Gamma(1/r, 1)`` (``|Y|^r``
+        has density proportional to ``s^(1/r - 1) e^(-s)``); for ``r = inf`` the coordinates
+        are uniform on ``[-1, 1]`` (uniform on the cube, whose density is a function of
+        ``||y||_inf``). Every draw comes from ``self.rng``.
+        """
+        _check_order(r, "r")
+        if sigma == 0:
+            return np.zeros(shape)
+        d = int(np.prod(shape))
+        direction = self._cone_direction(d, r)
+        radius = sigma * math.sqrt(2.0 * self.rng.gamma(shape=0.5 * d, scale=1.0))
+        return (radius * direction).reshape(shape)
+
+    def k_norm(
+        self, shape: tuple[int, ...], scale: float, q: float, count: int | None = None
+    ) -> np.ndarray:
+        """A draw with density proportional to ``exp(-||z||_q / scale)`` on ``R^d``.
+
+        The K-norm mechanism of Hardt & Talwar (2010) for ``K`` the unit ball of ``l_q``
+        (``d = prod(shape)``, ``1 <= q <= inf``): with ``scale = Delta_K / epsilon`` and a
+        query of ``||.||_q``-sensitivity ``Delta_K`` it is ``epsilon``-DP by the triangle
+        inequality. ``q = 2`` is :meth:`l2_laplace`. Zeros when ``scale == 0``. With
+        ``count``, ``count`` independent draws stacked along a new first axis (shape
+        ``(count, *shape)``), drawn in one vectorised call.
+
+        Notes
+        -----
+        By the polar decomposition of :meth:`generalized_gaussian` with
+        ``g(rho) = exp(-rho / scale)``, the radius ``||Z||_q`` has density proportional to
+        ``rho^(d-1) exp(-rho / scale)``, i.e. ``Gamma(shape=d, scale=scale)``
+        (``E||Z||_q = d scale``), independent of the direction ``Z / ||Z||_q``, which
+        follows the cone measure of the l_q sphere: ``Y / ||Y||_q`` with ``Y_i`` i.i.d.
+        ``gennorm(beta=q)`` (``U[-1, 1]`` for ``q = inf``).
+        """
+        _check_order(q, "q")
+        rows = 1 if count is None else int(count)
+        if rows < 0:
+            raise ValueError(f"count must be None or a non-negative int, got {count!r}.")
+        out_shape = tuple(shape) if count is None else (rows, *shape)
+        if scale == 0:
+            return np.zeros(out_shape)
+        d = int(np.prod(shape))
+        direction = self._cone_directions(rows, d, q)
+        radius = self.rng.gamma(shape=d, scale=scale, size=rows)
+        return (radius[:, None] * direction).reshape(out_shape)
+
+    def _cone_direction(self, d: int, r: float) -> np.ndarray:
+        """A point of the l_r unit sphere of ``R^d`` drawn from its cone measure."""
+        return self._cone_directions(1, d, r)[0]
+
+    def _cone_directions(self, rows: int, d: int, r: float) -> np.ndarray:
+        """``rows`` independent points of the l_r unit sphere from its cone measure."""
+        out = np.empty((rows, d))
+        todo = np.arange(rows)
+        while todo.size:
+            if r == math.inf:
+                y = self.rng.uniform(-1.0, 1.0, size=(todo.size, d))
+            else:
+                # gennorm(beta=r): |Y|^r ~ Gamma(1/r, 1) and an independent random sign.
+                magnitude = self.rng.gamma(shape=1.0 / r, scale=1.0, size=(todo.size, d))
+                magnitude **= 1.0 / r
+                y = np.where(self.rng.random((todo.size, d)) < 0.5, -magnitude, magnitude)
+            norms = _lr_norms(y, r)
+            ok = (norms > 0) & np.isfinite(norms)  # zero has probability zero: redraw
+            out[todo[ok]] = y[ok] / norms[ok, None]
+            todo = todo[~ok]
+        return out
 
     def permutation(self, n: int) -> np.ndarray:
         """A uniform random permutation of ``range(n)`` (independent of the data)."""

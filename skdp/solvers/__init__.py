@@ -16,15 +16,25 @@ from skdp.solvers.localized_mirror_descent import LocalizedMirrorDescent
 from skdp.solvers.mirror_descent import NoisyMirrorDescent
 from skdp.solvers.objective_perturbation import ObjectivePerturbation
 from skdp.solvers.output_perturbation import OutputPerturbation
+from skdp.solvers.phased_sgd import PhasedDPSGD
+from skdp.solvers.regularized_mirror_descent import RegularizedMirrorDescent
 from skdp.solvers.svrg import DPSVRG
 from skdp.solvers.svrg_pp import DPSVRGPlusPlus
+from skdp.solvers.truncated_mirror_descent import (
+    ShuffledTruncatedMirrorDescent,
+    TruncatedMirrorDescent,
+)
 
 __all__ = [
     "DPSVRG",
     "ApproxObjectivePerturbation",
     "DPAccMD",
     "ObjectivePerturbation",
+    "PhasedDPSGD",
     "PrivateFrankWolfe",
+    "RegularizedMirrorDescent",
+    "ShuffledTruncatedMirrorDescent",
+    "TruncatedMirrorDescent",
     "LocalizedMirrorDescent",
     "NoisyMirrorDescent",
     "SOLVERS",
@@ -50,6 +60,10 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
     "frank_wolfe": PrivateFrankWolfe,
     "objective_perturbation": ObjectivePerturbation,
     "approx_objective_perturbation": ApproxObjectivePerturbation,
+    "regularized_mirror_descent": RegularizedMirrorDescent,
+    "truncated_mirror_descent": TruncatedMirrorDescent,
+    "shuffled_truncated_mirror_descent": ShuffledTruncatedMirrorDescent,
+    "phased_sgd": PhasedDPSGD,
 }
 
 

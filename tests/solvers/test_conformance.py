@@ -22,6 +22,12 @@ from skdp.solvers import (
 from skdp.solvers.approx_objective_perturbation import ApproxObjectivePerturbation
 from skdp.solvers.frank_wolfe import PrivateFrankWolfe
 from skdp.solvers.objective_perturbation import ObjectivePerturbation
+from skdp.solvers.phased_sgd import PhasedDPSGD
+from skdp.solvers.regularized_mirror_descent import RegularizedMirrorDescent
+from skdp.solvers.truncated_mirror_descent import (
+    ShuffledTruncatedMirrorDescent,
+    TruncatedMirrorDescent,
+)
 from tests.conftest import make_problem
 
 # Small, fast configurations; a new solver must add itself here (checked below).
@@ -37,6 +43,11 @@ FAST = {
     "frank_wolfe": lambda: PrivateFrankWolfe(n_phases=2),
     "objective_perturbation": ObjectivePerturbation,
     "approx_objective_perturbation": ApproxObjectivePerturbation,
+    "regularized_mirror_descent": lambda: RegularizedMirrorDescent(n_iter=10),
+    "truncated_mirror_descent": lambda: TruncatedMirrorDescent(n_iter=10, truncation=1.0),
+    "shuffled_truncated_mirror_descent": lambda: ShuffledTruncatedMirrorDescent(
+        n_iter=10, truncation=1.0),
+    "phased_sgd": PhasedDPSGD,
 }
 # Configurations that reach the exact optimum when epsilon = inf.
 CONVERGED = {
@@ -51,9 +62,11 @@ CONVERGED = {
     "approx_objective_perturbation": ApproxObjectivePerturbation,
 }
 # Solvers that do not minimise the full empirical risk by design: localized mirror descent
-# and private Frank-Wolfe use each record once (one-pass, population-risk methods), so they
-# have no epsilon = inf empirical optimum to reach.
-NOT_ERM = {"localized_mirror_descent", "frank_wolfe"}
+# private Frank-Wolfe, phased DP-SGD and the truncated methods use each record once (one-pass,
+# population-risk methods), and regularized mirror descent converges to the optimum of
+# its OWN regularised objective (Su-Zhao-Wang Alg. 3): none reaches the ERM optimum.
+NOT_ERM = {"localized_mirror_descent", "frank_wolfe", "truncated_mirror_descent",
+           "shuffled_truncated_mirror_descent", "regularized_mirror_descent", "phased_sgd"}
 # Solvers that need a bounded, non-Euclidean feasible set: the suite's problems get it.
 CONSTRAINT = {"frank_wolfe": L1Ball}
 # Solvers whose guarantee needs an unconstrained argmin (objective perturbation's change of
@@ -61,10 +74,16 @@ CONSTRAINT = {"frank_wolfe": L1Ball}
 UNCONSTRAINED_ONLY = {"objective_perturbation"}
 
 
+# Amplification by shuffling needs n > 16 ln(4 / delta) records (about 207 at 1e-5): the
+# shuffled solver's problems are large enough to exercise it.
+MIN_SAMPLES = {"shuffled_truncated_mirror_descent": 400}
+
+
 def _problem(name, constraint=None, **kw):
-    """``make_problem`` with the feasible set the solver needs (default radius 1)."""
+    """``make_problem`` with the feasible set and size the solver needs."""
     if constraint is None and name in CONSTRAINT:
         constraint = CONSTRAINT[name](1.0)
+    kw["n"] = max(kw.get("n", 200), MIN_SAMPLES.get(name, 0))
     return make_problem(constraint=constraint, **kw)
 
 # Mini-batch solvers: accounted by PLD only with Poisson batches (sampling="poisson").
@@ -164,7 +183,7 @@ def test_result_shapes_and_fixed_iterations(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_constraint_is_respected(name):
-    problem = make_problem(constraint=CONSTRAINT.get(name, L2Ball)(0.05), alpha=0.01)
+    problem = _problem(name, constraint=CONSTRAINT.get(name, L2Ball)(0.05), alpha=0.01)
     if name in UNCONSTRAINED_ONLY:
         with pytest.raises(IncompatibleSolverError, match="constrain"):
             FAST[name]().solve(problem, Budget(0.5, 1e-5), 0)
@@ -200,7 +219,10 @@ def test_incompatible_accountant_is_rejected(name):
             solver.solve(_problem(name), BUDGET, 0, accountant=acc)
 
 
-@pytest.mark.parametrize("name", sorted(set(NAMES) - {"frank_wolfe"}))
+# Frank-Wolfe selects vertices (no Gaussian output); the shuffled method's zero-signal
+# output (K-norm local noise) is checked in its own test file.
+@pytest.mark.parametrize("name", sorted(set(NAMES) - {"frank_wolfe",
+                                                      "shuffled_truncated_mirror_descent"}))
 def test_zero_signal_noise_level(name):
     """With all-zero rows every gradient vanishes, so the output is pure noise.
 
@@ -225,12 +247,24 @@ def test_zero_signal_noise_level(name):
                                                            max_iter=1, step_size=1.0),
         "objective_perturbation": ObjectivePerturbation(),
         "approx_objective_perturbation": ApproxObjectivePerturbation(),
+        "regularized_mirror_descent": RegularizedMirrorDescent(n_iter=1, regularization=0.0,
+                                                               p=2.0),
+        "truncated_mirror_descent": TruncatedMirrorDescent(n_iter=1, truncation=1.0, p=2.0),
+        "phased_sgd": PhasedDPSGD(),
     }[name]
     res = solver.solve(problem, BUDGET, 123)
     s = res.plan.settings
-    if name in ("gd", "mirror_descent"):
+    if name in ("gd", "mirror_descent", "truncated_mirror_descent"):
         # One (mirror) step from 0 with the Euclidean map: -eta * noise.
         var = (s["step_size"] * s["sigma"]) ** 2
+        out = res.coef
+    elif name == "phased_sgd":
+        # Zero gradients: the output is the last phase's average (0) plus every phase's
+        # noise carried forward (each phase starts from the previous noisy release).
+        var = float(np.sum(np.square(s["sigma"])))
+        out = res.coef
+    elif name == "regularized_mirror_descent":
+        var = (s["sigma"] / s["smoothness"]) ** 2
         out = res.coef
     elif name == "accelerated_mirror_descent":
         # x_1 = z_0 = 0, so the output is y_1 = -g / L.
