@@ -15,6 +15,7 @@ iterates.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 
 import numpy as np
 from dp_accounting import dp_event as dpe
@@ -136,10 +137,10 @@ class _TruncatedBase(BaseDPSolver):
         tau = min(beta * diameter + lam, spec.gradient_bound_in(q))
         return check_sensitivity(tau, "truncation threshold tau")
 
+    @abstractmethod
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, geometry: LpGeometry,
                     kappa: float) -> int:
         """Number of batches ``T`` (at most ``n``); see the subclasses."""
-        raise NotImplementedError
 
     @staticmethod
     def _step(geometry: LpGeometry, n_iter: int, scale_sq: float) -> float:
@@ -176,9 +177,10 @@ class _TruncatedBase(BaseDPSolver):
         # Constant gamma_t: the paper's weights gamma_t^{-1} make a uniform average.
         return total / T
 
+    @abstractmethod
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int], plan: Plan,
                    noise: NoiseSource) -> np.ndarray:
-        raise NotImplementedError
+        """The privatised batch sum (central or local noise; see the subclasses)."""
 
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         return self._one_pass(problem, plan, noise)
