@@ -572,6 +572,10 @@ class DPAccMD(BaseDPSolver):
         )
 
     # -- the algorithm -----------------------------------------------------------------------
+    def release_noise_scale(self, plan: Plan) -> float:
+        # Each gradient step moves the iterate by (noisy gradient) / L: sigma / L.
+        return plan.settings["sigma"] / plan.settings["smoothness"]
+
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
         p, constraint = spec.n_penalized, spec.constraint

@@ -735,6 +735,12 @@ class ObjectivePerturbation(BaseDPSolver):
         lam[: spec.n_penalized] = settings["regularization"]
         return lam
 
+    def release_noise_scale(self, plan: Plan) -> float:
+        # The release is argmin(J + <b, w>) + H: b moves the argmin by about
+        # sigma / Lambda per coordinate, H adds sigma_output.
+        s = plan.settings
+        return max(s["sigma"] / s["regularization"], s["sigma_output"])
+
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
         s = plan.settings

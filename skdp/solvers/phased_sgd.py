@@ -309,6 +309,13 @@ class PhasedDPSGD(BaseDPSolver):
                     settings=settings)
 
     # -- run -------------------------------------------------------------------------------
+    def release_noise_scale(self, plan: Plan) -> float:
+        # The output is the last phase's average plus that phase's noise draw.
+        s = plan.settings
+        if s["mechanism"] == "l2_laplace":
+            return float(s["laplace_scale"][-1])
+        return float(s["sigma"][-1])
+
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         return self.run_phases(problem, plan, noise)
 

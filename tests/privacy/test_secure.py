@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from skdp import DPLinearRegression, DPLogisticRegression, IncompatibleSolverError
+from skdp import SOLVERS, DPLinearRegression, DPLogisticRegression, IncompatibleSolverError
 from skdp.solvers import DPSVRG, NoisyGD, OutputPerturbation
 from skdp.solvers._base import SNAP_BITS, snap_release
 
@@ -69,3 +69,23 @@ def test_secure_mode_without_declared_scale_is_refused():
                                random_state=0)
     with pytest.raises(IncompatibleSolverError, match="secure"):
         DPLogisticRegression(solver=Anonymous(n_iter=2), secure=True).fit(X, y)
+
+
+@pytest.mark.parametrize("solver, delta", [
+    (name, delta)
+    for name in ("objective_perturbation", "approx_objective_perturbation", "phased_sgd",
+                 "accelerated_mirror_descent")
+    for delta in (1e-5, 0.0) if delta > 0 or not SOLVERS[name].needs_delta
+])
+def test_secure_mode_for_more_solvers(solver, delta):
+    X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    X /= np.linalg.norm(X, axis=1)[:, None]
+    est = DPLogisticRegression(solver=solver, delta=delta, random_state=1, secure=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    scale = est.solver_.release_noise_scale(est.privacy_plan_)
+    assert 0 < scale < np.inf
+    grid = 2.0 ** (math.floor(math.log2(scale)) - SNAP_BITS)
+    W = est.coef_.ravel()
+    np.testing.assert_allclose(W / grid, np.rint(W / grid), atol=1e-6)
