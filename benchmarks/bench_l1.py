@@ -27,10 +27,17 @@ Solvers (``fit_intercept=False``, ``alpha=0``, ``y_bound=1.5``, ``delta=1e-5``):
 * ``Lasso(alpha=sigma sqrt(2 ln d / n))`` (non-private; the theory value of the penalty),
   and the zero predictor.
 
+Default rows use every solver's defaults (lossless clips, the theorems' steps and
+schedules). Rows ``*_tuned`` (Frank-Wolfe, noisy mirror descent, DP-GD) use public settings
+chosen on seed 0 at epsilon = 1 from a grid of the same kind for each (clip x steps /
+phases, ``TUNE_GRIDS``) and are evaluated, unchanged, at every epsilon on the other seeds
+only: they stand for settings tuned on public data of the same distribution, and are
+labelled as such in the tables (never the solvers' defaults).
+
 Run from the repository root::
 
-    python benchmarks/bench_l1.py            # full: n in {1000, 10000}, 5 seeds (~8 min)
-    python benchmarks/bench_l1.py --quick    # n = 10000, eps in {1, 5}, 2 seeds (~1 min)
+    python benchmarks/bench_l1.py            # full: n in {1000, 10000}, 5 seeds (~15 min)
+    python benchmarks/bench_l1.py --quick    # n = 10000, eps in {1, 5}, 2 seeds (~3 min)
     python benchmarks/bench_l1.py [--quick] --rewrite   # tables/plot again from the JSON
 
 Results: ``benchmarks/results/l1_{full,quick}.{json,md,png}``.
@@ -58,6 +65,7 @@ import skdp
 from skdp import DPLinearRegression
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.solvers.frank_wolfe import PrivateFrankWolfe
+from skdp.solvers.gd import NoisyGD
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_INFORMATIVE = 10
@@ -70,6 +78,23 @@ DELTA = 1e-5
 # Reference rows (no privacy): the zero predictor, sklearn's Lasso and Frank-Wolfe at
 # epsilon = inf (the one-pass algorithm's own statistical floor).
 NON_PRIVATE = ("zero", "sklearn_lasso", "frank_wolfe_eps_inf")
+# Tuned public settings (rows ``*_tuned``): every grid point is fitted on seed 0 at
+# epsilon = TUNE_EPS and scored on seed 0's test rows; the best point is then evaluated,
+# unchanged, at every epsilon on the OTHER seeds (fresh data). This stands for settings
+# chosen on public data from the same distribution: choosing them on the private data
+# itself would leak. Every solver compared gets a grid of the same kind.
+TUNE_EPS = 1.0
+TUNE_GRIDS = {
+    # l-inf clip of per-example gradients (lossless: 2.5) x number of phases.
+    "frank_wolfe": [{"clip_norm": c, "n_phases": t} for c in (0.1, 0.3, 1.0)
+                    for t in (2, 3, 4, 5)],
+    # l2 clip of per-example gradients (lossless: 2.5 sqrt(d)) x multiplier of the step.
+    "mirror_descent": [{"clip_norm": c, "step_scale": s} for c in (0.1, 0.3, 1.0)
+                       for s in (10.0, 30.0, 100.0)],
+    # l2 clip (lossless: 2.5 data_norm) x iterations x step size.
+    "dp_gd_l2": [{"clip_norm": c, "n_iter": t, "step_size": s} for c in (0.1, 0.3, 1.0)
+                 for t in (3, 10, 40) for s in (0.5, 2.0)],
+}
 
 
 def _other_l1_solvers() -> dict:
@@ -122,6 +147,8 @@ def _fit(est, X, y):
 def run(config: dict) -> list[dict]:
     others = _other_l1_solvers()
     records = []
+    tuning_log: list[dict] = config.setdefault("tuning_log", [])
+    tuned: dict = {}
     for n in config["n"]:
         for d in config["d"]:
             for seed in range(config["seeds"]):
@@ -160,6 +187,39 @@ def run(config: dict) -> list[dict]:
                 gd_norm = math.sqrt(N_INFORMATIVE + DENSITY * d)
                 common = {"delta": DELTA, "fit_intercept": False, "alpha": 0.0,
                           "y_bound": LABEL_BOUND, "random_state": seed}
+                l1_kw = {"constraint": "l1", "radius": r1, "data_norm": 1.0, **common}
+                gd_kw = {"constraint": "l2", "radius": r2, "data_norm": gd_norm,
+                         "data_norm_ord": 2, **common}
+                makers = {"frank_wolfe": (PrivateFrankWolfe, l1_kw),
+                          "dp_gd_l2": (NoisyGD, gd_kw)}
+                if "mirror_descent" in others:
+                    makers["mirror_descent"] = (others["mirror_descent"], l1_kw)
+                if seed == 0:  # tune on seed 0 (its test rows), at epsilon = TUNE_EPS
+                    for name, (cls, kw) in makers.items():
+                        scores = []
+                        for params in TUNE_GRIDS[name]:
+                            est, t = _fit(DPLinearRegression(epsilon=TUNE_EPS, solver=cls(
+                                **params), **kw), X, y)
+                            mse = float(np.mean((Xt @ est.coef_.ravel() - yt) ** 2))
+                            scores.append(mse)
+                            tuning_log.append({"solver": name, "n": n, "d": d,
+                                               "params": params, "test_mse": mse,
+                                               "fit_time": t})
+                        tuned[(n, d, name)] = TUNE_GRIDS[name][int(np.argmin(scores))]
+                elif tuned:
+                    for name, (cls, kw) in makers.items():
+                        limit = (config["other_seeds"] if name == "mirror_descent"
+                                 else config["seeds"] - 1)
+                        if seed > limit:
+                            continue
+                        params = tuned[(n, d, name)]
+                        for eps in config["epsilon"]:
+                            if name == "mirror_descent" and eps not in config["other_epsilon"]:
+                                continue
+                            est, t = _fit(DPLinearRegression(epsilon=eps, solver=cls(**params),
+                                                             **kw), X, y)
+                            record(name + "_tuned", eps, est.coef_, t,
+                                   {"n_steps": est.n_iter_, "params": params})
                 for eps in config["epsilon"]:
                     est, t = _fit(DPLinearRegression(
                         epsilon=eps, solver=PrivateFrankWolfe(), constraint="l1", radius=r1,
@@ -186,6 +246,8 @@ def run(config: dict) -> list[dict]:
                         record(name, eps, est.coef_, t, {"n_steps": est.n_iter_})
                 print(f"n={n} d={d} seed={seed} done (data {gen_time:.1f}s, "
                       f"{time.perf_counter() - t0:.1f}s)", flush=True)
+    config["tuned"] = [{"n": n, "d": d, "solver": name, "params": params}
+                       for (n, d, name), params in tuned.items()]
     return records
 
 
@@ -226,8 +288,14 @@ def targets(agg: list[dict], config: dict) -> list[dict]:
                     "value": f"max {worst:.2f} s over all epsilons and seeds",
                     "met": worst < 10.0})
     l1 = ["frank_wolfe", *[k for k in _other_l1_solvers()]]
+    for n in config["n"]:
+        fw, zero = (_get(agg, s, n, d_big, None) for s in ("frank_wolfe_eps_inf", "zero"))
+        if fw is not None:
+            out.append({"target": f"FW at eps=inf no worse than the zero predictor "
+                                  f"(n={n}, d={d_big})",
+                        "value": f"test MSE {fw:.4f} vs zero {zero:.4f}", "met": fw <= zero})
     for eps in config["epsilon"]:
-        for solver in ("frank_wolfe", "dp_gd_l2"):
+        for solver in ("frank_wolfe", "dp_gd_l2", "frank_wolfe_tuned", "dp_gd_l2_tuned"):
             lo = _get(agg, solver, n_big, d_small, eps, "excess_risk")
             hi = _get(agg, solver, n_big, d_big, eps, "excess_risk")
             if lo is None or hi is None:
@@ -236,9 +304,9 @@ def targets(agg: list[dict], config: dict) -> list[dict]:
             log_ratio = math.log(d_big) / math.log(d_small)
             poly = math.sqrt(d_big / d_small)
             zero = _get(agg, "zero", n_big, d_big, None, "excess_risk")
-            if solver == "frank_wolfe":
+            if solver.startswith("frank_wolfe"):
                 out.append({
-                    "target": f"eps={eps}: FW excess risk grows at most logarithmically "
+                    "target": f"eps={eps}: {solver} excess risk grows at most logarithmically "
                               f"in d ({d_small} -> {d_big}: ln ratio {log_ratio:.2f})",
                     "value": f"{lo:.4f} -> {hi:.4f} (x{growth:.2f}); zero predictor "
                              f"{zero:.4f} (FW removes {100 * (1 - hi / zero):.0f}% of it "
@@ -246,7 +314,7 @@ def targets(agg: list[dict], config: dict) -> list[dict]:
                     "met": growth <= log_ratio * 1.1})
             else:
                 out.append({
-                    "target": f"eps={eps}: DP-GD (l2) excess risk, for comparison "
+                    "target": f"eps={eps}: {solver} excess risk, for comparison "
                               f"(sqrt(d) ratio {poly:.1f})",
                     "value": f"{lo:.4f} -> {hi:.4f} (x{growth:.2f}); zero predictor "
                              f"{zero:.4f}",
@@ -265,19 +333,23 @@ def targets(agg: list[dict], config: dict) -> list[dict]:
                 "target": f"n={n}, d={d}: epsilons where the best l1 test MSE <= DP-GD / 2",
                 "value": ", ".join(map(str, wins)) if wins else "none",
                 "met": None})
-    if 1.0 in config["epsilon"]:
+    l1_tuned = ["frank_wolfe_tuned", "mirror_descent_tuned"]
+    for tag, gd_name, l1_names in (("", "dp_gd_l2", l1),
+                                   (" (tuned settings)", "dp_gd_l2_tuned", l1_tuned)):
+        if 1.0 not in config["epsilon"]:
+            break
         for n in config["n"]:
             for d in config["d"]:
                 if d < 10000:
                     continue
-                gd = _get(agg, "dp_gd_l2", n, d, 1.0)
-                cands = {s: _get(agg, s, n, d, 1.0) for s in l1}
+                gd = _get(agg, gd_name, n, d, 1.0)
+                cands = {s: _get(agg, s, n, d, 1.0) for s in l1_names}
                 cands = {s: v for s, v in cands.items() if v is not None}
                 if gd is None or not cands:
                     continue
                 best = min(cands, key=cands.get)
                 out.append({
-                    "target": f"eps=1, n={n}, d={d}: best l1 test MSE <= DP-GD / 2",
+                    "target": f"eps=1, n={n}, d={d}: best l1 test MSE <= DP-GD / 2{tag}",
                     "value": f"best l1 = {best} {cands[best]:.4f}, DP-GD {gd:.4f} "
                              f"(ratio {gd / cands[best]:.2f}); zero predictor "
                              f"{_get(agg, 'zero', n, d, None):.4f}",
@@ -285,7 +357,8 @@ def targets(agg: list[dict], config: dict) -> list[dict]:
     return out
 
 
-ORDER = ["zero", "sklearn_lasso", "frank_wolfe_eps_inf", "frank_wolfe", "dp_gd_l2"]
+ORDER = ["zero", "sklearn_lasso", "frank_wolfe_eps_inf", "frank_wolfe", "dp_gd_l2",
+         "frank_wolfe_tuned", "dp_gd_l2_tuned", "mirror_descent_tuned"]
 
 
 def write_markdown(path: Path, config: dict, agg: list[dict], tg: list[dict], meta: dict):
@@ -302,6 +375,19 @@ def write_markdown(path: Path, config: dict, agg: list[dict], tg: list[dict], me
     for t in tg:
         met = "n/a" if t["met"] is None else ("yes" if t["met"] else "**no**")
         lines.append(f"| {t['target']} | {t['value']} | {met} |")
+    if config.get("tuned"):
+        lines += ["", "## Tuned public settings", "",
+                  f"Rows `*_tuned`: the grid point with the smallest test MSE on seed 0 at "
+                  f"eps={TUNE_EPS} (grids in `TUNE_GRIDS`), evaluated unchanged at every "
+                  "epsilon on seeds 1.. only (fresh data; Frank-Wolfe and DP-GD on all "
+                  "other seeds, mirror descent on seeds 1..other_seeds). They stand for "
+                  "settings chosen on public data from the same distribution; they are "
+                  "not the solvers' defaults. Defaults (lossless clips, theory steps) are "
+                  "the rows without the suffix.", "",
+                  "| n | d | solver | chosen settings |", "|---|---|---|---|"]
+        for row in config["tuned"]:
+            lines.append(f"| {row['n']} | {row['d']} | {row['solver']} | "
+                         + ", ".join(f"{k}={v}" for k, v in row["params"].items()) + " |")
     for key, title in (("test_mse", "Test MSE"), ("excess_risk", "Excess population risk"),
                        ("fit_time", "Fit time (s)")):
         lines += ["", f"## {title}", ""]
@@ -324,13 +410,22 @@ def write_markdown(path: Path, config: dict, agg: list[dict], tg: list[dict], me
                         lines.append(f"| {n} | {d} | {s} | " + " | ".join(cells) + " |")
     lines += ["", "Frank-Wolfe is pure epsilon-DP (delta = 0); DP-GD and the mirror-descent "
               "solvers are (epsilon, 1e-5)-DP. `support_hits` (JSON) counts the true "
-              "features among the 10 largest coefficients."]
+              "features among the 10 largest coefficients.", "",
+              "Design note: the data design is kept. The signal is learnable in one pass: "
+              "the noiseless one-pass Frank-Wolfe (`frank_wolfe_eps_inf`, every record "
+              "used once) is within about 10% of scikit-learn's Lasso at n = 10000. What "
+              "separates the private rows from it is the privacy noise at the default "
+              "(lossless, worst-case) clips and steps, which the `*_tuned` rows isolate. "
+              "Since this version, Frank-Wolfe at epsilon = inf uses the largest feasible "
+              "number of phases (the three-term bound's choice, still used with privacy, "
+              "stopped at 6-30 steps and was worse than zero at n = 1000)."]
     path.write_text("\n".join(lines) + "\n")
 
 
 COLORS = {"frank_wolfe": "C2", "dp_gd_l2": "C1", "mirror_descent": "C4",
           "localized_mirror_descent": "C3", "accelerated_mirror_descent": "C0",
-          "frank_wolfe_eps_inf": "C8", "zero": "gray", "sklearn_lasso": "k"}
+          "frank_wolfe_eps_inf": "C8", "zero": "gray", "sklearn_lasso": "k",
+          "frank_wolfe_tuned": "C5", "dp_gd_l2_tuned": "C6", "mirror_descent_tuned": "C9"}
 
 
 def plot(path: Path, config: dict, agg: list[dict]):
