@@ -25,6 +25,7 @@ __all__ = [
     "SquaredLoss",
     "clip_coefficients",
     "row_norms",
+    "vector_norms",
 ]
 
 
@@ -339,7 +340,7 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
     ord = float(ord)
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):
         if ord == math.inf:
             if sp.issparse(X):
                 return np.asarray(abs(X).max(axis=1).toarray()).ravel().astype(float)
@@ -351,19 +352,51 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
                 norms = np.sqrt(np.einsum("ij,ij->i", X, X))
         elif ord == 1.0:
             norms = np.asarray(abs(X).sum(axis=1)).ravel().astype(float)
+        elif sp.issparse(X):
+            # |x|^q under- or overflows for large q unless the row is scaled by its
+            # largest entry first: ||x||_q = m ||x / m||_q.
+            peak = np.asarray(abs(X).max(axis=1).toarray()).ravel().astype(float)
+            scaled = sp.diags(1.0 / np.where(peak > 0, peak, 1.0)) @ abs(X)
+            norms = peak * np.asarray(scaled.power(ord).sum(axis=1)).ravel() ** (1.0 / ord)
         else:
-            powered = abs(X).power(ord) if sp.issparse(X) else np.abs(X) ** ord
-            norms = np.asarray(powered.sum(axis=1)).ravel() ** (1.0 / ord)
-    overflow = np.flatnonzero(np.isinf(norms))
-    if overflow.size:
-        rows = X[overflow]
+            return vector_norms(np.asarray(X), ord)
+    # ord = 1, 2: squares (or sums) of huge entries overflow and of tiny ones underflow
+    # (a norm of 0 would leave the row unclipped): recompute those rows scaled.
+    bad = np.flatnonzero(~(norms < _SAFE_NORM_MAX) | (norms < _SAFE_NORM_MIN))
+    if bad.size:
+        rows = X[bad]
         rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
-        peak = np.max(np.abs(rows), axis=1)
-        with np.errstate(over="ignore"):
-            # Still inf when the norm itself exceeds the largest float (such a row is
-            # then scaled to 0 by clipping: a per-record map, privacy is unaffected).
-            norms[overflow] = peak * np.linalg.norm(rows / peak[:, None], ord=ord, axis=1)
+        # Still inf when the norm itself exceeds the largest float (such a row is then
+        # scaled to 0 by clipping: a per-record map, privacy is unaffected).
+        norms[bad] = vector_norms(rows, ord)
     return norms
+
+
+#: Row norms outside [_SAFE_NORM_MIN, _SAFE_NORM_MAX] are recomputed with scaling.
+_SAFE_NORM_MIN = 1e-150
+_SAFE_NORM_MAX = 1e150
+
+
+def vector_norms(A: np.ndarray, ord: float = 2.0) -> np.ndarray:
+    """``||a_i||_ord`` of every row of a dense 2-D array, safe against under/overflow.
+
+    Computed as ``m_i ||a_i / m_i||_ord`` with ``m_i = max_j |a_ij|``: ``|a|^ord`` of
+    entries far below 1 underflows to 0 for large ``ord`` (with ``ord = 1001`` already at
+    0.49), and a norm of 0 would leave a row or gradient unclipped.
+    """
+    a = np.abs(np.asarray(A, dtype=float))
+    peak = a.max(axis=1, initial=0.0)
+    if ord == math.inf:
+        return peak
+    with np.errstate(all="ignore"):
+        scaled = a / np.where(peak > 0, peak, 1.0)[:, None]
+        if ord == 2.0:
+            inner = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+        elif ord == 1.0:
+            inner = scaled.sum(axis=1)
+        else:
+            inner = np.sum(scaled**ord, axis=1) ** (1.0 / ord)
+        return peak * inner
 
 
 def clip_coefficients(
@@ -378,7 +411,7 @@ def clip_coefficients(
     holds the row norms ``||x_i||_ord``.
     """
     with np.errstate(all="ignore"):
-        grad_norms = norms * np.linalg.norm(D, ord=ord, axis=1)
+        grad_norms = norms * vector_norms(D, ord)
         scale = np.where(grad_norms > clip_norm, clip_norm / grad_norms, 1.0)
     # A non-finite gradient (overflow in an extreme record) is dropped, never passed on:
     # NaN > clip is False, so without this a NaN would slip through unclipped.

@@ -12,6 +12,8 @@ import numbers
 
 import numpy as np
 
+from skdp.losses import vector_norms
+
 __all__ = ["NoiseSource", "as_generator", "as_noise_source"]
 
 
@@ -41,17 +43,6 @@ def as_generator(random_state: object) -> np.random.Generator:
 def _check_order(r: float, name: str) -> None:
     if not (isinstance(r, int | float | np.integer | np.floating) and r >= 1):  # rejects nan
         raise ValueError(f"{name} must be a norm order >= 1 (or inf), got {r!r}.")
-
-
-def _lr_norms(y: np.ndarray, r: float) -> np.ndarray:
-    """Row norms ``||y_i||_r``, scaled by ``max_j |y_ij|`` so large ``r`` cannot overflow."""
-    a = np.abs(y)
-    m = a.max(axis=1, initial=0.0)
-    if r == math.inf:
-        return m
-    with np.errstate(all="ignore"):
-        scaled = np.sum((a / np.where(m > 0, m, 1.0)[:, None]) ** r, axis=1) ** (1.0 / r)
-    return m * scaled
 
 
 class NoiseSource:
@@ -183,7 +174,7 @@ class NoiseSource:
                 magnitude = self.rng.gamma(shape=1.0 / r, scale=1.0, size=(todo.size, d))
                 magnitude **= 1.0 / r
                 y = np.where(self.rng.random((todo.size, d)) < 0.5, -magnitude, magnitude)
-            norms = _lr_norms(y, r)
+            norms = vector_norms(y, r)
             ok = (norms > 0) & np.isfinite(norms)  # zero has probability zero: redraw
             out[todo[ok]] = y[ok] / norms[ok, None]
             todo = todo[~ok]

@@ -353,8 +353,13 @@ class LocalizedMirrorDescent(BaseDPSolver):
                 stat, priv = self._rates(spec, geometry, dim, size, budget)
                 err = lip * diameter * (stat + priv)
                 diameter = min(diameter, math.sqrt(2.0 * err / lam_geom))
-        if start > n:  # pragma: no cover - guaranteed by the floor sizes
-            raise AssertionError("phase blocks exceed the dataset")
+        if start > n:
+            # Only a user n_phases larger than log2(n) gets here (public quantities).
+            raise IncompatibleSolverError(
+                f"n_phases={self.n_phases} needs more records than the dataset's "
+                f"n_samples = {n} (each phase uses at least one fresh record); use "
+                "n_phases=None or fewer phases."
+            )
         return out
 
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:

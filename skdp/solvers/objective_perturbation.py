@@ -472,6 +472,7 @@ def certified_argmin(
     smoothness: float,
     certified_radius: float | None,
     max_iter: int,
+    start_bound: float | None = None,
 ) -> tuple[np.ndarray, float]:
     """A point ``W`` with ``||W - argmin J|| <= certified_radius``, and its certificate.
 
@@ -485,6 +486,11 @@ def certified_argmin(
     float failure of the final check) raises :class:`CertificateError`; the output is
     never released uncertified. ``certified_radius=None`` (epsilon = inf): solve to full
     precision, no certificate.
+
+    ``start_bound`` is a bound on ``||0 - argmin J||`` computed WITHOUT the data (from the
+    public gradient bound and the noise): with it, the sure method's step count and the
+    ``max_iter`` check are fixed before any data is read, so whether the solve can fail
+    never depends on a record (the solvers always pass it).
     """
     shape = objective.shape
     n = float(objective.problem.spec.n_samples)
@@ -497,6 +503,27 @@ def certified_argmin(
     mu = strong_convexity
     target = CERTIFICATE_MARGIN * certified_radius
     gtol = 0.5 * mu * target  # optimisers stop at half the certified gradient norm
+    rate = -math.log1p(-math.sqrt(mu / smoothness))
+    factor = math.sqrt((smoothness + mu) / mu)
+
+    def sure_steps(distance: float) -> int:
+        # Accelerated gradient from W_0 with d_0 = ||W_0 - W*|| <= distance: J(W_0) - J*
+        # <= beta/2 d_0^2, so ||W_k - W*||^2 <= (2/mu)(J(W_k) - J*) <= ((beta + mu)/mu)
+        # (1 - sqrt(mu/beta))^k d_0^2, and k = 2 ln(sqrt((beta + mu)/mu) d_0 / target) /
+        # -ln(1 - sqrt(mu/beta)) steps suffice.
+        return max(0, math.ceil(2.0 * math.log(factor * distance / target) / rate))
+
+    def check_steps(steps: int) -> None:
+        if steps > max_iter:
+            raise CertificateError(
+                f"certifying the minimiser needs {steps} gradient steps > max_iter="
+                f"{max_iter} (floating-point limits); raise max_iter or certified_radius."
+            )
+
+    if start_bound is not None:
+        # Decided from public quantities and the noise only, before the data is read.
+        public_steps = sure_steps(start_bound)
+        check_steps(public_steps)
 
     def bound(W: np.ndarray) -> float:
         return float(np.linalg.norm(objective.gradient(W))) / mu
@@ -511,20 +538,15 @@ def certified_argmin(
                 best, best_bound = candidate, b
         if best_bound <= target:
             return best, best_bound
-    # The sure method: accelerated gradient from the best candidate W_0, with d_0 =
-    # ||W_0 - W*|| <= best_bound (certified). J(W_0) - J* <= beta/2 d_0^2, so
-    # ||W_k - W*||^2 <= (2/mu)(J(W_k) - J*) <= ((beta + mu)/mu) (1 - sqrt(mu/beta))^k d_0^2:
-    # k = 2 ln(sqrt((beta + mu)/mu) d_0 / target) / -ln(1 - sqrt(mu/beta)) steps suffice.
+    # The sure method: accelerated gradient from the best candidate W_0, whose certified
+    # distance best_bound is at most the data-free start_bound (W = 0 is a candidate).
     if not math.isfinite(best_bound):
         raise CertificateError("the solver diverged (non-finite gradient).")
-    rate = -math.log1p(-math.sqrt(mu / smoothness))
-    factor = math.sqrt((smoothness + mu) / mu)
-    steps = math.ceil(2.0 * math.log(factor * best_bound / target) / rate)
-    if steps > max_iter:
-        raise CertificateError(
-            f"certifying the minimiser needs {steps} gradient steps > max_iter={max_iter} "
-            "(floating-point limits); raise max_iter or certified_radius."
-        )
+    if start_bound is not None:
+        steps = public_steps
+    else:
+        steps = sure_steps(best_bound)
+        check_steps(steps)
     W = _accelerated_gradient(objective, best, mu, smoothness, steps)
     final = bound(W)
     if not final <= certified_radius:
@@ -699,18 +721,25 @@ class ObjectivePerturbation(BaseDPSolver):
             if spec.n_penalized < p else cal.regularization
         lam_max = cal.regularization if spec.n_penalized > 0 else cal.intercept_regularization
         smooth_j = n * beta + max(lam_max, cal.intercept_regularization)
+        # Float floor: gradients are sums of n terms of norm <= L (plus B), whose float64
+        # error is far below 64 u (n L) sqrt(p K); divided by the smallest strong
+        # convexity any epsilon can give (epsilon_J <= JACOBIAN_CAP), so the floor does
+        # not depend on epsilon either. Below it a certificate could fail on float error,
+        # which would make the run's success depend on the data.
+        mu_floor = beta / math.expm1(JACOBIAN_CAP / k)
+        r_floor = 64.0 * _U * n * L * math.sqrt(p * k) / mu_floor / CERTIFICATE_MARGIN
         if self.certified_radius is not None:
             r_max = float(self.certified_radius)
+            if r_max < r_floor:
+                raise IncompatibleSolverError(
+                    f"certified_radius={r_max:.3g} is below the floating-point floor "
+                    f"{r_floor:.3g} of this problem, where a certificate could fail "
+                    "depending on the data; use certified_radius=None or a larger value."
+                )
         else:
             # sigma / (n (beta + alpha) + beta) is epsilon-monotone and below the scale
             # sigma / (n beta + Lambda) of the displacement B causes in the minimiser.
             r_max = self.radius_fraction * cal.sigma / (n * (beta + spec.alpha) + beta)
-            # Float floor: gradients are sums of n terms of norm <= L (plus B), whose
-            # float64 error is far below 64 u (n L) sqrt(p K); divided by the smallest
-            # strong convexity any epsilon can give (epsilon_J <= JACOBIAN_CAP), so the
-            # floor does not depend on epsilon either.
-            mu_floor = beta / math.expm1(JACOBIAN_CAP / k)
-            r_floor = 64.0 * _U * n * L * math.sqrt(p * k) / mu_floor / CERTIFICATE_MARGIN
             r_max = max(r_max, r_floor)
         # Gaussian step: ||theta_2 - theta_1|| <= r_max on every data set, so theta_2 -
         # theta_1 has replace-one sensitivity 2 r_max; analytic Gaussian at (eps2, delta2).
@@ -749,8 +778,15 @@ class ObjectivePerturbation(BaseDPSolver):
         B = noise.gaussian(shape, s["sigma"])
         H = noise.gaussian(shape, s["sigma_output"])
         objective = PerturbedObjective(problem, self._regularization_vector(spec, s), B)
+        # A data-free bound on ||0 - argmin J||: grad J(0) = sum_i phi'(0, y_i) x_i + B has
+        # norm <= n G + ||B|| (G the public per-example gradient bound), and J is
+        # mu-strongly convex. It fixes the sure method's length before the data is read.
+        start_bound = None
+        if s["certified_radius"] is not None:
+            start_bound = (spec.n_samples * spec.gradient_bound
+                           + float(np.linalg.norm(B))) / s["strong_convexity"]
         W, _ = certified_argmin(objective, s["strong_convexity"], s["smoothness"],
-                                s["certified_radius"], self.max_iter)
+                                s["certified_radius"], self.max_iter, start_bound)
         W = W + H
         if self.projects and not isinstance(spec.constraint, Unconstrained):
             # Post-processing (Algorithm 1, step 4).

@@ -21,6 +21,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import BudgetError
+from skdp.losses import vector_norms
 from skdp.privacy.accounting import (
     ApproxDpEvent,
     PureDpEvent,
@@ -60,7 +61,7 @@ def truncated_coefficients(
     threshold (and of records whose gradient is not finite). Vectorised; a per-record map.
     """
     with np.errstate(all="ignore"):
-        norms = row_norms_q * np.linalg.norm(D, ord=q, axis=1)
+        norms = row_norms_q * vector_norms(D, q)
     keep = np.isfinite(norms) & (norms <= threshold * _TRUNCATION_SAFETY)
     return np.where(keep[:, None], D, 0.0)
 

@@ -687,3 +687,14 @@ def test_logistic_l1_end_to_end_through_the_estimator():
                                        fit_intercept=False, random_state=0).fit(X, y)
         assert np.abs(clf.coef_).sum() <= 5.0 * (1 + 1e-9)
         assert clf.score(X, y) > 0.7
+
+
+def test_review_too_many_phases_is_a_clear_error():
+    from skdp.exceptions import IncompatibleSolverError
+    from skdp.geometry import L1Ball
+    from skdp.privacy import Budget
+    from tests.conftest import make_problem
+
+    problem = make_problem(n=8, constraint=L1Ball(1.0))
+    with pytest.raises(IncompatibleSolverError, match="n_phases=10"):
+        LocalizedMirrorDescent(n_phases=10).solve(problem, Budget(1.0, 1e-5), 0)

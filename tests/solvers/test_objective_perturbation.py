@@ -510,3 +510,22 @@ def test_plan_uses_public_quantities_only():
         pa = cls().plan(a.spec, BUDGET, "basic", "replace_one")
         pb = cls().plan(b.spec, BUDGET, "basic", "replace_one")
         assert pa.settings == pb.settings
+
+
+def test_review_user_radius_below_the_float_floor_is_refused():
+    # Review regression: a user certified_radius below the float floor made the certified
+    # solve fail on one dataset and succeed on its neighbour (the abort revealed a record).
+    problem = make_problem(n=300, d=5)
+    with pytest.raises(IncompatibleSolverError, match="floating-point floor"):
+        ObjectivePerturbation(certified_radius=5e-17).solve(problem, Budget(1.0, 1e-5), 0)
+
+
+def test_review_sure_method_length_is_fixed_before_the_data():
+    # With a max_iter too small for the data-free start bound, EVERY dataset fails the
+    # same way, before any data is read (the outcome depends on the noise only).
+    import skdp.solvers.objective_perturbation as op
+
+    for seed in (1, 2):
+        problem = make_problem(n=300, d=5, seed=seed)
+        with pytest.raises(op.CertificateError, match="max_iter"):
+            ObjectivePerturbation(max_iter=3).solve(problem, Budget(1.0, 1e-5), 0)

@@ -104,3 +104,31 @@ def test_score_and_gradient_bounds_hold_on_the_feasible_set(constraint, ord):
     for norm_ord in (2.0, ord):
         worst = (scores + 2.0) * np.linalg.norm(X, ord=norm_ord, axis=1).max()
         assert worst <= spec.gradient_bound_in(norm_ord) * (1 + 1e-9)
+
+
+def test_large_order_norms_do_not_underflow():
+    # Review regression: sum(|x|^q)^(1/q) underflows to 0 for q ~ 1000 and entries below
+    # ~0.49, which left rows unclipped and gradients unclipped/untruncated.
+    from skdp.losses import clip_coefficients, vector_norms
+    from skdp.solvers.truncated_mirror_descent import truncated_coefficients
+
+    q = 1001.0
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0.1, 0.4, size=(6, 8))
+    want = X.max(axis=1) * np.sum((X / X.max(axis=1)[:, None]) ** q, axis=1) ** (1 / q)
+    for A in (X, sp.csr_matrix(X)):
+        np.testing.assert_allclose(row_norms(A, q), want, rtol=1e-12)
+    np.testing.assert_allclose(vector_norms(X, q), want, rtol=1e-12)
+    # Tiny l2 rows (squares underflow) are measured too.
+    tiny = np.full((2, 3), 1e-170)
+    np.testing.assert_allclose(row_norms(tiny, 2.0), np.sqrt(3) * 1e-170, rtol=1e-12)
+    # Clipping and truncation see the true norms.
+    D = np.full((6, 1), 0.3)
+    clipped = clip_coefficients(D, want, 0.01, ord=q)
+    np.testing.assert_allclose(want * np.abs(clipped[:, 0]), 0.01, rtol=1e-9)
+    assert np.all(truncated_coefficients(D, want, 0.01, q) == 0.0)
+    # Problem.build clips such rows to the declared bound.
+    spec = _spec(q, 8, 0.0, bound=0.1)
+    problem = Problem.build(X, np.ones((6, 1)), spec, data_norm=0.1)
+    norms = vector_norms(problem.design_matrix(), q)
+    assert np.all(norms <= 0.1 * (1 + 1e-9)) and np.all(norms >= 0.1 * (1 - 1e-9))
