@@ -144,23 +144,24 @@ AUDITS: dict[str, tuple[AuditCase, ...]] = {
                                              step_size=0.5, iterate="last"),
                   LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=2000),
     ),
-    # The canary's block holds 5 of the 10 records: the random block assignment amplifies
-    # privacy beyond the (unamplified) claim, so a /5 twin is not always caught (measured
-    # bounds 1.4-1.9); a /20 twin is (5.97).
+    # Identity permutation (the strongest fixed, data-independent order): the canary is
+    # in phase 1's block in every run, so no block-assignment amplification hides it.
+    # Measured: real 0.50, twin (/5) 4.16.
     "localized_mirror_descent": (
         AuditCase(lambda: LocalizedMirrorDescent(n_phases=1, batch_size=5, max_iter=1,
                                                  clip_norm=0.25, step_size=100.0),
                   LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=10000,
-                  twin_factor=20.0),
+                  noise=_CanaryFirst),
     ),
     # Report-noisy-min reaches its worst-case privacy loss only in the tails of the
-    # Laplace noise, so the audit has little power against it: a /10 twin is caught
-    # (bounds 0.71-0.75 at epsilon 0.5), a /5 twin is not. The mechanism-level test of
+    # Laplace noise, so the audit has little power against it; with the canary in the
+    # root batch (identity permutation), zero background scores and 20000 trials the /5
+    # twin is caught at epsilon = 2 (bound 2.19; real 0.39). The mechanism-level test of
     # the selection probabilities in tests/solvers/test_frank_wolfe.py is the tight check.
     "frank_wolfe": (
         AuditCase(lambda: PrivateFrankWolfe(n_phases=1, clip_norm=0.25), LogisticLoss,
-                  alpha=0.0, epsilon=0.5, delta=0.0, n_trials=10000, twin_factor=10.0,
-                  constraint=lambda: L1Ball(1.0), zero_background=True),
+                  alpha=0.0, epsilon=2.0, delta=0.0, n_trials=20000,
+                  constraint=lambda: L1Ball(1.0), zero_background=True, noise=_CanaryFirst),
     ),
     # The label flip moves phi' by 2 on the linear part of the smoothed hinge: the noise
     # term's ||u|| = 2L is saturated. Measured (seeds 0-2): exact real <= 0.24, twin

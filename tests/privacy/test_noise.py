@@ -52,3 +52,22 @@ def test_batches_have_the_declared_law():
     sizes = [len(src.batch_poisson(1000, 0.05)) for _ in range(2000)]
     # Mean of 2000 Binomial(1000, 0.05) sizes: sd 0.154; 1.0 is > 6 sd.
     assert abs(np.mean(sizes) - 50) < 1.0
+
+
+def test_laplace_sampler_law_and_permutation():
+    # KS test of the i.i.d. Laplace(0, b) entries against the exact CDF; failure probability
+    # 1e-6 at the fixed seed (the KS p-value must exceed it).
+    from scipy.stats import laplace
+
+    source = NoiseSource(np.random.default_rng(11))
+    draws = source.laplace((200, 50), 0.7)
+    assert draws.shape == (200, 50)
+    assert kstest(draws.ravel(), laplace(scale=0.7).cdf).pvalue > 1e-6
+    assert not np.any(source.laplace((3,), 0.0))
+    # Permutations: every index exactly once; positions uniform (chi-square on where
+    # index 0 lands over many draws, failure probability 1e-6).
+    perms = np.array([source.permutation(5) for _ in range(5000)])
+    assert np.all(np.sort(perms, axis=1) == np.arange(5))
+    counts = np.bincount(np.argmax(perms == 0, axis=1), minlength=5)
+    stat = np.sum((counts - 1000.0) ** 2 / 1000.0)
+    assert stat < chi2.ppf(1 - 1e-6, 4)
