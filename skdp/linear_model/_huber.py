@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from numbers import Real
 
-import numpy as np
-from sklearn.base import RegressorMixin
-
-from skdp._base import BaseDPLinearModel
 from skdp._sklearn_compat import Interval
+from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import HuberLoss
 
 __all__ = ["DPHuberRegressor"]
 
 
-class DPHuberRegressor(RegressorMixin, BaseDPLinearModel):
+class DPHuberRegressor(BaseDPRegressor):
     """Linear regression with the Huber loss and differential privacy.
 
     Minimises ``mean_i h(<w, x_i> + b - y_i) + (alpha / 2) ||w||^2`` with a private solver,
@@ -123,10 +120,8 @@ class DPHuberRegressor(RegressorMixin, BaseDPLinearModel):
     1e-05
     """
 
-    _y_numeric = True
     _parameter_constraints: dict = {
-        **BaseDPLinearModel._parameter_constraints,
-        "y_bound": [Interval(Real, 0, 1e150, closed="neither")],
+        **BaseDPRegressor._parameter_constraints,
         "huber_delta": [Interval(Real, 0, 1e150, closed="neither")],
     }
 
@@ -174,25 +169,5 @@ class DPHuberRegressor(RegressorMixin, BaseDPLinearModel):
         self.secure = secure
 
     def _encode_targets(self, y):
-        bound = float(self.y_bound)
-        # Clipping each label to the public bound is a per-record map.
-        Y = np.clip(np.asarray(y, dtype=np.float64), -bound, bound)[:, None]
+        Y, bound = self._clipped_labels(y)
         return Y, HuberLoss(float(self.huber_delta), label_bound=bound), {}
-
-    def predict(self, X):
-        """Predicted values.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._decision_scores(X)[:, 0]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True
-        return tags

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from numbers import Real
 
-import numpy as np
-from sklearn.base import RegressorMixin
-
-from skdp._base import BaseDPLinearModel
 from skdp._sklearn_compat import Interval
+from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
 
 __all__ = ["DPLasso"]
 
 
-class DPLasso(RegressorMixin, BaseDPLinearModel):
+class DPLasso(BaseDPRegressor):
     """Lasso with differential privacy: least squares over an l1 ball of public radius.
 
     Minimises ``mean_i (y_i - <w, x_i> - b)^2 / 2 + (alpha / 2) ||w||^2`` over
@@ -94,7 +91,6 @@ class DPLasso(RegressorMixin, BaseDPLinearModel):
     0.0
     """
 
-    _y_numeric = True
     _intercept_constrained = True
     # Fixed parts of the model: an l1 ball, plain ERM.
     constraint = "l1"
@@ -104,9 +100,8 @@ class DPLasso(RegressorMixin, BaseDPLinearModel):
     adversarial_norm = 2
 
     _parameter_constraints: dict = {
-        **BaseDPLinearModel._parameter_constraints,
+        **BaseDPRegressor._parameter_constraints,
         "radius": [Interval(Real, 0, None, closed="neither")],
-        "y_bound": [Interval(Real, 0, 1e150, closed="neither")],
     }
 
     def __init__(
@@ -141,26 +136,5 @@ class DPLasso(RegressorMixin, BaseDPLinearModel):
         self.secure = secure
 
     def _encode_targets(self, y):
-        bound = float(self.y_bound)
-        # Clipping each label to the public bound is a per-record map.
-        Y = np.clip(np.asarray(y, dtype=np.float64), -bound, bound)[:, None]
+        Y, bound = self._clipped_labels(y)
         return Y, SquaredLoss(bound), {}
-
-    def predict(self, X):
-        """Predicted values.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._decision_scores(X)[:, 0]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # Private fits on the checks' tiny data sets are noisy by design.
-        tags.regressor_tags.poor_score = True
-        return tags

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from numbers import Real
-
-import numpy as np
-from sklearn.base import RegressorMixin
-
-from skdp._base import BaseDPLinearModel
-from skdp._sklearn_compat import Interval
+from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
 
 __all__ = ["DPLinearRegression"]
 
 
-class DPLinearRegression(RegressorMixin, BaseDPLinearModel):
+class DPLinearRegression(BaseDPRegressor):
     """Linear least-squares regression with differential privacy.
 
     Minimises ``mean_i (y_i - <w, x_i> - b)^2 / 2 + (alpha / 2) ||w||^2`` with a private
@@ -109,12 +103,6 @@ class DPLinearRegression(RegressorMixin, BaseDPLinearModel):
     0.0
     """
 
-    _y_numeric = True
-    _parameter_constraints: dict = {
-        **BaseDPLinearModel._parameter_constraints,
-        "y_bound": [Interval(Real, 0, 1e150, closed="neither")],
-    }
-
     def __init__(
         self,
         epsilon=1.0,
@@ -157,25 +145,5 @@ class DPLinearRegression(RegressorMixin, BaseDPLinearModel):
         self.secure = secure
 
     def _encode_targets(self, y):
-        bound = float(self.y_bound)
-        # Clipping each label to the public bound is a per-record map.
-        Y = np.clip(np.asarray(y, dtype=np.float64), -bound, bound)[:, None]
+        Y, bound = self._clipped_labels(y)
         return Y, SquaredLoss(bound), {}
-
-    def predict(self, X):
-        """Predicted values.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._decision_scores(X)[:, 0]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True
-        return tags
