@@ -75,6 +75,7 @@ __all__ = [
     "gaussian_log_delta",
     "gaussian_noise_multiplier",
     "make_accountant",
+    "single_gaussian_multiplier",
     "subsampled_gaussian_event",
 ]
 
@@ -617,6 +618,33 @@ def calibrate_noise_multiplier(
         )
     return z
 
+
+def _one_gaussian_event(z: float, accountant: str, relation: str) -> dpe.DpEvent:
+    return gaussian_event(z, 1.0, accountant=accountant, relation=relation)
+
+
+def single_gaussian_multiplier(budget: Budget, accountant: str, relation: str) -> float:
+    """Noise multiplier of ONE Gaussian release meeting ``budget`` (0 when not private).
+
+    ``"gaussian"``: the exact analytic Gaussian (Balle & Wang 2018); other accountants
+    calibrate their own (upper-bounding) reading of the event, for which the exact
+    multiplier is a lower bound. ``delta = 0`` cannot be met by a Gaussian: raises
+    :class:`~skdp.exceptions.IncompatibleSolverError` naming the pure-DP alternative.
+    """
+    if not budget.is_private:
+        return 0.0
+    if budget.delta <= 0:
+        raise IncompatibleSolverError(
+            "delta=0 asks for pure DP, which the Gaussian mechanism cannot give; "
+            "use accountant='auto' or 'pure' (l2 Laplace noise)."
+        )
+    exact = analytic_gaussian_multiplier(budget, 1)
+    if accountant == "gaussian":
+        return exact
+    return calibrate_noise_multiplier(
+        _one_gaussian_event, (accountant, relation), budget,
+        accountant=accountant, relation=relation, lower_bound=exact,
+    )
 
 @dataclass(frozen=True)
 class PrivacyLedger:

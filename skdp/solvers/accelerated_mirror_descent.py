@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from dp_accounting import dp_event as dpe
 from scipy.special import gammaln
 
 from skdp.exceptions import IncompatibleSolverError
@@ -31,13 +30,12 @@ from skdp.geometry import (
 )
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
-    calibrate_noise_multiplier,
     check_sensitivity,
-    gaussian_event,
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import _NON_PRIVATE_SNR, BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers.gd import full_batch_gaussian
 from skdp.solvers.mirror_descent import mirror_step
 
 __all__ = ["DPAccMD", "l1_ball_gradient_step", "simplex_gradient_step"]
@@ -45,13 +43,6 @@ __all__ = ["DPAccMD", "l1_ball_gradient_step", "simplex_gradient_step"]
 # Upper limit of the automatic iteration count (each iteration is one pass over the data).
 MAX_AUTO_ITER = 2000
 GEOMETRIES = ("euclidean", "l1", "lp", "simplex")
-
-
-def _accmd_event(z: float, n_iter: int, accountant: str, relation: str) -> dpe.DpEvent:
-    """``n_iter`` Gaussian releases with noise ``z`` times the sensitivity."""
-    return dpe.SelfComposedDpEvent(
-        gaussian_event(z, 1.0, accountant=accountant, relation=relation), n_iter
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -536,23 +527,8 @@ class DPAccMD(BaseDPSolver):
         # replacing one record moves it by at most 2G/n.
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2G/n")
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
-        if not budget.is_private:
-            z = 0.0
-        elif accountant == "gaussian":
-            # T releases, each (2G/n)-sensitive with noise sigma, compose exactly into one
-            # Gaussian release of sensitivity sqrt(T) 2G/n: sigma = sqrt(T) (2G/n) sigma_B1.
-            z = analytic_gaussian_multiplier(budget, n_iter)
-        else:
-            # The exact multiplier is a lower bound for the (upper-bounding) accountants.
-            z = calibrate_noise_multiplier(
-                _accmd_event, (n_iter, accountant, relation), budget,
-                accountant=accountant, relation=relation,
-                lower_bound=analytic_gaussian_multiplier(budget, n_iter),
-            )
-        sigma = z * sensitivity
-        event = dpe.SelfComposedDpEvent(
-            gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation), n_iter
-        )
+        # T releases, each (2G/n)-sensitive, compose exactly (the same ledger as DP-GD).
+        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
         geom = self.geometry(spec)
         return Plan(
             n_iter=n_iter,

@@ -17,7 +17,7 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 
-__all__ = ["NoisyGD"]
+__all__ = ["NoisyGD", "full_batch_gaussian"]
 
 # Upper limit of the automatic iteration count (each iteration is one pass over the data).
 MAX_AUTO_ITER = 2000
@@ -29,6 +29,34 @@ def _gd_event(z: float, n_iter: int, accountant: str, relation: str) -> dpe.DpEv
     return dpe.SelfComposedDpEvent(
         gaussian_event(z, 1.0, accountant=accountant, relation=relation), n_iter
     )
+
+
+def full_batch_gaussian(
+    sensitivity: float, n_iter: int, budget: Budget, accountant: str, relation: str
+) -> tuple[float, float, dpe.DpEvent]:
+    """``(z, sigma, event)`` of ``n_iter`` full-batch Gaussian releases of one sensitivity.
+
+    ``"gaussian"``: the ``T`` releases, each ``Delta``-sensitive with noise ``sigma``,
+    compose exactly into one Gaussian release of sensitivity ``sqrt(T) Delta``, so
+    ``sigma = sqrt(T) Delta sigma_B1(epsilon, delta)`` (exact). Other accountants calibrate
+    their (upper-bounding) ledger, for which that multiplier is a lower bound. ``z = 0``
+    when ``epsilon = inf``. Shared by DP-GD and DP-AccMD.
+    """
+    if not budget.is_private:
+        z = 0.0
+    elif accountant == "gaussian":
+        z = analytic_gaussian_multiplier(budget, n_iter)
+    else:
+        z = calibrate_noise_multiplier(
+            _gd_event, (n_iter, accountant, relation), budget,
+            accountant=accountant, relation=relation,
+            lower_bound=analytic_gaussian_multiplier(budget, n_iter),
+        )
+    sigma = z * sensitivity
+    event = dpe.SelfComposedDpEvent(
+        gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation), n_iter
+    )
+    return z, sigma, event
 
 
 class NoisyGD(BaseDPSolver):
@@ -131,21 +159,7 @@ class NoisyGD(BaseDPSolver):
         # record moves the sum by at most 2C.
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2C/n")
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
-        if not budget.is_private:
-            z = 0.0
-        elif accountant == "gaussian":
-            z = analytic_gaussian_multiplier(budget, n_iter)
-        else:
-            # The exact multiplier is a lower bound for the (upper-bounding) accountants.
-            z = calibrate_noise_multiplier(
-                _gd_event, (n_iter, accountant, relation), budget,
-                accountant=accountant, relation=relation,
-                lower_bound=analytic_gaussian_multiplier(budget, n_iter),
-            )
-        sigma = z * sensitivity
-        event = dpe.SelfComposedDpEvent(
-            gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation), n_iter
-        )
+        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
         step = self.step_size if self.step_size is not None else 1.0 / spec.smoothness
         return Plan(
             n_iter=n_iter,

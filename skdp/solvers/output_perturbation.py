@@ -23,10 +23,9 @@ from skdp.geometry import L2Ball, Unconstrained
 from skdp.losses import HingeLoss, SmoothedHingeLoss
 from skdp.privacy.accounting import (
     PureDpEvent,
-    analytic_gaussian_multiplier,
-    calibrate_noise_multiplier,
     check_sensitivity,
     gaussian_event,
+    single_gaussian_multiplier,
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
@@ -45,10 +44,6 @@ CERTIFICATE_MARGIN = 0.5
 
 class CertificateError(RuntimeError):
     """The optimiser's output could not be certified (floating point only; see docs)."""
-
-
-def _single_gaussian_event(z: float, accountant: str, relation: str) -> dpe.DpEvent:
-    return gaussian_event(z, 1.0, accountant=accountant, relation=relation)
 
 
 @dataclass(frozen=True)
@@ -456,19 +451,7 @@ class OutputPerturbation(BaseDPSolver):
             settings.update(mechanism="l2_laplace", laplace_scale=sensitivity / budget.epsilon,
                             sigma=0.0)
         else:
-            if budget.delta <= 0:
-                raise IncompatibleSolverError(
-                    "delta=0 asks for pure DP, which the Gaussian mechanism cannot give; "
-                    "use accountant='auto' or 'pure' (l2 Laplace noise)."
-                )
-            if accountant == "gaussian":
-                z = analytic_gaussian_multiplier(budget, 1)
-            else:
-                z = calibrate_noise_multiplier(
-                    _single_gaussian_event, (accountant, relation), budget,
-                    accountant=accountant, relation=relation,
-                    lower_bound=analytic_gaussian_multiplier(budget, 1),
-                )
+            z = single_gaussian_multiplier(budget, accountant, relation)
             sigma = z * sensitivity
             event = gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation)
             settings.update(mechanism="gaussian", sigma=sigma, noise_multiplier=z,

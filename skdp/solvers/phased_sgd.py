@@ -15,10 +15,9 @@ from dp_accounting import dp_event as dpe
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import (
     PureDpEvent,
-    analytic_gaussian_multiplier,
-    calibrate_noise_multiplier,
     check_sensitivity,
     gaussian_event,
+    single_gaussian_multiplier,
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
@@ -30,11 +29,6 @@ __all__ = ["PhasedDPSGD", "phase_sizes", "phase_indices"]
 MAX_AUTO_BATCH = 256
 # Step-size factor of the paper (eta_i = 4^-i eta) and phase-size factor (n_i = 2^-i n).
 STEP_DECAY = 4.0
-
-
-def _single_event(z: float, accountant: str, relation: str) -> dpe.DpEvent:
-    """One Gaussian release with noise ``z`` times its sensitivity."""
-    return gaussian_event(z, 1.0, accountant=accountant, relation=relation)
 
 
 def phase_sizes(n_samples: int, n_phases: int | None = None) -> list[int]:
@@ -224,24 +218,9 @@ class PhasedDPSGD(BaseDPSolver):
         # Smoothness of f_j = phi(x_j^T w) + (alpha/2)||w_pen||^2: c_2 X^2 + alpha.
         gamma = float(spec.smoothness)
         stable = 2.0 / gamma if gamma > 0 else math.inf
-        if not budget.is_private:
-            z = 0.0
-        elif accountant == "pure":
-            z = 0.0
-        else:
-            if budget.delta <= 0:
-                raise IncompatibleSolverError(
-                    "delta=0 asks for pure DP, which the Gaussian mechanism cannot give; "
-                    "use accountant='auto' or 'pure' (l2 Laplace noise)."
-                )
-            if accountant == "gaussian":
-                z = analytic_gaussian_multiplier(budget, 1)
-            else:
-                z = calibrate_noise_multiplier(
-                    _single_event, (accountant, relation), budget,
-                    accountant=accountant, relation=relation,
-                    lower_bound=analytic_gaussian_multiplier(budget, 1),
-                )
+        # Every phase is one release of its own block (parallel composition).
+        z = 0.0 if accountant == "pure" else single_gaussian_multiplier(budget, accountant,
+                                                                        relation)
         # -- step size and batch size (public) ------------------------------------------
         if self.step_size is not None:
             eta = float(self.step_size)

@@ -404,8 +404,9 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
     paper's local randomizer adds generalized Gaussian noise ((eps_0, delta_0)-LDP) and
     quotes Lemma 16 in O-form for ``eps = O(sqrt(ln(n/delta) / n))`` only; the
     approximate-LDP shuffling theorem has a delta term whose constant must be checked, so
-    this implementation ships the pure-LDP variant (design note 2.5), valid for every
-    budget for which B10 has an admissible ``eps_0``. Reference: Su, Zhao & Wang,
+    this implementation ships the pure-LDP variant (design note 2.5). Amplification is used
+    where B10 holds and allows ``eps_0 > epsilon``; otherwise the run is unamplified with
+    ``eps_0 = epsilon`` (pure DP: each record enters one report). Reference: Su, Zhao & Wang,
     Algorithm 4 and Theorem 9.
     """
 
