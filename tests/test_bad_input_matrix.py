@@ -244,3 +244,30 @@ def test_extreme_budgets_fit_within_budget_or_are_refused(solver, epsilon, delta
         return
     assert est.privacy_spent_.epsilon <= epsilon
     assert np.all(np.isfinite(est.coef_))
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if _is_classifier(c)],
+                         ids=lambda c: c.__name__)
+def test_unseen_labels_at_score_count_as_errors(cls):
+    X, y = _data(cls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = _make(cls, random_state=0).fit(X, y)
+    unseen = np.full_like(y, 7)
+    assert est.score(X, unseen) == 0.0
+    assert set(est.predict(X)) <= set(est.classes_)
+
+
+def test_clones_in_a_parallel_search_draw_independent_noise():
+    # random_state=None: every fold and worker fits a clone with fresh OS entropy, so two
+    # clones fitted on the SAME data (as parallel workers would) release different noise.
+    from joblib import Parallel, delayed
+    from sklearn.base import clone
+
+    X, y = _data(skdp.DPLogisticRegression, n=60)
+    est = skdp.DPLogisticRegression(solver=NoisyGD(n_iter=3), random_state=None)
+    coefs = Parallel(n_jobs=2)(delayed(lambda e: e.fit(X, y).coef_)(clone(est))
+                               for _ in range(4))
+    for i in range(4):
+        for j in range(i):
+            assert not np.allclose(coefs[i], coefs[j])
