@@ -91,7 +91,10 @@ class _CanaryFirst(ScaledNoiseSource):
 
 
 def _output_perturbation():
-    return SOLVERS["output_perturbation"]()
+    # The release before the James-Stein shrinkage: the shrinkage is post-processing (it
+    # can only lower distinguishability), and it reads the DECLARED noise power, so on the
+    # under-noised twin it would shrink everything to 0 and hide the bug the audit must see.
+    return SOLVERS["output_perturbation"](shrinkage=None)
 
 
 # Canary: the label-flip pair of make_canary_pair (n = 10 rows, d = 2 features plus the

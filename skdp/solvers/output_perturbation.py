@@ -296,14 +296,15 @@ class OutputPerturbation(BaseDPSolver):
     max_iter : int, default=100000
         Step budget of the sure subgradient fallback (non-smooth objectives).
     shrinkage : {"auto"} or None, default="auto"
-        ``"auto"`` multiplies the release by the public factor
-        ``c = R^2 / (R^2 + E||z||^2)`` (``R`` the public bound on ``||w*||``, ``z`` the
-        noise): the scalar that minimises ``E||c (w* + z) - w*||^2`` when ``||w*|| = R``
-        (a linear-shrinkage estimate). When the noise dwarfs every feasible minimiser
-        (small ``epsilon`` or ``n``) the release moves towards ``0`` instead of landing
-        on the boundary of ``B(0, R)``, far worse than the trivial output; at
-        ``epsilon = inf``, ``c = 1``. Post-processing with public quantities: the
-        guarantee is unchanged. ``None`` releases ``Proj(w_hat + z)`` as in the paper.
+        ``"auto"`` releases ``Proj_{B(0, R)}(c (w_hat + z))`` with the positive-part
+        James-Stein factor ``c = max(0, 1 - E||z||^2 / ||w_hat + z||^2)`` (``E||z||^2``
+        public: ``m (m + 1) b^2`` for the l2 Laplace of scale ``b``, ``m sigma^2`` for the
+        Gaussian). ``c`` is a function of the noisy release and public constants only, so
+        this is post-processing: the guarantee is unchanged. When the noise dwarfs the
+        minimiser (small ``epsilon`` or ``n``) the release moves to ``0`` instead of
+        landing on the boundary of ``B(0, R)``, far worse than the trivial output; when it
+        does not, ``c`` is close to 1 (exactly 1 at ``epsilon = inf``). ``None`` releases
+        ``Proj(w_hat + z)`` as in the paper.
 
     Notes
     -----
@@ -457,24 +458,17 @@ class OutputPerturbation(BaseDPSolver):
             settings.update(mechanism="gaussian", sigma=sigma, noise_multiplier=z,
                             laplace_scale=0.0)
         # Expected squared noise norm in R^m: l2 Laplace E||z||^2 = E[Gamma(m, b)^2] =
-        # m (m + 1) b^2; Gaussian m sigma^2.
+        # m (m + 1) b^2; Gaussian m sigma^2 (public; used by the shrinkage).
         m = spec.n_params * spec.n_outputs
-        noise_power = (m * (m + 1) * settings["laplace_scale"] ** 2
-                       + m * settings["sigma"] ** 2)
-        # E||c (w* + z) - w*||^2 = (1 - c)^2 ||w*||^2 + c^2 E||z||^2 is minimised at
-        # c = ||w*||^2 / (||w*||^2 + E||z||^2); ||w*|| <= R is the public bound (a
-        # conservative, i.e. larger, factor). Unbounded domains are not shrunk.
-        shrink = 1.0
-        if self.shrinkage == "auto" and math.isfinite(radius) and noise_power > 0:
-            shrink = radius**2 / (radius**2 + noise_power)
-        settings["shrinkage"] = shrink
+        settings["noise_power"] = (m * (m + 1) * settings["laplace_scale"] ** 2
+                                   + m * settings["sigma"] ** 2)
         return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
     def release_noise_scale(self, plan: Plan) -> float:
-        # Per-coordinate scale of the one noise draw (times the public shrinkage).
+        # Per-coordinate scale of the one noise draw (before the shrinkage).
         s = plan.settings
-        return s.get("shrinkage", 1.0) * max(s["sigma"], s["laplace_scale"])
+        return max(s["sigma"], s["laplace_scale"])
 
     # -- run -------------------------------------------------------------------------------
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
@@ -487,9 +481,23 @@ class OutputPerturbation(BaseDPSolver):
             z = noise.gaussian(shape, plan.settings["sigma"])
         W = self.certified_minimizer(problem, plan)
         radius = plan.settings["domain_radius"]
-        # Post-processing: every minimiser lies in B(0, R) (and in the constraint); the
-        # public shrinkage factor keeps it there (the sets contain 0 and are convex).
-        return plan.settings.get("shrinkage", 1.0) * L2Ball(radius).project(W + z)
+        return L2Ball(radius).project(self.shrink(W + z, plan.settings["noise_power"]))
+
+    def shrink(self, noisy: np.ndarray, noise_power: float) -> np.ndarray:
+        """Positive-part James-Stein shrinkage of the noisy point (post-processing).
+
+        ``E||c (w* + z) - w*||^2 = (1 - c)^2 ||w*||^2 + c^2 E||z||^2`` is minimised at
+        ``c = ||w*||^2 / (||w*||^2 + E||z||^2)``; ``||w + z||^2 - E||z||^2`` estimates
+        ``||w*||^2`` (``E<w*, z> = 0``), which gives ``c = 1 - E||z||^2 / ||w + z||^2``,
+        clipped at 0. It reads only the noisy release and the public noise power. Every
+        minimiser lies in ``B(0, R)`` (and in the constraint), which contains 0 and is
+        convex, so the projection that follows keeps the release there.
+        """
+        if self.shrinkage is None or noise_power <= 0:
+            return noisy
+        norm2 = float(np.sum(noisy * noisy))
+        factor = max(0.0, 1.0 - noise_power / norm2) if norm2 > 0 else 0.0
+        return factor * noisy
 
     def certified_minimizer(self, problem: Problem, plan: Plan) -> np.ndarray:
         """A point within ``certified_radius`` of the exact minimiser, for any data."""
