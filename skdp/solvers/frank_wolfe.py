@@ -485,6 +485,12 @@ class PrivateFrankWolfe(BaseDPSolver):
                     relation=relation, settings=settings)
 
     # -- run ---------------------------------------------------------------------------------
+    def release_noise_scale(self, plan: Plan) -> float:
+        # The release is a convex combination of vertices +-r e_j with public weights: no
+        # noise is added to it (the Laplace noise only decides discrete selections), so
+        # there are no low-order bits of a noisy float to hide and no grid to snap to.
+        return 0.0
+
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
         s = plan.settings

@@ -89,3 +89,17 @@ def test_secure_mode_for_more_solvers(solver, delta):
     grid = 2.0 ** (math.floor(math.log2(scale)) - SNAP_BITS)
     W = est.coef_.ravel()
     np.testing.assert_allclose(W / grid, np.rint(W / grid), atol=1e-6)
+
+
+def test_secure_mode_is_a_no_op_for_frank_wolfe():
+    # Frank-Wolfe releases a convex combination of vertices: no additive output noise.
+    from skdp import DPLasso
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 8))
+    y = np.clip(X[:, 0], -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = DPLasso(random_state=2).fit(X, y)
+        secure = DPLasso(random_state=2, secure=True).fit(X, y)
+    np.testing.assert_array_equal(secure.coef_, plain.coef_)
