@@ -530,8 +530,15 @@ class BaseDPSolver(ABC):
 
     # -- checks --------------------------------------------------------------------------
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        """The accountant actually used: ``"auto"`` means :attr:`default_accountant`."""
-        return self.default_accountant if accountant == "auto" else accountant
+        """The accountant actually used for ``"auto"``: :attr:`default_accountant`, or
+        ``"pure"`` when the budget asks for pure DP (``delta = 0``) and the solver has a
+        pure-DP mechanism (``"pure"`` in :attr:`accountants`)."""
+        if accountant != "auto":
+            return accountant
+        if (budget is not None and budget.is_private and budget.delta == 0
+                and "pure" in self.accountants):
+            return "pure"
+        return self.default_accountant
 
     def supported_relations(self) -> tuple[str, ...]:
         """Neighbouring relations this configuration of the solver is accounted under.
@@ -575,6 +582,13 @@ class BaseDPSolver(ABC):
                 f"solver {self.name!r} needs a smooth loss, but {type(spec.loss).__name__} "
                 "is not differentiable; use solver='output_perturbation', or a smooth loss "
                 "(for example loss='smoothed_hinge')."
+            )
+        hint = getattr(spec.loss, "n_outputs_hint", spec.n_outputs)
+        if hint != spec.n_outputs:
+            raise IncompatibleSolverError(
+                f"{type(spec.loss).__name__} was built for {hint} outputs but the problem "
+                f"has {spec.n_outputs}; its derivative and range bounds would be wrong. "
+                "Pass n_outputs to the loss."
             )
         if "strongly_convex" in self.requires and spec.alpha <= 0:
             raise IncompatibleSolverError(

@@ -332,16 +332,6 @@ class PrivateFrankWolfe(BaseDPSolver):
                 "fit_intercept=False (centre the data with public constants), or use "
                 "DPLasso, whose intercept counts towards the radius."
             )
-        hint = getattr(spec.loss, "n_outputs_hint", spec.n_outputs)
-        if hint != spec.n_outputs:
-            raise IncompatibleSolverError(
-                f"{type(spec.loss).__name__} was built for {hint} outputs but the problem "
-                f"has {spec.n_outputs}; its derivative bounds would be wrong. Pass "
-                "n_outputs to the loss."
-            )
-
-    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        return self.default_accountant if accountant == "auto" else accountant
 
     # -- public constants -------------------------------------------------------------------
     def lipschitz_inf(self, spec: ProblemSpec) -> float:

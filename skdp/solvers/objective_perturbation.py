@@ -681,12 +681,6 @@ class ObjectivePerturbation(BaseDPSolver):
                 "solver='output_perturbation' (squared loss with alpha > 0) or a "
                 "gradient-perturbation solver."
             )
-        hint = getattr(loss, "n_outputs_hint", spec.n_outputs)
-        if hint != spec.n_outputs:
-            raise IncompatibleSolverError(
-                f"{type(loss).__name__} was built for {hint} outputs but the problem has "
-                f"{spec.n_outputs}; pass n_outputs to the loss."
-            )
         if not self.projects and not isinstance(spec.constraint, Unconstrained):
             raise IncompatibleSolverError(
                 f"solver {self.name!r} is exact objective perturbation, whose privacy "

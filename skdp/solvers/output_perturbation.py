@@ -354,12 +354,6 @@ class OutputPerturbation(BaseDPSolver):
                 f"OutputPerturbation.shrinkage must be 'auto' or None, got {self.shrinkage!r}."
             )
 
-    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        if accountant == "auto":
-            pure = budget is not None and budget.is_private and budget.delta == 0
-            return "pure" if pure else self.default_accountant
-        return accountant
-
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
         if spec.n_penalized != spec.n_params:
@@ -372,13 +366,6 @@ class OutputPerturbation(BaseDPSolver):
             raise IncompatibleSolverError(
                 "output perturbation supports constraint=None or 'l2' only (its "
                 "sensitivity bound uses an l2 domain)."
-            )
-        hint = getattr(spec.loss, "n_outputs_hint", spec.n_outputs)
-        if hint != spec.n_outputs:
-            raise IncompatibleSolverError(
-                f"{type(spec.loss).__name__} was built for {hint} outputs but the problem "
-                f"has {spec.n_outputs}; its derivative and range bounds would be wrong. "
-                "Pass n_outputs to the loss."
             )
         if spec.adversarial_radius > 0 and spec.n_outputs != 1:
             raise IncompatibleSolverError(

@@ -169,12 +169,6 @@ class PhasedDPSGD(BaseDPSolver):
         self._check_positive_int("batch_size")
         self._check_positive_int("n_phases")
 
-    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        if accountant == "auto":
-            pure = budget is not None and budget.is_private and budget.delta == 0
-            return "pure" if pure else self.default_accountant
-        return accountant
-
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
         if not math.isfinite(spec.gradient_bound):

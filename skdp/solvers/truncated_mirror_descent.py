@@ -138,10 +138,23 @@ class _TruncatedBase(BaseDPSolver):
         tau = min(beta * diameter + lam, spec.gradient_bound_in(q))
         return check_sensitivity(tau, "truncation threshold tau")
 
-    @abstractmethod
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, geometry: LpGeometry,
                     kappa: float) -> int:
-        """Number of batches ``T`` (at most ``n``); see the subclasses."""
+        """Number of batches ``T`` in ``[1, n]``: ``n_iter``, else ``sqrt(n)`` without
+        privacy, else the subclass's private rule (public quantities only)."""
+        n = spec.n_samples
+        if self.n_iter is not None:
+            return int(min(self.n_iter, n))
+        if not budget.is_private:
+            t = math.sqrt(n)
+        else:
+            t = self._private_n_iter(spec, budget, 2.0 * geometry.scale_radius(), kappa)
+        return int(min(max(math.ceil(t), 1), n))
+
+    @abstractmethod
+    def _private_n_iter(self, spec: ProblemSpec, budget: Budget, diameter: float,
+                        kappa: float) -> float:
+        """The (real) private number of batches of the paper's theorem."""
 
     @staticmethod
     def _step(geometry: LpGeometry, n_iter: int, scale_sq: float) -> float:
@@ -242,19 +255,11 @@ class TruncatedMirrorDescent(_TruncatedBase):
     default_accountant = "rdp"
     accountants = ("rdp",)
 
-    def auto_n_iter(self, spec: ProblemSpec, budget: Budget, geometry: LpGeometry,
-                    kappa: float) -> int:
-        if self.n_iter is not None:
-            return int(min(self.n_iter, spec.n_samples))
-        n = spec.n_samples
-        if not budget.is_private:
-            t = math.sqrt(n)
-        else:
-            diameter = 2.0 * geometry.scale_radius()
-            lam = self._paper_lambda(spec, budget, kappa, diameter)
-            t = n * budget.epsilon / (
-                diameter * lam * math.sqrt(spec.dimension * math.log(1.0 / budget.delta)))
-        return int(min(max(math.ceil(t), 1), n))
+    def _private_n_iter(self, spec: ProblemSpec, budget: Budget, diameter: float,
+                        kappa: float) -> float:
+        lam = self._paper_lambda(spec, budget, kappa, diameter)
+        return spec.n_samples * budget.epsilon / (
+            diameter * lam * math.sqrt(spec.dimension * math.log(1.0 / budget.delta)))
 
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
         geometry = lp_geometry(spec, self.p, self.name)
@@ -414,18 +419,10 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
     default_accountant = "basic"
     accountants = ("basic",)
 
-    def auto_n_iter(self, spec: ProblemSpec, budget: Budget, geometry: LpGeometry,
-                    kappa: float) -> int:
-        if self.n_iter is not None:
-            return int(min(self.n_iter, spec.n_samples))
-        n = spec.n_samples
-        if not budget.is_private:
-            t = math.sqrt(n)
-        else:
-            diameter = 2.0 * geometry.scale_radius()
-            t = diameter**2 * n * budget.epsilon * kappa / math.sqrt(
-                spec.dimension * math.log(1.0 / budget.delta))
-        return int(min(max(math.ceil(t), 1), n))
+    def _private_n_iter(self, spec: ProblemSpec, budget: Budget, diameter: float,
+                        kappa: float) -> float:
+        return diameter**2 * spec.n_samples * budget.epsilon * kappa / math.sqrt(
+            spec.dimension * math.log(1.0 / budget.delta))
 
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
         geometry = lp_geometry(spec, self.p, self.name)
