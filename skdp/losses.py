@@ -86,6 +86,11 @@ class GLMLoss(ABC):
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """``phi'(z_i, y_i)`` for every row, shape ``(n, K)``."""
 
+    def value_and_derivative(self, Z: np.ndarray, Y: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        """``(value(Z, Y), derivative(Z, Y))``; losses override it to share work."""
+        return self.value(Z, Y), self.derivative(Z, Y)
+
 
 class LogisticLoss(GLMLoss):
     """Binary logistic loss ``log(1 + exp(-y z))`` with ``y`` in ``{-1, +1}``, ``K = 1``.
@@ -113,6 +118,17 @@ class LogisticLoss(GLMLoss):
 
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return -Y * expit(-Y * Z)
+
+    def value_and_derivative(self, Z: np.ndarray, Y: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        # One exponential for both: with m = -y z and e = exp(-|m|),
+        # log(1 + e^m) = max(m, 0) + log1p(e) and expit(m) = 1/(1+e) (m >= 0) or e/(1+e).
+        M = -Y * Z
+        E = np.exp(-np.abs(M))
+        value = np.maximum(M[:, 0], 0.0) + np.log1p(E[:, 0])
+        inv = 1.0 / (1.0 + E)
+        sig = np.where(M >= 0.0, inv, E * inv)
+        return value, -Y * sig
 
 
 class MultinomialLogisticLoss(GLMLoss):

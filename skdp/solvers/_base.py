@@ -412,6 +412,27 @@ class Problem:
             grad += self.gradient_sum(D, Xs)
         return grad / n
 
+    def loss_and_gradient_sums(self, W: np.ndarray, loss: GLMLoss | None = None
+                               ) -> tuple[float, np.ndarray]:
+        """``(sum_i phi(x'_i^T W, y_i), sum_i x'_i phi'_i^T)``, unclipped, in one pass.
+
+        Rows are processed in cache-sized blocks, so ``X`` is read from memory once per
+        call instead of twice (scores, then gradient): the inner solvers of output and
+        objective perturbation are memory-bound on tall data.
+        """
+        n = self.spec.n_samples
+        loss = self.spec.loss if loss is None else loss
+        step = max(256, _BLOCK_ELEMENTS // max(1, self.X.shape[1]))
+        total = 0.0
+        grad = np.zeros((self.spec.n_params, W.shape[1]))
+        for start in range(0, n, step):
+            block = slice(start, min(start + step, n))
+            Xs = self.rows(block)
+            V, D = loss.value_and_derivative(self.scores(W, Xs), self.Y[block])
+            total += float(np.sum(V))
+            grad += self.gradient_sum(D, Xs)
+        return total, grad
+
     # -- unclipped objective (tests, certificates and benchmarks only) ------------------------
     def objective(self, W: np.ndarray) -> float:
         """``F(W)``, unclipped gradients (for tests, certificates and benchmarks only)."""

@@ -355,10 +355,7 @@ class PerturbedObjective:
         self.shape = B.shape
 
     def value_and_gradient(self, W: np.ndarray) -> tuple[float, np.ndarray]:
-        Z = self.problem.scores(W)
-        Y = self.problem.Y
-        value = float(np.sum(self.loss.value(Z, Y)))
-        g = self.problem.gradient_sum(self.loss.derivative(Z, Y))
+        value, g = self.problem.loss_and_gradient_sums(W, self.loss)
         g += self.lam * W + self.B
         value += 0.5 * float(np.sum(self.lam * W * W)) + float(np.sum(self.B * W))
         return value, g

@@ -160,8 +160,15 @@ class _Objective:
         ``sum(w+ + w-)``)."""
         spec, problem = self.spec, self.problem
         loss = spec.loss
-        Z = problem.scores(W)
         rho = spec.adversarial_radius
+        if rho == 0 and spec.tilt == 0:
+            # Plain ERM: one blocked pass over X (the common, memory-bound case).
+            total, g = problem.loss_and_gradient_sums(W)
+            n = spec.n_samples
+            g /= n
+            g += self.mu * W
+            return total / n + 0.5 * self.mu * float(np.sum(W * W)), g, 0.0
+        Z = problem.scores(W)
         if rho > 0:
             r = rho * (self._dual_norm(W) if dual_norm is None else dual_norm)
             lo, hi = loss.value(Z - r, problem.Y), loss.value(Z + r, problem.Y)

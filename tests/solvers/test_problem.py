@@ -9,8 +9,17 @@ import pytest
 import scipy.sparse as sp
 
 from skdp.geometry import L1Ball, L2Ball, LpBall, Unconstrained
-from skdp.losses import LogisticLoss, SquaredLoss, row_norms
+from skdp.losses import (
+    HingeLoss,
+    HuberLoss,
+    LogisticLoss,
+    MultinomialLogisticLoss,
+    SmoothedHingeLoss,
+    SquaredLoss,
+    row_norms,
+)
 from skdp.solvers import Problem, ProblemSpec
+from tests.conftest import make_problem
 
 ORDS = [1.0, 1.5, 2.0, 3.0, math.inf]
 
@@ -132,3 +141,37 @@ def test_large_order_norms_do_not_underflow():
     problem = Problem.build(X, np.ones((6, 1)), spec, data_norm=0.1)
     norms = vector_norms(problem.design_matrix(), q)
     assert np.all(norms <= 0.1 * (1 + 1e-9)) and np.all(norms >= 0.1 * (1 - 1e-9))
+
+
+LOSSES = [LogisticLoss(), MultinomialLogisticLoss(3), SquaredLoss(1.0), HuberLoss(),
+          HingeLoss(), SmoothedHingeLoss()]
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda loss: type(loss).__name__)
+def test_fused_value_and_derivative_match_the_separate_ones(loss):
+    rng = np.random.default_rng(0)
+    K = getattr(loss, "n_outputs_hint", 1)
+    # Scores far into both tails, where exp over/underflows if computed naively.
+    Z = np.concatenate([rng.normal(scale=3.0, size=(200, K)),
+                        np.array([[-800.0] * K, [800.0] * K, [0.0] * K, [40.0] * K])])
+    if K > 1:
+        Y = np.eye(K)[rng.integers(0, K, size=Z.shape[0])]
+    else:
+        Y = rng.choice([-1.0, 1.0], size=(Z.shape[0], 1))
+    value, derivative = loss.value_and_derivative(Z, Y)
+    assert np.all(np.isfinite(value)) and np.all(np.isfinite(derivative))
+    np.testing.assert_allclose(value, loss.value(Z, Y), rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(derivative, loss.derivative(Z, Y), rtol=1e-13, atol=1e-300)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_one_pass_loss_and_gradient_sums_match_the_objective(intercept, n_classes):
+    # n larger than one block, so several blocks are summed.
+    problem = make_problem(n=5000, d=80, n_classes=n_classes, intercept=intercept, alpha=0.0)
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(problem.spec.n_params, problem.spec.n_outputs))
+    total, grad = problem.loss_and_gradient_sums(W)
+    n = problem.spec.n_samples
+    assert total / n == pytest.approx(problem.objective(W), rel=1e-12)
+    np.testing.assert_allclose(grad / n, problem.gradient(W), rtol=1e-10, atol=1e-14)
