@@ -83,6 +83,7 @@ def grids(quick: bool) -> dict[str, list[dict]]:
     if quick:
         tmd = [dict(truncation=t, n_iter=T, step_size=s)
                for t, T, s in itertools.product((20.0, 50.0), (1, 3, 10), (3.0, 10.0))]
+        tmd += [dict(truncation=20.0, n_iter=1, n_epochs=E, step_size=1.0) for E in (30, 100)]
         stmd = [dict(truncation=t, n_iter=T, step_size=s)
                 for t, T, s in itertools.product((20.0, 50.0), (1, 10), (1.0, 3.0))]
         gd = [dict(clip_norm=c, n_iter=100, step_size=s)
@@ -91,6 +92,10 @@ def grids(quick: bool) -> dict[str, list[dict]]:
         tmd = [dict(truncation=t, n_iter=T, step_size=s)
                for t, T, s in itertools.product((5.0, 20.0, 50.0), (1, 2, 3, 5, 10, 30),
                                                 (1.0, 3.0, 10.0))]
+        # Several passes (n_epochs: full-batch steps, noise calibrated for E releases).
+        tmd += [dict(truncation=t, n_iter=1, n_epochs=E, step_size=s)
+                for t, E, s in itertools.product((5.0, 20.0, 50.0), (10, 30, 100),
+                                                 (0.3, 1.0, 3.0))]
         stmd = [dict(truncation=t, n_iter=T, step_size=s)
                 for t, T, s in itertools.product((20.0, 50.0, 200.0), (1, 3, 10), (1.0, 3.0))]
         gd = [dict(clip_norm=c, n_iter=100, step_size=s)

@@ -173,23 +173,25 @@ class _TruncatedBase(BaseDPSolver):
         spec, s = problem.spec, plan.settings
         geometry = lp_geometry(spec, self.p, self.name)
         q, tau, eta = s["q"], s["truncation"], s["step_size"]
-        n, T = spec.n_samples, plan.n_iter
-        # Data-independent random order, drawn before any data is read; T disjoint batches.
-        order = noise.permutation(n)
-        batches = np.array_split(order, T)
+        n, T = spec.n_samples, s.get("batches", plan.n_iter)
+        epochs = s.get("epochs", 1)
         row_norms_q = problem.row_norms_in(q)
         W = np.zeros((spec.n_params, spec.n_outputs))
         total = np.zeros_like(W)
-        for index in batches:
-            index = np.sort(index)  # sorted rows: faster CSR/dense gathers, same batch
-            g_sum = _truncated_batch_sum(problem, W, index, tau, q, row_norms_q)
-            g = self._privatize(g_sum, index.size, W.shape, plan, noise) / index.size
-            g[: spec.n_penalized] += spec.alpha * W[: spec.n_penalized]
-            # w_t = argmin_{w in C} <g, w> + gamma D_Phi(w, w_{t-1}), gamma = 1 / eta.
-            W = geometry.prox(eta * g - geometry.grad(W), 1.0)
-            total += W
+        for _ in range(epochs):
+            # Data-independent random order, drawn independently of the data (a fresh one
+            # per epoch); T disjoint batches.
+            order = noise.permutation(n)
+            for index in np.array_split(order, T):
+                index = np.sort(index)  # sorted rows: faster CSR/dense gathers, same batch
+                g_sum = _truncated_batch_sum(problem, W, index, tau, q, row_norms_q)
+                g = self._privatize(g_sum, index.size, W.shape, plan, noise) / index.size
+                g[: spec.n_penalized] += spec.alpha * W[: spec.n_penalized]
+                # w_t = argmin_{w in C} <g, w> + gamma D_Phi(w, w_{t-1}), gamma = 1 / eta.
+                W = geometry.prox(eta * g - geometry.grad(W), 1.0)
+                total += W
         # Constant gamma_t: the paper's weights gamma_t^{-1} make a uniform average.
-        return total / T
+        return total / (T * epochs)
 
     @abstractmethod
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int], plan: Plan,
@@ -228,14 +230,23 @@ class TruncatedMirrorDescent(_TruncatedBase):
         (standard mirror descent tuning, ``R`` the radius, 1 when unconstrained).
     p : float, optional
         Exponent for unconstrained problems (``1 < p <= 2``); default ``1 + 1/ln d``.
+    n_epochs : int, default=1
+        Passes over the data. 1 is the paper's one-pass algorithm; ``E > 1`` repeats it
+        with a fresh data-independent permutation per pass (``E T`` mirror steps, the
+        average of all iterates), and the noise is calibrated for ``E`` releases per
+        record. An extension of the paper (its analysis is one-pass): on finite data
+        several passes with more noise per step often beat one pass.
 
     Notes
     -----
     **Privacy guarantee.** Replace-one neighbouring relation. The permutation is drawn
     independently of the data, so the replaced record falls in the same batch of both
     datasets, and the other batches' releases have the same law given the past: by
-    parallel composition (design note B9, adaptive) the run is as private as one batch
-    release. A truncated gradient lies in the l_q ball of radius ``tau`` (0 included), so
+    parallel composition (design note B9, adaptive) one pass is as private as one batch
+    release. With ``n_epochs = E`` each record is in exactly one batch of each pass, so the
+    run is the adaptive composition of ``E`` such releases (RDP curves add; the releases
+    that do not contain the record contribute nothing), and ``z`` is solved for ``E``
+    compositions. A truncated gradient lies in the l_q ball of radius ``tau`` (0 included), so
     the batch mean over ``|B|`` records has l_q sensitivity ``s_q = 2 tau / |B|`` and l_r
     sensitivity ``s_+ = s_q d^max(0, 1/r - 1/q)``, ``r = min(q, 2 ln d + 1)``. The GG
     mechanism is ``kappa_+ s_+^2 / (2 sigma^2)``-zCDP, ``kappa_+ = r - 1`` (design note B5),
@@ -255,6 +266,14 @@ class TruncatedMirrorDescent(_TruncatedBase):
     default_accountant = "rdp"
     accountants = ("rdp",)
 
+    def __init__(self, n_iter=None, truncation=None, step_size=None, p=None, n_epochs=1):
+        super().__init__(n_iter=n_iter, truncation=truncation, step_size=step_size, p=p)
+        self.n_epochs = n_epochs
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        self._check_positive_int("n_epochs")
+
     def _private_n_iter(self, spec: ProblemSpec, budget: Budget, diameter: float,
                         kappa: float) -> float:
         lam = self._paper_lambda(spec, budget, kappa, diameter)
@@ -273,17 +292,24 @@ class TruncatedMirrorDescent(_TruncatedBase):
         # Replace-one within a batch: two truncated gradients differ by <= 2 tau in l_q.
         s_q = check_sensitivity(2.0 * tau / min_batch, "batch sensitivity 2 tau / |B|")
         equivalent = math.sqrt(kappa_plus) * s_q * factor
-        z = calibrate_gg_multiplier(budget, 1, relation)
+        # Each epoch is one pass (parallel composition over its disjoint batches); a
+        # record is in exactly one batch per epoch, so E epochs compose E releases of
+        # multiplier z (adaptive sequential composition of the RDP curves).
+        epochs = int(self.n_epochs)
+        z = calibrate_gg_multiplier(budget, epochs, relation)
         sigma = z * equivalent  # noise of the smallest batches; sigma_t = sigma min_b / |B_t|
         event = gaussian_event(sigma, equivalent, accountant="rdp", relation=relation)
+        if epochs > 1 and not isinstance(event, dpe.NonPrivateDpEvent):
+            event = dpe.SelfComposedDpEvent(event, epochs)
         if self.step_size is not None:
             eta = float(self.step_size)
         else:
-            # E||mean + Z||_q^2 <= tau^2 + E||Z||_r^2 = tau^2 + d sigma^2 (r <= q).
-            eta = self._step(geometry, n_iter, tau**2 + d * sigma**2)
+            # E||mean + Z||_q^2 <= tau^2 + E||Z||_r^2 = tau^2 + d sigma^2 (r <= q), over
+            # E T steps.
+            eta = self._step(geometry, epochs * n_iter, tau**2 + d * sigma**2)
         return Plan(
-            n_iter=n_iter, event=event, accountant="rdp", relation=relation,
-            settings={
+            n_iter=epochs * n_iter, event=event, accountant="rdp", relation=relation,
+            settings={"batches": n_iter, "epochs": epochs,
                 "sigma": sigma, "noise_multiplier": z, "noise_order": r,
                 "kappa_plus": kappa_plus, "sensitivity_q": s_q,
                 "sensitivity_r": s_q * factor, "truncation": tau, "min_batch": min_batch,

@@ -6,6 +6,7 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
 
 from skdp import DPLinearRegression
 from skdp.exceptions import BudgetError, IncompatibleSolverError
@@ -176,6 +177,28 @@ def test_calibration_round_trip(eps):
     assert spent <= eps
 
 
+@pytest.mark.parametrize("eps", [0.2, 1.0, 5.0])
+def test_epochs_compose_one_release_per_record_per_epoch(eps):
+    # E passes: every record is in one batch per pass, so the ledger is E releases of
+    # multiplier z, calibrated to spend the budget; more passes need more noise.
+    problem = _heavy_problem()
+    budget = Budget(eps, 1e-5)
+    one = TruncatedMirrorDescent(n_iter=7, truncation=2.0).plan(
+        problem.spec, budget, "rdp", "replace_one")
+    four = TruncatedMirrorDescent(n_iter=7, truncation=2.0, n_epochs=4).plan(
+        problem.spec, budget, "rdp", "replace_one")
+    assert four.n_iter == 28 and four.settings["batches"] == 7
+    assert four.settings["epochs"] == 4
+    spent = epsilon_spent(four.event, budget.delta, accountant="rdp", relation="replace_one")
+    assert 0.99 * eps <= spent <= eps
+    z1, z4 = one.settings["noise_multiplier"], four.settings["noise_multiplier"]
+    assert 1.5 * z1 < z4 <= 2.0 * z1 * (1 + 1e-9)
+    # The ledger is exactly four releases at the drawn multiplier.
+    single = epsilon_spent(dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(z4), 4), budget.delta,
+                           accountant="rdp", relation="replace_one")
+    assert spent == pytest.approx(single, rel=1e-9)
+
+
 def test_accountants():
     problem = _heavy_problem()
     with pytest.raises(IncompatibleSolverError):
@@ -191,21 +214,31 @@ def _reference(problem, plan, draws, shuffled):
     against numerical optimisation in test_regularized_mirror_descent.py)."""
     s = plan.settings
     spec = problem.spec
-    q, tau, eta = s["q"], s["truncation"], s["step_size"]
     X, Y = problem.design_matrix(), problem.Y
-    kind, order = draws[0]
-    assert kind == "perm"
+    batches, epochs = s.get("batches", plan.n_iter), s.get("epochs", 1)
     geo = LpGeometry(s["p"], spec.n_penalized, spec.constraint.radius
                      if isinstance(spec.constraint, LpBall) else None)
     w = np.zeros((spec.n_params, 1))
     total = np.zeros_like(w)
-    for t, batch in enumerate(np.array_split(order, plan.n_iter)):
+    draws = iter(draws)
+    for _ in range(epochs):
+        kind, order = next(draws)
+        assert kind == "perm"
+        w, total = _reference_epoch(X, Y, np.array_split(order, batches), draws, w, total,
+                                    s, geo, shuffled)
+    assert next(draws, None) is None
+    return total / plan.n_iter
+
+
+def _reference_epoch(X, Y, batches, draws, w, total, s, geo, shuffled):
+    q, tau, eta = s["q"], s["truncation"], s["step_size"]
+    for batch in batches:
         g = np.zeros_like(w)
         for i in sorted(batch):
             gi = X[i][:, None] * (X[i] @ w - Y[i])
             if _norm(gi, q) <= tau * (1 - 1e-12):
                 g += gi
-        kind, (scale, _order, noise) = draws[t + 1]
+        kind, (scale, _order, noise) = next(draws)
         if shuffled:
             assert kind == "k" and noise.shape[0] == len(batch)
             g = (g + noise.sum(axis=0)) / len(batch)
@@ -215,14 +248,17 @@ def _reference(problem, plan, draws, shuffled):
             g = g / len(batch) + noise
         w = geo.prox(eta * g - geo.grad(w), 1.0)
         total += w
-    return total / plan.n_iter
+    return w, total
 
 
-@pytest.mark.parametrize("cls", [TruncatedMirrorDescent, ShuffledTruncatedMirrorDescent])
+@pytest.mark.parametrize("cls, epochs", [(TruncatedMirrorDescent, 1),
+                                         (TruncatedMirrorDescent, 3),
+                                         (ShuffledTruncatedMirrorDescent, 1)])
 @pytest.mark.parametrize("radius", [0.5, None])
-def test_matches_reference_fed_the_same_noise(cls, radius):
+def test_matches_reference_fed_the_same_noise(cls, epochs, radius):
     problem = _heavy_problem(n=2000, d=3, radius=radius, seed=4)
-    solver = cls(n_iter=7, truncation=4.0, p=None if radius else 1.5)
+    extra = {"n_epochs": epochs} if epochs > 1 else {}
+    solver = cls(n_iter=7, truncation=4.0, p=None if radius else 1.5, **extra)
     budget = Budget(1.0, 1e-5)
     acc = solver.resolve_accountant("auto")
     plan = solver.plan(problem.spec, budget, acc, "replace_one")
