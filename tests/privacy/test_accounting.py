@@ -7,7 +7,7 @@ import mpmath
 import pytest
 from dp_accounting import dp_event as dpe
 
-from skdp.exceptions import BudgetError, IncompatibleSolverError
+from skdp.exceptions import BudgetError, IncompatibleSolverError, PrivacyAccountingError
 from skdp.privacy import (
     Budget,
     GaussianAccountant,
@@ -20,6 +20,7 @@ from skdp.privacy import (
     make_accountant,
     subsampled_gaussian_event,
 )
+from skdp.privacy.accounting import randomized_response_event
 
 
 def _mp_delta(mu, eps):
@@ -230,3 +231,48 @@ def test_pure_accountant_adds_epsilons_and_rejects_gaussians():
     assert acc.get_epsilon(0.0) == pytest.approx(0.5 + 1.0 + 0.5)
     assert acc.get_delta(2.0) == 0.0 and acc.get_delta(1.9) == 1.0
     assert not make_accountant("pure").supports(dpe.GaussianDpEvent(1.0))
+
+
+def _rr_composition_delta(e, count, eps):
+    # Kairouz, Oh & Viswanath (2015): count randomized responses have privacy loss
+    # (count - 2 i) e, i ~ Binomial(count, 1 / (1 + e^e)).
+    mpmath.mp.dps = 40
+    e, eps = mpmath.mpf(e), mpmath.mpf(eps)
+    q = 1 / (1 + mpmath.exp(e))
+    total = mpmath.mpf(0)
+    for i in range(count + 1):
+        loss = (count - 2 * i) * e
+        if loss > eps:
+            total += mpmath.binomial(count, i) * q**i * (1 - q) ** (count - i) * (
+                1 - mpmath.exp(eps - loss))
+    return float(total)
+
+
+@pytest.mark.parametrize("eps0, count", [(0.3, 1), (0.1, 7), (0.02, 64), (0.005, 300),
+                                         (5e-5, 1000)])
+def test_pld_composes_randomized_response_count_times_exactly(eps0, count):
+    # dp_accounting 0.6.0 composes a self-composed randomized response once and rounds
+    # its losses to a 1e-4 grid; skdp's PLD accountant must give the exact optimal
+    # composition (never below it), and agree with `count` explicit compositions.
+    rr = randomized_response_event(eps0)
+    assert math.log((1 - rr.noise_parameter / 2) / (rr.noise_parameter / 2)) == \
+        pytest.approx(eps0, rel=1e-12)
+    delta = 1e-6
+    ours = epsilon_spent(dpe.SelfComposedDpEvent(rr, count), delta, accountant="pld",
+                         relation="replace_one")
+    assert _rr_composition_delta(eps0, count, ours) <= delta * (1 + 1e-6)
+    assert _rr_composition_delta(eps0, count, ours * (1 - 1e-3) - 1e-9) > delta
+    if count <= 64:
+        composed = epsilon_spent(dpe.ComposedDpEvent([rr] * count), delta, accountant="pld",
+                                 relation="replace_one")
+        assert ours == pytest.approx(composed, rel=1e-9)
+    assert ours <= count * eps0 * (1 + 1e-9)
+
+
+def test_pld_refuses_to_mix_randomized_response_with_other_events():
+    rr = randomized_response_event(0.1)
+    for event in (dpe.ComposedDpEvent([rr, dpe.GaussianDpEvent(1.0)]),
+                  dpe.ComposedDpEvent([dpe.GaussianDpEvent(1.0), rr]),
+                  dpe.ComposedDpEvent([rr, randomized_response_event(0.2)])):
+        with pytest.raises(PrivacyAccountingError, match="randomized response"):
+            epsilon_spent(event, 1e-6, accountant="pld", relation="replace_one")
