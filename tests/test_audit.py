@@ -165,6 +165,10 @@ AUDITS: dict[str, tuple[AuditCase, ...]] = {
         AuditCase(lambda: PrivateFrankWolfe(n_phases=1, clip_norm=0.25), LogisticLoss,
                   alpha=0.0, epsilon=2.0, delta=0.0, n_trials=20000,
                   constraint=lambda: L1Ball(1.0), zero_background=True, noise=_CanaryFirst),
+        # delta > 0: the selections compose by the PLD of randomized response.
+        AuditCase(lambda: PrivateFrankWolfe(n_phases=1, clip_norm=0.25), LogisticLoss,
+                  alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=20000,
+                  constraint=lambda: L1Ball(1.0), zero_background=True, noise=_CanaryFirst),
     ),
     # The label flip moves phi' by 2 on the linear part of the smoothed hinge: the noise
     # term's ||u|| = 2L is saturated. Measured (seeds 0-2): exact real <= 0.24, twin

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
 from scipy.stats import beta as beta_dist
 from sklearn.linear_model import Lasso
 
@@ -16,6 +17,7 @@ from skdp.exceptions import IncompatibleSolverError, PrivacyLeakWarning
 from skdp.geometry import L1Ball, L2Ball, LpBall, Simplex, Unconstrained
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss, SquaredLoss
 from skdp.privacy import Budget, epsilon_spent
+from skdp.privacy.accounting import randomized_response_event
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
 from skdp.solvers.frank_wolfe import (
@@ -462,10 +464,14 @@ def test_calibration_round_trip(eps, delta, n, n_phases):
     solver = PrivateFrankWolfe(n_phases=n_phases)
     budget = Budget(eps, delta)
     for accountant in solver.accountants:
+        if accountant == "pld" and delta == 0:
+            with pytest.raises(IncompatibleSolverError, match="delta=0"):
+                solver.plan(problem.spec, budget, accountant, "replace_one")
+            continue
         plan = solver.plan(problem.spec, budget, accountant, "replace_one")
         spent = epsilon_spent(plan.event, delta, accountant=accountant, relation="replace_one")
         assert 0.99 * eps <= spent <= eps
-    s = plan.settings
+    s = solver.plan(problem.spec, budget, "pure", "replace_one").settings
     # The ledger's epsilon is the worst vertex's composition; every vertex is within it.
     for t, row in enumerate(s["vertex_epsilon"], start=1):
         for j, e in enumerate(row):
@@ -475,6 +481,35 @@ def test_calibration_round_trip(eps, delta, n, n_phases):
             assert e == pytest.approx((1 << (t - j)) * 2 * s["score_sensitivity"][t - 1][j]
                                       / lam)
         assert max(row) == pytest.approx(eps, rel=1e-9)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
+@pytest.mark.parametrize("n, n_phases", [(3000, None), (20_000, 8), (48, 3)])
+def test_approximate_dp_composes_the_selections_optimally(eps, n, n_phases):
+    """delta > 0: the selections below a vertex compose by the PLD of randomized response
+    (optimal composition); every vertex meets the budget and the noise is smaller."""
+    problem, _ = lasso_problem(n=n, d=50)
+    solver = PrivateFrankWolfe(n_phases=n_phases)
+    budget = Budget(eps, 1e-5)
+    assert solver.resolve_accountant("auto", budget) == "pld"
+    assert solver.resolve_accountant("auto", Budget(eps, 0.0)) == "pure"
+    plan = solver.plan(problem.spec, budget, "pld", "replace_one")
+    pure = solver.plan(problem.spec, budget, "pure", "replace_one").settings
+    s = plan.settings
+    spent = epsilon_spent(plan.event, 1e-5, accountant="pld", relation="replace_one")
+    assert 0.99 * eps <= spent <= eps
+    for t, lam in enumerate(s["laplace_scales"], start=1):
+        assert lam <= pure["laplace_scales"][t - 1] * (1 + 1e-9)
+        for j in range(t + 1):
+            # Each of the 2^(t-j) selections is (2 Delta / lambda)-DP; their composition
+            # (randomized response dominates each) must meet the budget.
+            e = 2 * s["score_sensitivity"][t - 1][j] / lam
+            vertex = dpe.SelfComposedDpEvent(randomized_response_event(e), 1 << (t - j))
+            assert epsilon_spent(vertex, 1e-5, accountant="pld",
+                                 relation="replace_one") <= spent * (1 + 1e-9)
+    if s["n_phases"] >= 4:
+        # 2^T selections: basic composition pays 2^T, optimal about sqrt(2^T ln(1/delta)).
+        assert s["laplace_scales"][-1] < 0.5 * pure["laplace_scales"][-1]
 
 
 def test_laplace_scale_formula_and_monotone_in_epsilon():
@@ -570,7 +605,8 @@ def test_estimator_end_to_end_and_delta_positive():
                                      constraint="l1", radius=1.0, fit_intercept=False,
                                      alpha=0.0, random_state=0).fit(X, y)
             assert est.privacy_spent_.epsilon <= 2.0
-            assert est.privacy_ledger_.accountant == "pure"
+            # delta = 0: pure DP; delta > 0: the selections compose optimally (PLD).
+            assert est.privacy_ledger_.accountant == ("pure" if delta == 0 else "pld")
             assert np.abs(est.coef_).sum() <= 1.0 + 1e-12
             # Better than predicting 0.
             assert np.mean((X @ est.coef_ - y) ** 2) < 0.8 * np.mean(y**2)
@@ -593,7 +629,7 @@ def test_incompatible_constraints(constraint, match):
 
 def test_incompatible_accountant_and_bad_params():
     problem, _ = lasso_problem(n=100, d=5)
-    for acc in ("gaussian", "rdp", "pld"):
+    for acc in ("gaussian", "rdp"):
         with pytest.raises(IncompatibleSolverError, match="cannot be accounted"):
             PrivateFrankWolfe().solve(problem, Budget(1.0, 1e-5), 0, accountant=acc)
     for name, value in (("n_phases", 0), ("batch_size", -1), ("clip_norm", 0.0),

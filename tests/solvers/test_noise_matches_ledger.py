@@ -29,11 +29,12 @@ class _Recorder(NoiseSource):
 
 
 @pytest.mark.parametrize("eps", [0.5, 2.0])
-def test_frank_wolfe_draws_the_accounted_laplace_scales(eps):
+@pytest.mark.parametrize("delta, accountant", [(0.0, "pure"), (1e-5, "pld")])
+def test_frank_wolfe_draws_the_accounted_laplace_scales(eps, delta, accountant):
     problem, _ = lasso_problem(n=3000, d=20)
     solver = PrivateFrankWolfe(n_phases=3)
     recorder = _Recorder(np.random.default_rng(0))
-    res = solver.solve(problem, Budget(eps, 0.0), recorder)
+    res = solver.solve(problem, Budget(eps, delta), recorder)
     scales = res.plan.settings["laplace_scales"]
     drawn = [scale for kind, scale, _ in recorder.calls if kind == "laplace"]
     # Phase t runs 2^t Frank-Wolfe steps, each one report-noisy-min at scale lambda_t
@@ -41,8 +42,9 @@ def test_frank_wolfe_draws_the_accounted_laplace_scales(eps):
     expected = [lam for t, lam in enumerate(scales, start=1) for _ in range(2**t)]
     assert drawn == expected
     assert all(shape == (2 * problem.spec.n_params,) for kind, _, shape in recorder.calls)
-    # The ledger is pure DP at (at most) the budget.
-    assert res.ledger.accountant == "pure" and res.spent.epsilon <= eps
+    # The ledger: pure DP (delta = 0) or the optimal composition (delta > 0), at most
+    # the budget.
+    assert res.ledger.accountant == accountant and res.spent.epsilon <= eps
 
 
 @pytest.mark.parametrize("n, eps", [(20_000, 1.0), (100, 1.0), (20_000, 50.0)])
