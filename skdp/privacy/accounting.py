@@ -52,6 +52,7 @@ from dp_accounting.pld import pld_privacy_accountant, privacy_loss_distribution
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
+from scipy.stats import binom
 
 from skdp.exceptions import BudgetError, IncompatibleSolverError, PrivacyAccountingError
 from skdp.privacy.budget import Budget
@@ -353,8 +354,25 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
         return super()._maybe_compose(event, count, do_compose)
 
 
+def _rr_loss(noise_parameter: float) -> float:
+    """Privacy loss ``log((1 - p/2) / (p/2)) = log1p(2 (1 - p) / p)`` of binary randomized
+    response, accurate to a few ulps also for ``p`` near 1 (tiny losses), where the
+    difference of two logarithms cancels."""
+    p = noise_parameter
+    return math.log1p(2.0 * (1.0 - p) / p)
+
+
+def _leaves(event: dpe.DpEvent) -> list[dpe.DpEvent]:
+    """The non-composition events of ``event`` (through Composed and SelfComposed)."""
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return _leaves(event.event)
+    if isinstance(event, dpe.ComposedDpEvent):
+        return [leaf for e in event.events for leaf in _leaves(e)]
+    return [event]
+
+
 class SelfComposingPldAccountant(pld_privacy_accountant.PLDAccountant):
-    """dp_accounting's PLD accountant, composing randomized response ``count`` times exactly.
+    """dp_accounting's PLD accountant, with randomized response composed exactly.
 
     Two problems of dp_accounting 0.6.0 with ``RandomizedResponseDpEvent`` (which skdp uses
     for pure-DP selections: every ``e``-DP mechanism is dominated by binary randomized
@@ -367,13 +385,19 @@ class SelfComposingPldAccountant(pld_privacy_accountant.PLDAccountant):
       grid step the ``-e`` losses become 0 and ``count`` compositions lose tens of percent
       (``e < 1e-4`` cannot be accounted at all).
 
-    Here a randomized-response event composed first is represented exactly on the
-    lattice ``e Z``: its PLD puts mass ``1 - p/2`` on ``+e`` and ``p/2`` on ``-e`` (the
-    interval is the computed ``e`` rounded up by one ulp, so ``+e`` is never
-    under-stated), and dp_accounting's own ``self_compose`` composes it ``count`` times.
-    A composition that mixes it with events of another kind, or with randomized response
-    of another ``e``, raises :class:`~skdp.exceptions.PrivacyAccountingError` (the PLDs
-    live on different grids); every other event goes to dp_accounting unchanged.
+    Here binary randomized response under replace-one is represented exactly: ``k``
+    releases have privacy loss ``(k - 2 i) e`` with ``i ~ Binomial(k, p/2)`` flips (the
+    closed form of the optimal composition, Kairouz, Oh & Viswanath 2015, Thm. 3.3), put on
+    the lattice ``e Z`` (interval ``e`` rounded up by two ulps, so no loss is
+    under-stated by more than a few ulps) with ``scipy``'s binomial probabilities, and
+    dp_accounting's PLD computes epsilon from it. No FFT convolution is involved: its
+    round-off leaves negative probabilities of about ``1e-11`` at ``k = 2^18``, which
+    under-states epsilon at small ``delta``. A ledger may hold randomized response of ONE
+    parameter, plus no-op and non-private events; mixing it with anything else raises
+    :class:`~skdp.exceptions.PrivacyAccountingError` before anything is composed (the
+    PLDs live on different grids), and other randomized-response variants (more buckets,
+    other relations) are refused when composed more than once (dp_accounting would
+    compose them once). Every other event goes to dp_accounting unchanged.
     """
 
     def __init__(self, neighboring_relation, value_discretization_interval: float):
@@ -381,51 +405,80 @@ class SelfComposingPldAccountant(pld_privacy_accountant.PLDAccountant):
         self._lattice: tuple[float, int] | None = None  # (noise_parameter, count)
         self._other = False
 
+    def _exact_rr(self, event: dpe.DpEvent) -> bool:
+        return (isinstance(event, dpe.RandomizedResponseDpEvent) and event.num_buckets == 2
+                and 0 < event.noise_parameter < 1
+                and self.neighboring_relation is dpa.NeighboringRelation.REPLACE_ONE)
+
+    def _mixing_error(self, event: dpe.DpEvent) -> str | None:
+        rr_params = set()
+        other = self._other
+        for leaf in _leaves(event):
+            if isinstance(leaf, dpe.NoOpDpEvent | dpe.NonPrivateDpEvent):
+                continue
+            if self._exact_rr(leaf):
+                rr_params.add(float(leaf.noise_parameter))
+            elif isinstance(leaf, dpe.RandomizedResponseDpEvent):
+                return ("dp_accounting 0.6.0 composes this randomized response (more than "
+                        "two buckets, or not replace-one) only once; account it another way.")
+            else:
+                other = True
+        if self._lattice is not None:
+            rr_params.add(self._lattice[0])
+        if rr_params and (other or len(rr_params) > 1):
+            return ("the PLD accountant composes randomized response exactly only on its "
+                    "own lattice: one randomized-response parameter per ledger, and no "
+                    "other mechanism.")
+        return None
+
+    def supports(self, event: dpe.DpEvent) -> bool:
+        return self._mixing_error(event) is None and super().supports(event)
+
+    def compose(self, event: dpe.DpEvent, count: int = 1):
+        error = self._mixing_error(event)
+        if error is not None:
+            raise PrivacyAccountingError(error)
+        return super().compose(event, count)
+
     def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
-        rr = (isinstance(event, dpe.RandomizedResponseDpEvent) and event.num_buckets == 2
-              and 0 < event.noise_parameter < 1)
-        if not rr:
-            if isinstance(event, dpe.SelfComposedDpEvent | dpe.ComposedDpEvent):
-                return super()._maybe_compose(event, count, do_compose)
-            if do_compose and self._lattice is not None:
-                raise PrivacyAccountingError(
-                    "the PLD accountant cannot compose randomized response with other "
-                    "events in one ledger."
-                )
+        if not self._exact_rr(event):
             result = super()._maybe_compose(event, count, do_compose)
             if do_compose and result is None and not isinstance(
-                    event, dpe.NoOpDpEvent | dpe.NonPrivateDpEvent):
+                    event, dpe.NoOpDpEvent | dpe.NonPrivateDpEvent
+                    | dpe.SelfComposedDpEvent | dpe.ComposedDpEvent):
                 self._other = True
             return result
-        if self.neighboring_relation is not dpa.NeighboringRelation.REPLACE_ONE:
-            return super()._maybe_compose(event, count, do_compose)  # dp_accounting refuses
         if do_compose:
             p = float(event.noise_parameter)
-            if self._other or (self._lattice is not None and self._lattice[0] != p):
-                raise PrivacyAccountingError(
-                    "the PLD accountant composes randomized response exactly only on its "
-                    "own lattice: one randomized-response parameter per ledger, nothing else."
-                )
             total = count + (self._lattice[1] if self._lattice else 0)
             self._lattice = (p, total)
-            loss = math.log1p(-p / 2.0) - math.log(p / 2.0)
-            single = privacy_loss_distribution.PrivacyLossDistribution.\
+            flips = np.arange(total + 1)
+            pmf = binom.pmf(flips, total, p / 2.0)
+            keep = pmf > 0
+            interval = math.nextafter(math.nextafter(_rr_loss(p), math.inf), math.inf)
+            self._pld = privacy_loss_distribution.PrivacyLossDistribution.\
                 create_from_rounded_probability(
-                    {1: 1.0 - p / 2.0, -1: p / 2.0}, 0.0, math.nextafter(loss, math.inf))
-            self._pld = single.self_compose(total) if total > 1 else single
+                    dict(zip((total - 2 * flips[keep]).tolist(), pmf[keep].tolist(),
+                             strict=True)),
+                    0.0, interval)
         return None
 
 
 def randomized_response_event(epsilon: float) -> dpe.RandomizedResponseDpEvent:
-    """Binary randomized response that is exactly ``epsilon``-DP: the dominating pair of
-    every pure ``epsilon``-DP mechanism (Kairouz, Oh & Viswanath 2015, Thm. 2.1), so its
+    """Binary randomized response that is ``epsilon``-DP and no less: the dominating pair
+    of every pure ``epsilon``-DP mechanism (Kairouz, Oh & Viswanath 2015, Thm. 2.1), so its
     PLD bounds the privacy profile of any ``epsilon``-DP release and of their adaptive
     compositions. ``noise_parameter = 2 / (1 + e^epsilon)`` gives the odds
-    ``(1 - p/2) / (p/2) = e^epsilon``."""
+    ``(1 - p/2) / (p/2) = e^epsilon``; ``p`` is lowered by ulps until the represented loss
+    is at least ``epsilon`` (rounding must not make the event weaker than the mechanism;
+    checked in 50-digit arithmetic by the tests)."""
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be positive and finite, got {epsilon}.")
-    return dpe.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(epsilon)),
-                                         num_buckets=2)
+    p = 2.0 / (1.0 + math.exp(epsilon))
+    # _rr_loss is accurate to a few ulps: ask for a few ulps more than epsilon.
+    while _rr_loss(p) < epsilon * (1.0 + 1e-15):
+        p = math.nextafter(p, 0.0)
+    return dpe.RandomizedResponseDpEvent(noise_parameter=p, num_buckets=2)
 
 
 def make_accountant(accountant: str, relation: str = "replace_one") -> dpa.PrivacyAccountant:

@@ -274,5 +274,41 @@ def test_pld_refuses_to_mix_randomized_response_with_other_events():
     for event in (dpe.ComposedDpEvent([rr, dpe.GaussianDpEvent(1.0)]),
                   dpe.ComposedDpEvent([dpe.GaussianDpEvent(1.0), rr]),
                   dpe.ComposedDpEvent([rr, randomized_response_event(0.2)])):
-        with pytest.raises(PrivacyAccountingError, match="randomized response"):
+        with pytest.raises(IncompatibleSolverError, match="cannot account"):
             epsilon_spent(event, 1e-6, accountant="pld", relation="replace_one")
+
+
+@pytest.mark.parametrize("e, count, delta", [(0.0016837632489423212, 8192, 1e-12),
+                                             (0.001, 4096, 1e-12), (3e-4, 65536, 1e-9)])
+def test_pld_randomized_response_is_an_upper_bound_at_small_delta(e, count, delta):
+    # Regression: an FFT self-composition left negative probabilities (~1e-11) and
+    # under-stated epsilon at delta = 1e-12. The binomial lattice must never be below the
+    # exact optimal composition.
+    ours = epsilon_spent(dpe.SelfComposedDpEvent(randomized_response_event(e), count), delta,
+                         accountant="pld", relation="replace_one")
+    assert _rr_composition_delta(e, count, ours) <= delta * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("e", [1e-9, 1e-7, 3e-5, 0.01, 0.3, 1.0, 7.0, 20.0, 35.0])
+def test_randomized_response_event_is_never_weaker_than_asked(e):
+    rr = randomized_response_event(e)
+    p = mpmath.mpf(rr.noise_parameter)
+    mpmath.mp.dps = 50
+    assert mpmath.log((1 - p / 2) / (p / 2)) >= e
+
+
+def test_pld_refuses_other_randomized_response_and_leaves_no_state():
+    many_buckets = dpe.SelfComposedDpEvent(
+        dpe.RandomizedResponseDpEvent(noise_parameter=0.5, num_buckets=3), 100)
+    with pytest.raises(IncompatibleSolverError, match="cannot account"):
+        epsilon_spent(many_buckets, 1e-6, accountant="pld", relation="replace_one")
+    accountant = make_accountant("pld", "replace_one")
+    mixed = dpe.ComposedDpEvent([randomized_response_event(0.1), dpe.GaussianDpEvent(1.0)])
+    assert not accountant.supports(mixed)
+    with pytest.raises(PrivacyAccountingError):
+        accountant.compose(mixed)
+    # Nothing was composed: the accountant still reads a fresh randomized response right.
+    accountant.compose(randomized_response_event(0.1))
+    assert accountant.get_epsilon(1e-6) == pytest.approx(
+        epsilon_spent(randomized_response_event(0.1), 1e-6, accountant="pld",
+                      relation="replace_one"), rel=1e-12)

@@ -512,6 +512,40 @@ def test_approximate_dp_composes_the_selections_optimally(eps, n, n_phases):
         assert s["laplace_scales"][-1] < 0.5 * pure["laplace_scales"][-1]
 
 
+@pytest.mark.parametrize("n_phases, eps, delta", [(13, 1.0, 1e-12), (10, 1.0, 1e-6),
+                                                  (10, 1.0, 1e-5), (12, 8.0, 1e-10),
+                                                  (6, 0.5, 1e-8)])
+def test_approximate_dp_ledger_is_exact_and_fits_run(n_phases, eps, delta):
+    """Regressions: the worst vertex of a deep schedule stays within (eps, delta) by the
+    exact optimal composition (mpmath), and the pre-run ledger check never refuses."""
+    import mpmath
+
+    from skdp.privacy.accounting import PrivacyLedger
+    from skdp.solvers.frank_wolfe import _records_used
+
+    n = 2 * _records_used(1 << n_phases, n_phases)
+    spec = ProblemSpec(n_samples=n, n_params=10, n_outputs=1, n_penalized=10,
+                       row_norm_bound=1.0, loss=SquaredLoss(1.0), constraint=L1Ball(1.0),
+                       alpha=0.0, row_norm_ord=math.inf)
+    budget = Budget(eps, delta)
+    plan = PrivateFrankWolfe(n_phases=n_phases).plan(spec, budget, "pld", "replace_one")
+    assert PrivacyLedger(plan.event, "pld", "replace_one", budget).spent().epsilon <= eps
+    s = plan.settings
+    T = s["n_phases"]
+    e = 2 * s["score_sensitivity"][T - 1][0] / s["laplace_scales"][T - 1]
+    k = 1 << T
+    mpmath.mp.dps = 30
+    q = 1 / (1 + mpmath.exp(mpmath.mpf(e)))
+    term, total = (1 - q) ** k, mpmath.mpf(0)
+    for i in range(k + 1):  # Kairouz-Oh-Viswanath: loss (k - 2i) e, i ~ Bin(k, q)
+        loss = (k - 2 * i) * mpmath.mpf(e)
+        if loss <= eps:
+            break
+        total += term * (1 - mpmath.exp(eps - loss))
+        term = term * (k - i) / (i + 1) * q / (1 - q)
+    assert total <= delta
+
+
 def test_laplace_scale_formula_and_monotone_in_epsilon():
     """lambda_t = 4 r L 2^t / (b eps) when the root dominates; non-increasing in eps."""
     problem, _ = lasso_problem(n=5000, d=50, radius=1.0, label_bound=1.5)
