@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -357,6 +358,17 @@ class Problem:
         scale = self.row_scale[index]
         return RowBlock(self.X[index], None if np.all(scale == 1.0) else scale)
 
+    def row_blocks(self) -> Iterator[tuple[slice, RowBlock]]:
+        """Consecutive cache-sized blocks of rows, ``(slice, RowBlock)``, covering all ``n``.
+
+        A pass that computes scores and gradient block by block reads ``X`` from memory once
+        (the full-batch passes are memory-bound on tall data)."""
+        n = self.spec.n_samples
+        step = max(256, _BLOCK_ELEMENTS // max(1, self.X.shape[1]))
+        for start in range(0, n, step):
+            block = slice(start, min(start + step, n))
+            yield block, self.rows(block)
+
     def scores(self, W: np.ndarray, rows: RowBlock | None = None) -> np.ndarray:
         """``x'_i^T W`` for a :class:`RowBlock` (all rows by default)."""
         if rows is None:
@@ -400,11 +412,8 @@ class Problem:
         ``out_coefficients`` the clipped derivatives are also stored (SVRG snapshots).
         """
         n, loss = self.spec.n_samples, self.spec.loss
-        step = max(256, _BLOCK_ELEMENTS // max(1, self.X.shape[1]))
         grad = np.zeros((self.spec.n_params, W.shape[1]))
-        for start in range(0, n, step):
-            block = slice(start, min(start + step, n))
-            Xs = self.rows(block)
+        for block, Xs in self.row_blocks():
             D = clip_coefficients(loss.derivative(self.scores(W, Xs), self.Y[block]),
                                   self.norms[block], clip_norm)
             if out_coefficients is not None:
@@ -420,14 +429,10 @@ class Problem:
         call instead of twice (scores, then gradient): the inner solvers of output and
         objective perturbation are memory-bound on tall data.
         """
-        n = self.spec.n_samples
         loss = self.spec.loss if loss is None else loss
-        step = max(256, _BLOCK_ELEMENTS // max(1, self.X.shape[1]))
         total = 0.0
         grad = np.zeros((self.spec.n_params, W.shape[1]))
-        for start in range(0, n, step):
-            block = slice(start, min(start + step, n))
-            Xs = self.rows(block)
+        for block, Xs in self.row_blocks():
             V, D = loss.value_and_derivative(self.scores(W, Xs), self.Y[block])
             total += float(np.sum(V))
             grad += self.gradient_sum(D, Xs)

@@ -451,16 +451,15 @@ class PrivateFrankWolfe(BaseDPSolver):
                 # epsilon of selection_epsilon: lambda_t = max_j 2 Delta_{t,j} / e(2^(t-j)).
                 lam = max(2.0 * d_t[j] / selection_epsilon(1 << (t - j), budget, relation)
                           for j in range(t + 1)) * _SCALE_SAFETY
-                scales.append(lam)
-                eps_vertex.append(tuple((1 << (t - j)) * 2.0 * d_t[j] / lam
-                                        for j in range(t + 1)))
             elif budget.is_private:
                 # A record at depth j affects the 2^(t-j) leaves below its vertex; each
                 # selection is (2 Delta / lambda)-DP (non-monotone report-noisy-min), so
                 # basic composition needs lambda_t >= 2^(t-j) 2 Delta_{t,j} / eps.
                 lam = max((1 << (t - j)) * 2.0 * d_t[j] for j in range(t + 1))
                 lam = lam / budget.epsilon * _SCALE_SAFETY
+            if budget.is_private:
                 scales.append(lam)
+                # Basic-composition epsilon of each vertex's 2^(t-j) selections.
                 eps_vertex.append(tuple((1 << (t - j)) * 2.0 * d_t[j] / lam
                                         for j in range(t + 1)))
             else:

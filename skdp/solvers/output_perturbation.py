@@ -158,16 +158,24 @@ class _Objective:
 
         ``dual_norm`` replaces ``||w_f||_*`` (the split l1 formulation passes
         ``sum(w+ + w-)``)."""
+        spec = self.spec
+        if spec.adversarial_radius == 0 and spec.tilt == 0:
+            # Plain ERM: one blocked pass over X (the common, memory-bound case).
+            total, g = self.problem.loss_and_gradient_sums(W)
+            value, c = total / spec.n_samples, 0.0
+            g /= spec.n_samples
+        else:
+            value, g, c = self._robust_or_tilted_parts(W, dual_norm)
+        g += self.mu * W
+        value += 0.5 * self.mu * float(np.sum(W * W))
+        return value, g, c
+
+    def _robust_or_tilted_parts(self, W: np.ndarray, dual_norm: float | None
+                                ) -> tuple[float, np.ndarray, float]:
+        """The loss part of :meth:`parts` for adversarial or tilted objectives."""
         spec, problem = self.spec, self.problem
         loss = spec.loss
         rho = spec.adversarial_radius
-        if rho == 0 and spec.tilt == 0:
-            # Plain ERM: one blocked pass over X (the common, memory-bound case).
-            total, g = problem.loss_and_gradient_sums(W)
-            n = spec.n_samples
-            g /= n
-            g += self.mu * W
-            return total / n + 0.5 * self.mu * float(np.sum(W * W)), g, 0.0
         Z = problem.scores(W)
         if rho > 0:
             r = rho * (self._dual_norm(W) if dual_norm is None else dual_norm)
@@ -194,8 +202,6 @@ class _Objective:
             value = float(np.mean(V))
             weights = np.full(n, 1.0 / n)
         g = problem.gradient_sum(D * weights[:, None])
-        g += self.mu * W
-        value += 0.5 * self.mu * float(np.sum(W * W))
         c = rho * float(np.sum(weights * D[:, 0] * side)) if side is not None else 0.0
         return value, g, c
 

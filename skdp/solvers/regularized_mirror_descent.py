@@ -36,8 +36,6 @@ __all__ = [
 
 # Upper limit of the automatic iteration count (each iteration is one pass over the data).
 MAX_AUTO_ITER = 1000
-# Rows per block of a full-gradient pass: about 2 MB of float64 features per block.
-_BLOCK_ELEMENTS = 1 << 18
 
 
 def default_exponent(dim: int) -> float:
@@ -214,15 +212,11 @@ def clipped_mean_gradient(
     (:func:`~skdp.losses.clip_coefficients`); one blocked pass, sparse rows stay sparse.
     """
     spec = problem.spec
-    n = spec.n_samples
-    step = max(256, _BLOCK_ELEMENTS // max(1, problem.X.shape[1]))
     grad = np.zeros((spec.n_params, W.shape[1]))
-    for start in range(0, n, step):
-        block = slice(start, min(start + step, n))
-        rows = problem.rows(block)
+    for block, rows in problem.row_blocks():
         D = spec.loss.derivative(problem.scores(W, rows), problem.Y[block])
         grad += problem.gradient_sum(clip_coefficients(D, row_norms_q[block], clip, ord=q), rows)
-    return grad / n
+    return grad / spec.n_samples
 
 
 class RegularizedMirrorDescent(BaseDPSolver):
