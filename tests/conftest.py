@@ -6,20 +6,27 @@ import numpy as np
 import pytest
 
 from skdp.geometry import Unconstrained
-from skdp.losses import LogisticLoss, MultinomialLogisticLoss
+from skdp.losses import LogisticLoss, MultinomialLogisticLoss, SquaredLoss
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
 
 
 def make_problem(
-    n=200, d=5, n_classes=2, alpha=0.1, seed=0, constraint=None, zero=False, intercept=False
+    n=200, d=5, n_classes=2, alpha=0.1, seed=0, constraint=None, zero=False, intercept=False,
+    loss="logistic",
 ) -> Problem:
-    """A logistic problem with rows of norm <= 1 (optionally all-zero rows)."""
+    """A logistic problem with rows of norm <= 1 (optionally all-zero rows).
+
+    ``loss="squared"``: a least-squares problem (one output, labels in ``[-1, 1]``).
+    """
     rng = np.random.default_rng(seed)
     X = np.zeros((n, d)) if zero else rng.normal(size=(n, d)) / np.sqrt(d)
     bound = np.sqrt(2.0) if intercept else 1.0
     labels = rng.integers(0, n_classes, size=n)
-    if n_classes == 2:
+    if loss == "squared":
+        noise = rng.normal(size=n)
+        Y, loss = np.clip(X @ rng.normal(size=d) + 0.1 * noise, -1, 1)[:, None], SquaredLoss(1.0)
+    elif n_classes == 2:
         Y, loss = np.where(labels == 1, 1.0, -1.0)[:, None], LogisticLoss()
     else:
         Y, loss = np.eye(n_classes)[labels], MultinomialLogisticLoss(n_classes)

@@ -51,6 +51,7 @@ SOLVER_OVERRIDES = {
     "regularized_mirror_descent": {"solver": "regularized_mirror_descent"},
     "truncated_mirror_descent": {"solver": "truncated_mirror_descent"},
     "shuffled_truncated_mirror_descent": {"solver": "shuffled_truncated_mirror_descent"},
+    "sufficient_statistics": {"solver": "sufficient_statistics"},
 }
 # The other public estimators, with their defaults (pure DP output perturbation), and
 # with a gradient solver where the loss allows one.
@@ -61,6 +62,7 @@ OTHER_ESTIMATORS = [
     DPLinearRegression(),
     DPLinearRegression(solver="gd", delta=1e-5, constraint="l2", radius=5.0,
                        fit_intercept=False),
+    DPLasso(solver="sufficient_statistics"),
     DPLinearSVC(),
     DPLinearSVC(loss="hinge"),
     DPLinearSVC(loss="smoothed_hinge", solver="gd", delta=1e-5),
@@ -74,8 +76,14 @@ def _estimators():
     # Build the list from the registry: an unknown solver name still gets an estimator
     # (with its default parameters) so that the coverage test below is the one to fail.
     return [
-        DPLogisticRegression(**SOLVER_OVERRIDES.get(name, {"solver": name})) for name in SOLVERS
+        ESTIMATOR_FOR.get(name, DPLogisticRegression)(
+            **SOLVER_OVERRIDES.get(name, {"solver": name}))
+        for name in SOLVERS
     ]
+
+
+# Solvers of one loss are checked on the estimator that has it.
+ESTIMATOR_FOR = {"sufficient_statistics": DPLinearRegression}
 
 
 ESTIMATORS = _estimators()

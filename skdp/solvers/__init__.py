@@ -18,6 +18,7 @@ from skdp.solvers.objective_perturbation import ObjectivePerturbation
 from skdp.solvers.output_perturbation import OutputPerturbation
 from skdp.solvers.phased_sgd import PhasedDPSGD
 from skdp.solvers.regularized_mirror_descent import RegularizedMirrorDescent
+from skdp.solvers.sufficient_statistics import SufficientStatistics
 from skdp.solvers.svrg import DPSVRG
 from skdp.solvers.svrg_pp import DPSVRGPlusPlus
 from skdp.solvers.truncated_mirror_descent import (
@@ -38,6 +39,7 @@ __all__ = [
     "LocalizedMirrorDescent",
     "NoisyMirrorDescent",
     "SOLVERS",
+    "SufficientStatistics",
     "BaseDPSolver",
     "DPSVRGPlusPlus",
     "NoisyGD",
@@ -64,6 +66,7 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
     "truncated_mirror_descent": TruncatedMirrorDescent,
     "shuffled_truncated_mirror_descent": ShuffledTruncatedMirrorDescent,
     "phased_sgd": PhasedDPSGD,
+    "sufficient_statistics": SufficientStatistics,
 }
 
 

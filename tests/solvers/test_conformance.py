@@ -24,6 +24,7 @@ from skdp.solvers.frank_wolfe import PrivateFrankWolfe
 from skdp.solvers.objective_perturbation import ObjectivePerturbation
 from skdp.solvers.phased_sgd import PhasedDPSGD
 from skdp.solvers.regularized_mirror_descent import RegularizedMirrorDescent
+from skdp.solvers.sufficient_statistics import SufficientStatistics
 from skdp.solvers.truncated_mirror_descent import (
     ShuffledTruncatedMirrorDescent,
     TruncatedMirrorDescent,
@@ -48,6 +49,7 @@ FAST = {
     "shuffled_truncated_mirror_descent": lambda: ShuffledTruncatedMirrorDescent(
         n_iter=10, truncation=1.0),
     "phased_sgd": PhasedDPSGD,
+    "sufficient_statistics": SufficientStatistics,
 }
 # Configurations that reach the exact optimum when epsilon = inf.
 CONVERGED = {
@@ -60,6 +62,7 @@ CONVERGED = {
                                                  iterate="last"),
     "objective_perturbation": ObjectivePerturbation,
     "approx_objective_perturbation": ApproxObjectivePerturbation,
+    "sufficient_statistics": SufficientStatistics,
 }
 # Solvers that do not minimise the full empirical risk by design: localized mirror descent
 # private Frank-Wolfe, phased DP-SGD and the truncated methods use each record once (one-pass,
@@ -79,12 +82,22 @@ UNCONSTRAINED_ONLY = {"objective_perturbation"}
 MIN_SAMPLES = {"shuffled_truncated_mirror_descent": 400}
 
 
+# Solvers of one loss: their problems use it (one output).
+LOSS = {"sufficient_statistics": "squared"}
+
+
 def _problem(name, constraint=None, **kw):
-    """``make_problem`` with the feasible set and size the solver needs."""
+    """``make_problem`` with the feasible set, size and loss the solver needs."""
     if constraint is None and name in CONSTRAINT:
         constraint = CONSTRAINT[name](1.0)
     kw["n"] = max(kw.get("n", 200), MIN_SAMPLES.get(name, 0))
+    if name in LOSS:
+        kw.update(loss=LOSS[name], n_classes=2)
     return make_problem(constraint=constraint, **kw)
+
+
+def _n_outputs(name, n_classes):
+    return 1 if name in LOSS else n_classes
 
 # Mini-batch solvers: accounted by PLD only with Poisson batches (sampling="poisson").
 SAMPLED = {"svrg", "svrg++", "mirror_descent", "localized_mirror_descent"}
@@ -175,7 +188,7 @@ def test_seeds_reproduce_and_differ(name):
 def test_result_shapes_and_fixed_iterations(name):
     problem = _problem(name, n_classes=3)
     res = FAST[name]().solve(problem, BUDGET, 0)
-    assert res.coef.shape == (problem.spec.n_params, 3)
+    assert res.coef.shape == (problem.spec.n_params, _n_outputs(name, 3))
     assert np.all(np.isfinite(res.coef))
     assert res.n_iter == res.plan.n_iter
     assert res.spent.epsilon <= BUDGET.epsilon
@@ -194,7 +207,7 @@ def test_constraint_is_respected(name):
 
 @pytest.mark.parametrize("name", sorted(set(NAMES) - NOT_ERM))
 def test_epsilon_inf_reaches_the_exact_optimum(name):
-    problem = make_problem(n=100, d=4, alpha=0.1)
+    problem = _problem(name, n=100, d=4, alpha=0.1)
     res = CONVERGED[name]().solve(problem, Budget(math.inf, 0.0), 0)
     # Optimality certificate: F is alpha-strongly convex, so ||w - w*|| <= ||grad F||/alpha.
     assert np.linalg.norm(problem.gradient(res.coef)) < 1e-8
@@ -205,7 +218,7 @@ def test_epsilon_inf_reaches_the_exact_optimum(name):
 
 @pytest.mark.parametrize("name", sorted(set(NAMES) - NOT_ERM))
 def test_finite_epsilon_does_not_reach_the_optimum(name):
-    problem = make_problem(n=100, d=4, alpha=0.1)
+    problem = _problem(name, n=100, d=4, alpha=0.1)
     res = CONVERGED[name]().solve(problem, BUDGET, 0)
     assert np.linalg.norm(problem.gradient(res.coef)) > 1e-4
 
@@ -220,9 +233,11 @@ def test_incompatible_accountant_is_rejected(name):
 
 
 # Frank-Wolfe selects vertices (no Gaussian output); the shuffled method's zero-signal
-# output (K-norm local noise) is checked in its own test file.
+# output (K-norm local noise) and the noise of the sufficient statistics (released before
+# a nonlinear solve) are checked in their own test files.
 @pytest.mark.parametrize("name", sorted(set(NAMES) - {"frank_wolfe",
-                                                      "shuffled_truncated_mirror_descent"}))
+                                                      "shuffled_truncated_mirror_descent",
+                                                      "sufficient_statistics"}))
 def test_zero_signal_noise_level(name):
     """With all-zero rows every gradient vanishes, so the output is pure noise.
 

@@ -45,6 +45,8 @@ SENSITIVITY_TESTS = {
     "shuffled_truncated_mirror_descent": ("test_truncated_mirror_descent.py",
                                           "test_brute_force_batch_sensitivity"),
     "phased_sgd": ("test_phased_sgd.py", "test_adversarial_neighbours_respect_the_sensitivity"),
+    "sufficient_statistics": ("test_sufficient_statistics.py",
+                              "test_brute_force_statistics_sensitivity"),
 }
 
 

@@ -1,0 +1,322 @@
+"""Sufficient-statistics perturbation for least squares (one noisy release of X'X, X'y).
+
+The squared loss is a quadratic: its empirical risk is a function of the Gram matrix
+``G = sum_i x'_i x'_i^T`` and the moment vector ``b = sum_i x'_i y_i`` only. Releasing
+both once, with noise calibrated to their replace-one sensitivity, and minimising the
+noisy quadratic (post-processing) gives a private ridge / constrained least-squares fit
+(Dwork, Talwar, Thakurta & Zhang 2014, "Analyze Gauss"; the adaptive ridge of Wang 2018,
+"Revisiting differentially private linear regression", here chosen from the noisy Gram
+itself, so no budget is spent on it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+
+from skdp.exceptions import IncompatibleSolverError
+from skdp.geometry import Unconstrained
+from skdp.losses import SquaredLoss
+from skdp.privacy.accounting import (
+    PureDpEvent,
+    check_sensitivity,
+    gaussian_event,
+    single_gaussian_multiplier,
+)
+from skdp.privacy.budget import Budget
+from skdp.privacy.noise import NoiseSource
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+
+__all__ = ["SufficientStatistics", "statistics_sensitivities"]
+
+#: Largest number of parameters (the released Gram matrix has ``m^2`` entries: 128 MB).
+MAX_PARAMS = 4096
+#: The auto ridge makes the smallest eigenvalue of the noisy Gram at least this many noise
+#: operator norms (a utility rule; any ridge is post-processing).
+RIDGE_MARGIN = 1.0
+
+
+def statistics_sensitivities(spec: ProblemSpec) -> tuple[float, float]:
+    """Replace-one l2 sensitivities ``(Delta_G, Delta_b)`` of the released statistics.
+
+    The release holds the upper triangle (diagonal included) of ``G`` without the public
+    intercept entry ``n c^2``, and ``b``. Rows ``x' = [x, c]`` with ``||x||_2 <= B``
+    (``B^2 = R^2 - c^2``, ``R`` the public bound on the augmented l2 norm) and labels
+    ``|y| <= Y``. Replacing ``(x, y)`` by ``(x2, y2)``:
+
+    - feature block ``D = x x^T - x2 x2^T``: the upper triangle has squared norm
+      ``(||D||_F^2 + sum_j D_jj^2) / 2``; ``||D||_F^2 = ||x||^4 + ||x2||^4 - 2 <x, x2>^2
+      <= 2 B^4`` and ``sum_j (x_j^2 - x2_j^2)^2 <= ||x||^4 + ||x2||^4 <= 2 B^4``: at most
+      ``2 B^4``;
+    - intercept column ``c (x - x2)``: at most ``4 c^2 B^2``;
+
+    so ``Delta_G^2 = 2 B^4 + 4 c^2 B^2``. And ``b``: ``||x' y - x2' y2|| <= 2 R Y``.
+    """
+    if not isinstance(spec.loss, SquaredLoss):
+        raise IncompatibleSolverError(
+            f"solver 'sufficient_statistics' needs the squared loss (DPLinearRegression), "
+            f"not {type(spec.loss).__name__}."
+        )
+    R = spec.row_bound(2.0)
+    c = float(spec.intercept_feature)
+    B2 = max(R * R - c * c, 0.0)
+    delta_gram = math.sqrt(2.0 * B2 * B2 + 4.0 * c * c * B2)
+    delta_moment = 2.0 * R * spec.loss.label_bound
+    return delta_gram, delta_moment
+
+
+class SufficientStatistics(BaseDPSolver):
+    """Least squares from one noisy release of the sufficient statistics ``(X'X, X'y)``.
+
+    The noisy Gram ``G~`` and moments ``b~`` (rows clipped to ``data_norm``, labels to
+    ``y_bound``, the intercept as the constant feature) define the quadratic
+    ``F~(w) = (w^T G~ w / 2 - b~^T w) / n + (alpha / 2) ||w_pen||^2 + (lambda / 2) ||w||^2``,
+    minimised over the constraint (exactly without one; accelerated projected gradient
+    with any registered constraint). Everything after the release is post-processing.
+
+    Parameters
+    ----------
+    ridge : "auto" or float >= 0, default="auto"
+        Extra L2 strength ``lambda`` (mean-loss units, like ``alpha``) on every
+        coefficient. The noise makes ``G~`` indefinite when ``X'X`` has small eigenvalues;
+        ``"auto"`` adds the least ridge that lifts the smallest eigenvalue of
+        ``G~ + n alpha I_pen`` to ``nu = 2 s sqrt(m)``, the typical operator norm
+        of the Gram noise (``s`` its per-entry standard deviation): Wang (2018)'s
+        adaptive ridge, computed from the noisy Gram itself instead of a separate private
+        estimate of ``lambda_min(X'X)`` (no budget is spent on it). ``0`` at
+        ``epsilon = inf``. A float is used as given; negative eigenvalues left in the
+        quadratic are then clipped to 0 (post-processing).
+    max_iter : int, default=10000
+        Iteration cap of the projected-gradient post-processing (constrained problems
+        only; it stops earlier at a gradient-mapping tolerance, which is a function of the
+        private release only).
+
+    Notes
+    -----
+    **Privacy guarantee.** Replace-one neighbouring relation (``n`` public); rows clipped
+    to the public ``data_norm`` (l2 bound ``R`` of the augmented row), labels clipped to
+    the public ``y_bound`` ``Y``; squared loss only. The released vector is the upper
+    triangle of ``G`` (without the public entry ``n c^2``) and ``b``, with l2
+    sensitivities ``Delta_G = sqrt(2 B^4 + 4 c^2 B^2)`` and ``Delta_b = 2 R Y``
+    (:func:`statistics_sensitivities`). Each part is divided by ``sqrt(2)`` times its
+    sensitivity, so the joint vector has sensitivity at most 1, and receives one noise
+    draw: ``delta > 0``, ``N(0, z^2 I)`` with ``z`` the exact single-release Gaussian
+    multiplier of the accountant (analytic Gaussian by default); ``delta = 0``, density
+    proportional to ``exp(-epsilon ||v||_2)`` (the l2 K-norm mechanism, epsilon-DP by the
+    triangle inequality; ``PureDpEvent``). The ridge, the eigenvalue clipping and the
+    minimisation read only the noisy release and public constants. Not one of the five
+    papers' algorithms: it is here because output perturbation of the squared loss is
+    unusable on small data sets (its sensitivity grows like ``1 / alpha``); see
+    docs/privacy.md and docs/algorithms/sufficient_statistics.md.
+    """
+
+    name = "sufficient_statistics"
+    needs_delta = False
+    default_accountant = "gaussian"
+    accountants = ("pure", "gaussian", "rdp", "pld")
+
+    def __init__(self, ridge="auto", max_iter=10_000):
+        self.ridge = ridge
+        self.max_iter = max_iter
+
+    def _validate_params(self) -> None:
+        ridge = self.ridge
+        if not (ridge == "auto" if isinstance(ridge, str) else (
+                not isinstance(ridge, bool)
+                and isinstance(ridge, float | int | np.floating | np.integer)
+                and math.isfinite(ridge) and ridge >= 0)):
+            raise ValueError(
+                f"SufficientStatistics.ridge must be 'auto' or a finite float >= 0, got "
+                f"{ridge!r}."
+            )
+        self._check_positive_int("max_iter")
+
+    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
+        super().check_compatible(spec, accountant, relation)
+        statistics_sensitivities(spec)  # raises for a loss other than the squared loss
+        if spec.n_outputs != 1:
+            raise IncompatibleSolverError(
+                "solver 'sufficient_statistics' fits one target (n_outputs=1), got "
+                f"{spec.n_outputs}."
+            )
+        if spec.n_params > MAX_PARAMS:
+            raise IncompatibleSolverError(
+                f"solver 'sufficient_statistics' releases a {spec.n_params} x "
+                f"{spec.n_params} Gram matrix; it supports at most {MAX_PARAMS} parameters. "
+                "Use a gradient solver (for example solver='frank_wolfe' with "
+                "constraint='l1') for wide data."
+            )
+
+    # -- plan ------------------------------------------------------------------------------
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+        delta_gram, delta_moment = statistics_sensitivities(spec)
+        m = spec.n_params
+        intercept = spec.intercept_feature != 0.0
+        # Released coordinates: the Gram's upper triangle without the public n c^2 entry,
+        # and the m moments.
+        n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m
+        settings = {
+            "gram_sensitivity": delta_gram,
+            "moment_sensitivity": delta_moment,
+            "n_released": n_released,
+        }
+        if not budget.is_private:
+            event: dpe.DpEvent = dpe.NonPrivateDpEvent()
+            settings.update(mechanism="none", noise_multiplier=0.0, laplace_scale=0.0)
+            unit_variance = 0.0
+        elif accountant == "pure":
+            # Density ∝ exp(-eps ||v||_2) on the normalised vector of sensitivity <= 1.
+            event = PureDpEvent(budget.epsilon)
+            scale = 1.0 / budget.epsilon
+            settings.update(mechanism="l2_laplace", noise_multiplier=0.0, laplace_scale=scale)
+            # Per-coordinate variance of the l2 Laplace in R^M: E||v||^2 / M with
+            # E||v||^2 = E[Gamma(M, scale)^2] = M (M + 1) scale^2.
+            unit_variance = (n_released + 1) * scale**2
+        else:
+            z = single_gaussian_multiplier(budget, accountant, relation)
+            check_sensitivity(z, "noise multiplier")
+            event = gaussian_event(z, 1.0, accountant=accountant, relation=relation)
+            settings.update(mechanism="gaussian", noise_multiplier=z, laplace_scale=0.0)
+            unit_variance = z * z
+        # Each part is divided by sqrt(2) times its sensitivity before the noise (the joint
+        # sensitivity is sqrt(1/2 + 1/2) = 1): the noise of the normalised vector is scaled
+        # back by these factors. Per-entry noise std of each part: factor * unit std.
+        settings["gram_scale"] = math.sqrt(2.0) * delta_gram
+        settings["moment_scale"] = math.sqrt(2.0) * delta_moment
+        unit = math.sqrt(unit_variance)
+        settings["sigma_gram"] = settings["gram_scale"] * unit
+        settings["sigma_moment"] = settings["moment_scale"] * unit
+        return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
+                    settings=settings)
+
+    # -- run -------------------------------------------------------------------------------
+    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+        noisy_gram, noisy_moments = self.noisy_statistics(problem, plan, noise)
+        return self.minimize(noisy_gram, noisy_moments, problem.spec,
+                             plan.settings["sigma_gram"])
+
+    def noisy_statistics(self, problem: Problem, plan: Plan, noise: NoiseSource
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """The release: ``(G~, b~)``, the only access to the data."""
+        s = plan.settings
+        # Noise of the normalised vector (sensitivity 1), drawn first, independently of
+        # the data: N(0, z^2 I), or density ∝ exp(-eps ||v||_2).
+        shape = (s["n_released"],)
+        if s["mechanism"] == "l2_laplace":
+            unit = noise.l2_laplace(shape, s["laplace_scale"])
+        else:
+            unit = noise.gaussian(shape, s["noise_multiplier"])
+        gram, moments = sufficient_statistics(problem)
+        return add_statistics_noise(gram, moments, unit, s["gram_scale"], s["moment_scale"],
+                                    intercept=problem.spec.intercept_feature != 0.0)
+
+    def minimize(self, gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec,
+                 sigma_gram: float) -> np.ndarray:
+        """Minimise the (noisy) quadratic: post-processing of the release only."""
+        n, m, p = spec.n_samples, spec.n_params, spec.n_penalized
+        # Sum units: n F~(w) = w^T H w / 2 - b~^T w with H = G~ + n alpha I_pen + n lambda I.
+        H = gram.copy()
+        H[np.arange(p), np.arange(p)] += n * spec.alpha
+        if self.ridge == "auto":
+            # Typical operator norm of a symmetric matrix of i.i.d. entries of std s in
+            # R^(m x m) (semicircle edge 2 s sqrt(m)); a utility rule, not a privacy one.
+            nu = 2.0 * sigma_gram * math.sqrt(m)
+            lam_min = float(np.linalg.eigvalsh(H)[0]) if nu > 0 else 0.0
+            extra = max(0.0, RIDGE_MARGIN * nu - lam_min) if nu > 0 else 0.0
+        else:
+            extra = n * float(self.ridge)
+        H[np.arange(m), np.arange(m)] += extra
+        # Symmetric PSD part of H (eigenvalues clipped at 0; exact when H is PSD).
+        values, vectors = np.linalg.eigh(H)
+        tol = max(abs(values).max(), 1.0) * m * np.finfo(float).eps if m else 0.0
+        values = np.where(values > tol, values, 0.0)
+        if isinstance(spec.constraint, Unconstrained):
+            # The minimum-norm minimiser (pseudo-inverse on the PSD part).
+            inv = np.divide(1.0, values, out=np.zeros_like(values), where=values > 0)
+            w = vectors @ (inv * (vectors.T @ moments))
+            return w[:, None]
+        H_psd = (vectors * values) @ vectors.T
+        return self._projected(H_psd, moments, spec, float(values.max(initial=0.0)))[:, None]
+
+    def _projected(self, H: np.ndarray, b: np.ndarray, spec: ProblemSpec,
+                   lipschitz: float) -> np.ndarray:
+        """FISTA with adaptive restart on ``w^T H w / 2 - b^T w`` over the constraint."""
+        p = spec.n_penalized
+        project = spec.constraint.project
+
+        def proj(w: np.ndarray) -> np.ndarray:
+            out = w.copy()
+            out[:p] = project(w[:p, None])[:, 0]
+            return out
+
+        if lipschitz <= 0:
+            return proj(np.zeros_like(b))
+        step = 1.0 / lipschitz
+        w = proj(np.zeros_like(b))
+        y, t = w.copy(), 1.0
+        scale = max(float(np.linalg.norm(b)), 1e-300)
+        for _ in range(self.max_iter):
+            w_next = proj(y - step * (H @ y - b))
+            mapping = np.linalg.norm(w_next - y) / step
+            t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+            if float((w_next - w) @ (y - w_next)) > 0:  # restart when momentum overshoots
+                y, t = w_next.copy(), 1.0
+            else:
+                y, t = w_next + ((t - 1.0) / t_next) * (w_next - w), t_next
+            w = w_next
+            if mapping <= 1e-13 * scale:
+                break
+        return w
+
+
+def sufficient_statistics(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``(G, b)`` of the augmented clipped rows, in one blocked pass over ``X``."""
+    spec = problem.spec
+    m, c = spec.n_params, problem.intercept
+    d = problem.X.shape[1]
+    gram = np.zeros((m, m))
+    moments = np.zeros(m)
+    column_sums = np.zeros(d)
+    y = problem.Y[:, 0]
+    for block, rows in problem.row_blocks():
+        Xs = rows.X
+        if rows.scale is not None:
+            Xs = sp.diags(rows.scale) @ Xs if sp.issparse(Xs) else Xs * rows.scale[:, None]
+        product = Xs.T @ Xs
+        gram[:d, :d] += product.toarray() if sp.issparse(product) else product
+        moments[:d] += np.asarray(Xs.T @ y[block]).ravel()
+        if c:
+            column_sums += np.asarray(Xs.sum(axis=0)).ravel()
+    if c:
+        gram[:d, d] = gram[d, :d] = c * column_sums
+        gram[d, d] = spec.n_samples * c * c
+        moments[d] = c * float(np.sum(y))
+    return gram, moments
+
+
+def add_statistics_noise(gram: np.ndarray, moments: np.ndarray, unit: np.ndarray,
+                         gram_scale: float, moment_scale: float, *, intercept: bool
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Add the noise of the normalised release, scaled back by ``sqrt(2) Delta`` per part.
+
+    The Gram noise is symmetric (one draw per upper-triangle entry).
+
+    Order of ``unit``: the upper triangle of the Gram row by row (``np.triu_indices``),
+    without the last diagonal entry when there is an intercept (public ``n c^2``), then
+    the ``m`` moments.
+    """
+    m = gram.shape[0]
+    rows, cols = np.triu_indices(m)
+    if intercept:
+        keep = ~((rows == m - 1) & (cols == m - 1))
+        rows, cols = rows[keep], cols[keep]
+    k = rows.size
+    noisy = gram.copy()
+    noise = gram_scale * unit[:k]
+    noisy[rows, cols] += noise
+    off = rows != cols
+    noisy[cols[off], rows[off]] += noise[off]
+    return noisy, moments + moment_scale * unit[k:]
