@@ -124,6 +124,22 @@ def _split(X, y, stratify):
                             stratify=y if stratify else None)
 
 
+def diabetes_dataset():
+    """Diabetes with public-range preprocessing, unit rows, ``|y| <= 1``, fixed split."""
+    d = load_diabetes(scaled=False)
+    lo = np.array([r[1] for r in DIABETES_PUBLIC_RANGES])
+    hi = np.array([r[2] for r in DIABETES_PUBLIC_RANGES])
+    X = unit_rows(np.clip((d.data - lo) / (hi - lo), 0.0, 1.0) - 0.5)
+    ylo, yhi = DIABETES_Y_RANGE
+    y = np.clip((d.target - 0.5 * (ylo + yhi)) / (0.5 * (yhi - ylo)), -1.0, 1.0)
+    return dict(
+        task="regression", data=_split(X, y, False),
+        preprocessing="raw load_diabetes(scaled=False), each column by its public range "
+                      "(DIABETES_PUBLIC_RANGES) to [-0.5, 0.5], then rows / ||row||; "
+                      "y = (target - 185.5) / 160.5 (documented range 25-346)",
+        clipped_fraction=float(np.mean((d.data < lo) | (d.data > hi))))
+
+
 def load_datasets(covertype_n):
     """The four data sets, preprocessed and split with a fixed seed."""
     out = {}
@@ -145,18 +161,7 @@ def load_datasets(covertype_n):
         task="classification", data=_split(X, y, True),
         preprocessing=f"make_covertype_like(n_samples={covertype_n}, random_state=0) "
                       "(columns / documented ranges, rows / sqrt(12)), then rows / ||row||")
-    d = load_diabetes(scaled=False)
-    lo = np.array([r[1] for r in DIABETES_PUBLIC_RANGES])
-    hi = np.array([r[2] for r in DIABETES_PUBLIC_RANGES])
-    X = unit_rows(np.clip((d.data - lo) / (hi - lo), 0.0, 1.0) - 0.5)
-    ylo, yhi = DIABETES_Y_RANGE
-    y = np.clip((d.target - 0.5 * (ylo + yhi)) / (0.5 * (yhi - ylo)), -1.0, 1.0)
-    out["diabetes"] = dict(
-        task="regression", data=_split(X, y, False),
-        preprocessing="raw load_diabetes(scaled=False), each column by its public range "
-                      "(DIABETES_PUBLIC_RANGES) to [-0.5, 0.5], then rows / ||row||; "
-                      "y = (target - 185.5) / 160.5 (documented range 25-346)",
-        clipped_fraction=float(np.mean((d.data < lo) | (d.data > hi))))
+    out["diabetes"] = diabetes_dataset()
     for _name, info in out.items():
         X_tr, X_te, y_tr, y_te = info["data"]
         info.update(n_train=X_tr.shape[0], n_test=X_te.shape[0], n_features=X_tr.shape[1],

@@ -24,7 +24,11 @@ class DPLinearRegression(BaseDPRegressor):
         Failure probability, in ``[0, 1)``. ``0`` (the default) is pure epsilon-DP with
         ``"output_perturbation"``; the gradient solvers need ``delta > 0``.
     solver : str or solver object, default="output_perturbation"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance. The squared loss
+        A name from :data:`skdp.solvers.SOLVERS` or a solver instance. On small or
+        medium data with a modest number of features, ``"sufficient_statistics"`` (one
+        noisy release of ``X'X`` and ``X'y``, pure or approximate DP, ``alpha >= 0``) is
+        far more accurate than output perturbation, whose noise grows like
+        ``1 / alpha`` (see benchmarks/results/linear_regression.md). The squared loss
         has unbounded gradients: gradient solvers need a constraint radius (and
         ``fit_intercept=False``) or their own ``clip_norm``.
     alpha : float, default=1.0
