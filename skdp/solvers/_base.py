@@ -310,12 +310,24 @@ class Problem:
             if huge.size:
                 # Products with these rows could overflow before the clipping factor is
                 # applied: scale them once, in a copy (X itself is never modified).
-                X = X.tolil(copy=True) if sp.issparse(X) else np.array(X, dtype=float)
-                X[huge] = sp.diags(scale[huge]) @ X[huge] if sp.issparse(X) else (
-                    X[huge] * scale[huge, None])
-                X = sp.csr_matrix(X) if sp.issparse(X) else X
+                # Divide by the norm first, then scale to the target norm: a single
+                # factor data_norm / ||x|| can be subnormal (data_norm tiny, ||x|| ~ 1e308)
+                # and would then round the clipped row above data_norm.
+                target = np.minimum(raw[huge], raw[huge] * scale[huge]) if data_norm is None \
+                    else np.minimum(raw[huge], data_norm * _CLIP_SAFETY)
+                if sp.issparse(X):
+                    rows = sp.csr_matrix(X[huge], dtype=float, copy=True)
+                    counts = np.diff(rows.indptr)
+                    rows.data = rows.data / np.repeat(raw[huge], counts)
+                    rows.data = rows.data * np.repeat(target, counts)
+                    X = X.tolil(copy=True)
+                    X[huge] = rows
+                    X = sp.csr_matrix(X)
+                else:
+                    X = np.array(X, dtype=float)
+                    X[huge] = (X[huge] / raw[huge, None]) * target[:, None]
                 raw = raw.copy()
-                raw[huge] = raw[huge] * scale[huge]
+                raw[huge] = row_norms(X[huge], ord)
                 scale = scale.copy()
                 scale[huge] = 1.0
             clipped = scale * (raw if ord == 2.0 else row_norms(X, 2.0))

@@ -34,6 +34,8 @@ __all__ = ["SufficientStatistics", "statistics_sensitivities"]
 
 #: Largest number of parameters (the released Gram matrix has ``m^2`` entries: 128 MB).
 MAX_PARAMS = 4096
+#: Public row and label bounds outside this range are refused (float range of X'X).
+SCALE_RANGE = (1e-75, 1e75)
 #: The auto ridge makes the smallest eigenvalue of the noisy Gram at least this many noise
 #: operator norms (a utility rule; any ridge is post-processing).
 RIDGE_MARGIN = 1.0
@@ -60,12 +62,23 @@ def statistics_sensitivities(spec: ProblemSpec) -> tuple[float, float]:
             f"solver 'sufficient_statistics' needs the squared loss (DPLinearRegression), "
             f"not {type(spec.loss).__name__}."
         )
-    R = spec.row_bound(2.0)
-    c = float(spec.intercept_feature)
-    B2 = max(R * R - c * c, 0.0)
-    delta_gram = math.sqrt(2.0 * B2 * B2 + 4.0 * c * c * B2)
-    delta_moment = 2.0 * R * spec.loss.label_bound
-    return delta_gram, delta_moment
+    R, Y = spec.row_bound(2.0), float(spec.loss.label_bound)
+    c = abs(float(spec.intercept_feature))
+    for value, name in ((R, "row bound (data_norm)"), (Y, "label bound (y_bound)")):
+        # Keeps every product below (B^2, c B, R Y, n R^2) a normal float.
+        if not SCALE_RANGE[0] <= value <= SCALE_RANGE[1]:
+            raise IncompatibleSolverError(
+                f"solver 'sufficient_statistics' needs a {name} between {SCALE_RANGE[0]:g} "
+                f"and {SCALE_RANGE[1]:g} (got {value:g}): X'X would underflow or overflow. "
+                "Rescale X or y by a public constant."
+            )
+    # B = sqrt(R^2 - c^2) and Delta_G = sqrt(2 B^4 + 4 c^2 B^2) = sqrt(2) B hypot(B, sqrt(2) c),
+    # in forms that do not square B twice.
+    B = R * math.sqrt(max(0.0, 1.0 - (c / R) ** 2))
+    delta_gram = math.sqrt(2.0) * B * math.hypot(B, math.sqrt(2.0) * c)
+    delta_moment = 2.0 * R * Y
+    return (check_sensitivity(delta_gram, "Gram sensitivity"),
+            check_sensitivity(delta_moment, "moment sensitivity"))
 
 
 class SufficientStatistics(BaseDPSolver):
@@ -189,6 +202,9 @@ class SufficientStatistics(BaseDPSolver):
         unit = math.sqrt(unit_variance)
         settings["sigma_gram"] = settings["gram_scale"] * unit
         settings["sigma_moment"] = settings["moment_scale"] * unit
+        if budget.is_private:
+            for key in ("gram_scale", "moment_scale", "sigma_gram", "sigma_moment"):
+                check_sensitivity(settings[key], key.replace("_", " "))
         return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
@@ -231,7 +247,8 @@ class SufficientStatistics(BaseDPSolver):
         H[np.arange(m), np.arange(m)] += extra
         # Symmetric PSD part of H (eigenvalues clipped at 0; exact when H is PSD).
         values, vectors = np.linalg.eigh(H)
-        tol = max(abs(values).max(), 1.0) * m * np.finfo(float).eps if m else 0.0
+        # Relative threshold (scale-invariant): the pseudo-inverse drops rounding noise.
+        tol = float(abs(values).max(initial=0.0)) * m * np.finfo(float).eps
         values = np.where(values > tol, values, 0.0)
         if isinstance(spec.constraint, Unconstrained):
             # The minimum-norm minimiser (pseudo-inverse on the PSD part).

@@ -175,3 +175,22 @@ def test_one_pass_loss_and_gradient_sums_match_the_objective(intercept, n_classe
     n = problem.spec.n_samples
     assert total / n == pytest.approx(problem.objective(W), rel=1e-12)
     np.testing.assert_allclose(grad / n, problem.gradient(W), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("data_norm", [1e-15, 1e-100, 1.0])
+def test_huge_rows_are_clipped_inside_a_tiny_data_norm(sparse, data_norm):
+    """Regression (review): a single factor data_norm / ||x|| is subnormal for rows near
+    1e308 and a tiny data_norm, and once rounded a clipped row 1.33 data_norm long."""
+    rng = np.random.default_rng(0)
+    X = np.zeros((50, 3))
+    X[:, 0] = rng.uniform(1.0, 1.79, size=50) * 1e308
+    X[:, 1] = rng.normal(size=50)
+    X = sp.csr_matrix(X) if sparse else X
+    spec = ProblemSpec(n_samples=50, n_params=3, n_outputs=1, n_penalized=3,
+                       row_norm_bound=data_norm, loss=LogisticLoss(),
+                       constraint=Unconstrained(), alpha=0.0)
+    problem = Problem.build(X, np.ones((50, 1)), spec, data_norm=data_norm)
+    rows = problem.design_matrix()
+    assert np.all(np.linalg.norm(rows / data_norm, axis=1) <= 1.0)
+    assert np.all(np.linalg.norm(rows / data_norm, axis=1) > 1.0 - 1e-9)

@@ -287,3 +287,25 @@ def test_usable_on_diabetes():
                 for seed in range(10)]
             scores[eps] = float(np.median(r2))
     assert scores[1.0] > 0.1 and scores[5.0] > 0.15
+
+
+@pytest.mark.parametrize("data_norm", [1e-81, 1e80])
+def test_extreme_scales_are_refused_before_any_release(data_norm):
+    """Regression (review): at data_norm ~ 1e-81 the Gram sensitivity underflowed to 0 and
+    the exact Gram was released; near 1e77 its noise scale overflowed."""
+    X, y = _clean_data()
+    with pytest.raises(IncompatibleSolverError, match="Rescale X"):
+        DPLinearRegression(solver="sufficient_statistics", epsilon=1.0, delta=1e-5,
+                           data_norm=data_norm).fit(X * data_norm, y)
+
+
+def test_pseudo_inverse_threshold_is_scale_invariant():
+    """Regression (review): an absolute eigenvalue floor zeroed every coefficient of a
+    tiny-scale problem at epsilon = inf."""
+    X, y = _clean_data()
+    scale = 1e-9
+    with pytest.warns(PrivacyLeakWarning):
+        ours = DPLinearRegression(solver="sufficient_statistics", epsilon=math.inf, alpha=0.0,
+                                  data_norm=scale).fit(X * scale, y)
+    ref = LinearRegression().fit(X * scale, y)
+    np.testing.assert_allclose(ours.coef_ * scale, ref.coef_ * scale, rtol=1e-6)
