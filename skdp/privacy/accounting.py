@@ -79,6 +79,7 @@ __all__ = [
     "make_accountant",
     "randomized_response_event",
     "single_gaussian_multiplier",
+    "single_release",
     "subsampled_gaussian_event",
 ]
 
@@ -775,6 +776,33 @@ def single_gaussian_multiplier(budget: Budget, accountant: str, relation: str) -
         _one_gaussian_event, (accountant, relation), budget,
         accountant=accountant, relation=relation, lower_bound=exact,
     )
+
+class SingleRelease(NamedTuple):
+    """The mechanism of ONE release of a sensitivity-1 vector, from :func:`single_release`."""
+
+    mechanism: str  # "none", "l2_laplace" or "gaussian"
+    event: dpe.DpEvent
+    #: Noise scale per unit of sensitivity: the l2-Laplace ``scale`` (density proportional
+    #: to ``exp(-||v|| / scale)``) or the Gaussian standard deviation ``z``; 0 for "none".
+    unit_scale: float
+
+
+def single_release(budget: Budget, accountant: str, relation: str) -> SingleRelease:
+    """The noise of one release of sensitivity 1 meeting ``budget`` exactly.
+
+    ``"pure"``: density proportional to ``exp(-epsilon ||v||_2)``, epsilon-DP for l2
+    sensitivity 1 by the triangle inequality (``PureDpEvent``). Otherwise one Gaussian with
+    the accountant's single-release multiplier ``z`` (:func:`single_gaussian_multiplier`).
+    A release of sensitivity ``Delta`` scales the noise by ``Delta``.
+    """
+    if not budget.is_private:
+        return SingleRelease("none", dpe.NonPrivateDpEvent(), 0.0)
+    if accountant == "pure":
+        return SingleRelease("l2_laplace", PureDpEvent(budget.epsilon), 1.0 / budget.epsilon)
+    z = single_gaussian_multiplier(budget, accountant, relation)
+    return SingleRelease("gaussian", gaussian_event(z, 1.0, accountant=accountant,
+                                                    relation=relation), z)
+
 
 @dataclass(frozen=True)
 class PrivacyLedger:

@@ -82,6 +82,18 @@ class NoiseSource:
         radius = self.rng.gamma(shape=d, scale=scale)
         return (radius / norm * direction).reshape(shape)
 
+    def release(self, mechanism: str, shape: tuple[int, ...], scale: float) -> np.ndarray:
+        """The noise of a :func:`~skdp.privacy.accounting.single_release` mechanism:
+        ``"l2_laplace"`` of ``scale``, ``"gaussian"`` of std ``scale``, zeros for
+        ``"none"``."""
+        if mechanism == "l2_laplace":
+            return self.l2_laplace(shape, scale)
+        if mechanism == "gaussian":
+            return self.gaussian(shape, scale)
+        if mechanism == "none":
+            return np.zeros(shape)
+        raise ValueError(f"unknown release mechanism {mechanism!r}.")
+
     def laplace(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
         """I.i.d. ``Laplace(0, scale)`` entries (density ``exp(-|z|/scale) / (2 scale)``)."""
         if scale == 0:

@@ -14,19 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from dp_accounting import dp_event as dpe
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import L2Ball, Unconstrained
 from skdp.losses import HingeLoss, SmoothedHingeLoss
-from skdp.privacy.accounting import (
-    PureDpEvent,
-    check_sensitivity,
-    gaussian_event,
-    single_gaussian_multiplier,
-)
+from skdp.privacy.accounting import check_sensitivity, single_release
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
@@ -443,20 +437,16 @@ class OutputPerturbation(BaseDPSolver):
             "fallback_steps": fallback_steps,
             "fallback": "gd" if smooth else "subgradient",
         }
-        if not budget.is_private:
-            event: dpe.DpEvent = dpe.NonPrivateDpEvent()
-            settings.update(mechanism="none", sigma=0.0, laplace_scale=0.0)
-        elif accountant == "pure":
-            # density ∝ exp(-eps ||z|| / Delta_T): epsilon-DP for sensitivity Delta_T.
-            event = PureDpEvent(budget.epsilon)
-            settings.update(mechanism="l2_laplace", laplace_scale=sensitivity / budget.epsilon,
-                            sigma=0.0)
-        else:
-            z = single_gaussian_multiplier(budget, accountant, relation)
-            sigma = z * sensitivity
-            event = gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation)
-            settings.update(mechanism="gaussian", sigma=sigma, noise_multiplier=z,
-                            laplace_scale=0.0)
+        # One release of sensitivity Delta_T: pure l2 Laplace (density ∝ exp(-eps ||z|| /
+        # Delta_T)) or the calibrated Gaussian, scaled by Delta_T.
+        release = single_release(budget, accountant, relation)
+        event = release.event
+        scale = release.unit_scale * sensitivity
+        settings.update(mechanism=release.mechanism,
+                        sigma=scale if release.mechanism == "gaussian" else 0.0,
+                        laplace_scale=scale if release.mechanism == "l2_laplace" else 0.0)
+        if release.mechanism == "gaussian":
+            settings["noise_multiplier"] = release.unit_scale
         # Expected squared noise norm in R^m: l2 Laplace E||z||^2 = E[Gamma(m, b)^2] =
         # m (m + 1) b^2; Gaussian m sigma^2 (public; used by the shrinkage).
         m = spec.n_params * spec.n_outputs
@@ -475,10 +465,7 @@ class OutputPerturbation(BaseDPSolver):
         spec = problem.spec
         shape = (spec.n_params, spec.n_outputs)
         # Noise is drawn first, independently of the data.
-        if plan.settings["mechanism"] == "l2_laplace":
-            z = noise.l2_laplace(shape, plan.settings["laplace_scale"])
-        else:
-            z = noise.gaussian(shape, plan.settings["sigma"])
+        z = noise.release(plan.settings["mechanism"], shape, self.release_noise_scale(plan))
         W = self.certified_minimizer(problem, plan)
         radius = plan.settings["domain_radius"]
         return L2Ball(radius).project(self.shrink(W + z, plan.settings["noise_power"]))

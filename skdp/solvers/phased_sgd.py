@@ -298,10 +298,9 @@ class PhasedDPSGD(BaseDPSolver):
         spec = problem.spec
         shape = (spec.n_params, spec.n_outputs)
         permutation = noise.permutation(spec.n_samples)
-        if plan.settings["mechanism"] == "l2_laplace":
-            xis = [noise.l2_laplace(shape, b) for b in plan.settings["laplace_scale"]]
-        else:
-            xis = [noise.gaussian(shape, s) for s in plan.settings["sigma"]]
+        mechanism = plan.settings["mechanism"]
+        scales = plan.settings["laplace_scale" if mechanism == "l2_laplace" else "sigma"]
+        xis = [noise.release(mechanism, shape, b) for b in scales]
         return permutation, xis
 
     def run_phases(

@@ -15,17 +15,11 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
 from skdp.losses import SquaredLoss
-from skdp.privacy.accounting import (
-    PureDpEvent,
-    check_sensitivity,
-    gaussian_event,
-    single_gaussian_multiplier,
-)
+from skdp.privacy.accounting import check_sensitivity, single_release
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
@@ -176,24 +170,18 @@ class SufficientStatistics(BaseDPSolver):
             "moment_sensitivity": delta_moment,
             "n_released": n_released,
         }
-        if not budget.is_private:
-            event: dpe.DpEvent = dpe.NonPrivateDpEvent()
-            settings.update(mechanism="none", noise_multiplier=0.0, laplace_scale=0.0)
-            unit_variance = 0.0
-        elif accountant == "pure":
-            # Density ∝ exp(-eps ||v||_2) on the normalised vector of sensitivity <= 1.
-            event = PureDpEvent(budget.epsilon)
-            scale = 1.0 / budget.epsilon
-            settings.update(mechanism="l2_laplace", noise_multiplier=0.0, laplace_scale=scale)
-            # Per-coordinate variance of the l2 Laplace in R^M: E||v||^2 / M with
-            # E||v||^2 = E[Gamma(M, scale)^2] = M (M + 1) scale^2.
-            unit_variance = (n_released + 1) * scale**2
-        else:
-            z = single_gaussian_multiplier(budget, accountant, relation)
-            check_sensitivity(z, "noise multiplier")
-            event = gaussian_event(z, 1.0, accountant=accountant, relation=relation)
-            settings.update(mechanism="gaussian", noise_multiplier=z, laplace_scale=0.0)
-            unit_variance = z * z
+        # One release of the normalised vector (sensitivity 1): density ∝ exp(-eps ||v||_2)
+        # or N(0, z^2 I).
+        release = single_release(budget, accountant, relation)
+        event, scale = release.event, release.unit_scale
+        settings.update(
+            mechanism=release.mechanism,
+            noise_multiplier=scale if release.mechanism == "gaussian" else 0.0,
+            laplace_scale=scale if release.mechanism == "l2_laplace" else 0.0)
+        # Per-coordinate variance: z^2, or for the l2 Laplace in R^M, E||v||^2 / M with
+        # E||v||^2 = E[Gamma(M, scale)^2] = M (M + 1) scale^2.
+        unit_variance = ((n_released + 1) if release.mechanism == "l2_laplace" else 1.0
+                         ) * scale**2
         # Each part is divided by sqrt(2) times its sensitivity before the noise (the joint
         # sensitivity is sqrt(1/2 + 1/2) = 1): the noise of the normalised vector is scaled
         # back by these factors. Per-entry noise std of each part: factor * unit std.
@@ -220,11 +208,8 @@ class SufficientStatistics(BaseDPSolver):
         s = plan.settings
         # Noise of the normalised vector (sensitivity 1), drawn first, independently of
         # the data: N(0, z^2 I), or density ∝ exp(-eps ||v||_2).
-        shape = (s["n_released"],)
-        if s["mechanism"] == "l2_laplace":
-            unit = noise.l2_laplace(shape, s["laplace_scale"])
-        else:
-            unit = noise.gaussian(shape, s["noise_multiplier"])
+        unit = noise.release(s["mechanism"], (s["n_released"],),
+                             s["laplace_scale"] or s["noise_multiplier"])
         gram, moments = sufficient_statistics(problem)
         return add_statistics_noise(gram, moments, unit, s["gram_scale"], s["moment_scale"],
                                     intercept=problem.spec.intercept_feature != 0.0)

@@ -71,3 +71,22 @@ def test_laplace_sampler_law_and_permutation():
     counts = np.bincount(np.argmax(perms == 0, axis=1), minlength=5)
     stat = np.sum((counts - 1000.0) ** 2 / 1000.0)
     assert stat < chi2.ppf(1 - 1e-6, 4)
+
+
+def test_release_dispatches_to_the_planned_mechanism():
+    from skdp.privacy import Budget
+    from skdp.privacy.accounting import PureDpEvent, epsilon_spent, single_release
+
+    pure = single_release(Budget(0.5, 0.0), "pure", "replace_one")
+    assert pure.mechanism == "l2_laplace" and pure.unit_scale == 2.0
+    assert isinstance(pure.event, PureDpEvent) and pure.event.epsilon == 0.5
+    gauss = single_release(Budget(1.0, 1e-5), "gaussian", "replace_one")
+    assert gauss.mechanism == "gaussian"
+    assert 0.99 <= epsilon_spent(gauss.event, 1e-5, accountant="gaussian",
+                                 relation="replace_one") <= 1.0
+    a, b = NoiseSource(np.random.default_rng(0)), NoiseSource(np.random.default_rng(0))
+    np.testing.assert_array_equal(a.release("gaussian", (4,), 3.0), b.gaussian((4,), 3.0))
+    np.testing.assert_array_equal(a.release("l2_laplace", (4,), 3.0), b.l2_laplace((4,), 3.0))
+    np.testing.assert_array_equal(a.release("none", (4,), 0.0), np.zeros(4))
+    with pytest.raises(ValueError, match="unknown release mechanism"):
+        a.release("laplace", (4,), 1.0)
