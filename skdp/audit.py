@@ -648,6 +648,12 @@ class ScaledNoiseSource(NoiseSource):
         """K-norm draw(s) of scale ``scale / factor``."""
         return super().k_norm(shape, scale / self.factor, q, count=count)
 
+    def ball_product_k_norm(self, sizes: tuple[int, ...], radii: tuple[float, ...],
+                            epsilon: float) -> np.ndarray:
+        """A ball-product K-norm draw with every radius divided by ``factor``."""
+        return super().ball_product_k_norm(sizes, tuple(r / self.factor for r in radii),
+                                           epsilon)
+
     def spawn(self, n_children: int) -> list[NoiseSource]:
         """Independent child streams, under-noised by the same factor."""
         return [ScaledNoiseSource(child, self.factor) for child in self.rng.spawn(n_children)]

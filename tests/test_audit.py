@@ -172,10 +172,14 @@ AUDITS: dict[str, tuple[AuditCase, ...]] = {
     ),
     # The label flip moves phi' by 2 on the linear part of the smoothed hinge: the noise
     # term's ||u|| = 2L is saturated. Measured (seeds 0-2): exact real <= 0.24, twin
-    # 2.70-3.18; approx real <= 0.16, twin 2.44-2.98.
+    # 2.70-3.18; approx real <= 0.16, twin 2.44-2.98; pure (K-norm) real <= 1.02, twin
+    # 4.28-4.62.
     "objective_perturbation": (
         AuditCase(lambda: SOLVERS["objective_perturbation"](), SmoothedHingeLoss, alpha=1.0,
                   epsilon=2.0, delta=1e-5, n_trials=2000),
+        # Pure epsilon-DP (ball-product K-norm noise, the canary's intercept row included).
+        AuditCase(lambda: SOLVERS["objective_perturbation"](), SmoothedHingeLoss, alpha=1.0,
+                  epsilon=2.0, delta=0.0, n_trials=2000),
     ),
     "approx_objective_perturbation": (
         AuditCase(lambda: SOLVERS["approx_objective_perturbation"](), SmoothedHingeLoss,
@@ -495,6 +499,8 @@ def test_scaled_noise_source_scales_noise_only():
         np.random.default_rng(3), 5.0)
     np.testing.assert_allclose(twin.gaussian((4, 2), 2.0), base.gaussian((4, 2), 2.0) / 5)
     np.testing.assert_allclose(twin.l2_laplace((3, 1), 1.5), base.l2_laplace((3, 1), 1.5) / 5)
+    np.testing.assert_allclose(twin.ball_product_k_norm((3, 1), (1.0, 2.0), 0.7),
+                               base.ball_product_k_norm((3, 1), (1.0, 2.0), 0.7) / 5)
     np.testing.assert_array_equal(twin.batch_without_replacement(20, 5),
                                   base.batch_without_replacement(20, 5))
     np.testing.assert_array_equal(twin.batch_poisson(20, 0.3), base.batch_poisson(20, 0.3))

@@ -67,6 +67,7 @@ OTHER_ESTIMATORS = [
     DPLinearSVC(loss="hinge"),
     DPLinearSVC(loss="smoothed_hinge", solver="gd", delta=1e-5),
     DPLogisticRegression(solver="output_perturbation", delta=0.0, tilt=0.5),
+    DPLogisticRegression(solver="objective_perturbation", delta=0.0),  # pure K-norm
     DPLogisticRegression(solver="output_perturbation", adversarial_radius=0.1,
                          adversarial_norm=float("inf")),
 ]

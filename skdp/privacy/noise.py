@@ -82,6 +82,39 @@ class NoiseSource:
         radius = self.rng.gamma(shape=d, scale=scale)
         return (radius / norm * direction).reshape(shape)
 
+    def ball_product_k_norm(
+        self, sizes: tuple[int, ...], radii: tuple[float, ...], epsilon: float
+    ) -> np.ndarray:
+        """A draw with density proportional to ``exp(-epsilon ||z||_K)`` on ``R^m``.
+
+        ``K = B_1 x ... x B_J`` is a product of Euclidean balls, ``B_j`` of dimension
+        ``sizes[j]`` and radius ``radii[j]`` (``m = sum(sizes)``; ``z`` is the
+        concatenation of its blocks ``z_j``), so ``||z||_K = max_j ||z_j||_2 / radii[j]``.
+        The K-norm mechanism of Hardt & Talwar (2010): epsilon-DP for a query whose
+        neighbouring differences lie in ``K``. One block is :meth:`l2_laplace` with scale
+        ``radii[0] / epsilon``. Returns a flat array; zeros when ``epsilon`` is ``inf``.
+
+        Notes
+        -----
+        ``R ~ Gamma(m + 1, 1 / epsilon)`` and ``z`` uniform in ``R K`` has density
+        ``int_{||z||_K}^inf e^(-epsilon r) epsilon^(m+1) r^m / m! / (r^m vol K) dr =
+        epsilon^m e^(-epsilon ||z||_K) / (m! vol K)``. Uniform in ``R K`` = independent
+        uniform points of the balls ``R B_j``: a uniform direction and radius
+        ``R radii[j] U^(1/sizes[j])``, ``U ~ U(0, 1)``. ``E||z_j||^2 = sizes[j] /
+        (sizes[j] + 2) radii[j]^2 (m + 1)(m + 2) / epsilon^2``.
+        """
+        if len(sizes) != len(radii) or not sizes or min(sizes) < 1:
+            raise ValueError(f"sizes {sizes!r} and radii {radii!r} must pair up, sizes >= 1.")
+        if epsilon == math.inf:
+            return np.zeros(int(sum(sizes)))
+        m = int(sum(sizes))
+        radius = self.rng.gamma(shape=m + 1, scale=1.0 / epsilon)
+        blocks = []
+        for size, rho in zip(sizes, radii, strict=True):
+            direction = self._cone_direction(int(size), 2.0)
+            blocks.append(radius * rho * self.rng.random() ** (1.0 / size) * direction)
+        return np.concatenate(blocks)
+
     def release(self, mechanism: str, shape: tuple[int, ...], scale: float) -> np.ndarray:
         """The noise of a :func:`~skdp.privacy.accounting.single_release` mechanism:
         ``"l2_laplace"`` of ``scale``, ``"gaussian"`` of std ``scale``, zeros for

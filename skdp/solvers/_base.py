@@ -299,6 +299,10 @@ class Problem:
         expected = X.shape[1] + (1 if intercept else 0)
         if spec.n_params != expected:
             raise ValueError(f"spec.n_params={spec.n_params} but the design has {expected}.")
+        if spec.intercept_feature and abs(intercept) != spec.intercept_feature:
+            # Solvers split the row bound into features and this declared constant.
+            raise ValueError(f"the intercept feature {intercept} differs from the declared "
+                             f"spec.intercept_feature={spec.intercept_feature}.")
         ord = float(spec.row_norm_ord)
         with np.errstate(all="ignore"):
             raw = row_norms(X, ord)

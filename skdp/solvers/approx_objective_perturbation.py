@@ -59,7 +59,8 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
     sensitivity ``2 r_max``) is the analytic Gaussian mechanism at ``(epsilon_2,
     delta_2)``. The released point is post-processing of the pair ``(theta_1, theta_2 -
     theta_1 + H)``: basic composition, two ``ApproxDpEvent`` read by the ``"basic"``
-    accountant. Projection onto the constraint (l2, l1, lp ball or simplex) is
+    accountant. With ``delta = 0`` both steps are pure (K-norm noise for ``B``, l2-Laplace
+    for ``H``; see :class:`~skdp.solvers.ObjectivePerturbation`), two ``PureDpEvent``. Projection onto the constraint (l2, l1, lp ball or simplex) is
     post-processing. Reference: Su, Zhao & Wang, Algorithms 1/2 and Theorem 1's proof
     (A.1), with the corrections of docs/algorithms/objective_perturbation.md (sure
     instead of in-expectation accuracy; exact profile; l2 strong-convexity modulus).

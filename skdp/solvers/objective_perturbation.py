@@ -8,6 +8,9 @@ This module holds the one implementation of the objective-perturbation core that
   (privacy-calibration.md, B7 / section 2.1), for replace-one and add/remove, and its
   calibration (``sigma`` by brentq);
 * the choice of the regulariser ``Lambda`` (a public, epsilon-monotone rule);
+* the pure epsilon-DP variant (``delta = 0``): K-norm noise over the product of balls
+  that holds every neighbouring gradient difference (features and intercept apart), and
+  ``epsilon = epsilon_B + epsilon_J`` (:func:`calibrate_pure_objective_perturbation`);
 * the certified solve of the perturbed objective: a point ``theta_2`` with
   ``||theta_2 - theta_1|| <= r_max`` for the exact minimiser ``theta_1`` (B8), which the
   Gaussian step of approximate objective perturbation (section 2.2) turns into a release.
@@ -30,15 +33,23 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from scipy import integrate
+from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import brentq, minimize
 from scipy.special import expit, gammaincc, log_ndtr, ndtr, softmax
 
 from skdp.exceptions import BudgetError, IncompatibleSolverError
 from skdp.geometry import Unconstrained
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss, SmoothedHingeLoss
-from skdp.privacy.accounting import ApproxDpEvent, analytic_gaussian_multiplier
+from skdp.privacy.accounting import (
+    ApproxDpEvent,
+    PureDpEvent,
+    SingleRelease,
+    analytic_gaussian_multiplier,
+    single_release,
+)
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
@@ -47,10 +58,13 @@ from skdp.solvers.output_perturbation import CertificateError
 __all__ = [
     "ObjectivePerturbation",
     "ObjPertCalibration",
+    "PureObjPertCalibration",
     "calibrate_objective_perturbation",
+    "calibrate_pure_objective_perturbation",
     "certified_argmin",
     "objective_perturbation_delta",
     "objective_perturbation_delta_add_remove_closed_form",
+    "gradient_difference_body",
     "privacy_loss_delta",
 ]
 
@@ -69,6 +83,9 @@ DEFAULT_NOISE_RADIUS = 1.0
 #: the gradient can then never push the true distance above ``r_max``), as in
 #: :mod:`skdp.solvers.output_perturbation`.
 CERTIFICATE_MARGIN = 0.5
+#: Newton uses the dense Hessian (one BLAS-3 pass, Cholesky) up to this many parameters
+#: ``p K``, and Newton-CG with Hessian-vector products above.
+DENSE_HESSIAN_MAX = 512
 #: Unit roundoff of float64.
 _U = float(np.finfo(float).eps) / 2.0
 #: Relative quantisation of the calibrated ``sigma`` (rounded UP):
@@ -263,6 +280,36 @@ def glm_constants(spec: ProblemSpec) -> tuple[float, float, int]:
     return c1 * x, spec.loss.curvature_bound * x * x, spec.n_outputs
 
 
+def _regularizer_rule(
+    spec: ProblemSpec,
+    epsilon: float,
+    jacobian_share: float,
+    noise_radius: float | None,
+    jacobian_cap: float,
+) -> Callable[[float], tuple[float, float, float]]:
+    """The public rule ``noise_rms -> (Lambda_pen, Lambda_int, Lambda_min)``.
+
+    ``noise_rms = sqrt(E||B||^2)`` of the linear noise. ``Lambda_int = max(Lambda_req,
+    noise_rms / noise_radius)`` with ``Lambda_req = beta / (exp(e_J / K) - 1)``, ``e_J =
+    min(jacobian_share * epsilon, jacobian_cap)``; ``Lambda_pen = max(n alpha,
+    Lambda_int)``; ``Lambda_min`` is the smallest regulariser of any row. Every value is
+    non-increasing in ``epsilon`` and non-decreasing in ``noise_rms``.
+    """
+    _, beta, k = glm_constants(spec)
+    e_j = min(jacobian_share * epsilon, jacobian_cap)
+    lam_req = beta / math.expm1(e_j / k)
+    lam_user = spec.n_samples * spec.alpha
+    all_penalized = spec.n_penalized == spec.n_params
+
+    def regularizers(noise_rms: float) -> tuple[float, float, float]:
+        lam_noise = 0.0 if noise_radius is None else noise_rms / noise_radius
+        lam_int = max(lam_req, lam_noise)
+        lam_pen = max(lam_user, lam_int)
+        return lam_pen, lam_int, (lam_pen if all_penalized else lam_int)
+
+    return regularizers
+
+
 def calibrate_objective_perturbation(
     spec: ProblemSpec,
     epsilon: float,
@@ -273,7 +320,7 @@ def calibrate_objective_perturbation(
 ) -> ObjPertCalibration:
     """Regulariser and noise of exact GLM objective perturbation at ``(epsilon, delta)``.
 
-    Regulariser (public): the largest of
+    Regulariser (public, :func:`_regularizer_rule`): the largest of
 
     * ``Lambda_req = beta / (exp(e_J / K) - 1)``, ``e_J = min(jacobian_share * epsilon,
       jacobian_cap)``: the Jacobian term uses at most a fixed share of epsilon;
@@ -294,17 +341,11 @@ def calibrate_objective_perturbation(
     are non-increasing in epsilon.
     """
     L, beta, k = glm_constants(spec)
-    e_j = min(jacobian_share * epsilon, jacobian_cap)
-    lam_req = beta / math.expm1(e_j / k)
-    lam_user = spec.n_samples * spec.alpha
-    all_penalized = spec.n_penalized == spec.n_params
-    width = math.sqrt(spec.n_params * k)
+    width = math.sqrt(spec.n_params * k)  # E||B||^2 = p K sigma^2
+    rule = _regularizer_rule(spec, epsilon, jacobian_share, noise_radius, jacobian_cap)
 
     def regularizers(sigma: float) -> tuple[float, float, float]:
-        lam_noise = 0.0 if noise_radius is None else sigma * width / noise_radius
-        lam_int = max(lam_req, lam_noise)
-        lam_pen = max(lam_user, lam_int)
-        return lam_pen, lam_int, (lam_pen if all_penalized else lam_int)
+        return rule(sigma * width)
 
     def delta_of(sigma: float) -> float:
         lam_min = regularizers(sigma)[2]
@@ -325,6 +366,136 @@ def calibrate_objective_perturbation(
                               intercept_regularization=lam_int,
                               jacobian_epsilon=k * math.log1p(beta / lam_min), lipschitz=L,
                               smoothness=beta, rank=k, epsilon=epsilon, delta=delta)
+
+
+# ---------------------------------------------------------------------------------------
+# Pure epsilon-DP objective perturbation (K-norm noise)
+# ---------------------------------------------------------------------------------------
+def gradient_difference_body(spec: ProblemSpec) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """A product of l2 balls holding every neighbouring difference of one gradient.
+
+    The per-example gradient of the GLM term is ``x phi'^T`` (shape ``(p, K)``) with
+    ``||phi'||_2 <= c1`` and ``||x||_2 <= X``. Without an intercept the differences
+    ``x phi'^T - x' phi'^T`` lie in the ball of radius ``2 c1 X`` of ``R^(pK)``. With an
+    intercept feature ``c`` (the last row of ``x``, the same for every record), the
+    feature rows satisfy ``||x_f||_2^2 <= X^2 - c^2`` and the intercept row is ``c phi'``,
+    so the differences lie in ``B(2 c1 sqrt(X^2 - c^2)) x B(2 c1 c)`` of ``R^((p-1)K) x
+    R^K``: the noise in the feature directions then needs the feature bound only (for
+    ``c = data_norm`` half the energy of the single ball of radius ``2 c1 X``).
+
+    Returns ``(sizes, radii)`` for :meth:`~skdp.privacy.noise.NoiseSource.ball_product_k_norm`,
+    blocks in the row-major order of ``W`` (intercept block last).
+    """
+    L, _, k = glm_constants(spec)
+    x = spec.row_bound(2.0)
+    c1 = spec.loss.derivative_bound_at(math.inf)
+    p = spec.n_params
+    c = float(spec.intercept_feature)
+    if c > 0.0 and p >= 2:
+        # (X - c)(X + c) is X^2 - c^2 without cancellation; X >= c since x contains c.
+        x_features = math.sqrt(max(0.0, (x - c) * (x + c)))
+        if x_features > 0.0:
+            return ((p - 1) * k, k), (2.0 * c1 * x_features, 2.0 * c1 * c)
+    return (p * k,), (2.0 * L,)
+
+
+def body_rms_unit(sizes: tuple[int, ...], radii: tuple[float, ...]) -> float:
+    """``sqrt(E||B||^2)`` of the ball-product K-norm noise at ``epsilon = 1``.
+
+    ``E||B_j||^2 = m_j / (m_j + 2) rho_j^2 (m + 1)(m + 2)`` (uniform point of a ball of
+    radius ``R rho_j``, ``R ~ Gamma(m + 1, 1)``); the rms at ``epsilon`` is this over
+    ``epsilon``.
+    """
+    m = sum(sizes)
+    energy = sum(s / (s + 2.0) * r * r for s, r in zip(sizes, radii, strict=True))
+    return math.sqrt(energy * (m + 1.0) * (m + 2.0))
+
+
+@dataclass(frozen=True)
+class PureObjPertCalibration:
+    """Public constants of one pure epsilon-DP objective-perturbation release (sum form).
+
+    Attributes
+    ----------
+    noise_epsilon : float
+        ``epsilon_B``: the K-norm noise has density proportional to
+        ``exp(-epsilon_B ||B||_K)``, ``K`` the product of balls ``sizes``/``radii``.
+    regularization, intercept_regularization : float
+        ``Lambda`` of the penalised and of the unpenalised rows.
+    jacobian_epsilon : float
+        ``epsilon_J = K ln(1 + beta / min Lambda)``; ``epsilon_B + epsilon_J <= epsilon``.
+    lipschitz, smoothness : float
+        ``L = c1 X`` and ``beta = c2 X^2``.
+    rank : int
+        ``K``.
+    sizes, radii : tuple
+        The body of :func:`gradient_difference_body`.
+    noise_rms : float
+        ``sqrt(E||B||^2)``.
+    epsilon : float
+        The guarantee of the exact minimiser (replace-one, ``delta = 0``).
+    """
+
+    noise_epsilon: float
+    regularization: float
+    intercept_regularization: float
+    jacobian_epsilon: float
+    lipschitz: float
+    smoothness: float
+    rank: int
+    sizes: tuple[int, ...]
+    radii: tuple[float, ...]
+    noise_rms: float
+    epsilon: float
+
+
+def calibrate_pure_objective_perturbation(
+    spec: ProblemSpec,
+    epsilon: float,
+    jacobian_share: float = DEFAULT_JACOBIAN_SHARE,
+    noise_radius: float | None = DEFAULT_NOISE_RADIUS,
+    jacobian_cap: float = JACOBIAN_CAP,
+) -> PureObjPertCalibration:
+    """Regulariser and K-norm noise of pure epsilon-DP GLM objective perturbation.
+
+    Chaudhuri, Monteleoni & Sarwate (2011, Algorithm 2) with the exact Jacobian term of
+    the rank-``K`` Hessian change and the K-norm body of
+    :func:`gradient_difference_body`: ``epsilon = epsilon_B + epsilon_J`` with
+    ``epsilon_J = K ln(1 + beta / Lambda_min)``. ``Lambda`` follows the same public rule
+    as the Gaussian calibration (:func:`_regularizer_rule`, with ``noise_rms = sqrt(E
+    ||B||^2) = rms_1 / epsilon_B``), so ``epsilon_B`` solves ``epsilon_B +
+    epsilon_J(epsilon_B) = epsilon``; the left side is increasing in ``epsilon_B``
+    (``Lambda_min`` falls as the noise shrinks), hence one root, found by brentq and
+    rounded DOWN on a relative grid until the sum is at most ``epsilon`` in floating
+    point. ``epsilon_B`` is non-decreasing in ``epsilon``.
+    """
+    L, beta, k = glm_constants(spec)
+    sizes, radii = gradient_difference_body(spec)
+    rms_unit = body_rms_unit(sizes, radii)
+    rule = _regularizer_rule(spec, epsilon, jacobian_share, noise_radius, jacobian_cap)
+
+    def jacobian(eps_b: float) -> float:
+        return k * math.log1p(beta / rule(rms_unit / eps_b)[2])
+
+    def excess(eps_b: float) -> float:
+        return eps_b + jacobian(eps_b) - epsilon
+
+    if noise_radius is None:
+        eps_b = epsilon - jacobian(epsilon)  # Lambda does not depend on the noise
+    else:
+        eps_b = brentq(excess, epsilon * 1e-12, epsilon, xtol=1e-300, rtol=8.0 * _U,
+                       maxiter=500)
+    # Round down on the grid (exact monotonicity in epsilon), then until it fits.
+    eps_b = math.exp(math.floor(math.log(eps_b) / _SIGMA_GRID) * _SIGMA_GRID)
+    while not excess(eps_b) <= 0.0:
+        eps_b *= 1.0 - _SIGMA_GRID
+    if not eps_b > 0.0:  # pragma: no cover - Lambda_req keeps epsilon_J < epsilon
+        raise BudgetError("the Jacobian term takes the whole epsilon.")
+    lam_pen, lam_int, lam_min = rule(rms_unit / eps_b)
+    return PureObjPertCalibration(
+        noise_epsilon=eps_b, regularization=lam_pen, intercept_regularization=lam_int,
+        jacobian_epsilon=k * math.log1p(beta / lam_min), lipschitz=L, smoothness=beta,
+        rank=k, sizes=sizes, radii=radii, noise_rms=rms_unit / eps_b, epsilon=epsilon)
 
 
 # ---------------------------------------------------------------------------------------
@@ -363,26 +534,75 @@ class PerturbedObjective:
     def gradient(self, W: np.ndarray) -> np.ndarray:
         return self.value_and_gradient(W)[1]
 
-    def hessian_vector(self, W: np.ndarray, V: np.ndarray) -> np.ndarray:
-        """``nabla^2 J(W) V`` (exact)."""
-        Z = self.problem.scores(W)
-        U = self.problem.scores(V)
-        Y = self.problem.Y
+    def _curvature(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """Per-row second derivative of ``phi`` at the scores: shape ``(m, K)`` (diagonal
+        in the outputs), or the softmax probabilities ``P`` (multinomial, whose Hessian in
+        the score is ``diag(P) - P P^T``)."""
         loss = self.loss
         if isinstance(loss, MultinomialLogisticLoss):
-            P = softmax(Z, axis=1)
-            D = P * U - P * np.sum(P * U, axis=1, keepdims=True)
-        elif isinstance(loss, SmoothedHingeLoss):
+            return softmax(Z, axis=1)
+        if isinstance(loss, SmoothedHingeLoss):
             gap = 1.0 - Y * Z
-            D = np.where((gap > 0) & (gap < loss.smoothing), 1.0 / loss.smoothing, 0.0) * U
-        elif isinstance(loss, LogisticLoss):
+            return np.where((gap > 0) & (gap < loss.smoothing), 1.0 / loss.smoothing, 0.0)
+        if isinstance(loss, LogisticLoss):
             s = expit(Z)
-            D = s * (1.0 - s) * U
-        elif _is_huber(loss):
-            D = np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0) * U
-        else:  # pragma: no cover - rejected by check_compatible
-            raise IncompatibleSolverError(f"no Hessian for {type(loss).__name__}")
+            return s * (1.0 - s)
+        if _is_huber(loss):
+            return np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0)
+        # pragma: no cover - rejected by check_compatible
+        raise IncompatibleSolverError(f"no Hessian for {type(loss).__name__}")
+
+    def hessian_vector(self, W: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``nabla^2 J(W) V`` (exact)."""
+        C = self._curvature(self.problem.scores(W), self.problem.Y)
+        U = self.problem.scores(V)
+        if isinstance(self.loss, MultinomialLogisticLoss):
+            D = C * U - C * np.sum(C * U, axis=1, keepdims=True)
+        else:
+            D = C * U
         return self.problem.gradient_sum(D) + self.lam * V
+
+    def hessian_matrix(self, W: np.ndarray) -> np.ndarray:
+        """``nabla^2 J(W)`` as a dense ``(p K) x (p K)`` matrix (row-major ``W`` order),
+        in one blocked pass over the rows: ``sum_i (x_i x_i^T) kron h_i + diag(Lam)``,
+        ``h_i`` the ``K x K`` Hessian of ``phi`` in the score (BLAS-3 instead of the
+        memory-bound products of Newton-CG; for small ``p K``)."""
+        problem = self.problem
+        p, k = self.shape
+        multinomial = isinstance(self.loss, MultinomialLogisticLoss)
+        H = np.zeros((p, k, p, k))
+        for block, rows in problem.row_blocks():
+            C = self._curvature(problem.scores(W, rows), problem.Y[block])
+            pairs = [(a, b) for a in range(k) for b in range(k)] if multinomial \
+                else [(a, a) for a in range(k)]
+            for a, b in pairs:
+                weight = C[:, a] * ((a == b) - C[:, b]) if multinomial else C[:, a]
+                H[:, a, :, b] += _weighted_gram(rows, weight, problem.intercept, p)
+        H = H.reshape(p * k, p * k)
+        H[np.diag_indices_from(H)] += np.repeat(self.lam[:, 0], k)
+        return H
+
+
+def _weighted_gram(rows, weight: np.ndarray, intercept: float, p: int) -> np.ndarray:
+    """``sum_i weight_i x'_i x'_i^T`` of a row block (augmented, clipped rows)."""
+    X = rows.X
+    d = X.shape[1]
+    w = weight if rows.scale is None else weight * rows.scale
+    w2 = weight if rows.scale is None else w * rows.scale
+    G = np.empty((p, p))
+    if sp.issparse(X):
+        G[:d, :d] = (X.T @ X.multiply(w2[:, None])).toarray()
+    elif np.all(w2 >= 0):
+        R = X * np.sqrt(w2)[:, None]
+        G[:d, :d] = R.T @ R  # numpy's A^T A: one symmetric rank-k update (half the flops)
+    else:
+        G[:d, :d] = X.T @ (X * w2[:, None])
+    if intercept:
+        cross = intercept * np.asarray(X.T @ w).ravel()
+        G[:d, d] = cross
+        G[d, :d] = cross
+        G[d, d] = intercept * intercept * float(np.sum(weight))
+    return G
 
 
 def _flat(fun: Callable, shape, scale: float) -> Callable:
@@ -429,8 +649,16 @@ def _newton(objective: PerturbedObjective, W0: np.ndarray, gtol: float, max_iter
     for _ in range(max_iter):
         if not norm > gtol:
             break
-        p = _conjugate_gradient(lambda v, W=W: objective.hessian_vector(W, v), -g, 1e-10,
-                                cg_iter)
+        p = None
+        if W.size <= DENSE_HESSIAN_MAX:
+            try:  # exact Newton direction (H is positive definite when Lambda > 0)
+                p = -cho_solve(cho_factor(objective.hessian_matrix(W)), g.ravel()
+                               ).reshape(W.shape)
+            except np.linalg.LinAlgError:
+                p = None
+        if p is None or not np.all(np.isfinite(p)):
+            p = _conjugate_gradient(lambda v, W=W: objective.hessian_vector(W, v), -g,
+                                    1e-10, cg_iter)
         step = 1.0
         for _ in range(40):
             trial = W + step * p
@@ -623,16 +851,30 @@ class ObjectivePerturbation(BaseDPSolver):
     corrections in docs/algorithms/objective_perturbation.md (exact profile instead of
     ``sigma^2 = 32 L^2 ln(1/delta)/epsilon^2``; GLMs only; certified instead of exact
     minimiser; unconstrained argmin).
+
+    **Pure epsilon-DP (delta = 0, or accountant="pure").** ``B`` has density proportional
+    to ``exp(-epsilon_B ||B||_K)`` with ``K`` the product of l2 balls of
+    :func:`gradient_difference_body` (features: radius ``2 c1 sqrt(X^2 - c^2)``;
+    intercept row: ``2 c1 c``), which holds every replace-one difference of one
+    per-example gradient. The change of variables then bounds the privacy loss of the
+    exact minimiser by ``epsilon_B + epsilon_J`` everywhere (K-norm triangle inequality
+    plus the Jacobian term), so ``theta_1`` is ``epsilon_1``-DP (Chaudhuri, Monteleoni &
+    Sarwate 2011, Algorithm 2, with the exact rank-``K`` Jacobian term and the K-norm
+    body of Hardt & Talwar 2010). The certified ``theta_2`` is released with l2-Laplace
+    noise of scale ``2 r_max / epsilon_2``: for any ``e`` with ``||e|| <= r_max`` the
+    output density moves by at most ``exp(r_max / scale)`` on each side, so the release
+    is ``(epsilon_1 + epsilon_2)``-DP. Ledger: two ``PureDpEvent`` (accountant
+    ``"pure"``, or ``"basic"``).
     """
 
     name = "objective_perturbation"
-    needs_delta = True
+    needs_delta = False
     requires = frozenset()
     objectives = frozenset({"erm"})
     handles_nonsmooth = False
     penalizes_intercept = False
     default_accountant = "basic"
-    accountants = ("basic",)
+    accountants = ("basic", "pure")
     #: Whether a constraint is applied by projection after the noise (Algorithm 1).
     projects = False
 
@@ -701,13 +943,22 @@ class ObjectivePerturbation(BaseDPSolver):
                             smoothness=n * beta + lam)
             return Plan(n_iter=1, event=dpe.NonPrivateDpEvent(), accountant=accountant,
                         relation=relation, settings=settings)
+        pure = accountant == "pure" or budget.delta == 0
         eps1 = self.objective_share * budget.epsilon
-        delta1 = self.objective_share * budget.delta
+        delta1 = 0.0 if pure else self.objective_share * budget.delta
         # eps2 rounded down so that eps1 + eps2 <= epsilon in floating point.
         eps2 = (budget.epsilon - eps1) * (1.0 - 1e-12)
-        delta2 = budget.delta - delta1
-        cal = calibrate_objective_perturbation(spec, eps1, delta1, self.jacobian_share,
-                                               self.noise_radius)
+        delta2 = 0.0 if pure else budget.delta - delta1
+        cal: ObjPertCalibration | PureObjPertCalibration
+        if pure:
+            cal = calibrate_pure_objective_perturbation(spec, eps1, self.jacobian_share,
+                                                        self.noise_radius)
+            # Per-coordinate rms of B: the scale r_max and the noise reports read.
+            sigma = cal.noise_rms / math.sqrt(p * k)
+        else:
+            cal = calibrate_objective_perturbation(spec, eps1, delta1, self.jacobian_share,
+                                                   self.noise_radius)
+            sigma = cal.sigma
         lam_min = min(cal.regularization, cal.intercept_regularization) \
             if spec.n_penalized < p else cal.regularization
         lam_max = cal.regularization if spec.n_penalized > 0 else cal.intercept_regularization
@@ -730,22 +981,34 @@ class ObjectivePerturbation(BaseDPSolver):
         else:
             # sigma / (n (beta + alpha) + beta) is epsilon-monotone and below the scale
             # sigma / (n beta + Lambda) of the displacement B causes in the minimiser.
-            r_max = self.radius_fraction * cal.sigma / (n * (beta + spec.alpha) + beta)
+            r_max = self.radius_fraction * sigma / (n * (beta + spec.alpha) + beta)
             r_max = max(r_max, r_floor)
-        # Gaussian step: ||theta_2 - theta_1|| <= r_max on every data set, so theta_2 -
-        # theta_1 has replace-one sensitivity 2 r_max; analytic Gaussian at (eps2, delta2).
-        z2 = analytic_gaussian_multiplier(Budget(eps2, delta2), 1)
-        sigma2 = z2 * 2.0 * r_max
-        event = dpe.ComposedDpEvent([
-            ApproxDpEvent(eps1, delta1, "glm_objective_perturbation"),
-            ApproxDpEvent(eps2, delta2, "gaussian_certified_minimiser"),
-        ])
-        settings.update(sigma=cal.sigma, sigma_output=sigma2, regularization=cal.regularization,
+        # Output step: ||theta_2 - theta_1|| <= r_max on every data set, so theta_2 -
+        # theta_1 has replace-one sensitivity 2 r_max. Gaussian: analytic Gaussian at
+        # (eps2, delta2). Pure: l2 Laplace of scale 2 r_max / eps2 (the density ratio
+        # of the output at theta_1 + e and theta_1 + e', ||e - e'|| <= 2 r_max, is at
+        # most exp(eps2); docs/algorithms/objective_perturbation.md).
+        if pure:
+            release = single_release(Budget(eps2, 0.0), "pure", relation)
+            first = PureDpEvent(eps1)
+            settings.update(mechanism="k_norm", noise_epsilon=cal.noise_epsilon,
+                            body_sizes=cal.sizes, body_radii=cal.radii,
+                            output_mechanism=release.mechanism)
+        else:
+            release = SingleRelease("gaussian", ApproxDpEvent(
+                eps2, delta2, "gaussian_certified_minimiser"),
+                analytic_gaussian_multiplier(Budget(eps2, delta2), 1))
+            first = ApproxDpEvent(eps1, delta1, "glm_objective_perturbation")
+            settings.update(mechanism="gaussian", output_mechanism="gaussian")
+        sigma2 = release.unit_scale * 2.0 * r_max
+        event = dpe.ComposedDpEvent([first, release.event])
+        settings.update(sigma=sigma, sigma_output=sigma2, regularization=cal.regularization,
                         intercept_regularization=cal.intercept_regularization,
                         jacobian_epsilon=cal.jacobian_epsilon, certified_radius=r_max,
                         strong_convexity=lam_min, smoothness=smooth_j,
                         epsilon_objective=eps1, delta_objective=delta1,
-                        epsilon_output=eps2, delta_output=delta2, noise_multiplier_output=z2)
+                        epsilon_output=eps2, delta_output=delta2,
+                        noise_multiplier_output=release.unit_scale)
         return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
@@ -766,8 +1029,13 @@ class ObjectivePerturbation(BaseDPSolver):
         s = plan.settings
         shape = (spec.n_params, spec.n_outputs)
         # Both noises are drawn first, independently of the data.
-        B = noise.gaussian(shape, s["sigma"])
-        H = noise.gaussian(shape, s["sigma_output"])
+        if s.get("mechanism") == "k_norm":
+            # Blocks in the row-major order of W: features, then the intercept row.
+            B = noise.ball_product_k_norm(s["body_sizes"], s["body_radii"],
+                                          s["noise_epsilon"]).reshape(shape)
+        else:
+            B = noise.gaussian(shape, s["sigma"])
+        H = noise.release(s.get("output_mechanism", "gaussian"), shape, s["sigma_output"])
         objective = PerturbedObjective(problem, self._regularization_vector(spec, s), B)
         # A data-free bound on ||0 - argmin J||: grad J(0) = sum_i phi'(0, y_i) x_i + B has
         # norm <= n G + ||B|| (G the public per-example gradient bound), and J is

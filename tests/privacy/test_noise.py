@@ -90,3 +90,33 @@ def test_release_dispatches_to_the_planned_mechanism():
     np.testing.assert_array_equal(a.release("none", (4,), 0.0), np.zeros(4))
     with pytest.raises(ValueError, match="unknown release mechanism"):
         a.release("laplace", (4,), 1.0)
+
+
+def test_ball_product_k_norm_law():
+    """Density proportional to exp(-eps max_j ||z_j|| / rho_j) on R^6 = R^5 x R^1.
+
+    Three consequences of the law, each with failure probability <= 1e-6 (fixed seed):
+    ``||z||_K ~ Gamma(m, 1/eps)`` (KS); block j attains the max with probability
+    ``sizes[j] / m`` (the cone-measure share of its face; binomial, 5 sd); the first
+    block's direction is uniform (its first squared coordinate is Beta(1/2, 2), KS)."""
+    from scipy.stats import beta, binomtest, gamma
+
+    sizes, radii, eps, draws = (5, 1), (2.0, 0.5), 1.3, 20_000
+    source = NoiseSource(np.random.default_rng(12))
+    Z = np.array([source.ball_product_k_norm(sizes, radii, eps) for _ in range(draws)])
+    assert Z.shape == (draws, 6)
+    block_norms = np.column_stack([np.linalg.norm(Z[:, :5], axis=1) / radii[0],
+                                   np.abs(Z[:, 5]) / radii[1]])
+    k_norm = block_norms.max(axis=1)
+    assert kstest(k_norm, gamma(a=6, scale=1 / eps).cdf).pvalue > 1e-6
+    first_wins = int(np.sum(block_norms[:, 0] >= block_norms[:, 1]))
+    assert binomtest(first_wins, draws, 5 / 6).pvalue > 1e-6
+    u = Z[:, 0] ** 2 / np.sum(Z[:, :5] ** 2, axis=1)
+    assert kstest(u, beta(0.5, 2.0).cdf).pvalue > 1e-6
+    # one block is the l2 Laplace law: ||z|| ~ Gamma(d, rho / eps)
+    single = np.array([source.ball_product_k_norm((3,), (0.7,), eps) for _ in range(5000)])
+    assert kstest(np.linalg.norm(single, axis=1), gamma(a=3, scale=0.7 / eps).cdf).pvalue > 1e-6
+    np.testing.assert_array_equal(source.ball_product_k_norm((2, 1), (1.0, 1.0), np.inf),
+                                  np.zeros(3))
+    with pytest.raises(ValueError, match="pair up"):
+        source.ball_product_k_norm((2,), (1.0, 1.0), 1.0)
