@@ -473,11 +473,14 @@ def _log(msg):
 
 
 def run_private_grid(prob, epsilons, seeds, deltas=DELTAS, with_peer=True, interleave=True,
-                     tag=""):
+                     tag="", with_objp=False):
     """ours (every delta) and the peer at every epsilon and seed, with an interleaved
-    non-private scikit-learn fit timed right before each private fit."""
+    non-private scikit-learn fit timed right before each private fit. ``with_objp``: also
+    skdp's pure-DP objective perturbation (``solver="objective_perturbation"``, delta =
+    0, default settings), method ``"objp"``."""
     runs = []
-    methods = [("op", d) for d in deltas] + ([("peer", 0.0)] if with_peer else [])
+    methods = [("op", d) for d in deltas] + ([("objp", 0.0)] if with_objp else []) \
+        + ([("peer", 0.0)] if with_peer else [])
     for method, delta in methods:
         for eps in epsilons:
             for seed in seeds:
@@ -486,6 +489,10 @@ def run_private_grid(prob, epsilons, seeds, deltas=DELTAS, with_peer=True, inter
                 if method == "op":
                     theta, sec, info = fit_skdp(prob.model, prob.X, prob.y, eps, delta,
                                                 prob.alpha, seed)
+                elif method == "objp":
+                    theta, sec, info = fit_skdp(prob.model, prob.X, prob.y, eps, 0.0,
+                                                prob.alpha, seed,
+                                                solver="objective_perturbation")
                 else:
                     theta, sec, info = fit_peer(prob.model, prob.X, prob.y, eps, prob.alpha,
                                                 seed)
@@ -656,14 +663,14 @@ def _get(table, dataset, model, alpha, method, delta, eps):
     return table.get("|".join(map(str, (dataset, model, alpha, method, delta, eps))))
 
 
-def verdicts(table, datasets, model, alpha, epsilons, problems):
-    """The issue's targets (delta = 0), per data set."""
+def verdicts(table, datasets, model, alpha, epsilons, problems, method="op"):
+    """The issue's targets (delta = 0), per data set, for skdp's ``method``."""
     out = {}
     for ds in datasets:
         prob = problems[(ds, model, alpha)]
-        ours = [_get(table, ds, model, alpha, "op", 0.0, e) for e in epsilons]
+        ours = [_get(table, ds, model, alpha, method, 0.0, e) for e in epsilons]
         peer = [_get(table, ds, model, alpha, "peer", 0.0, e) for e in epsilons]
-        gauss = [_get(table, ds, model, alpha, "op", 1e-5, e) for e in epsilons]
+        gauss = [_get(table, ds, model, alpha, method, 1e-5, e) for e in epsilons]
         if any(o is None for o in ours):
             continue
         v = {"epsilons": list(epsilons)}
@@ -723,6 +730,57 @@ def _yn(b):
 
 def _pairs(eps, values):
     return ", ".join(f"{e:g}: {r:.2g}" for e, r in zip(eps, values, strict=True))
+
+
+def _objp_section(res):
+    """skdp's pure-DP objective perturbation against the peer (issue 3's delta = 0
+    targets, for the solver that can use the data curvature)."""
+    cfg, table = res["config"], res["summary"]
+    a = cfg["alpha_logistic"]
+    L = ["## Pure-DP objective perturbation (skdp) vs the peer (delta = 0)", "",
+         "`DPLogisticRegression(solver=\"objective_perturbation\", delta=0)` with its "
+         "defaults: K-norm noise over the product of the feature ball (radius 2 data_norm) "
+         "and the intercept interval (radius 2), epsilon = epsilon_B + epsilon_J "
+         "(docs/algorithms/objective_perturbation.md). Its intercept is not penalised by "
+         "alpha (like the peer and sklearn), so both objectives are shown: skdp's output-"
+         "perturbation objective (intercept penalised) / the peer's (unpenalised). Cells: "
+         "median excess risk; `vs w=0`: median excess over F(0) - F* (<= 1: no worse "
+         "than the trivial output); `matched`: the [x, 1]/sqrt(2) design of the previous "
+         "section, ours / peer.", ""]
+    for ds, v in res["verdicts_objp"].items():
+        prob = res["problems"][f"{ds}|logistic|{a}"]
+        L += [f"**{ds}** (F(0) - F* = {prob['excess_zero']:.3e})", "",
+              "| epsilon | objp excess | peer excess | objp / peer | objp / peer "
+              "(unpenalised) | vs w=0 | acc objp | acc peer | time objp / sklearn "
+              "| matched objp / peer |", "|---|---|---|---|---|---|---|---|---|---|"]
+        vm = res.get("verdicts_objp_matched", {}).get(ds, {})
+        for i, eps in enumerate(cfg["epsilons"]):
+            o = _get(table, ds, "logistic", a, "objp", 0.0, eps)
+            p = _get(table, ds, "logistic", a, "peer", 0.0, eps)
+            m = vm.get("ratio_ours_over_peer")
+            L.append(
+                f"| {eps:g} | {_e(o['excess_median'])} | {_e(p['excess_median'])} | "
+                f"{v['ratio_ours_over_peer'][i]:.2g} | "
+                f"{v['ratio_ours_over_peer_unpenalised'][i]:.2g} | "
+                f"{v['excess_over_zero'][i]:.3g} | {o['metric_median']:.3f} | "
+                f"{p['metric_median']:.3f} | {o.get('time_ratio', float('nan')):.2f} | "
+                + (f"{m[i]:.2g}" if m else "n/a") + " |")
+        L += ["",
+              f"- Lower median excess risk than the peer at every epsilon: "
+              f"{_yn(v['target_beats_peer_every_eps'])}; on the peer's objective: "
+              f"{_yn(all(v['beats_peer_unpenalised']))}; matched objective: "
+              f"{_yn(vm.get('target_beats_peer_every_eps', False))}.",
+              f"- Never worse than w = 0 (median): {_yn(v['target_never_worse_than_zero'])}"
+              + ("" if v["target_never_worse_than_zero"] else " (worse at: " + ", ".join(
+                  f"{e:g} ({r:.3g} x F(0) - F*)" for e, r, b in zip(
+                      v["epsilons"], v["excess_over_zero"], v["median_beats_zero"],
+                      strict=True) if not b) + ")") + ".",
+              f"- Median test accuracy monotone in epsilon: {_yn(v['target_monotone'])} ("
+              + ", ".join(f"{x:.3f}" for x in v["metric_median"]) + ").",
+              f"- Fit time within {TARGET_TIME_RATIO}x sklearn: every epsilon "
+              f"{_yn(v.get('target_time_every_eps', False))}, median over epsilons "
+              f"{v.get('time_ratio_median_over_eps', float('nan')):.2f}x.", ""]
+    return L
 
 
 def write_markdown(path, res):
@@ -798,6 +856,8 @@ def write_markdown(path, res):
             prob = res["problems"][f"{ds}|{MATCHED}|{cfg['alpha_logistic']}"]
             L.append(f"| {ds} | " + " | ".join(cells) + f" | {prob['excess_zero']:.2e} |")
         L.append("")
+    if res.get("verdicts_objp"):
+        L += _objp_section(res)
     L += ["## Targets (delta = 0, headline alpha)", ""]
     for ds, v in res["verdicts"].items():
         eps = v["epsilons"]
@@ -1329,12 +1389,13 @@ def main(argv=None):
             _log(f"  skdp epsilon=inf: excess {nonprivate[ds]['excess_risk']:.2e}, distance "
                  f"{nonprivate[ds]['distance_to_optimum']:.2e} (certified radius "
                  f"{nonprivate[ds]['certified_radius']:.2e})")
-            runs += run_private_grid(prob, EPSILONS, seeds)
+            runs += run_private_grid(prob, EPSILONS, seeds, with_objp=True)
 
         _log("Matched objective: design [x, 1]/sqrt(2), fit_intercept=False for both:")
         for ds in classification:
             runs += run_private_grid(problem(ds, MATCHED, ALPHA_LOGISTIC), EPSILONS, seeds,
-                                     deltas=(0.0,), interleave=False, tag="matched ")
+                                     deltas=(0.0,), interleave=False, tag="matched ",
+                                     with_objp=True)
 
         _log("Alpha sweep (delta = 0):")
         sweep_sets = classification
@@ -1409,6 +1470,10 @@ def main(argv=None):
                              problems),
         "verdicts_matched": verdicts(table, classification, MATCHED, ALPHA_LOGISTIC,
                                      EPSILONS, problems),
+        "verdicts_objp": verdicts(table, classification, "logistic", ALPHA_LOGISTIC,
+                                  EPSILONS, problems, method="objp"),
+        "verdicts_objp_matched": verdicts(table, classification, MATCHED, ALPHA_LOGISTIC,
+                                          EPSILONS, problems, method="objp"),
         "alpha_sweep_datasets": classification,
         "adversarial": adv_runs,
         "adversarial_summary": summarise_adversarial(adv_runs),
