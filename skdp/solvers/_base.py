@@ -65,6 +65,10 @@ _NON_PRIVATE_SNR = 1e12
 _BLOCK_ELEMENTS = 1 << 18
 # Clipped rows are scaled slightly inside the ball so that rounding never exceeds it.
 _CLIP_SAFETY = 1.0 - 1e-12
+#: Relative slack of the declared ``row_norm_bound`` that :meth:`Problem.build` accepts
+#: (rounding of user-supplied bounds); solvers that split the bound into parts (the
+#: feature/intercept body of objective perturbation) inflate it by this much.
+ROW_BOUND_TOLERANCE = 1e-9
 # Rows with a larger norm are clipped in a copy before any product (overflow safety).
 _PRESCALE_NORM = 1e100
 
@@ -346,11 +350,27 @@ class Problem:
         # and must not make the fit fail for one record. Without it, the caller's claim is
         # checked.
         if (data_norm is None and augmented.size
-                and augmented.max() > spec.row_norm_bound * (1 + 1e-9)):
+                and augmented.max() > spec.row_norm_bound * (1 + ROW_BOUND_TOLERANCE)):
             raise ValueError(
                 "rows exceed the declared row_norm_bound; clip them (data_norm) before "
                 "building the problem (the sensitivity would not hold)."
             )
+        if data_norm is not None:
+            # Public check (no data): clipped rows plus the intercept feature must fit the
+            # declared bound in its norm.
+            c = abs(float(intercept))
+            top = max(float(data_norm), c)
+            with np.errstate(all="ignore"):
+                implied = (top if ord == math.inf or c == 0.0 else float(
+                    np.hypot(data_norm, c)) if ord == 2.0 else
+                    top * ((float(data_norm) / top) ** ord + (c / top) ** ord) ** (1.0 / ord))
+            if not implied <= spec.row_norm_bound * (1 + ROW_BOUND_TOLERANCE):
+                raise ValueError(
+                    f"data_norm={data_norm} with the intercept feature {intercept} gives "
+                    f"rows of {ord:g}-norm up to {implied:.6g} > the declared "
+                    f"row_norm_bound={spec.row_norm_bound:.6g}; declare a bound that "
+                    "covers them (the sensitivity would not hold)."
+                )
         return cls(X=X, Y=Y, spec=spec, row_scale=scale, intercept=float(intercept),
                    norms=norms)
 

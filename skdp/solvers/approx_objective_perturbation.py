@@ -60,7 +60,8 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
     delta_2)``. The released point is post-processing of the pair ``(theta_1, theta_2 -
     theta_1 + H)``: basic composition, two ``ApproxDpEvent`` read by the ``"basic"``
     accountant. With ``delta = 0`` both steps are pure (K-norm noise for ``B``, l2-Laplace
-    for ``H``; see :class:`~skdp.solvers.ObjectivePerturbation`), two ``PureDpEvent``. Projection onto the constraint (l2, l1, lp ball or simplex) is
+    for ``H``; see :class:`~skdp.solvers.ObjectivePerturbation`), two ``PureDpEvent``.
+    Projection onto the constraint (l2, l1, lp ball or simplex) is
     post-processing. Reference: Su, Zhao & Wang, Algorithms 1/2 and Theorem 1's proof
     (A.1), with the corrections of docs/algorithms/objective_perturbation.md (sure
     instead of in-expectation accuracy; exact profile; l2 strong-convexity modulus).

@@ -52,7 +52,13 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import (
+    ROW_BOUND_TOLERANCE,
+    BaseDPSolver,
+    Plan,
+    Problem,
+    ProblemSpec,
+)
 from skdp.solvers.output_perturbation import CertificateError
 
 __all__ = [
@@ -392,8 +398,11 @@ def gradient_difference_body(spec: ProblemSpec) -> tuple[tuple[int, ...], tuple[
     p = spec.n_params
     c = float(spec.intercept_feature)
     if c > 0.0 and p >= 2:
-        # (X - c)(X + c) is X^2 - c^2 without cancellation; X >= c since x contains c.
-        x_features = math.sqrt(max(0.0, (x - c) * (x + c)))
+        # ||x_f||^2 <= X^2 - c^2. X is inflated by the slack Problem.build accepts on the
+        # declared bound, and 8 u X^2 covers the rounding of X (X^2 - c^2 cancels when
+        # c ~ X, which would otherwise amplify both into a body too small for the rows).
+        x_up = x * (1.0 + ROW_BOUND_TOLERANCE)
+        x_features = math.sqrt(max(0.0, (x_up - c) * (x_up + c) + 8.0 * _U * x_up * x_up))
         if x_features > 0.0:
             return ((p - 1) * k, k), (2.0 * c1 * x_features, 2.0 * c1 * c)
     return (p * k,), (2.0 * L,)
@@ -654,7 +663,7 @@ def _newton(objective: PerturbedObjective, W0: np.ndarray, gtol: float, max_iter
             try:  # exact Newton direction (H is positive definite when Lambda > 0)
                 p = -cho_solve(cho_factor(objective.hessian_matrix(W)), g.ravel()
                                ).reshape(W.shape)
-            except np.linalg.LinAlgError:
+            except (np.linalg.LinAlgError, ValueError):  # singular or non-finite H
                 p = None
         if p is None or not np.all(np.isfinite(p)):
             p = _conjugate_gradient(lambda v, W=W: objective.hessian_vector(W, v), -g,

@@ -827,3 +827,43 @@ def test_dense_hessian_matches_hessian_vector_products(loss, k, sparse):
         for j in range(size)])
     np.testing.assert_allclose(H, columns, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(H, H.T, atol=1e-10)
+
+
+def test_review_body_covers_rows_at_the_build_tolerance_and_rounding():
+    """Review regressions: the feature radius sqrt(X^2 - c^2) cancels when c ~ X, which
+    amplified (F1) the 1e-9 slack Problem.build accepts on the declared bound (exact
+    privacy loss 28.8 against 0.99) and (F2) the rounding of X = hypot(d, c) for d << c
+    (loss 1.12). The body now covers the largest feature norm either admits."""
+    for c in (1 - 1e-9, 1 - 1e-12, math.nextafter(1.0, 0.0)):
+        spec = ProblemSpec(n_samples=2, n_params=2, n_outputs=1, n_penalized=1,
+                           row_norm_bound=1.0, loss=LogisticLoss(), constraint=Unconstrained(),
+                           alpha=0.0, intercept_feature=c)
+        accepted = math.sqrt((1 + 1e-9) ** 2 - c * c)  # what Problem.build lets through
+        sizes, radii = gradient_difference_body(spec)
+        assert len(sizes) == 1 or radii[0] >= 2 * accepted
+    for d in (2.58e-8, 1e-7, 3e-5, 1e-3, 0.2):
+        spec = ProblemSpec(n_samples=2, n_params=2, n_outputs=1, n_penalized=1,
+                           row_norm_bound=math.hypot(d, 1.0), loss=LogisticLoss(),
+                           constraint=Unconstrained(), alpha=0.0, intercept_feature=1.0)
+        sizes, radii = gradient_difference_body(spec)
+        assert radii[0] >= 2 * d  # rows clipped to data_norm = d
+    # At the estimators' scale (c = data_norm, X = sqrt(2) data_norm) the slack is ~1e-9.
+    spec = _problem(np.eye(2), np.ones((2, 1)), LogisticLoss(), intercept=1.0).spec
+    assert 2.0 <= gradient_difference_body(spec)[1][0] <= 2.0 * (1 + 1e-8)
+
+
+def test_review_build_checks_the_declared_bound_against_data_norm():
+    """Review regression (F3): with data_norm given, the public bound implied by
+    data_norm and the intercept feature must fit the declared row_norm_bound."""
+    X, Y = np.array([[1.0], [-1.0]]), np.array([[1.0], [-1.0]])
+    spec = ProblemSpec(n_samples=2, n_params=2, n_outputs=1, n_penalized=1,
+                       row_norm_bound=1.0, loss=LogisticLoss(), constraint=Unconstrained(),
+                       alpha=0.0, intercept_feature=0.9)
+    with pytest.raises(ValueError, match="row_norm_bound"):
+        Problem.build(X, Y, spec, data_norm=1.0, intercept=0.9)
+    ok = ProblemSpec(n_samples=2, n_params=2, n_outputs=1, n_penalized=1,
+                     row_norm_bound=math.hypot(1.0, 0.9), loss=LogisticLoss(),
+                     constraint=Unconstrained(), alpha=0.0, intercept_feature=0.9)
+    Problem.build(X, Y, ok, data_norm=1.0, intercept=0.9)
+    with pytest.raises(ValueError, match="intercept feature"):
+        Problem.build(X, Y, ok, data_norm=1.0, intercept=0.5)
