@@ -561,15 +561,22 @@ class PerturbedObjective:
         # pragma: no cover - rejected by check_compatible
         raise IncompatibleSolverError(f"no Hessian for {type(loss).__name__}")
 
+    def hessian_operator(self, W: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """``V -> nabla^2 J(W) V`` (exact), with the curvature at ``W`` computed once (a
+        conjugate-gradient solve applies it many times at the same ``W``)."""
+        C = self._curvature(self.problem.scores(W), self.problem.Y)
+        multinomial = isinstance(self.loss, MultinomialLogisticLoss)
+
+        def apply(V: np.ndarray) -> np.ndarray:
+            U = self.problem.scores(V)
+            D = C * U - C * np.sum(C * U, axis=1, keepdims=True) if multinomial else C * U
+            return self.problem.gradient_sum(D) + self.lam * V
+
+        return apply
+
     def hessian_vector(self, W: np.ndarray, V: np.ndarray) -> np.ndarray:
         """``nabla^2 J(W) V`` (exact)."""
-        C = self._curvature(self.problem.scores(W), self.problem.Y)
-        U = self.problem.scores(V)
-        if isinstance(self.loss, MultinomialLogisticLoss):
-            D = C * U - C * np.sum(C * U, axis=1, keepdims=True)
-        else:
-            D = C * U
-        return self.problem.gradient_sum(D) + self.lam * V
+        return self.hessian_operator(W)(V)
 
     def hessian_matrix(self, W: np.ndarray) -> np.ndarray:
         """``nabla^2 J(W)`` as a dense ``(p K) x (p K)`` matrix (row-major ``W`` order),
@@ -579,11 +586,11 @@ class PerturbedObjective:
         problem = self.problem
         p, k = self.shape
         multinomial = isinstance(self.loss, MultinomialLogisticLoss)
+        pairs = [(a, b) for a in range(k) for b in range(k)] if multinomial \
+            else [(a, a) for a in range(k)]
         H = np.zeros((p, k, p, k))
         for block, rows in problem.row_blocks():
             C = self._curvature(problem.scores(W, rows), problem.Y[block])
-            pairs = [(a, b) for a in range(k) for b in range(k)] if multinomial \
-                else [(a, a) for a in range(k)]
             for a, b in pairs:
                 weight = C[:, a] * ((a == b) - C[:, b]) if multinomial else C[:, a]
                 H[:, a, :, b] += _weighted_gram(rows, weight, problem.intercept, p)
@@ -666,8 +673,7 @@ def _newton(objective: PerturbedObjective, W0: np.ndarray, gtol: float, max_iter
             except (np.linalg.LinAlgError, ValueError):  # singular or non-finite H
                 p = None
         if p is None or not np.all(np.isfinite(p)):
-            p = _conjugate_gradient(lambda v, W=W: objective.hessian_vector(W, v), -g,
-                                    1e-10, cg_iter)
+            p = _conjugate_gradient(objective.hessian_operator(W), -g, 1e-10, cg_iter)
         step = 1.0
         for _ in range(40):
             trial = W + step * p
