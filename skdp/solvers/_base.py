@@ -33,6 +33,7 @@ __all__ = [
     "ProblemSpec",
     "RowBlock",
     "SolverResult",
+    "james_stein_factor",
     "snap_release",
 ]
 
@@ -57,6 +58,22 @@ def snap_release(W: np.ndarray, noise_scale: float) -> np.ndarray:
         return W
     grid = 2.0 ** (math.floor(math.log2(noise_scale)) - SNAP_BITS)
     return grid * np.rint(W / grid)
+
+def james_stein_factor(noisy: np.ndarray, noise_power: float) -> float:
+    """Positive-part James-Stein factor ``max(0, 1 - P / ||noisy||^2)`` of a release.
+
+    ``P`` is a public upper bound on ``E||noise||^2``. For ``noisy = w + z`` with
+    ``E<w, z> = 0``, ``||noisy||^2 - P`` under-estimates ``||w||^2``, and ``c (w + z)``
+    has the smallest ``E||c (w + z) - w||^2`` at ``c = ||w||^2 / (||w||^2 + E||z||^2)``.
+    The factor reads only the release and public constants: post-processing. It is 0
+    exactly when ``||noisy||^2 <= P`` (the release is within the noise's reach of 0);
+    ``P <= 0`` gives 1.
+    """
+    if noise_power <= 0:
+        return 1.0
+    norm2 = float(np.sum(noisy * noisy))
+    return max(0.0, 1.0 - noise_power / norm2) if norm2 > 0 else 0.0
+
 
 # A full-precision optimisation target: the auto iteration counts aim at an optimisation
 # error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).

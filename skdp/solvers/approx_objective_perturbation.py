@@ -46,6 +46,9 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
         Public ``r_max`` (overrides ``radius_fraction``).
     max_iter : int, default=100000
         Step budget of the sure gradient-descent fallback of the certified solve.
+    shrinkage : {"threshold"} or None, default=None
+        Release ``0`` when the noisy minimiser is within the noise's public reach of
+        ``0`` (before the projection; see :class:`~skdp.solvers.ObjectivePerturbation`).
 
     Notes
     -----
@@ -78,8 +81,9 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
         radius_fraction: float = 1e-3,
         certified_radius: float | None = None,
         max_iter: int = 100000,
+        shrinkage: str | None = None,
     ) -> None:
         super().__init__(jacobian_share=jacobian_share, noise_radius=noise_radius,
                          objective_share=objective_share,
                          radius_fraction=radius_fraction, certified_radius=certified_radius,
-                         max_iter=max_iter)
+                         max_iter=max_iter, shrinkage=shrinkage)

@@ -23,7 +23,7 @@ from skdp.losses import HingeLoss, SmoothedHingeLoss
 from skdp.privacy.accounting import check_sensitivity, single_release
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, james_stein_factor
 
 __all__ = ["CertificateError", "OutputPerturbation", "output_sensitivity"]
 
@@ -480,11 +480,9 @@ class OutputPerturbation(BaseDPSolver):
         minimiser lies in ``B(0, R)`` (and in the constraint), which contains 0 and is
         convex, so the projection that follows keeps the release there.
         """
-        if self.shrinkage is None or noise_power <= 0:
+        if self.shrinkage is None:
             return noisy
-        norm2 = float(np.sum(noisy * noisy))
-        factor = max(0.0, 1.0 - noise_power / norm2) if norm2 > 0 else 0.0
-        return factor * noisy
+        return james_stein_factor(noisy, noise_power) * noisy
 
     def certified_minimizer(self, problem: Problem, plan: Plan) -> np.ndarray:
         """A point within ``certified_radius`` of the exact minimiser, for any data."""

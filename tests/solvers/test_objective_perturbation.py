@@ -867,3 +867,64 @@ def test_review_build_checks_the_declared_bound_against_data_norm():
     Problem.build(X, Y, ok, data_norm=1.0, intercept=0.9)
     with pytest.raises(ValueError, match="intercept feature"):
         Problem.build(X, Y, ok, data_norm=1.0, intercept=0.5)
+
+
+# -- the release threshold (shrinkage="threshold") -----------------------------------------
+@pytest.mark.parametrize("solver_cls", [ObjectivePerturbation, ApproxObjectivePerturbation])
+@pytest.mark.parametrize("budget", [Budget(0.3, 0.0), Budget(0.3, 1e-5)],
+                         ids=["pure", "gaussian"])
+def test_threshold_releases_zero_or_the_unshrunk_point(solver_cls, budget):
+    """Same seed: the thresholded release is the ``shrinkage=None`` release, or 0 exactly
+    when that release's squared norm is at most the plan's public ``noise_power``. At this
+    small epsilon both branches occur (checked), so the test sees each of them."""
+    X, Y = _data(n=80, d=4, seed=3)
+    constraint = L2Ball(0.5) if solver_cls is ApproxObjectivePerturbation else None
+    problem = _problem(X, Y, LogisticLoss(), alpha=0.01, intercept=1.0,
+                       constraint=constraint)
+    branches = set()
+    for seed in range(40):
+        raw = solver_cls(shrinkage=None).solve(problem, budget, seed)
+        out = solver_cls(shrinkage="threshold").solve(problem, budget, seed)
+        power = out.plan.settings["noise_power"]
+        assert power == raw.plan.settings["noise_power"] > 0
+        # The threshold is applied before the projection, to the unprojected release.
+        unprojected = solver_cls(shrinkage=None)
+        unprojected.projects = False
+        theta = unprojected.solve(_problem(X, Y, LogisticLoss(), alpha=0.01, intercept=1.0),
+                                  budget, seed).coef
+        killed = float(np.sum(theta * theta)) <= power
+        branches.add(killed)
+        expected = np.zeros_like(raw.coef) if killed else raw.coef
+        np.testing.assert_array_equal(out.coef, expected)
+        assert out.spent.epsilon == raw.spent.epsilon
+    assert branches == {True, False}
+
+
+@pytest.mark.parametrize("intercept", [False, True], ids=["no_intercept", "intercept"])
+@pytest.mark.parametrize("budget", [Budget(1.0, 0.0), Budget(1.0, 1e-5)],
+                         ids=["pure", "gaussian"])
+def test_threshold_noise_power_bounds_the_expected_squared_noise(budget, intercept):
+    """All-zero feature rows, alpha = 0. Without an intercept the release is ``-B /
+    Lambda + H``, so the public ``noise_power`` equals ``E||release||^2`` up to the tiny
+    ``r_max`` terms: two-sided z-test. With the intercept row the data curvature only
+    shrinks the displacement, so ``noise_power`` is an upper bound: one-sided test. Mean
+    of 800 fits, failure probability 1e-6 each (fixed seeds); a wrong ``E||B||^2``,
+    ``Lambda_min`` or ``E||H||^2`` in the plan fails it."""
+    problem = make_problem(n=40, d=3, zero=True, alpha=0.0, intercept=intercept)
+    solver = ObjectivePerturbation()
+    sq = np.array([float(np.sum(solver.solve(problem, budget, seed).coef ** 2))
+                   for seed in range(800)])
+    power = solver.plan(problem.spec, budget, "pure" if budget.delta == 0 else "basic",
+                        "replace_one").settings["noise_power"]
+    se = sq.std(ddof=1) / math.sqrt(sq.size)
+    if intercept:
+        assert sq.mean() <= power + stats.norm.isf(1e-6) * se
+        assert sq.mean() > 0.5 * power  # and the bound is not vacuous
+    else:
+        assert abs(sq.mean() - power) <= stats.norm.isf(0.5e-6) * se
+
+
+def test_threshold_rejects_unknown_values():
+    problem = make_problem(n=40, d=3)
+    with pytest.raises(ValueError, match="shrinkage must be 'threshold' or None"):
+        ObjectivePerturbation(shrinkage="james_stein").solve(problem, BUDGET, 0)
