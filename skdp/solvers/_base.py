@@ -59,6 +59,7 @@ def snap_release(W: np.ndarray, noise_scale: float) -> np.ndarray:
     grid = 2.0 ** (math.floor(math.log2(noise_scale)) - SNAP_BITS)
     return grid * np.rint(W / grid)
 
+
 def james_stein_factor(noisy: np.ndarray, noise_power: float) -> float:
     """Positive-part James-Stein factor ``max(0, 1 - P / ||noisy||^2)`` of a release.
 
