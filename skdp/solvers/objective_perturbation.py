@@ -248,13 +248,11 @@ def _calibrate_sigma(delta_of: Callable[[float], float], delta: float) -> float:
 
 
 @dataclass(frozen=True)
-class ObjPertCalibration:
-    """Public constants of one objective-perturbation release (sum form).
+class _RegularizedCalibration:
+    """What both objective-perturbation calibrations fix: the regulariser and constants.
 
     Attributes
     ----------
-    sigma : float
-        Std of each entry of ``B``.
     regularization : float
         ``Lambda`` applied to the penalised rows.
     intercept_regularization : float
@@ -265,11 +263,10 @@ class ObjPertCalibration:
         ``L = c1 X`` and ``beta = c2 X^2``.
     rank : int
         ``K``.
-    epsilon, delta : float
-        The guarantee of the exact minimiser (replace-one).
+    epsilon : float
+        The epsilon of the exact minimiser's guarantee (replace-one).
     """
 
-    sigma: float
     regularization: float
     intercept_regularization: float
     jacobian_epsilon: float
@@ -277,6 +274,23 @@ class ObjPertCalibration:
     smoothness: float
     rank: int
     epsilon: float
+
+
+@dataclass(frozen=True)
+class ObjPertCalibration(_RegularizedCalibration):
+    """Public constants of one objective-perturbation release (sum form).
+
+    The regulariser and constants: see :class:`_RegularizedCalibration`.
+
+    Attributes
+    ----------
+    sigma : float
+        Std of each entry of ``B``.
+    delta : float
+        The delta of the exact minimiser's guarantee.
+    """
+
+    sigma: float
     delta: float
 
 
@@ -422,41 +436,27 @@ def body_rms_unit(sizes: tuple[int, ...], radii: tuple[float, ...]) -> float:
 
 
 @dataclass(frozen=True)
-class PureObjPertCalibration:
+class PureObjPertCalibration(_RegularizedCalibration):
     """Public constants of one pure epsilon-DP objective-perturbation release (sum form).
+
+    ``epsilon_B + jacobian_epsilon <= epsilon`` (``delta = 0``); the regulariser and
+    constants: see :class:`_RegularizedCalibration`.
 
     Attributes
     ----------
     noise_epsilon : float
         ``epsilon_B``: the K-norm noise has density proportional to
         ``exp(-epsilon_B ||B||_K)``, ``K`` the product of balls ``sizes``/``radii``.
-    regularization, intercept_regularization : float
-        ``Lambda`` of the penalised and of the unpenalised rows.
-    jacobian_epsilon : float
-        ``epsilon_J = K ln(1 + beta / min Lambda)``; ``epsilon_B + epsilon_J <= epsilon``.
-    lipschitz, smoothness : float
-        ``L = c1 X`` and ``beta = c2 X^2``.
-    rank : int
-        ``K``.
     sizes, radii : tuple
         The body of :func:`gradient_difference_body`.
     noise_rms : float
         ``sqrt(E||B||^2)``.
-    epsilon : float
-        The guarantee of the exact minimiser (replace-one, ``delta = 0``).
     """
 
     noise_epsilon: float
-    regularization: float
-    intercept_regularization: float
-    jacobian_epsilon: float
-    lipschitz: float
-    smoothness: float
-    rank: int
     sizes: tuple[int, ...]
     radii: tuple[float, ...]
     noise_rms: float
-    epsilon: float
 
 
 def calibrate_pure_objective_perturbation(
@@ -984,7 +984,7 @@ class ObjectivePerturbation(BaseDPSolver):
         # eps2 rounded down so that eps1 + eps2 <= epsilon in floating point.
         eps2 = (budget.epsilon - eps1) * (1.0 - 1e-12)
         delta2 = 0.0 if pure else budget.delta - delta1
-        cal: ObjPertCalibration | PureObjPertCalibration
+        cal: _RegularizedCalibration
         if pure:
             cal = calibrate_pure_objective_perturbation(spec, eps1, self.jacobian_share,
                                                         self.noise_radius)
