@@ -76,6 +76,17 @@ def james_stein_factor(noisy: np.ndarray, noise_power: float) -> float:
     return max(0.0, 1.0 - noise_power / norm2) if norm2 > 0 else 0.0
 
 
+def tail_start(n_steps: int) -> int:
+    """First (0-based) step of the suffix average: the last ``ceil(n_steps / 2)`` iterates.
+
+    Suffix averaging (Rakhlin, Shamir & Sridharan 2012; Shamir & Zhang 2013) keeps the
+    noise-averaging of the uniform average without its bias towards the early iterates.
+    The count is fixed by ``n_steps`` alone (public), and the average reads only the
+    iterates: post-processing.
+    """
+    return int(n_steps) // 2
+
+
 # A full-precision optimisation target: the auto iteration counts aim at an optimisation
 # error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).
 _NON_PRIVATE_SNR = 1e12

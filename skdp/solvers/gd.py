@@ -15,13 +15,13 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, tail_start
 
 __all__ = ["NoisyGD", "full_batch_gaussian"]
 
 # Upper limit of the automatic iteration count (each iteration is one pass over the data).
 MAX_AUTO_ITER = 2000
-ITERATES = ("last", "average", "random")
+ITERATES = ("last", "average", "tail", "random")
 
 
 def _gd_event(z: float, n_iter: int, accountant: str, relation: str) -> dpe.DpEvent:
@@ -75,9 +75,11 @@ class NoisyGD(BaseDPSolver):
     clip_norm : float, optional
         Per-example gradient clip ``C``. Default: the loss bound ``sup|phi'| * data_norm``,
         which makes clipping lossless.
-    iterate : {"last", "average", "random"}, default="last"
-        Output the last iterate, the average of ``w_1..w_T``, or a uniformly random one of
-        them (Section 6.2 of the paper).
+    iterate : {"last", "average", "tail", "random"}, default="last"
+        Output the last iterate, the average of ``w_1..w_T``, the suffix average of the
+        last ``ceil(T/2)`` iterates (:func:`~skdp.solvers._base.tail_start`; it averages
+        the noise like ``"average"`` without the bias towards the early iterates), or a
+        uniformly random one of them (Section 6.2 of the paper).
 
     Notes
     -----
@@ -176,10 +178,18 @@ class NoisyGD(BaseDPSolver):
         )
 
     def release_noise_scale(self, plan: Plan) -> float:
-        # The last step adds eta * N(0, sigma^2); an average of T iterates still carries
-        # at least the average of T such independent draws: eta sigma / sqrt(T).
+        # The last step adds eta * N(0, sigma^2); an average of m iterates still carries
+        # at least the average of m such independent draws: eta sigma / sqrt(m).
         scale = plan.settings["step_size"] * plan.settings["sigma"]
-        return scale if self.iterate != "average" else scale / math.sqrt(plan.n_iter)
+        return scale / math.sqrt(self._n_averaged(plan.n_iter))
+
+    def _n_averaged(self, n_iter: int) -> int:
+        """How many iterates the output averages (1 for "last" and "random")."""
+        if self.iterate == "average":
+            return n_iter
+        if self.iterate == "tail":
+            return n_iter - tail_start(n_iter)
+        return 1
 
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
@@ -188,6 +198,8 @@ class NoisyGD(BaseDPSolver):
         W = np.zeros((spec.n_params, spec.n_outputs))
         # The random output index is drawn before the data is touched.
         pick = noise.integer(plan.n_iter) if self.iterate == "random" else -1
+        # "average" sums w_1..w_T, "tail" the last ceil(T/2) of them.
+        first = {"average": 0, "tail": tail_start(plan.n_iter)}.get(self.iterate)
         total = np.zeros_like(W)
         chosen = W
         for t in range(plan.n_iter):
@@ -195,12 +207,12 @@ class NoisyGD(BaseDPSolver):
             grad[:p] += spec.alpha * W[:p]
             W = W - step * grad
             W[:p] = spec.constraint.project(W[:p])
-            if self.iterate == "average":
+            if first is not None and t >= first:
                 total += W
             elif t == pick:
                 chosen = W
-        if self.iterate == "average":
-            return total / plan.n_iter
+        if first is not None:
+            return total / self._n_averaged(plan.n_iter)
         if self.iterate == "random":
             return chosen
         return W

@@ -30,7 +30,7 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, tail_start
 from skdp.solvers.regularized_mirror_descent import (
     LpGeometry,
     calibrate_gg_multiplier,
@@ -49,6 +49,10 @@ __all__ = [
 # Truncation keeps gradients of computed norm <= tau (1 - 1e-12): the product of two
 # rounded norms may differ from the true entrywise norm by a few ulps.
 _TRUNCATION_SAFETY = 1.0 - 1e-12
+
+#: Output rules: the paper's uniform average of every iterate, or the suffix average of
+#: the last half of them (:func:`~skdp.solvers._base.tail_start`).
+ITERATES = ("average", "tail")
 
 
 def truncated_coefficients(
@@ -92,17 +96,22 @@ def _check_real(solver: BaseDPSolver, name: str, lower: float, upper: float,
 class _TruncatedBase(BaseDPSolver):
     """Shared parameters, defaults and the one-pass loop of Algorithms 4 and 7."""
 
-    def __init__(self, n_iter=None, truncation=None, step_size=None, p=None):
+    def __init__(self, n_iter=None, truncation=None, step_size=None, p=None,
+                 iterate="average"):
         self.n_iter = n_iter
         self.truncation = truncation
         self.step_size = step_size
         self.p = p
+        self.iterate = iterate
 
     def _validate_params(self) -> None:
         self._check_positive_int("n_iter")
         self._check_positive_real("truncation")
         self._check_positive_real("step_size")
         _check_real(self, "p", 1.0, 2.0)
+        if self.iterate not in ITERATES:
+            raise ValueError(f"{type(self).__name__}.iterate must be one of {ITERATES}, got "
+                             f"{self.iterate!r}.")
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
@@ -178,6 +187,11 @@ class _TruncatedBase(BaseDPSolver):
         row_norms_q = problem.row_norms_in(q)
         W = np.zeros((spec.n_params, spec.n_outputs))
         total = np.zeros_like(W)
+        # Constant gamma_t: the paper's weights gamma_t^{-1} make a uniform average of the
+        # E T iterates; "tail" averages the last half of them (post-processing).
+        n_steps = T * epochs
+        first = 0 if self.iterate == "average" else tail_start(n_steps)
+        step = 0
         for _ in range(epochs):
             # Data-independent random order, drawn independently of the data (a fresh one
             # per epoch); T disjoint batches.
@@ -189,9 +203,10 @@ class _TruncatedBase(BaseDPSolver):
                 g[: spec.n_penalized] += spec.alpha * W[: spec.n_penalized]
                 # w_t = argmin_{w in C} <g, w> + gamma D_Phi(w, w_{t-1}), gamma = 1 / eta.
                 W = geometry.prox(eta * g - geometry.grad(W), 1.0)
-                total += W
-        # Constant gamma_t: the paper's weights gamma_t^{-1} make a uniform average.
-        return total / (T * epochs)
+                if step >= first:
+                    total += W
+                step += 1
+        return total / (n_steps - first)
 
     @abstractmethod
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int], plan: Plan,
@@ -236,6 +251,10 @@ class TruncatedMirrorDescent(_TruncatedBase):
         average of all iterates), and the noise is calibrated for ``E`` releases per
         record. An extension of the paper (its analysis is one-pass): on finite data
         several passes with more noise per step often beat one pass.
+    iterate : {"average", "tail"}, default="average"
+        Output the paper's uniform average of the ``E T`` iterates, or the suffix average
+        of the last ``ceil(E T / 2)`` of them (no weight on the early, far-off iterates;
+        post-processing, so the guarantee is the same).
 
     Notes
     -----
@@ -266,8 +285,10 @@ class TruncatedMirrorDescent(_TruncatedBase):
     default_accountant = "rdp"
     accountants = ("rdp",)
 
-    def __init__(self, n_iter=None, truncation=None, step_size=None, p=None, n_epochs=1):
-        super().__init__(n_iter=n_iter, truncation=truncation, step_size=step_size, p=p)
+    def __init__(self, n_iter=None, truncation=None, step_size=None, p=None, n_epochs=1,
+                 iterate="average"):
+        super().__init__(n_iter=n_iter, truncation=truncation, step_size=step_size, p=p,
+                         iterate=iterate)
         self.n_epochs = n_epochs
 
     def _validate_params(self) -> None:
@@ -414,7 +435,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
         Number of batches ``T`` (``<= n``). Default: Theorem 10's
         ``M^2 n eps kappa / sqrt(d ln(1/delta))`` (constant 1, ``M`` the l_p diameter, 2
         when unconstrained); ``ceil(sqrt(n))`` when ``epsilon = inf``.
-    truncation, step_size, p
+    truncation, step_size, p, iterate
         As in :class:`TruncatedMirrorDescent` (the default step size uses
         ``G^2 = tau^2 + d^(1 - 2/q) E||Z||_q^2 / |B|``, ``E||Z||_q^2 = d (d+1) (2 tau/eps_0)^2``).
 

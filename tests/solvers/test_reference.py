@@ -121,6 +121,28 @@ def test_gd_random_iterate_is_one_of_the_iterates():
     np.testing.assert_allclose(res.coef, last.coef)
 
 
+@pytest.mark.parametrize("n_iter", [1, 6, 7])
+def test_gd_tail_iterate_is_the_mean_of_the_last_half(n_iter):
+    """iterate="tail" averages exactly the last ceil(T/2) iterates (each rebuilt as the
+    last iterate of a prefix run fed the same noise), and the declared release noise
+    scale shrinks by the square root of that count."""
+    problem = make_problem(n=40, d=3, seed=7)
+    budget = Budget(1.0, 1e-5)
+    noise = RecordingNoiseSource(np.random.default_rng(2))
+    res = NoisyGD(n_iter=n_iter, iterate="tail").solve(problem, budget, noise)
+    assert [kind for kind, _ in noise.draws] == ["gaussian"] * n_iter
+    kept = range(n_iter // 2, n_iter)
+    assert len(kept) == -(-n_iter // 2)
+    iterates = [NoisyGD(n_iter=t + 1).solve(problem, budget,
+                                            ReplayingSource(noise.draws)).coef
+                for t in kept]
+    np.testing.assert_allclose(res.coef, np.mean(iterates, axis=0), rtol=1e-12, atol=1e-15)
+    last = NoisyGD(n_iter=n_iter)
+    scale = last.release_noise_scale(res.plan)
+    assert NoisyGD(n_iter=n_iter, iterate="tail").release_noise_scale(res.plan) == \
+        pytest.approx(scale / np.sqrt(len(kept)), rel=1e-15)
+
+
 class ReplayingSource(RecordingNoiseSource):
     """A NoiseSource that returns recorded Gaussian draws (for prefix comparisons)."""
 

@@ -209,7 +209,7 @@ def test_accountants():
 
 
 # -- algorithm ---------------------------------------------------------------------------------
-def _reference(problem, plan, draws, shuffled):
+def _reference(problem, plan, draws, shuffled, iterate="average"):
     """Per-record loop, explicit truncation and mirror steps (LpGeometry.prox is checked
     against numerical optimisation in test_regularized_mirror_descent.py)."""
     s = plan.settings
@@ -219,18 +219,21 @@ def _reference(problem, plan, draws, shuffled):
     geo = LpGeometry(s["p"], spec.n_penalized, spec.constraint.radius
                      if isinstance(spec.constraint, LpBall) else None)
     w = np.zeros((spec.n_params, 1))
-    total = np.zeros_like(w)
+    iterates = []
     draws = iter(draws)
     for _ in range(epochs):
         kind, order = next(draws)
         assert kind == "perm"
-        w, total = _reference_epoch(X, Y, np.array_split(order, batches), draws, w, total,
-                                    s, geo, shuffled)
+        w = _reference_epoch(X, Y, np.array_split(order, batches), draws, w, iterates,
+                             s, geo, shuffled)
     assert next(draws, None) is None
-    return total / plan.n_iter
+    assert len(iterates) == plan.n_iter
+    # "average": all E T iterates; "tail": the last ceil(E T / 2).
+    kept = iterates if iterate == "average" else iterates[len(iterates) // 2:]
+    return np.mean(kept, axis=0)
 
 
-def _reference_epoch(X, Y, batches, draws, w, total, s, geo, shuffled):
+def _reference_epoch(X, Y, batches, draws, w, iterates, s, geo, shuffled):
     q, tau, eta = s["q"], s["truncation"], s["step_size"]
     for batch in batches:
         g = np.zeros_like(w)
@@ -247,24 +250,27 @@ def _reference_epoch(X, Y, batches, draws, w, total, s, geo, shuffled):
             assert scale == pytest.approx(s["sigma"] * s["min_batch"] / len(batch))
             g = g / len(batch) + noise
         w = geo.prox(eta * g - geo.grad(w), 1.0)
-        total += w
-    return w, total
+        iterates.append(w)
+    return w
 
 
 @pytest.mark.parametrize("cls, epochs", [(TruncatedMirrorDescent, 1),
                                          (TruncatedMirrorDescent, 3),
                                          (ShuffledTruncatedMirrorDescent, 1)])
 @pytest.mark.parametrize("radius", [0.5, None])
-def test_matches_reference_fed_the_same_noise(cls, epochs, radius):
+@pytest.mark.parametrize("iterate", ["average", "tail"])
+def test_matches_reference_fed_the_same_noise(cls, epochs, radius, iterate):
     problem = _heavy_problem(n=2000, d=3, radius=radius, seed=4)
     extra = {"n_epochs": epochs} if epochs > 1 else {}
-    solver = cls(n_iter=7, truncation=4.0, p=None if radius else 1.5, **extra)
+    solver = cls(n_iter=7, truncation=4.0, p=None if radius else 1.5, iterate=iterate,
+                 **extra)
     budget = Budget(1.0, 1e-5)
     acc = solver.resolve_accountant("auto")
     plan = solver.plan(problem.spec, budget, acc, "replace_one")
     rec = Recorder(np.random.default_rng(9))
     coef = solver._run(problem, plan, rec)
-    expected = _reference(problem, plan, rec.draws, cls is ShuffledTruncatedMirrorDescent)
+    expected = _reference(problem, plan, rec.draws, cls is ShuffledTruncatedMirrorDescent,
+                          iterate)
     np.testing.assert_allclose(coef, expected, rtol=1e-9, atol=1e-12)
     if radius:
         assert _norm(coef, 1.5) <= radius * (1 + 1e-12)
@@ -341,7 +347,8 @@ def test_incompatible_and_bad_parameters():
                 ProblemSpec(50, 2, 1, 2, 2.0, SquaredLoss(1.0), L1Ball(1.0), 0.0),
                 data_norm=1.0),
             BUDGET, 0)
-    for bad in ({"n_iter": 0}, {"truncation": -1.0}, {"step_size": 0.0}, {"p": 2.5}):
+    for bad in ({"n_iter": 0}, {"truncation": -1.0}, {"step_size": 0.0}, {"p": 2.5},
+                {"iterate": "last"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             TruncatedMirrorDescent(**bad).solve(_heavy_problem(), BUDGET, 0)
 
