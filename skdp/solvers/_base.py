@@ -87,6 +87,16 @@ def tail_start(n_steps: int) -> int:
     return int(n_steps) // 2
 
 
+def averaged_from(iterate: str, n_steps: int) -> int | None:
+    """First (0-based) step the output averages, or None when it averages nothing.
+
+    ``"average"``: every iterate (0); ``"tail"``: the suffix of :func:`tail_start`; any
+    other output rule (``"last"``, ``"random"``) reads single iterates (None). Public: a
+    function of the rule and the step count only.
+    """
+    return {"average": 0, "tail": tail_start(n_steps)}.get(iterate)
+
+
 # A full-precision optimisation target: the auto iteration counts aim at an optimisation
 # error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).
 _NON_PRIVATE_SNR = 1e12

@@ -15,7 +15,7 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, tail_start
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
 
 __all__ = ["NoisyGD", "full_batch_gaussian"]
 
@@ -185,11 +185,8 @@ class NoisyGD(BaseDPSolver):
 
     def _n_averaged(self, n_iter: int) -> int:
         """How many iterates the output averages (1 for "last" and "random")."""
-        if self.iterate == "average":
-            return n_iter
-        if self.iterate == "tail":
-            return n_iter - tail_start(n_iter)
-        return 1
+        first = averaged_from(self.iterate, n_iter)
+        return 1 if first is None else n_iter - first
 
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
@@ -199,7 +196,7 @@ class NoisyGD(BaseDPSolver):
         # The random output index is drawn before the data is touched.
         pick = noise.integer(plan.n_iter) if self.iterate == "random" else -1
         # "average" sums w_1..w_T, "tail" the last ceil(T/2) of them.
-        first = {"average": 0, "tail": tail_start(plan.n_iter)}.get(self.iterate)
+        first = averaged_from(self.iterate, plan.n_iter)
         total = np.zeros_like(W)
         chosen = W
         for t in range(plan.n_iter):

@@ -30,7 +30,7 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, tail_start
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
 from skdp.solvers.regularized_mirror_descent import (
     LpGeometry,
     calibrate_gg_multiplier,
@@ -190,7 +190,7 @@ class _TruncatedBase(BaseDPSolver):
         # Constant gamma_t: the paper's weights gamma_t^{-1} make a uniform average of the
         # E T iterates; "tail" averages the last half of them (post-processing).
         n_steps = T * epochs
-        first = 0 if self.iterate == "average" else tail_start(n_steps)
+        first = averaged_from(self.iterate, n_steps)
         step = 0
         for _ in range(epochs):
             # Data-independent random order, drawn independently of the data (a fresh one
