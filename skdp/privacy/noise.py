@@ -158,7 +158,9 @@ class NoiseSource:
         ``exp(-||y||_r^r)``, a function of ``||y||_r`` only: by the same factorisation
         ``Y / ||Y||_r ~ mu_K`` for the l_r ball, independent of ``||Y||_r``. The gennorm
         coordinates are drawn as ``sign * G^(1/r)`` with ``G ~ Gamma(1/r, 1)`` (``|Y|^r``
-        has density proportional to ``s^(1/r - 1) e^(-s)``); for ``r = inf`` the coordinates
+        has density proportional to ``s^(1/r - 1) e^(-s)``), computed as
+        ``Gamma(1 + 1/r)^(1/r) U`` with ``U`` uniform on ``(0, 1]`` (the same law, without
+        the underflow of ``Gamma(1/r)`` to 0 for large ``r``); for ``r = inf`` the coordinates
         are uniform on ``[-1, 1]`` (uniform on the cube, whose density is a function of
         ``||y||_inf``). Every draw comes from ``self.rng``.
         """
@@ -216,8 +218,14 @@ class NoiseSource:
                 y = self.rng.uniform(-1.0, 1.0, size=(todo.size, d))
             else:
                 # gennorm(beta=r): |Y|^r ~ Gamma(1/r, 1) and an independent random sign.
-                magnitude = self.rng.gamma(shape=1.0 / r, scale=1.0, size=(todo.size, d))
+                # Gamma(a) = Gamma(1 + a) U^(1/a) in law (U uniform on (0, 1]), so
+                # |Y| = Gamma(1 + 1/r)^(1/r) U. Drawing Gamma(1/r) directly underflows to
+                # exactly 0 with probability ~10^(-323.6 / r) per coordinate (0.48 at
+                # r = 1001): a noise coordinate of 0 releases that coordinate exactly.
+                magnitude = self.rng.gamma(shape=1.0 + 1.0 / r, scale=1.0,
+                                           size=(todo.size, d))
                 magnitude **= 1.0 / r
+                magnitude *= 1.0 - self.rng.random((todo.size, d))
                 y = np.where(self.rng.random((todo.size, d)) < 0.5, -magnitude, magnitude)
             norms = vector_norms(y, r)
             ok = (norms > 0) & np.isfinite(norms)  # zero has probability zero: redraw

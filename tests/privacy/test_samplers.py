@@ -60,7 +60,7 @@ def test_k_norm_radius_law(d, q):
 
 
 @pytest.mark.parametrize("method", ["generalized_gaussian", "k_norm"])
-@pytest.mark.parametrize("d, r", [(5, 3.0), (12, 1.5), (40, 9.0)])
+@pytest.mark.parametrize("d, r", [(5, 3.0), (12, 1.5), (40, 9.0), (20, 101.0)])
 def test_direction_follows_the_cone_measure(method, d, r):
     """Under the cone measure of the l_r sphere, (|U_1|^r, ..., |U_d|^r) ~ Dirichlet(1/r,
     ..., 1/r), so |U_1|^r ~ Beta(1/r, (d - 1)/r): KS test (failure probability 1e-6).
@@ -76,6 +76,27 @@ def test_direction_follows_the_cone_measure(method, d, r):
     positives = int(np.sum(U[:, 1 % d] > 0))
     assert stats.binomtest(positives, n, 0.5).pvalue > ALPHA
     assert stats.spearmanr(radius, coord).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("method", ["generalized_gaussian", "k_norm"])
+@pytest.mark.parametrize("r", [101.0, 1001.0])
+def test_no_noise_coordinate_is_exactly_zero_for_large_orders(method, r):
+    """Regression: the gennorm magnitudes were Gamma(1/r)^(1/r), and Gamma(1/r) underflows
+    to exactly 0 with probability ~10^(-323.6 / r) per coordinate (0.48 of them at
+    r = 1001), which released those coordinates without noise. Also checks the Dirichlet
+    law of the cone measure through E|U_1|^r = 1/d, computed in logs (z-test, 1e-6)."""
+    d, n = 20, 3000
+    Z = _draws(method, n, (d,), 1.0, r, seed=17)
+    assert np.all(Z != 0.0) and np.all(np.isfinite(Z))
+    log_abs = np.log(np.abs(Z))
+    peak = log_abs.max(axis=1, keepdims=True)
+    # |U_1|^r = |Z_1|^r / sum_j |Z_j|^r, evaluated relative to the row's largest entry.
+    log_coord = r * (log_abs[:, 0] - peak[:, 0]) - np.log(
+        np.sum(np.exp(r * (log_abs - peak)), axis=1))
+    coord = np.exp(log_coord)
+    a, b = 1.0 / r, (d - 1.0) / r
+    sd = math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)) / n)
+    assert abs(coord.mean() - 1.0 / d) < stats.norm.isf(ALPHA / 2) * sd
 
 
 @pytest.mark.parametrize("method", ["generalized_gaussian", "k_norm"])
