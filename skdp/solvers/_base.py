@@ -21,7 +21,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
 from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall
-from skdp.losses import GLMLoss, clip_coefficients, row_norms
+from skdp.losses import NORM_SAFETY, GLMLoss, clip_coefficients, row_norms, vector_norms
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource, as_noise_source
@@ -102,8 +102,6 @@ def averaged_from(iterate: str, n_steps: int) -> int | None:
 _NON_PRIVATE_SNR = 1e12
 # Rows per block of the full-gradient pass: about 2 MB of float64 features per block.
 _BLOCK_ELEMENTS = 1 << 18
-# Clipped rows are scaled slightly inside the ball so that rounding never exceeds it.
-_CLIP_SAFETY = 1.0 - 1e-12
 #: Relative slack of the declared ``row_norm_bound`` that :meth:`Problem.build` accepts
 #: (rounding of user-supplied bounds); solvers that split the bound into parts (the
 #: feature/intercept body of objective perturbation) inflate it by this much.
@@ -111,6 +109,22 @@ ROW_BOUND_TOLERANCE = 1e-9
 # Rows with a larger norm are clipped in a copy before any product (overflow safety).
 _PRESCALE_NORM = 1e100
 
+
+
+def with_intercept(norms: np.ndarray, intercept: float, ord: float) -> np.ndarray:
+    """``||(x_i, c)||_ord`` from the row norms ``||x_i||_ord`` and the intercept feature ``c``.
+
+    The norm of the two-vector ``(||x_i||_ord, |c|)``, computed scaled by its larger entry
+    (:func:`~skdp.losses.vector_norms`): ``a^ord + c^ord`` underflows to 0 for large ``ord``
+    (both terms already at ``c = 0.48``, ``ord = 1001``), and a norm of 0 would leave the
+    record untruncated and unclipped.
+    """
+    norms = np.asarray(norms, dtype=float)
+    if not intercept:
+        return norms
+    pairs = np.column_stack([norms, np.full(norms.shape, abs(float(intercept)))])
+    # An infinite row norm stays infinite (scaling by it would give inf / inf = NaN).
+    return np.where(np.isinf(norms), math.inf, vector_norms(pairs, ord))
 
 @dataclass(frozen=True)
 class ProblemSpec:
@@ -352,7 +366,7 @@ class Problem:
             if data_norm is None:
                 scale = np.ones_like(raw)
             else:
-                scale = np.minimum(1.0, data_norm * _CLIP_SAFETY / raw)
+                scale = np.minimum(1.0, data_norm * NORM_SAFETY / raw)
             huge = np.flatnonzero(~(raw <= _PRESCALE_NORM))
             if huge.size:
                 # Products with these rows could overflow before the clipping factor is
@@ -361,7 +375,7 @@ class Problem:
                 # factor data_norm / ||x|| can be subnormal (data_norm tiny, ||x|| ~ 1e308)
                 # and would then round the clipped row above data_norm.
                 target = np.minimum(raw[huge], raw[huge] * scale[huge]) if data_norm is None \
-                    else np.minimum(raw[huge], data_norm * _CLIP_SAFETY)
+                    else np.minimum(raw[huge], data_norm * NORM_SAFETY)
                 if sp.issparse(X):
                     rows = sp.csr_matrix(X[huge], dtype=float, copy=True)
                     counts = np.diff(rows.indptr)
@@ -378,12 +392,8 @@ class Problem:
                 scale = scale.copy()
                 scale[huge] = 1.0
             clipped = scale * (raw if ord == 2.0 else row_norms(X, 2.0))
-            norms = np.sqrt(clipped**2 + intercept**2)
-            augmented = scale * raw
-            if ord == math.inf:
-                augmented = np.maximum(augmented, abs(intercept))
-            elif intercept:
-                augmented = (augmented**ord + abs(intercept) ** ord) ** (1.0 / ord)
+            norms = with_intercept(clipped, intercept, 2.0)
+            augmented = with_intercept(scale * raw, intercept, ord)
         # With data_norm given, the rows are clipped here; per-example gradients are clipped
         # with the actual norms anyway, so a rounding excess (subnormal scales) is harmless
         # and must not make the fit fail for one record. Without it, the caller's claim is
@@ -397,12 +407,7 @@ class Problem:
         if data_norm is not None:
             # Public check (no data): clipped rows plus the intercept feature must fit the
             # declared bound in its norm.
-            c = abs(float(intercept))
-            top = max(float(data_norm), c)
-            with np.errstate(all="ignore"):
-                implied = (top if ord == math.inf or c == 0.0 else float(
-                    np.hypot(data_norm, c)) if ord == 2.0 else
-                    top * ((float(data_norm) / top) ** ord + (c / top) ** ord) ** (1.0 / ord))
+            implied = float(with_intercept(np.array([float(data_norm)]), intercept, ord)[0])
             if not implied <= spec.row_norm_bound * (1 + ROW_BOUND_TOLERANCE):
                 raise ValueError(
                     f"data_norm={data_norm} with the intercept feature {intercept} gives "
@@ -418,11 +423,7 @@ class Problem:
         ord = float(ord)
         if ord == 2.0:
             return self.norms
-        norms = self.row_scale * row_norms(self.X, ord)
-        c = abs(self.intercept)
-        if ord == math.inf:
-            return np.maximum(norms, c)
-        return (norms**ord + c**ord) ** (1.0 / ord) if c else norms
+        return with_intercept(self.row_scale * row_norms(self.X, ord), self.intercept, ord)
 
     # -- the linear model on (a subset of) the augmented rows ------------------------------
     def rows(self, index: Any) -> RowBlock:

@@ -21,7 +21,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import BudgetError
-from skdp.losses import vector_norms
+from skdp.losses import NORM_SAFETY, vector_norms
 from skdp.privacy.accounting import (
     ApproxDpEvent,
     PureDpEvent,
@@ -46,10 +46,6 @@ __all__ = [
     "truncated_coefficients",
 ]
 
-# Truncation keeps gradients of computed norm <= tau (1 - 1e-12): the product of two
-# rounded norms may differ from the true entrywise norm by a few ulps.
-_TRUNCATION_SAFETY = 1.0 - 1e-12
-
 #: Output rules: the paper's uniform average of every iterate, or the suffix average of
 #: the last half of them (:func:`~skdp.solvers._base.tail_start`).
 ITERATES = ("average", "tail")
@@ -66,7 +62,7 @@ def truncated_coefficients(
     """
     with np.errstate(all="ignore"):
         norms = row_norms_q * vector_norms(D, q)
-    keep = np.isfinite(norms) & (norms <= threshold * _TRUNCATION_SAFETY)
+    keep = np.isfinite(norms) & (norms <= threshold * NORM_SAFETY)
     return np.where(keep[:, None], D, 0.0)
 
 

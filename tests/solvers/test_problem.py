@@ -17,6 +17,7 @@ from skdp.losses import (
     SmoothedHingeLoss,
     SquaredLoss,
     row_norms,
+    vector_norms,
 )
 from skdp.solvers import Problem, ProblemSpec
 from tests.conftest import make_problem
@@ -142,6 +143,46 @@ def test_large_order_norms_do_not_underflow():
     norms = vector_norms(problem.design_matrix(), q)
     assert np.all(norms <= 0.1 * (1 + 1e-9)) and np.all(norms >= 0.1 * (1 - 1e-9))
 
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_large_order_norms_with_an_intercept_do_not_underflow(sparse):
+    # Review regression: (a^q + c^q)^(1/q) underflowed to 0 for q = 1001 and a, c <= 0.48,
+    # so with fit_intercept the truncated and clipped solvers saw gradient norms of 0 and
+    # released records untruncated (measured sensitivity 150x the declared one).
+    q, c = 1001.0, 0.3
+    rng = np.random.default_rng(6)
+    X = rng.uniform(0.05, 0.3, size=(6, 8))
+    Xin = sp.csr_matrix(X) if sparse else X
+    spec = _spec(q, 8, c, bound=c * 2 ** (1 / q))
+    problem = Problem.build(Xin, np.ones((6, 1)), spec, data_norm=c, intercept=c)
+    want = vector_norms(problem.design_matrix(), q)
+    assert np.all(want >= c)
+    np.testing.assert_allclose(problem.row_norms_in(q), want, rtol=1e-12)
+    # Without data_norm the caller's bound is checked on the true augmented norms.
+    with pytest.raises(ValueError, match="row_norm_bound"):
+        Problem.build(Xin, np.ones((6, 1)), _spec(q, 8, c, bound=0.1), intercept=c)
+
+
+@pytest.mark.parametrize("q", [2.0, 3.0, 11.0, 101.0])
+def test_clipped_gradients_never_exceed_the_clip_norm_in_exact_arithmetic(q):
+    # Review regression: clipping to exactly clip_norm / ||g|| left the float64 gradient
+    # entries up to 4.4e-16 (relative) above the clip norm; the sensitivity must hold for
+    # the entries actually summed, so clipping aims slightly inside (NORM_SAFETY).
+    import mpmath
+
+    from skdp.losses import clip_coefficients
+
+    mpmath.mp.dps = 40
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        x = rng.standard_normal(6) * 10 ** rng.uniform(-3, 3)
+        d = rng.standard_normal((1, 3)) * 10 ** rng.uniform(-3, 3)
+        clip = 10 ** rng.uniform(-3, 0)
+        D = clip_coefficients(d, vector_norms(x[None], q), clip, ord=q)
+        entries = np.outer(x, D[0]).ravel()
+        exact = mpmath.fsum(mpmath.mpf(abs(float(v))) ** q for v in entries) ** (1 / mpmath.mpf(q))
+        assert exact <= clip
 
 LOSSES = [LogisticLoss(), MultinomialLogisticLoss(3), SquaredLoss(1.0), HuberLoss(),
           HingeLoss(), SmoothedHingeLoss()]
