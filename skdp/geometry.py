@@ -40,6 +40,7 @@ __all__ = [
     "PNormMirrorMap",
     "Simplex",
     "Unconstrained",
+    "pnorm",
 ]
 
 
@@ -67,7 +68,7 @@ def _check_dim(dim: int) -> int:
     return int(dim)
 
 
-def _pnorm(x: np.ndarray, p: float) -> float:
+def pnorm(x: np.ndarray, p: float) -> float:
     """``||x||_p`` of the flattened array, scaled by ``max |x_j|`` against overflow."""
     a = np.abs(np.ravel(np.asarray(x, dtype=float)))
     m = float(a.max(initial=0.0))
@@ -194,7 +195,7 @@ def _pnorm_grad(x: np.ndarray, p: float, scale: float) -> np.ndarray:
     if m == 0:
         return np.zeros_like(x)
     y = x / m
-    return (scale * m * _pnorm(y, p) ** (2.0 - p)) * np.sign(y) * np.abs(y) ** (p - 1.0)
+    return (scale * m * pnorm(y, p) ** (2.0 - p)) * np.sign(y) * np.abs(y) ** (p - 1.0)
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ class PNormMirrorMap(MirrorMap):
         return self.p / (self.p - 1.0)
 
     def value(self, x: np.ndarray) -> float:
-        return _pnorm(x, self.p) ** 2 / (2.0 * (self.p - 1.0))
+        return pnorm(x, self.p) ** 2 / (2.0 * (self.p - 1.0))
 
     def grad(self, x: np.ndarray) -> np.ndarray:
         return _pnorm_grad(x, self.p, 1.0 / (self.p - 1.0))
@@ -551,7 +552,7 @@ class LpBall(Constraint):
         w = np.asarray(w, dtype=float)
         p = self.p
         a = np.abs(np.ravel(w)) / self.radius
-        if _pnorm(a, p) <= 1.0:
+        if pnorm(a, p) <= 1.0:
             return w
 
         def t_of(lam: float) -> np.ndarray:
@@ -564,9 +565,9 @@ class LpBall(Constraint):
             # p < 2: in s = t^{p-1}, s^{1/(p-1)} + (lam p) s = a is convex in s.
             return _solve_power_linear(a, 1.0, lam * p, 1.0 / (p - 1.0)) ** (1.0 / (p - 1.0))
 
-        upper = 2.0 * _pnorm(a, self.q) / p
+        upper = 2.0 * pnorm(a, self.q) / p
         lam = brentq(
-            lambda lam: _pnorm(t_of(lam), p) - 1.0,
+            lambda lam: pnorm(t_of(lam), p) - 1.0,
             0.0,
             upper,
             xtol=1e-16 * upper,
@@ -574,7 +575,7 @@ class LpBall(Constraint):
             maxiter=200,
         )
         t = t_of(lam)
-        t = t / _pnorm(t, p)
+        t = t / pnorm(t, p)
         return self.radius * np.sign(w) * t.reshape(w.shape)
 
     def lmo(self, g: np.ndarray) -> np.ndarray:
@@ -588,17 +589,17 @@ class LpBall(Constraint):
             return np.zeros_like(g)
         h = g / m  # the formula is invariant to scaling g
         mag = np.abs(h) ** (self.q - 1.0)
-        return -self.radius * np.sign(h) * mag / _pnorm(h, self.q) ** (self.q - 1.0)
+        return -self.radius * np.sign(h) * mag / pnorm(h, self.q) ** (self.q - 1.0)
 
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         # 2 radius in every l_s with s >= p; 2 radius d^{1/s - 1/p} below (needs dim).
         return _ball_diameter(self.radius, self.p, norm, dim, "LpBall")
 
     def norm(self, w: np.ndarray) -> float:
-        return _pnorm(w, self.p)
+        return pnorm(w, self.p)
 
     def dual_norm(self, g: np.ndarray) -> float:
-        return _pnorm(g, self.q)
+        return pnorm(g, self.q)
 
     @property
     def mirror_map(self) -> MirrorMap:

@@ -31,6 +31,7 @@ from skdp.geometry import (
     PNormMirrorMap,
     Simplex,
     Unconstrained,
+    pnorm,
 )
 from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
@@ -68,14 +69,6 @@ MAX_AUTO_ITER = 1000
 # ---------------------------------------------------------------------------------------
 # The exact mirror step
 # ---------------------------------------------------------------------------------------
-def _pnorm(x: np.ndarray, p: float) -> float:
-    a = np.abs(np.ravel(x))
-    m = float(a.max(initial=0.0))
-    if m == 0.0 or p == math.inf:
-        return m
-    return m * float(np.sum((a / m) ** p)) ** (1.0 / p)
-
-
 def _as_pnorm_map(mirror_map: MirrorMap, size: int) -> MirrorMap:
     # The dimension-free l1 map reads d from its argument: fix it once for the step.
     if isinstance(mirror_map, L1PNormMirrorMap):
@@ -187,7 +180,7 @@ def mirror_step(
             isinstance(constraint, L2Ball) and mm.p == 2.0)
         if same_ball:
             y = mm.grad_conjugate(theta)
-            norm = _pnorm(y, mm.p)
+            norm = pnorm(y, mm.p)
             radius = float(constraint.radius)
             return y * (radius / norm) if norm > radius else y
     raise IncompatibleSolverError(

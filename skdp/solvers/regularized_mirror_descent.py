@@ -14,7 +14,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import L2Ball, LpBall, PNormMirrorMap, Unconstrained
+from skdp.geometry import L2Ball, LpBall, PNormMirrorMap, Unconstrained, pnorm
 from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
@@ -111,7 +111,7 @@ class LpGeometry:
             W[:k] = pmap.grad_conjugate(W[:k])
         if self.radius is not None:
             head = W[:k]
-            norm = _entrywise_norm(head, self.p)
+            norm = pnorm(head, self.p)
             if norm > self.radius:
                 W[:k] = head * (self.radius / norm)
         return W
@@ -119,14 +119,6 @@ class LpGeometry:
     def scale_radius(self) -> float:
         """Radius used by step-size heuristics (1 when unconstrained)."""
         return 1.0 if self.radius is None else float(self.radius)
-
-
-def _entrywise_norm(W: np.ndarray, p: float) -> float:
-    a = np.abs(np.ravel(W))
-    m = float(a.max(initial=0.0))
-    if m == 0.0 or not math.isfinite(m):
-        return m
-    return m * float(np.sum((a / m) ** p)) ** (1.0 / p)
 
 
 def lp_geometry(spec: ProblemSpec, p: float | None, solver_name: str) -> LpGeometry:
