@@ -91,6 +91,31 @@ class GLMLoss(ABC):
         """``(value(Z, Y), derivative(Z, Y))``; losses override it to share work."""
         return self.value(Z, Y), self.derivative(Z, Y)
 
+    @abstractmethod
+    def label_error(self, Y: np.ndarray) -> str | None:
+        """Why the labels ``Y`` (shape ``(n, K)``) are outside the loss's label domain.
+
+        ``None`` when every label is in the domain on which the declared bounds
+        (:attr:`derivative_bound`, :meth:`value_range`, ...) hold; otherwise a message.
+        The estimators encode or clip labels into the domain (a per-record map);
+        :meth:`~skdp.solvers.Problem.build` refuses labels outside it, as it refuses rows
+        above the declared bound.
+        """
+
+
+def _sign_label_error(Y: np.ndarray) -> str | None:
+    if np.all((Y == 1.0) | (Y == -1.0)):
+        return None
+    return "labels must be -1 or +1 (encode the classes, as the classifiers do)"
+
+
+def _bounded_label_error(Y: np.ndarray, bound: float | None) -> str | None:
+    if bound is None:
+        return None if np.all(np.isfinite(Y)) else "labels must be finite"
+    if np.all(np.abs(Y) <= bound):
+        return None
+    return f"labels must lie in [-{bound:g}, {bound:g}] (clip them to the public bound)"
+
 
 class LogisticLoss(GLMLoss):
     """Binary logistic loss ``log(1 + exp(-y z))`` with ``y`` in ``{-1, +1}``, ``K = 1``.
@@ -103,6 +128,9 @@ class LogisticLoss(GLMLoss):
     derivative_bound = 1.0
     derivative_diameter = 1.0
     curvature_bound = 0.25
+
+    def label_error(self, Y: np.ndarray) -> str | None:
+        return _sign_label_error(Y)
 
     def value_range(self, score_bound: float) -> float:
         # phi is monotone in the margin y z in [-S, S]:
@@ -147,6 +175,11 @@ class MultinomialLogisticLoss(GLMLoss):
     def __init__(self, n_outputs: int = 2) -> None:
         self.n_outputs_hint = int(n_outputs)
 
+    def label_error(self, Y: np.ndarray) -> str | None:
+        if np.all((Y == 0.0) | (Y == 1.0)) and np.all(np.sum(Y, axis=1) == 1.0):
+            return None
+        return "labels must be one-hot rows (encode the classes, as the classifiers do)"
+
     def value_range(self, score_bound: float) -> float:
         # With |z_k| <= S: phi = logsumexp(z) - z_y <= ln(K e^S) + S = ln K + 2S, phi > 0.
         # (K is not stored on the loss; the caller passes it through n_outputs_hint.)
@@ -188,6 +221,9 @@ class SquaredLoss(GLMLoss):
 
     def __init__(self, label_bound: float) -> None:
         self.label_bound = float(label_bound)
+
+    def label_error(self, Y: np.ndarray) -> str | None:
+        return _bounded_label_error(Y, self.label_bound)
 
     def derivative_bound_at(self, score_bound: float) -> float:
         # |z - y| <= |z| + |y| <= S + B.
@@ -252,6 +288,9 @@ class HuberLoss(GLMLoss):
         self.derivative_bound = huber_delta
         self.derivative_diameter = 2.0 * huber_delta
 
+    def label_error(self, Y: np.ndarray) -> str | None:
+        return _bounded_label_error(Y, self.label_bound)
+
     def _huber(self, r: float) -> float:
         r = abs(r)
         m = min(r, self.huber_delta)
@@ -302,6 +341,9 @@ class HingeLoss(GLMLoss):
         self.n_outputs_hint = int(n_outputs)
         self.derivative_bound = float(np.sqrt(n_outputs))
         self.derivative_diameter = float(np.sqrt(n_outputs))
+
+    def label_error(self, Y: np.ndarray) -> str | None:
+        return _sign_label_error(Y)
 
     def value_range(self, score_bound: float) -> float:
         # Each coordinate lies in [max(0, 1 - S), 1 + S].

@@ -360,6 +360,12 @@ class Problem:
             # Solvers split the row bound into features and this declared constant.
             raise ValueError(f"the intercept feature {intercept} differs from the declared "
                              f"spec.intercept_feature={spec.intercept_feature}.")
+        # Every declared bound (gradient, value range) holds for labels in the loss's
+        # domain only; the estimators encode or clip them, a direct caller must too.
+        label_error = spec.loss.label_error(np.asarray(Y, dtype=float))
+        if label_error is not None:
+            raise ValueError(f"{label_error}: the declared bounds of "
+                             f"{type(spec.loss).__name__} would not hold.")
         ord = float(spec.row_norm_ord)
         with np.errstate(all="ignore"):
             raw = row_norms(X, ord)

@@ -235,3 +235,25 @@ def test_huge_rows_are_clipped_inside_a_tiny_data_norm(sparse, data_norm):
     rows = problem.design_matrix()
     assert np.all(np.linalg.norm(rows / data_norm, axis=1) <= 1.0)
     assert np.all(np.linalg.norm(rows / data_norm, axis=1) > 1.0 - 1e-9)
+
+
+@pytest.mark.parametrize("loss, bad, good", [
+    (LogisticLoss(), [[-50.0]], [[-1.0]]),
+    (SquaredLoss(1.0), [[100.0]], [[1.0]]),
+    (HuberLoss(1.0, label_bound=2.0), [[-2.5]], [[-2.0]]),
+    (MultinomialLogisticLoss(3), [[0.0, -1.0, 0.0]], [[0.0, 1.0, 0.0]]),
+    (HingeLoss(), [[0.0]], [[1.0]]),
+])
+def test_labels_outside_the_loss_domain_are_refused(loss, bad, good):
+    # Review regression: the gradient bounds assume labels in the loss's domain, and
+    # Problem.build accepted any Y; phased SGD (no clipping) then had a realised
+    # sensitivity of 1.5x (squared, label 100 with bound 1) and 11x (logistic, label -50).
+    k = len(good[0])
+    X = np.random.default_rng(0).uniform(-0.3, 0.3, size=(4, 3))
+    spec = ProblemSpec(n_samples=4, n_params=3, n_outputs=k, n_penalized=3,
+                       row_norm_bound=1.0, loss=loss, constraint=Unconstrained(), alpha=0.1)
+    Y = np.repeat(np.array(good, dtype=float), 4, axis=0)
+    Problem.build(X, Y, spec, data_norm=1.0)
+    Y[2] = bad[0]
+    with pytest.raises(ValueError, match="labels must"):
+        Problem.build(X, Y, spec, data_norm=1.0)

@@ -74,7 +74,9 @@ def _neighbours(problem: Problem, rng, n_pairs: int):
             row = np.zeros(d)
             row[int(rng.integers(d))] = 1e6
         X2[i] = row / max(np.linalg.norm(row), 1e-300) * (1.0 if k % 3 != 2 else 10.0)
-        Y2[i] = -Y[i] if k % 2 else Y[int(rng.integers(len(Y)))]
+        # Flipped label: another class for one-hot labels, the opposite sign otherwise.
+        flipped = np.roll(Y[i], 1) if np.all((Y == 0) | (Y == 1)) else -Y[i]
+        Y2[i] = flipped if k % 2 else Y[int(rng.integers(len(Y)))]
         yield i, Problem.build(X2, Y2, spec, data_norm=1.0,
                                intercept=problem.intercept)
 
