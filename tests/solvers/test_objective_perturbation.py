@@ -332,6 +332,27 @@ def test_fallback_gradient_descent_certifies(monkeypatch):
         op.certified_argmin(obj, 5.0, beta, 1e-6, 3)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_sure_fallback_is_never_rechecked_and_meets_half_the_radius(monkeypatch, seed):
+    """Review regression: the sure accelerated-gradient output was re-checked with
+    ||grad J|| / mu, up to beta_J / mu times the true distance, and a failed check raised
+    CertificateError, an abort that depends on the data. The public count certifies r/2."""
+    import skdp.solvers.objective_perturbation as op
+
+    X, Y = _data(n=40, d=3, seed=seed)
+    problem = _problem(X, Y, LogisticLoss())
+    mu = 0.5  # J is a sum over the 40 records: beta_J = 40 / 4 + mu, beta_J / mu = 21
+    obj = PerturbedObjective(problem, np.full(3, mu), np.ones((3, 1)))
+    monkeypatch.setattr(op, "_lbfgs", lambda o, W0, g: W0 + 0.5)
+    monkeypatch.setattr(op, "_newton", lambda o, W0, g, m: W0)
+    radius = 1e-3
+    # ||0 - W*|| <= ||grad J(0)|| / mu (strong convexity): a valid start bound.
+    start = float(np.linalg.norm(obj.gradient(np.zeros((3, 1))))) / mu
+    W, cert = op.certified_argmin(obj, mu, 40 * 0.25 + mu, radius, 10**6, start_bound=start)
+    assert cert == 0.5 * radius
+    assert np.linalg.norm(W - _reference_minimiser(obj, W)) <= cert
+
+
 @pytest.mark.parametrize("cls", SOLVERS)
 def test_gaussian_step_sensitivity_brute_force(cls):
     """||theta_2 - theta_1|| <= r_max on every neighbour of a data set (same noise B)."""

@@ -388,3 +388,22 @@ def test_loss_built_for_another_output_count_is_rejected():
     problem = _problem(X, Y, HingeLoss())  # built for 1 output, problem has 3
     with pytest.raises(IncompatibleSolverError, match="outputs"):
         OutputPerturbation().solve(problem, Budget(1.0, 0.0), 0)
+
+
+@pytest.mark.parametrize("kind, loss, tilt", [("logistic", LogisticLoss(), 0.0),
+                                              ("squared", SquaredLoss(1.0), 0.0),
+                                              ("logistic", LogisticLoss(), 3.0)])
+def test_sure_gradient_fallback_never_aborts_and_meets_its_radius(kind, loss, tilt):
+    # Review regression: the sure projected-GD output was re-checked with ||grad|| / mu,
+    # which exceeds the true distance by up to beta / mu (more on an active constraint),
+    # and a failed check raised CertificateError: on small constrained fits 80% of data
+    # sets aborted, and whether a fit aborted depended on one record. The public step
+    # count alone certifies r_max / 2.
+    solver = OutputPerturbation(inner="gd")
+    for seed in range(12):
+        X, Y = _data(n=20, d=3, seed=seed, kind=kind)
+        problem = _problem(X, Y, loss, alpha=0.01, constraint=L2Ball(0.2), tilt=tilt)
+        plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
+        W = solver.certified_minimizer(problem, plan)
+        distance = np.linalg.norm(W - _reference_minimizer(problem))
+        assert distance <= 0.5 * plan.settings["certified_radius"]
