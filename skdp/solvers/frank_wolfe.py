@@ -214,7 +214,9 @@ def vertex_contribution(
     if W_parent is not None:
         D = D - loss.derivative(problem.scores(W_parent, rows), Yb)
     D = clip_coefficients(D, norms_inf[index], clip, ord=math.inf)
-    return problem.gradient_sum(D, rows) / size
+    # Divided before the sum: size terms of l-inf norm up to clip could overflow a sum that
+    # the mean (at most clip) never does.
+    return problem.gradient_sum(D / size, rows)
 
 
 def _selections_event(z: float, count: int) -> dpe.DpEvent:
@@ -528,6 +530,7 @@ class PrivateFrankWolfe(BaseDPSolver):
         # delta > 0 keeps the same schedule with a smaller (never larger) noise per phase.
         schedule = self.choose_schedule(spec, budget, L)
         consts = self._schedule_constants(spec, budget, schedule, L, accountant, relation)
+        self._check_scores_register_noise(spec, consts)
         if budget.is_private and accountant == "pld":
             event = self._pld_ledger(consts, schedule, budget, relation)
         elif budget.is_private:
@@ -558,6 +561,32 @@ class PrivateFrankWolfe(BaseDPSolver):
         }
         return Plan(n_iter=schedule.n_steps, event=event, accountant=accountant,
                     relation=relation, settings=settings)
+
+    @staticmethod
+    def _check_scores_register_noise(spec: ProblemSpec, consts: dict) -> None:
+        """Refuse schedules whose scores could overflow or swamp the selection noise.
+
+        Phase ``t``'s estimate has l-inf norm at most ``L + sum_j C_{t,j}`` (the root mean
+        and one clipped difference mean per depth) and ``||alpha W||_inf <= alpha r``, so
+        every score ``r (v + alpha W)_i`` lies within ``S_t = r (L + sum_j C_{t,j} +
+        alpha r)``. Report-noisy-min needs ``S_t`` finite (an infinite or NaN score wins
+        ``argmin`` whatever the noise) and the Laplace noise to register in
+        ``S_t + noise``: floats near ``S_t`` are ``S_t 2^-52`` apart, and a public offset
+        above ``2^32 lambda_t`` would round noise of scale ``lambda_t`` to a few of those
+        steps, ordering tied candidates by the data alone. Decided from public constants.
+        """
+        r = float(spec.constraint.radius)
+        for t, (clips, lam) in enumerate(zip(consts["difference_clips"],
+                                             consts["laplace_scales"], strict=True), start=1):
+            with np.errstate(over="ignore"):
+                bound = r * (float(np.sum(clips)) + spec.alpha * r)
+            if not math.isfinite(bound) or (lam > 0 and bound > 2.0**32 * lam):
+                raise IncompatibleSolverError(
+                    f"Frank-Wolfe phase {t}: the vertex scores can reach {bound:.3g}, "
+                    f"against selection noise of scale {lam:.3g}; rounding would swallow "
+                    "the noise (or the scores overflow). Use a smaller radius, alpha, "
+                    "clip_norm or data_norm, or more data per vertex."
+                )
 
     @staticmethod
     def _pld_ledger(consts: dict, schedule: TreeSchedule, budget: Budget, relation: str

@@ -702,3 +702,40 @@ def test_seeds_reproduce_and_differ():
     w3 = PrivateFrankWolfe(n_phases=3).solve(problem, budget, 8).coef
     np.testing.assert_array_equal(w1, w2)
     assert not np.array_equal(w1, w3)
+
+
+def test_vertex_mean_of_huge_gradients_does_not_overflow():
+    # Review regression: the vertex estimate summed `size` clipped gradients before
+    # dividing; with rows of norm 1e153 the sum overflowed to -inf while every declared
+    # sensitivity was finite, and report-noisy-min then picked that candidate whatever the
+    # noise (first selection 300/300 on one data set, 195/300 on its neighbour).
+    n, big = 270, 1e153
+    spec = ProblemSpec(n_samples=n, n_params=2, n_outputs=1, n_penalized=2,
+                       row_norm_bound=big, loss=SquaredLoss(big), constraint=L1Ball(1.0),
+                       alpha=0.0, row_norm_ord=math.inf)
+    X = np.tile([1.0 * big, 0.998 * big], (n, 1))
+    problem = Problem.build(X, np.full((n, 1), big), spec, data_norm=big)
+    solver = PrivateFrankWolfe(n_phases=1, batch_size=180)
+    plan = solver.plan(spec, Budget(1.0, 0.0), "pure", "replace_one")
+    clip = plan.settings["clip_norm"]
+    index = np.arange(180)
+    v = vertex_contribution(problem, index, np.zeros((2, 1)), None, clip, 180,
+                            problem.row_norms_in(math.inf))
+    assert np.all(np.isfinite(v)) and np.max(np.abs(v)) <= clip
+
+
+def test_scores_that_would_swallow_the_selection_noise_are_refused():
+    # Review regression: with a public offset alpha W far above the Laplace scale (simplex,
+    # alpha = 2^51, uniform start) the noise rounded away and the first selection was a
+    # deterministic function of one label (300/300 vs 201/300 on neighbours).
+    spec = ProblemSpec(n_samples=4000, n_params=2, n_outputs=1, n_penalized=2,
+                       row_norm_bound=1.0, loss=SquaredLoss(1.0), constraint=Simplex(1.0),
+                       alpha=2.0**51, row_norm_ord=math.inf)
+    solver = PrivateFrankWolfe(n_phases=1, batch_size=2000)
+    with pytest.raises(IncompatibleSolverError, match="swallow the noise"):
+        solver.plan(spec, Budget(10.0, 0.0), "pure", "replace_one")
+    # An ordinary alpha is accepted.
+    ok = ProblemSpec(n_samples=4000, n_params=2, n_outputs=1, n_penalized=2,
+                     row_norm_bound=1.0, loss=SquaredLoss(1.0), constraint=Simplex(1.0),
+                     alpha=1.0, row_norm_ord=math.inf)
+    solver.plan(ok, Budget(10.0, 0.0), "pure", "replace_one")
