@@ -106,6 +106,8 @@ _BLOCK_ELEMENTS = 1 << 18
 #: (rounding of user-supplied bounds); solvers that split the bound into parts (the
 #: feature/intercept body of objective perturbation) inflate it by this much.
 ROW_BOUND_TOLERANCE = 1e-9
+#: Unit roundoff of float64.
+UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2.0
 # Rows with a larger norm are clipped in a copy before any product (overflow safety).
 _PRESCALE_NORM = 1e100
 
@@ -193,6 +195,21 @@ class ProblemSpec:
             return float(self.row_norm_bound)
         exponent = (1.0 / r) - (0.0 if q == math.inf else 1.0 / q)
         return float(self.row_norm_bound * self.n_params**exponent)
+
+    def feature_bound(self) -> float:
+        """Public l2 bound on the feature part ``x_i`` of every augmented row ``(x_i, c)``.
+
+        ``||x_i||^2 <= X^2 - c^2`` with ``X = row_bound(2)`` inflated by the slack that
+        :meth:`Problem.build` accepts on the declared bound, plus ``8 u X^2`` for the
+        rounding of ``X`` (``X^2 - c^2`` cancels when ``c ~ X``, which would otherwise
+        amplify both into a bound below the rows it admits). ``X`` itself without an
+        intercept.
+        """
+        x_up = self.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE)
+        c = abs(float(self.intercept_feature))
+        if not c:
+            return x_up
+        return math.sqrt(max(0.0, (x_up - c) * (x_up + c) + 8.0 * UNIT_ROUNDOFF * x_up * x_up))
 
     @property
     def score_bound(self) -> float:
@@ -360,6 +377,11 @@ class Problem:
             # Solvers split the row bound into features and this declared constant.
             raise ValueError(f"the intercept feature {intercept} differs from the declared "
                              f"spec.intercept_feature={spec.intercept_feature}.")
+        # A non-finite entry survives clipping as NaN (inf / inf, then NaN * 0 in X^T D)
+        # and makes every later comparison deterministic; the estimators already refuse it.
+        values = X.data if sp.issparse(X) else np.asarray(X)
+        if not np.all(np.isfinite(values)):
+            raise ValueError("X contains NaN or infinity; remove or impute those entries.")
         # Every declared bound (gradient, value range) holds for labels in the loss's
         # domain only; the estimators encode or clip them, a direct caller must too.
         label_error = spec.loss.label_error(np.asarray(Y, dtype=float))

@@ -53,7 +53,7 @@ from skdp.privacy.accounting import (
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
-    ROW_BOUND_TOLERANCE,
+    UNIT_ROUNDOFF,
     BaseDPSolver,
     Plan,
     Problem,
@@ -93,8 +93,6 @@ CERTIFICATE_MARGIN = 0.5
 #: Newton uses the dense Hessian (one BLAS-3 pass, Cholesky) up to this many parameters
 #: ``p K``, and Newton-CG with Hessian-vector products above.
 DENSE_HESSIAN_MAX = 512
-#: Unit roundoff of float64.
-_U = float(np.finfo(float).eps) / 2.0
 #: Relative quantisation of the calibrated ``sigma`` (rounded UP):
 #: it makes the calibration exactly monotone in epsilon despite brentq's tolerance.
 _SIGMA_GRID = 1e-9
@@ -408,16 +406,12 @@ def gradient_difference_body(spec: ProblemSpec) -> tuple[tuple[int, ...], tuple[
     blocks in the row-major order of ``W`` (intercept block last).
     """
     L, _, k = glm_constants(spec)
-    x = spec.row_bound(2.0)
     c1 = spec.loss.derivative_bound_at(math.inf)
     p = spec.n_params
     c = float(spec.intercept_feature)
     if c > 0.0 and p >= 2:
-        # ||x_f||^2 <= X^2 - c^2. X is inflated by the slack Problem.build accepts on the
-        # declared bound, and 8 u X^2 covers the rounding of X (X^2 - c^2 cancels when
-        # c ~ X, which would otherwise amplify both into a body too small for the rows).
-        x_up = x * (1.0 + ROW_BOUND_TOLERANCE)
-        x_features = math.sqrt(max(0.0, (x_up - c) * (x_up + c) + 8.0 * _U * x_up * x_up))
+        # ||x_f||^2 <= X^2 - c^2, with the build slack and rounding (ProblemSpec).
+        x_features = spec.feature_bound()
         if x_features > 0.0:
             return ((p - 1) * k, k), (2.0 * c1 * x_features, 2.0 * c1 * c)
     return (p * k,), (2.0 * L,)
@@ -493,7 +487,7 @@ def calibrate_pure_objective_perturbation(
     if noise_radius is None:
         eps_b = epsilon - jacobian(epsilon)  # Lambda does not depend on the noise
     else:
-        eps_b = brentq(excess, epsilon * 1e-12, epsilon, xtol=1e-300, rtol=8.0 * _U,
+        eps_b = brentq(excess, epsilon * 1e-12, epsilon, xtol=1e-300, rtol=8.0 * UNIT_ROUNDOFF,
                        maxiter=500)
     # Round down on the grid (exact monotonicity in epsilon), then until it fits.
     eps_b = math.exp(math.floor(math.log(eps_b) / _SIGMA_GRID) * _SIGMA_GRID)
@@ -1002,7 +996,7 @@ class ObjectivePerturbation(BaseDPSolver):
         # not depend on epsilon either. Below it a certificate could fail on float error,
         # which would make the run's success depend on the data.
         mu_floor = beta / math.expm1(JACOBIAN_CAP / k)
-        r_floor = 64.0 * _U * n * L * math.sqrt(p * k) / mu_floor / CERTIFICATE_MARGIN
+        r_floor = 64.0 * UNIT_ROUNDOFF * n * L * math.sqrt(p * k) / mu_floor / CERTIFICATE_MARGIN
         if self.certified_radius is not None:
             r_max = float(self.certified_radius)
             if r_max < r_floor:

@@ -22,7 +22,7 @@ from skdp.losses import SquaredLoss
 from skdp.privacy.accounting import check_sensitivity, single_release
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import ROW_BOUND_TOLERANCE, BaseDPSolver, Plan, Problem, ProblemSpec
 
 __all__ = ["SufficientStatistics", "statistics_sensitivities"]
 
@@ -66,11 +66,13 @@ def statistics_sensitivities(spec: ProblemSpec) -> tuple[float, float]:
                 f"and {SCALE_RANGE[1]:g} (got {value:g}): X'X would underflow or overflow. "
                 "Rescale X or y by a public constant."
             )
-    # B = sqrt(R^2 - c^2) and Delta_G = sqrt(2 B^4 + 4 c^2 B^2) = sqrt(2) B hypot(B, sqrt(2) c),
-    # in forms that do not square B twice.
-    B = R * math.sqrt(max(0.0, 1.0 - (c / R) ** 2))
+    # B = sqrt(R^2 - c^2) (with the slack Problem.build accepts on R and the rounding of
+    # the cancellation at c ~ R: ProblemSpec.feature_bound) and Delta_G =
+    # sqrt(2 B^4 + 4 c^2 B^2) = sqrt(2) B hypot(B, sqrt(2) c), in forms that do not square
+    # B twice; Delta_b = 2 R Y with R inflated by the same slack.
+    B = spec.feature_bound()
     delta_gram = math.sqrt(2.0) * B * math.hypot(B, math.sqrt(2.0) * c)
-    delta_moment = 2.0 * R * Y
+    delta_moment = 2.0 * R * (1.0 + ROW_BOUND_TOLERANCE) * Y
     return (check_sensitivity(delta_gram, "Gram sensitivity"),
             check_sensitivity(delta_moment, "moment sensitivity"))
 

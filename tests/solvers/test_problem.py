@@ -257,3 +257,15 @@ def test_labels_outside_the_loss_domain_are_refused(loss, bad, good):
     Y[2] = bad[0]
     with pytest.raises(ValueError, match="labels must"):
         Problem.build(X, Y, spec, data_norm=1.0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_features_are_refused(sparse, bad):
+    # Review regression: an inf entry was prescaled to NaN and NaN * 0 reached X^T D, so
+    # Frank-Wolfe's report-noisy-min always returned the first NaN candidate.
+    X = np.random.default_rng(1).uniform(-0.3, 0.3, size=(5, 3))
+    X[2, 1] = bad
+    spec = _spec(2.0, 3, 0.0)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        Problem.build(sp.csr_matrix(X) if sparse else X, np.ones((5, 1)), spec, data_norm=1.0)

@@ -53,6 +53,26 @@ def test_sensitivity_formula():
         (math.sqrt(6.0), 6.0 * math.sqrt(2.0)))
 
 
+
+@pytest.mark.parametrize("gap", [1e-10, 1e-12])
+def test_intercept_close_to_the_row_bound_keeps_the_gram_sensitivity(gap):
+    # Review regression: B = sqrt(R^2 - c^2) ignored the 1e-9 slack Problem.build accepts
+    # on R; with c = R - gap it cancels, and two orthogonal rows of norm data_norm = 4.4e-5
+    # differed by 2.2x (gap 1e-10) and 22x (1e-12) the declared Gram sensitivity.
+    c, n = 1.0 - gap, 4
+    spec = ProblemSpec(n_samples=n, n_params=3, n_outputs=1, n_penalized=2,
+                       row_norm_bound=1.0, loss=SquaredLoss(1.0),
+                       constraint=Unconstrained(), alpha=0.0, intercept_feature=c)
+    delta_gram, _ = statistics_sensitivities(spec)
+    X = np.zeros((n, 2))
+    X[0, 0] = 1.0
+    X2 = X.copy()
+    X2[0] = [0.0, 1.0]
+    y = np.zeros((n, 1))
+    released = [_released(Problem.build(A, y, spec, data_norm=4.4e-5, intercept=c))[0]
+                for A in (X, X2)]
+    assert np.linalg.norm(released[0] - released[1]) <= delta_gram
+
 @pytest.mark.parametrize("intercept", [0.0, 1.0])
 def test_brute_force_statistics_sensitivity(intercept):
     """Random and adversarial replace-one neighbours never exceed (Delta_G, Delta_b);
@@ -157,7 +177,11 @@ def _reference_fit(X, y, eps, delta, seed, alpha):
     iu = [(i, j) for i in range(m) for j in range(i, m) if not i == j == m - 1]
     unit = z * np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed))
                                    ).standard_normal(len(iu) + m)
-    dG, db = math.sqrt(2 * 1 + 4 * 1), 2 * math.sqrt(2)
+    # B = 1, c = 1, R = sqrt(2), Y = 1, with R inflated by the 1e-9 slack that
+    # Problem.build accepts on the declared bound (B^2 = R_up^2 - c^2 plus 8 u R_up^2).
+    r_up = math.sqrt(2) * (1 + 1e-9)
+    B = math.sqrt((r_up - 1) * (r_up + 1) + 8 * 2.0**-53 * r_up**2)
+    dG, db = math.sqrt(2 * B**4 + 4 * B**2), 2 * r_up
     for k, (i, j) in enumerate(iu):
         G[i, j] += math.sqrt(2) * dG * unit[k]
         if i != j:
