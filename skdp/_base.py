@@ -215,9 +215,10 @@ class BaseDPLinearModel(BaseEstimator):
         )
         # Independent re-accounting of the ledger the solver says it ran.
         spent = result.ledger.spent()
-        if budget.is_private and not spent.epsilon <= budget.epsilon:
+        if budget.is_private and not spent.within(budget):
             raise PrivacyAccountingError(
-                f"re-accounting the ledger gives epsilon={spent.epsilon} > {budget.epsilon}."
+                f"re-accounting the ledger gives (epsilon, delta) = {tuple(spent)} beyond "
+                f"the budget ({budget.epsilon}, {budget.delta})."
             )
         W = result.coef
         if secure:

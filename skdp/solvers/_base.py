@@ -817,10 +817,10 @@ class BaseDPSolver(ABC):
         ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)
         spent = ledger.spent()
         # The calibrated noise is re-accounted BEFORE any noise is drawn.
-        if budget.is_private and not spent.epsilon <= budget.epsilon:
+        if budget.is_private and not spent.within(budget):
             raise PrivacyAccountingError(
-                f"solver {self.name!r} planned a ledger spending epsilon={spent.epsilon} "
-                f"> {budget.epsilon}; refusing to run."
+                f"solver {self.name!r} planned a ledger spending {tuple(spent)} beyond "
+                f"the budget ({budget.epsilon}, {budget.delta}); refusing to run."
             )
         coef = self._run(problem, plan, as_noise_source(random_state))
         return SolverResult(coef=coef, n_iter=plan.n_iter, ledger=ledger, spent=spent, plan=plan)

@@ -20,7 +20,7 @@ from skdp.privacy import (
     make_accountant,
     subsampled_gaussian_event,
 )
-from skdp.privacy.accounting import randomized_response_event
+from skdp.privacy.accounting import PrivacySpent, randomized_response_event
 
 
 def _mp_delta(mu, eps):
@@ -312,3 +312,30 @@ def test_pld_refuses_other_randomized_response_and_leaves_no_state():
     assert accountant.get_epsilon(1e-6) == pytest.approx(
         epsilon_spent(randomized_response_event(0.1), 1e-6, accountant="pld",
                       relation="replace_one"), rel=1e-12)
+
+
+def test_spent_delta_is_checked_against_the_budget():
+    # Review regression: the re-checks compared epsilon only. A ledger converted from
+    # add/remove by group privacy whose add/remove epsilon exceeds the capped half
+    # reports delta = (1 + e^e) delta / (1 + e^h) > delta with epsilon inside the budget.
+    from skdp.privacy.accounting import PrivacyLedger
+
+    budget = Budget(12.0, 1e-6)
+    ledger = PrivacyLedger(dpe.GaussianDpEvent(1.0), "pld", "replace_one", budget,
+                           via_add_remove=True)
+    spent = ledger.spent()
+    assert spent.epsilon <= budget.epsilon and spent.delta > 2 * budget.delta
+    assert not spent.within(budget)
+    assert PrivacySpent(budget.epsilon, budget.delta).within(budget)
+    assert not PrivacySpent(budget.epsilon * (1 + 1e-15), budget.delta).within(budget)
+
+
+def test_tiny_poisson_rates_never_account_as_free():
+    # Review regression: dp_accounting's Poisson-subsampled Gaussian RDP is about -1e-22 at
+    # q = 1e-7, z = 1e4, and a negative order made the whole ledger report epsilon = 0.
+    # The clamped accountant stays an upper bound: never below the tight PLD value.
+    event = dpe.SelfComposedDpEvent(dpe.PoissonSampledDpEvent(1e-7, dpe.GaussianDpEvent(1e4)),
+                                    100_000)
+    rdp = epsilon_spent(event, 1e-10, accountant="rdp", relation="add_remove")
+    pld = epsilon_spent(event, 1e-10, accountant="pld", relation="add_remove")
+    assert rdp >= pld > 0
