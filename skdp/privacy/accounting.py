@@ -336,47 +336,52 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
     """
 
     def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
-        if (
-            do_compose
-            and isinstance(event, dpe.SampledWithoutReplacementDpEvent)
-            and isinstance(event.event, dpe.GaussianDpEvent)
-            and self.neighboring_relation is dpa.NeighboringRelation.REPLACE_ONE
-            and event.event.noise_multiplier > 0
-        ):
-            z = event.event.noise_multiplier
+        rdp = self._subsampled_gaussian_rdp(event) if do_compose else None
+        if rdp is None:
+            return super()._maybe_compose(event, count, do_compose)
+        self._rdp += count * rdp
+        return None
+
+    def _subsampled_gaussian_rdp(self, event: dpe.DpEvent) -> np.ndarray | None:
+        """Clamped RDP of a subsampled Gaussian at every order, or ``None`` (not one).
+
+        Sampling without replacement (replace-one): dp_accounting's bound at orders <= 64.
+        Poisson (add/remove): dp_accounting's bound, which comes out slightly negative
+        (~ -1e-22) for q <~ 2e-7 and z >~ 5e3; one negative order made the whole ledger
+        report epsilon = 0. Every value that is non-finite, negative or above the
+        un-subsampled Gaussian's ``alpha / (2 z^2)`` (an upper bound at every order:
+        subsampling never increases the Renyi divergence) is replaced by that bound.
+        """
+        relation = self.neighboring_relation
+        if isinstance(event, dpe.SampledWithoutReplacementDpEvent):
+            if relation is not dpa.NeighboringRelation.REPLACE_ONE:
+                return None
             q = event.sample_size / event.source_dataset_size
-            orders = np.asarray(self._orders, dtype=float)
-            rdp = orders / (2.0 * z * z)
-            stable = orders <= WOR_MAX_STABLE_ORDER
-            wor = rdp_privacy_accountant._compute_rdp_sample_wor_gaussian(
-                q, z, orders[stable].tolist()
-            )
-            rdp[stable] = np.minimum(wor, rdp[stable])
-            self._rdp += count * rdp
+        elif isinstance(event, dpe.PoissonSampledDpEvent):
+            if relation is not dpa.NeighboringRelation.ADD_OR_REMOVE_ONE:
+                return None
+            q = event.sampling_probability
+        else:
             return None
-        if (
-            do_compose
-            and isinstance(event, dpe.PoissonSampledDpEvent)
-            and isinstance(event.event, dpe.GaussianDpEvent)
-            and self.neighboring_relation is dpa.NeighboringRelation.ADD_OR_REMOVE_ONE
-            and event.event.noise_multiplier > 0
-        ):
-            # dp_accounting's Poisson term comes out slightly negative (~ -1e-22) for
-            # q <~ 2e-7 and z >~ 5e3, and one negative order made the whole ledger report
-            # epsilon = 0. A negative or non-finite value is replaced by the un-subsampled
-            # Gaussian's alpha / (2 z^2), an upper bound at every order (subsampling never
-            # increases the Renyi divergence), which also caps the others.
-            z = event.event.noise_multiplier
-            orders = np.asarray(self._orders, dtype=float)
-            plain = orders / (2.0 * z * z)
-            with np.errstate(invalid="ignore"):
-                rdp = np.asarray(rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
-                    q=event.sampling_probability, noise_multiplier=z, orders=self._orders),
-                    dtype=float)
-            ok = np.isfinite(rdp) & (rdp >= 0.0)
-            self._rdp += count * np.where(ok, np.minimum(rdp, plain), plain)
+        if not (isinstance(event.event, dpe.GaussianDpEvent)
+                and event.event.noise_multiplier > 0):
             return None
-        return super()._maybe_compose(event, count, do_compose)
+        z = event.event.noise_multiplier
+        orders = np.asarray(self._orders, dtype=float)
+        rdp = orders / (2.0 * z * z)
+        if isinstance(event, dpe.SampledWithoutReplacementDpEvent):
+            used = orders <= WOR_MAX_STABLE_ORDER
+            sampled = rdp_privacy_accountant._compute_rdp_sample_wor_gaussian(
+                q, z, orders[used].tolist())
+        else:
+            used = np.ones(orders.shape, dtype=bool)
+            sampled = rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
+                q=q, noise_multiplier=z, orders=self._orders)
+        with np.errstate(invalid="ignore"):
+            sampled = np.asarray(sampled, dtype=float)
+            ok = np.isfinite(sampled) & (sampled >= 0.0)
+        rdp[used] = np.where(ok, np.minimum(sampled, rdp[used]), rdp[used])
+        return rdp
 
 
 def _rr_loss(noise_parameter: float) -> float:
