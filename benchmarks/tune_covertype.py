@@ -216,7 +216,6 @@ def run_refine(X, y, F_star, sk_time, n_seeds, stem, t_start, optimum, sk, env_s
     _write_markdown(lines, res, env_start, stem)
 
 
-
 def _write_markdown(lines, res, env_start, stem):
     """Append the run footer (time, commit) and write ``results/<stem>.md``."""
     dirty = " (plus uncommitted changes)" if env_start.get("skdp_has_uncommitted_changes") else ""

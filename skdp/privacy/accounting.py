@@ -816,6 +816,7 @@ def single_gaussian_multiplier(budget: Budget, accountant: str, relation: str) -
         accountant=accountant, relation=relation, lower_bound=exact,
     )
 
+
 class SingleRelease(NamedTuple):
     """The mechanism of ONE release of a sensitivity-1 vector, from :func:`single_release`."""
 

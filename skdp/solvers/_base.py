@@ -112,7 +112,6 @@ UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2.0
 _PRESCALE_NORM = 1e100
 
 
-
 def with_intercept(norms: np.ndarray, intercept: float, ord: float) -> np.ndarray:
     """``||(x_i, c)||_ord`` from the row norms ``||x_i||_ord`` and the intercept feature ``c``.
 
@@ -127,6 +126,7 @@ def with_intercept(norms: np.ndarray, intercept: float, ord: float) -> np.ndarra
     pairs = np.column_stack([norms, np.full(norms.shape, abs(float(intercept)))])
     # An infinite row norm stays infinite (scaling by it would give inf / inf = NaN).
     return np.where(np.isinf(norms), math.inf, vector_norms(pairs, ord))
+
 
 @dataclass(frozen=True)
 class ProblemSpec:

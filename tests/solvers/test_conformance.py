@@ -99,6 +99,7 @@ def _problem(name, constraint=None, **kw):
 def _n_outputs(name, n_classes):
     return 1 if name in LOSS else n_classes
 
+
 # Mini-batch solvers: accounted by PLD only with Poisson batches (sampling="poisson").
 SAMPLED = {"svrg", "svrg++", "mirror_descent", "localized_mirror_descent"}
 BUDGET = Budget(1.0, 1e-5)

@@ -144,7 +144,6 @@ def test_large_order_norms_do_not_underflow():
     assert np.all(norms <= 0.1 * (1 + 1e-9)) and np.all(norms >= 0.1 * (1 - 1e-9))
 
 
-
 @pytest.mark.parametrize("sparse", [False, True])
 def test_large_order_norms_with_an_intercept_do_not_underflow(sparse):
     # Review regression: (a^q + c^q)^(1/q) underflowed to 0 for q = 1001 and a, c <= 0.48,
@@ -183,6 +182,7 @@ def test_clipped_gradients_never_exceed_the_clip_norm_in_exact_arithmetic(q):
         entries = np.outer(x, D[0]).ravel()
         exact = mpmath.fsum(mpmath.mpf(abs(float(v))) ** q for v in entries) ** (1 / mpmath.mpf(q))
         assert exact <= clip
+
 
 LOSSES = [LogisticLoss(), MultinomialLogisticLoss(3), SquaredLoss(1.0), HuberLoss(),
           HingeLoss(), SmoothedHingeLoss()]

@@ -53,7 +53,6 @@ def test_sensitivity_formula():
         (math.sqrt(6.0), 6.0 * math.sqrt(2.0)))
 
 
-
 @pytest.mark.parametrize("gap", [1e-10, 1e-12])
 def test_intercept_close_to_the_row_bound_keeps_the_gram_sensitivity(gap):
     # Review regression: B = sqrt(R^2 - c^2) ignored the 1e-9 slack Problem.build accepts
@@ -72,6 +71,7 @@ def test_intercept_close_to_the_row_bound_keeps_the_gram_sensitivity(gap):
     released = [_released(Problem.build(A, y, spec, data_norm=4.4e-5, intercept=c))[0]
                 for A in (X, X2)]
     assert np.linalg.norm(released[0] - released[1]) <= delta_gram
+
 
 @pytest.mark.parametrize("intercept", [0.0, 1.0])
 def test_brute_force_statistics_sensitivity(intercept):
