@@ -91,7 +91,6 @@ class GLMLoss(ABC):
         """``(value(Z, Y), derivative(Z, Y))``; losses override it to share work."""
         return self.value(Z, Y), self.derivative(Z, Y)
 
-    @abstractmethod
     def label_error(self, Y: np.ndarray) -> str | None:
         """Why the labels ``Y`` (shape ``(n, K)``) are outside the loss's label domain.
 
@@ -99,8 +98,10 @@ class GLMLoss(ABC):
         (:attr:`derivative_bound`, :meth:`value_range`, ...) hold; otherwise a message.
         The estimators encode or clip labels into the domain (a per-record map);
         :meth:`~skdp.solvers.Problem.build` refuses labels outside it, as it refuses rows
-        above the declared bound.
+        above the declared bound. The default asks for finite labels only: a loss whose
+        bounds need a smaller domain must override it (every skdp loss does).
         """
+        return None if np.all(np.isfinite(Y)) else "labels must be finite"
 
 
 def _sign_label_error(Y: np.ndarray) -> str | None:

@@ -307,9 +307,6 @@ class _PseudoHuber(GLMLoss):
     def initial_gap(self, n_outputs):
         return 100.0
 
-    def label_error(self, Y):
-        return None
-
     def value(self, Z, Y):
         return np.sqrt(1 + (Z[:, 0] - Y[:, 0]) ** 2) - 1
 
