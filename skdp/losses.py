@@ -101,7 +101,7 @@ class GLMLoss(ABC):
         above the declared bound. The default asks for finite labels only: a loss whose
         bounds need a smaller domain must override it (every skdp loss does).
         """
-        return None if np.all(np.isfinite(Y)) else "labels must be finite"
+        return _bounded_label_error(Y, None)
 
 
 def _sign_label_error(Y: np.ndarray) -> str | None:

@@ -80,7 +80,7 @@ def _truncated_batch_sum(
     if index.size == problem.spec.n_samples:
         blocks = problem.row_blocks()
     else:
-        blocks = iter([(index, problem.rows(index))])
+        blocks = [(index, problem.rows(index))]
     total = np.zeros((problem.spec.n_params, problem.spec.n_outputs))
     for block, rows in blocks:
         D = loss.derivative(problem.scores(W, rows), problem.Y[block])
@@ -204,8 +204,11 @@ class _TruncatedBase(BaseDPSolver):
             # Data-independent random order, drawn independently of the data (a fresh one
             # per epoch); T disjoint batches.
             order = noise.permutation(n)
-            for index in np.array_split(order, T):
-                index = np.sort(index)  # sorted rows: faster CSR/dense gathers, same batch
+            # Sorted rows: faster CSR/dense gathers, same batch. A single batch holds every
+            # record and is summed over views of X in storage order, so it is not sorted.
+            for index in (np.array_split(order, T) if T > 1 else [order]):
+                if T > 1:
+                    index = np.sort(index)
                 g_sum = _truncated_batch_sum(problem, W, index, tau, q, row_norms_q)
                 g = self._privatize(g_sum, index.size, W.shape, plan, noise) / index.size
                 g[: spec.n_penalized] += spec.alpha * W[: spec.n_penalized]
