@@ -95,7 +95,6 @@ def grids(quick: bool) -> dict[str, list[dict]]:
               for c, s, it in itertools.product((5.0, 20.0), (0.1, 0.2), ITERATES_GD)]
         tmd_huber = [dict(truncation=t, n_iter=1, n_epochs=E, step_size=1.0, iterate="tail")
                      for t, E in itertools.product((5.0, 20.0), (30, 100))]
-        gd_huber = gd
     else:
         tmd = [dict(truncation=t, n_iter=T, step_size=s)
                for t, T, s in itertools.product((5.0, 20.0, 50.0), (1, 2, 3, 5, 10, 30),
@@ -115,10 +114,9 @@ def grids(quick: bool) -> dict[str, list[dict]]:
         tmd_huber = [dict(truncation=t, n_iter=1, n_epochs=E, step_size=s, iterate=it)
                      for t, E, s, it in itertools.product((5.0, 20.0, 50.0), (30, 100, 300),
                                                           (0.3, 1.0), ITERATES_TMD)]
-        gd_huber = gd
     return {"truncated_mirror_descent": tmd, "shuffled_truncated_mirror_descent": stmd,
             "truncated_mirror_descent_l2": tmd, "clipped_dp_gd": gd,
-            "truncated_mirror_descent_huber": tmd_huber, "clipped_dp_gd_huber": gd_huber}
+            "truncated_mirror_descent_huber": tmd_huber, "clipped_dp_gd_huber": gd}
 
 
 def estimator(method: str, params: dict, epsilon: float, seed: int):
