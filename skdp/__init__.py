@@ -1,5 +1,6 @@
 """skdp: differentially private empirical risk minimisation for scikit-learn."""
 
+from skdp._report import privacy_report, privacy_spent
 from skdp.exceptions import (
     BudgetError,
     IncompatibleSolverError,
@@ -13,6 +14,7 @@ from skdp.linear_model import (
     DPLinearSVC,
     DPLogisticRegression,
 )
+from skdp.privacy.budget_accountant import BudgetAccountant
 from skdp.solvers import (
     DPSVRG,
     SOLVERS,
@@ -48,6 +50,7 @@ __all__ = [
     "LocalizedMirrorDescent",
     "NoisyMirrorDescent",
     "SOLVERS",
+    "BudgetAccountant",
     "BudgetError",
     "DPLinearRegression",
     "DPLinearSVC",
@@ -59,4 +62,6 @@ __all__ = [
     "PrivacyAccountingError",
     "PrivacyLeakWarning",
     "__version__",
+    "privacy_report",
+    "privacy_spent",
 ]

@@ -12,7 +12,14 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from skdp._sklearn_compat import Interval, Options, StrOptions, _fit_context, validate_data
+from skdp._sklearn_compat import (
+    HasMethods,
+    Interval,
+    Options,
+    StrOptions,
+    _fit_context,
+    validate_data,
+)
 from skdp.exceptions import (
     IncompatibleSolverError,
     PrivacyAccountingError,
@@ -52,7 +59,8 @@ class BaseDPLinearModel(BaseEstimator):
         "radius": [Interval(Real, 0, None, closed="neither"), None],
         "p": [Interval(Real, 1, None, closed="neither"), None],
         "data_norm_ord": [StrOptions({"auto"}), Interval(Real, 1, None, closed="left")],
-        "accountant": [StrOptions({"auto", *ACCOUNTANTS})],
+        "accounting": [StrOptions({"auto", *ACCOUNTANTS})],
+        "accountant": [HasMethods(["charge", "refund"]), None],
         # Negative tilts are rejected in fit with an explanation (non-convex objective).
         "tilt": [Interval(Real, None, None, closed="neither"), None],
         "adversarial_radius": [Interval(Real, 0, None, closed="left"), None],
@@ -149,11 +157,36 @@ class BaseDPLinearModel(BaseEstimator):
                 setattr(self, name, value)
             raise
 
-    def _fit(self, X, y):
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=self._y_numeric,
-            multi_output=False,
-        )
+    def _public_shape(self, X) -> tuple[int, int] | None:
+        """``(n_samples, n_features)`` from ``X.shape`` without reading a value, or ``None``."""
+        shape = getattr(X, "shape", None)
+        if shape is None or len(shape) != 2:
+            return None
+        try:
+            n, d = int(shape[0]), int(shape[1])
+        except (TypeError, ValueError):
+            return None
+        return (n, d) if n >= 1 and d >= 1 else None
+
+    def _public_targets(self, y) -> tuple[GLMLoss, int, dict]:
+        """The loss and the fitted label attributes, from public information only.
+
+        Regressors' losses depend on the public ``y_bound`` alone. Classifiers read the
+        label set of ``y``, which skdp treats as public (see docs/privacy.md).
+        """
+        if self._y_numeric:
+            Y, loss, attrs = self._encode_targets(np.zeros(1))
+        else:
+            y = np.asarray(y)
+            Y, loss, attrs = self._encode_targets(y.ravel() if y.ndim == 2 else y)
+        return loss, Y.shape[1], attrs
+
+    def _privacy_plan(self, n_samples: int, n_features: int, y):
+        """Everything a fit decides before reading ``X``: solver, budget, spec and plan.
+
+        Used by ``fit`` (to charge a budget accountant before any value of ``X`` is read)
+        and by :func:`skdp.model_selection.privacy_cost` (to price a workflow).
+        """
         tilt = 0.0 if self.tilt is None else float(self.tilt)
         if not tilt >= 0:
             raise ValueError(
@@ -170,25 +203,14 @@ class BaseDPLinearModel(BaseEstimator):
             )
         budget = check_budget(
             self.epsilon, self.delta, needs_delta=solver.needs_delta,
-            n_samples=X.shape[0], solver_name=solver.name,
+            n_samples=n_samples, solver_name=solver.name,
         )
-        if budget.is_private and self.random_state is not None:
-            # A seed (or a generator, which can be rewound) stored on the estimator lets
-            # anyone who holds it regenerate the noise and remove it.
-            warnings.warn(
-                "random_state is set: anyone who knows it, or who holds this estimator "
-                "(pickle, get_params), can regenerate the noise and undo the privacy "
-                "guarantee. Use random_state=None (fresh OS entropy) for releases.",
-                PrivacyLeakWarning,
-                stacklevel=3,
-            )
-        Y, loss, label_attrs = self._encode_targets(y)
-        n_features = X.shape[1]
+        loss, n_outputs, label_attrs = self._public_targets(y)
         n_params = n_features + (1 if self.fit_intercept else 0)
         spec = ProblemSpec(
-            n_samples=X.shape[0],
+            n_samples=n_samples,
             n_params=n_params,
-            n_outputs=Y.shape[1],
+            n_outputs=n_outputs,
             # Output perturbation penalises (and constrains) the intercept too: its
             # sensitivity argument needs strong convexity in every coordinate.
             n_penalized=(n_params if solver.penalizes_intercept or self._intercept_constrained
@@ -203,6 +225,59 @@ class BaseDPLinearModel(BaseEstimator):
             intercept_feature=float(self.data_norm) if self.fit_intercept else 0.0,
             row_norm_ord=self._data_norm_ord(),
         )
+        prepared = solver.prepare(spec, budget, accountant=self.accounting,
+                                  relation=self.neighboring)
+        return solver, budget, spec, prepared, label_attrs
+
+    def _fit(self, X, y):
+        shape = self._public_shape(X) if y is not None else None
+        if shape is None:
+            # Lists, empty or malformed input: validation gives scikit-learn's errors.
+            X, y = validate_data(
+                self, X, y, accept_sparse="csr", dtype=np.float64,
+                y_numeric=self._y_numeric, multi_output=False,
+            )
+            shape = X.shape
+        solver, budget, spec, prepared, label_attrs = self._privacy_plan(*shape, y)
+        if budget.is_private and self.random_state is not None:
+            # A seed (or a generator, which can be rewound) stored on the estimator lets
+            # anyone who holds it regenerate the noise and remove it.
+            warnings.warn(
+                "random_state is set: anyone who knows it, or who holds this estimator "
+                "(pickle, get_params), can regenerate the noise and undo the privacy "
+                "guarantee. Use random_state=None (fresh OS entropy) for releases.",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+        accountant = self.accountant
+        # The budget is charged from the public plan, before any value of X is read.
+        entry = (None if accountant is None else accountant.charge(
+            prepared[1], source=type(self).__name__, params=self.get_params(deep=False)))
+        try:
+            result = self._fit_planned(X, y, solver, budget, spec, prepared)
+        except BaseException:
+            if entry is not None:
+                # Nothing was released: the entry is taken back.
+                accountant.refund(entry)
+            raise
+        self._set_fitted(result, solver, spec, label_attrs)
+        return self
+
+    def _fit_planned(self, X, y, solver, budget, spec, prepared):
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=self._y_numeric,
+            multi_output=False,
+        )
+        if X.shape != (spec.n_samples, spec.n_params - (1 if self.fit_intercept else 0)):
+            raise PrivacyAccountingError(
+                f"X has shape {X.shape} after validation but was planned as "
+                f"({spec.n_samples}, {spec.n_params - int(self.fit_intercept)})."
+            )
+        Y, loss, label_attrs = self._encode_targets(y)
+        if Y.shape[1] != spec.n_outputs:
+            raise PrivacyAccountingError(
+                f"the targets have {Y.shape[1]} outputs but {spec.n_outputs} were planned."
+            )
         # Rows are clipped to data_norm (in the data_norm_ord norm) and the intercept
         # feature (value data_norm) is appended implicitly: X is neither copied nor modified.
         problem = Problem.build(
@@ -211,7 +286,7 @@ class BaseDPLinearModel(BaseEstimator):
         )
         result = solver.solve(
             problem, budget, self.random_state,
-            accountant=self.accountant, relation=self.neighboring,
+            accountant=self.accounting, relation=self.neighboring, prepared=prepared,
         )
         # Independent re-accounting of the ledger the solver says it ran.
         spent = result.ledger.spent()
@@ -220,6 +295,11 @@ class BaseDPLinearModel(BaseEstimator):
                 f"re-accounting the ledger gives (epsilon, delta) = {tuple(spent)} beyond "
                 f"the budget ({budget.epsilon}, {budget.delta})."
             )
+        return result
+
+    def _set_fitted(self, result, solver, spec, label_attrs):
+        secure = getattr(self, "secure", False)
+        n_features = spec.n_params - (1 if self.fit_intercept else 0)
         W = result.coef
         if secure:
             # Post-processing with public quantities only (the plan's noise scale).
@@ -237,9 +317,8 @@ class BaseDPLinearModel(BaseEstimator):
         self.n_iter_ = result.n_iter
         self.solver_ = solver
         self.privacy_ledger_ = result.ledger
-        self.privacy_spent_ = spent
+        self.privacy_spent_ = result.ledger.spent()
         self.privacy_plan_ = result.plan
-        return self
 
     def _decision_scores(self, X) -> np.ndarray:
         check_is_fitted(self)

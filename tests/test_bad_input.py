@@ -231,7 +231,7 @@ def test_budget_errors_are_value_errors():
         ({"fit_intercept": "yes"}, "fit_intercept"),
         ({"solver": "nope"}, "solver"),
         ({"solver": NoisyGD}, "solver"),
-        ({"accountant": "nope"}, "accountant"),
+        ({"accounting": "nope"}, "accounting"),
         ({"neighboring": "nope"}, "neighboring"),
         ({"neighboring": "add_remove"}, "neighboring"),
         ({"data_norm": 1e200}, "data_norm"),
@@ -262,10 +262,10 @@ def test_lp_constraint_without_exponent():
     [
         ({"solver": "svrg", "alpha": 0.0}, "alpha"),
         ({"solver": DPSVRG(n_epochs=1), "alpha": 0.0}, "alpha"),
-        ({"solver": "svrg", "accountant": "pld"}, "PLD|pld"),
-        ({"solver": "svrg++", "accountant": "pld"}, "PLD|pld"),
-        ({"solver": "svrg", "accountant": "gaussian"}, "gaussian"),
-        ({"solver": "svrg++", "accountant": "gaussian"}, "gaussian"),
+        ({"solver": "svrg", "accounting": "pld"}, "PLD|pld"),
+        ({"solver": "svrg++", "accounting": "pld"}, "PLD|pld"),
+        ({"solver": "svrg", "accounting": "gaussian"}, "gaussian"),
+        ({"solver": "svrg++", "accounting": "gaussian"}, "gaussian"),
     ],
     ids=_id,
 )

@@ -50,8 +50,14 @@ class DPLasso(BaseDPRegressor):
     data_norm_ord : "auto" or float >= 1, default="auto"
         Norm in which ``data_norm`` bounds the rows; ``"auto"`` is l-infinity, the dual
         of the l1 ball (scores satisfy ``|<w, x>| <= ||w||_1 ||x||_inf``).
-    accountant : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
+    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted (``"auto"``: the solver's default).
+    accountant : BudgetAccountant or None, default=None
+        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
+        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
+        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
+        same object), so every fit of a ``GridSearchCV`` is counted; see
+        docs/tuning_and_budgets.md.
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
@@ -116,7 +122,8 @@ class DPLasso(BaseDPRegressor):
         y_bound=1.0,
         fit_intercept=True,
         data_norm_ord="auto",
-        accountant="auto",
+        accounting="auto",
+        accountant=None,
         neighboring="replace_one",
         random_state=None,
         secure=False,
@@ -130,6 +137,7 @@ class DPLasso(BaseDPRegressor):
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.data_norm_ord = data_norm_ord
+        self.accounting = accounting
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state

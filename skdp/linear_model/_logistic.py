@@ -61,11 +61,17 @@ class DPLogisticRegression(BaseDPClassifier):
         the worst-case loss over feature perturbations of norm ``<= adversarial_radius``.
     adversarial_norm : {2, inf}, default=2
         Norm of the feature perturbations.
-    accountant : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
+    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted: ``"auto"`` uses each solver's default (the exact
         closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
         without replacement, PLD with Poisson batches; for ``"output_perturbation"`` pure
         DP when ``delta=0`` and the exact Gaussian otherwise).
+    accountant : BudgetAccountant or None, default=None
+        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
+        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
+        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
+        same object), so every fit of a ``GridSearchCV`` is counted; see
+        docs/tuning_and_budgets.md.
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee: data sets of the same size differing in
         one record. (Add/remove needs a public dataset size, which is not offered yet.)
@@ -133,7 +139,8 @@ class DPLogisticRegression(BaseDPClassifier):
         tilt=None,
         adversarial_radius=None,
         adversarial_norm=2,
-        accountant="auto",
+        accounting="auto",
+        accountant=None,
         neighboring="replace_one",
         random_state=None,
         secure=False,
@@ -151,6 +158,7 @@ class DPLogisticRegression(BaseDPClassifier):
         self.tilt = tilt
         self.adversarial_radius = adversarial_radius
         self.adversarial_norm = adversarial_norm
+        self.accounting = accounting
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state

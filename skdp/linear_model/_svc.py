@@ -62,8 +62,14 @@ class DPLinearSVC(BaseDPClassifier):
         Adversarial training (``"output_perturbation"`` only, two classes).
     adversarial_norm : {2, inf}, default=2
         Norm of the feature perturbations.
-    accountant : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
+    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted.
+    accountant : BudgetAccountant or None, default=None
+        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
+        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
+        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
+        same object), so every fit of a ``GridSearchCV`` is counted; see
+        docs/tuning_and_budgets.md.
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
@@ -123,7 +129,8 @@ class DPLinearSVC(BaseDPClassifier):
         tilt=None,
         adversarial_radius=None,
         adversarial_norm=2,
-        accountant="auto",
+        accounting="auto",
+        accountant=None,
         neighboring="replace_one",
         random_state=None,
         secure=False,
@@ -143,6 +150,7 @@ class DPLinearSVC(BaseDPClassifier):
         self.tilt = tilt
         self.adversarial_radius = adversarial_radius
         self.adversarial_norm = adversarial_norm
+        self.accounting = accounting
         self.accountant = accountant
         self.neighboring = neighboring
         self.random_state = random_state

@@ -782,6 +782,29 @@ class BaseDPSolver(ABC):
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         """Run the planned algorithm; every random draw comes from ``noise``."""
 
+    def prepare(
+        self, spec: ProblemSpec, budget: Budget, *, accountant: str = "auto",
+        relation: str = "replace_one",
+    ) -> tuple[Plan, PrivacyLedger, PrivacySpent]:
+        """Plan from public quantities only and verify the plan's ledger against the budget.
+
+        Reads no data: a budget accountant is charged with this ledger before ``fit``
+        reads any value of ``X``, and :meth:`solve` runs exactly this plan.
+        """
+        self._validate_params()
+        accountant = self.resolve_accountant(accountant, budget)
+        self.check_compatible(spec, accountant, relation)
+        plan = self.plan(spec, budget, accountant, relation)
+        ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)
+        spent = ledger.spent()
+        # The calibrated noise is re-accounted BEFORE any noise is drawn.
+        if budget.is_private and not spent.within(budget):
+            raise PrivacyAccountingError(
+                f"solver {self.name!r} planned a ledger spending {tuple(spent)} beyond "
+                f"the budget ({budget.epsilon}, {budget.delta}); refusing to run."
+            )
+        return plan, ledger, spent
+
     def solve(
         self,
         problem: Problem,
@@ -790,6 +813,7 @@ class BaseDPSolver(ABC):
         *,
         accountant: str = "auto",
         relation: str = "replace_one",
+        prepared: tuple[Plan, PrivacyLedger, PrivacySpent] | None = None,
     ) -> SolverResult:
         """Plan, verify the plan's ledger against the budget, then run.
 
@@ -805,22 +829,17 @@ class BaseDPSolver(ABC):
             How the ledger is accounted.
         relation : {"replace_one"}
             Neighbouring relation of the guarantee.
+        prepared : tuple, optional
+            The output of :meth:`prepare` for ``problem.spec`` (planned once, before the
+            data was read); planned here otherwise.
 
         Returns
         -------
         SolverResult
         """
-        self._validate_params()
-        accountant = self.resolve_accountant(accountant, budget)
-        self.check_compatible(problem.spec, accountant, relation)
-        plan = self.plan(problem.spec, budget, accountant, relation)
-        ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)
-        spent = ledger.spent()
-        # The calibrated noise is re-accounted BEFORE any noise is drawn.
-        if budget.is_private and not spent.within(budget):
-            raise PrivacyAccountingError(
-                f"solver {self.name!r} planned a ledger spending {tuple(spent)} beyond "
-                f"the budget ({budget.epsilon}, {budget.delta}); refusing to run."
-            )
+        if prepared is None:
+            prepared = self.prepare(problem.spec, budget, accountant=accountant,
+                                    relation=relation)
+        plan, ledger, spent = prepared
         coef = self._run(problem, plan, as_noise_source(random_state))
         return SolverResult(coef=coef, n_iter=plan.n_iter, ledger=ledger, spent=spent, plan=plan)

@@ -1,0 +1,128 @@
+"""What a fitted workflow spent, and a short report of how."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+
+from dp_accounting import dp_event as dpe
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.pipeline import Pipeline
+
+from skdp.privacy.accounting import PrivacySpent
+from skdp.privacy.composition import Totals, summarize
+
+__all__ = ["PrivacyReport", "privacy_report", "privacy_spent"]
+
+
+def _private_parts(obj, name: str = "") -> list[tuple[str, object]]:
+    """``(name, fitted object)`` of every fitted private part of ``obj``."""
+    if hasattr(obj, "privacy_ledger_"):
+        # A private search's ledger covers the candidates it released.
+        return [(name or type(obj).__name__, obj)]
+    if isinstance(obj, BaseSearchCV):
+        raise TypeError(
+            f"{type(obj).__name__} does not record what its fits spent (each fit of each "
+            "fold spends, and the choice reads exact scores). Pass a BudgetAccountant to "
+            "the estimator and read accountant.spent(), price the search with "
+            "skdp.model_selection.privacy_cost, or tune with PrivateRandomizedSearch.")
+    parts = []
+    if isinstance(obj, Pipeline):
+        for step_name, step in obj.steps:
+            parts += _private_parts(step, f"{name}{step_name}")
+    elif hasattr(obj, "transformers_"):
+        for step_name, step, _ in obj.transformers_:
+            if not isinstance(step, str):
+                parts += _private_parts(step, f"{name}{step_name}")
+    return parts
+
+
+def privacy_spent(obj) -> PrivacySpent:
+    """The composed ``(epsilon, delta)`` of every private step of a fitted object.
+
+    Parameters
+    ----------
+    obj : fitted estimator, Pipeline, ColumnTransformer or PrivateRandomizedSearch
+        Its private steps' ledgers compose sequentially (they saw the same records), with
+        the tightest bound of :class:`~skdp.BudgetAccountant`.
+
+    Returns
+    -------
+    PrivacySpent
+        ``(0, 0)`` when nothing private was fitted.
+
+    Raises
+    ------
+    TypeError
+        For scikit-learn searches, which do not record the spend of their fits.
+    """
+    parts = _private_parts(obj)
+    return Totals.of(summarize(part.privacy_ledger_) for _, part in parts).spent()[0]
+
+
+def _leaves(event: dpe.DpEvent, count: int, out: Counter) -> None:
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        _leaves(event.event, count * event.count, out)
+    elif isinstance(event, dpe.ComposedDpEvent):
+        for sub in event.events:
+            _leaves(sub, count, out)
+    elif not isinstance(event, dpe.NoOpDpEvent):
+        out[repr(event)] += count
+
+
+class PrivacyReport:
+    """What was spent, under which relation, by which mechanisms, and what is public."""
+
+    def __init__(self, rows: list[dict], total: PrivacySpent):
+        self.rows = rows
+        self.total = total
+
+    def __str__(self) -> str:
+        lines = [f"Total: epsilon={self.total.epsilon:.4g}, delta={self.total.delta:.3g} "
+                 "(replace-one neighbours: one record replaced by another; the private "
+                 "steps compose sequentially)."]
+        for row in self.rows:
+            lines.append(f"- {row['name']} ({row['class']}): epsilon={row['epsilon']:.4g}, "
+                         f"delta={row['delta']:.3g}, accounted by {row['accounting']!r}")
+            lines += [f"    {count} x {leaf}" for leaf, count in row["mechanisms"]]
+            lines.append(f"    public: {row['public']}")
+        lines.append("Not protected: the dataset size, the number of features and the label "
+                     "set (public), the hyperparameters, and anything fitted by "
+                     "non-private steps.")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return "<pre>" + html.escape(str(self)) + "</pre>"
+
+
+def privacy_report(obj) -> PrivacyReport:
+    """A short report of a fitted object's privacy: total, mechanisms, public facts.
+
+    Parameters
+    ----------
+    obj : fitted estimator, Pipeline, ColumnTransformer or PrivateRandomizedSearch
+
+    Returns
+    -------
+    PrivacyReport
+        Printable (``str``) and rendered as HTML in notebooks.
+    """
+    rows = []
+    for name, part in _private_parts(obj):
+        ledger = part.privacy_ledger_
+        counts: Counter = Counter()
+        if isinstance(ledger.event, dpe.RepeatAndSelectDpEvent):
+            counts[repr(ledger.event)] = 1
+        else:
+            _leaves(ledger.event, 1, counts)
+        spent = ledger.spent()
+        public = {k: getattr(part, k) for k in ("n_features_in_", "data_norm", "y_bound",
+                                                "n_candidates_") if hasattr(part, k)}
+        if hasattr(part, "classes_"):
+            public["classes_"] = part.classes_.tolist()
+        rows.append({"name": name, "class": type(part).__name__, "epsilon": spent.epsilon,
+                     "delta": spent.delta, "accounting": ledger.accountant,
+                     "mechanisms": counts.most_common(), "public": public})
+    return PrivacyReport(rows, privacy_spent(obj))

@@ -1,0 +1,145 @@
+"""What a scikit-learn workflow will spend, priced from shapes and parameters only."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import (
+    GridSearchCV,
+    ParameterGrid,
+    ParameterSampler,
+    RandomizedSearchCV,
+    check_cv,
+)
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.pipeline import Pipeline
+
+from skdp._base import BaseDPLinearModel
+from skdp.model_selection._private_search import PrivateRandomizedSearch
+from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
+from skdp.privacy.composition import Totals, summarize
+
+__all__ = ["fit_ledgers", "privacy_cost"]
+
+
+def _rows(X, idx):
+    return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
+
+
+def fit_ledgers(estimator, X, y, rows=None) -> list[PrivacyLedger]:
+    """The ledgers ``estimator.fit(X[rows], y[rows])`` will record, one per private step.
+
+    Read from the shape of ``X``, the label set of ``y`` (public for classifiers) and the
+    parameters. A private step behind non-private transformers of a ``Pipeline`` is
+    priced at the width those transformers output on the rows (they are fitted here for
+    their output shape only; nothing private is spent).
+    """
+    rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows)
+    y_rows = None if y is None else _rows(np.asarray(y), rows)
+    n_samples = int(rows.shape[0])
+    if isinstance(estimator, BaseDPLinearModel):
+        plan = estimator._privacy_plan(n_samples, int(X.shape[1]), y_rows)
+        return [plan[3][1]]
+    if isinstance(estimator, Pipeline):
+        ledgers = []
+        for i, (_, step) in enumerate(estimator.steps):
+            if step is None or step == "passthrough":
+                continue
+            inner = _private_inside(step)
+            if not inner:
+                continue
+            if i == 0:
+                width = int(X.shape[1])
+            else:
+                head = clone(estimator[:i])
+                width = int(np.shape(head.fit_transform(_rows(X, rows), y_rows))[1])
+            ledgers += fit_ledgers(step, np.empty((n_samples, width)), y_rows)
+        return ledgers
+    if _private_inside(estimator):
+        raise TypeError(
+            f"privacy_cost prices skdp estimators and Pipelines of them; "
+            f"{type(estimator).__name__} holds private steps it cannot price. Pass a "
+            "BudgetAccountant to the private steps and read accountant.spent() instead.")
+    return []
+
+
+def _private_inside(obj) -> bool:
+    if isinstance(obj, BaseDPLinearModel | PrivateRandomizedSearch):
+        return True
+    if hasattr(obj, "get_params"):
+        return any(isinstance(v, BaseDPLinearModel | PrivateRandomizedSearch)
+                   for v in obj.get_params(deep=True).values())
+    return False
+
+
+def _candidates(search) -> list[dict]:
+    if isinstance(search, GridSearchCV):
+        return list(ParameterGrid(search.param_grid))
+    if isinstance(search, RandomizedSearchCV):
+        if not isinstance(search.random_state, int | np.integer):
+            raise ValueError(
+                "RandomizedSearchCV samples its candidates from random_state at fit time; "
+                "set its random_state to an int so that privacy_cost prices the same "
+                "candidates the search will fit.")
+        return list(ParameterSampler(search.param_distributions, search.n_iter,
+                                     random_state=search.random_state))
+    raise TypeError(
+        f"privacy_cost cannot price {type(search).__name__}: which candidates it fits "
+        "depends on the data (successive halving keeps the best ones), so its price is not "
+        "public. Use GridSearchCV, RandomizedSearchCV or skdp's PrivateRandomizedSearch.")
+
+
+def _total(ledgers) -> PrivacySpent:
+    return Totals.of(summarize(ledger) for ledger in ledgers).spent()[0]
+
+
+def privacy_cost(obj, X, y=None, *, cv=None, groups=None) -> PrivacySpent:
+    """The ``(epsilon, delta)`` a workflow will spend, computed before running it.
+
+    Every fit of the workflow composes sequentially (cross-validation folds overlap, so
+    they are not parallel composition); the total uses the same tightest bound as
+    :class:`~skdp.BudgetAccountant`, so an accountant passed to the estimator reads this
+    price after the run.
+
+    Parameters
+    ----------
+    obj : estimator, GridSearchCV, RandomizedSearchCV or PrivateRandomizedSearch
+        An skdp estimator or ``Pipeline`` (one fit, or ``cross_validate(obj, X, y, cv=cv)``
+        when ``cv`` is given), a scikit-learn search over one (every candidate times every
+        fold, plus the refit), or a private search (its fixed total).
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Only its shape is read (and, for pipelines, the width of non-private steps).
+    y : array-like of shape (n_samples,), optional
+        Its label set (public) and, for stratified splits, its class counts.
+    cv : int, cross-validation generator or iterable, optional
+        For an estimator: price ``cross_validate`` with this ``cv``.
+    groups : array-like, optional
+        Group labels of the split, as in scikit-learn.
+
+    Returns
+    -------
+    PrivacySpent
+        The total. For a search whose refit cost depends on the winning candidate, the
+        largest over the candidates (an upper bound; exact when every candidate costs the
+        same).
+    """
+    if isinstance(obj, PrivateRandomizedSearch):
+        return obj._plan()[0].spent()
+    if isinstance(obj, BaseSearchCV):
+        candidates = _candidates(obj)
+        splitter = check_cv(obj.cv, y, classifier=is_classifier(obj.estimator))
+        splits = [train for train, _ in splitter.split(X, y, groups)]
+        ledgers = [ledger for params in candidates for train in splits
+                   for ledger in fit_ledgers(clone(obj.estimator).set_params(**params),
+                                             X, y, train)]
+        if not obj.refit:
+            return _total(ledgers)
+        totals = [_total(ledgers + fit_ledgers(clone(obj.estimator).set_params(**params),
+                                               X, y))
+                  for params in candidates]
+        return max(totals, key=lambda s: (s.epsilon, s.delta))
+    if cv is None:
+        return _total(fit_ledgers(obj, X, y))
+    splitter = check_cv(cv, y, classifier=is_classifier(obj))
+    return _total([ledger for train, _ in splitter.split(X, y, groups)
+                   for ledger in fit_ledgers(obj, X, y, train)])

@@ -1,0 +1,499 @@
+"""Private hyperparameter selection: random repetitions, release of the best only.
+
+Papernot & Steinke (ICLR 2022), "Hyperparameter Tuning with Renyi Differential Privacy":
+run a DP mechanism ``Q`` a random number ``K`` of times and release only the best of its
+outputs. Here ``Q`` draws hyperparameters (independently of the data), fits the candidate
+on a public random training part and scores it on the validation part with noise; the
+search releases the best candidate and its noisy score. The argument, step by step, is in
+docs/tuning_and_budgets.md.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Real
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+from scipy.optimize import brentq
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from skdp._base import BaseDPLinearModel
+from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context
+from skdp.exceptions import (
+    BudgetError,
+    IncompatibleSolverError,
+    PrivacyAccountingError,
+    PrivacyLeakWarning,
+)
+from skdp.privacy.accounting import (
+    PrivacyLedger,
+    PureDpEvent,
+    _gdp_epsilon,
+    calibrate_noise_multiplier,
+)
+from skdp.privacy.budget import check_budget
+from skdp.privacy.composition import rdp_curve
+
+__all__ = ["PrivateRandomizedSearch", "private_steps"]
+
+#: dp_accounting's ``shape`` of each distribution of the number of candidates K.
+DISTRIBUTIONS = {"truncated_negative_binomial": None, "geometric": 1.0,
+                 "logarithmic": 0.0, "poisson": math.inf}
+# Candidate budgets are lowered by this factor until their Renyi curve fits the reference.
+_SHRINK = 0.85
+_MAX_SHRINK_STEPS = 40
+
+
+def private_steps(estimator) -> list[tuple[str, BaseDPLinearModel]]:
+    """``(parameter prefix, step)`` of every private skdp step inside ``estimator``."""
+    found = []
+    if isinstance(estimator, BaseDPLinearModel):
+        found.append(("", estimator))
+    if hasattr(estimator, "get_params"):
+        for key, value in estimator.get_params(deep=True).items():
+            if isinstance(value, BaseDPLinearModel) and value is not estimator:
+                found.append((key + "__", value))
+    return found
+
+
+def _repeat_and_select_event(z: float, mean: float, shape: float) -> dpe.DpEvent:
+    """Repeat-and-select of a mechanism dominated by ONE Gaussian of multiplier ``z``
+    (Renyi divergence ``alpha / (2 z^2)`` at every order)."""
+    return dpe.RepeatAndSelectDpEvent(dpe.GaussianDpEvent(z), mean, shape)
+
+
+def _tnb_gamma(mean: float, eta: float) -> float:
+    """``gamma`` of the truncated negative binomial with mean ``eta (1/g - 1)/(1 - g^eta)``.
+
+    The root is moved up by a relative 1e-12, so the distribution sampled has a mean at
+    most ``mean`` and a ``log(1/gamma)`` at most the accounted one (both only lower the
+    Renyi bound of Papernot & Steinke, Thm. 2).
+    """
+    def excess(g: float) -> float:
+        if eta == 0:
+            return (1.0 / g - 1.0) / math.log(1.0 / g) - mean
+        return eta * (1.0 / g - 1.0) / (1.0 - g ** eta) - mean
+
+    g = brentq(excess, 1e-12, 1.0 - 1e-12, xtol=1e-15, rtol=1e-15)
+    return min(g * (1.0 + 1e-12), 1.0 - 1e-15)
+
+
+def sample_repetitions(rng: np.random.Generator, distribution: str, mean: float,
+                       eta: float) -> int:
+    """Draw the number of candidates ``K`` (independent of the data).
+
+    Truncated negative binomial: ``NB(eta, gamma)`` conditioned on ``K > 0`` (numpy's
+    ``negative_binomial(n=eta, p=gamma)``); geometric: ``geometric(1 / mean)``; logarithmic:
+    ``logseries(1 - gamma)``; Poisson: ``poisson(mean)`` (may be 0).
+    """
+    if distribution == "poisson":
+        return int(rng.poisson(mean))
+    if distribution == "geometric":
+        return int(rng.geometric(min(1.0, (1.0 / mean) * (1.0 + 1e-12))))
+    if distribution == "logarithmic":
+        return int(rng.logseries(1.0 - _tnb_gamma(mean, 0.0)))
+    gamma = _tnb_gamma(mean, eta)
+    while True:
+        k = int(rng.negative_binomial(eta, gamma))
+        if k > 0:
+            return k
+
+
+def _sample_params(rng: np.random.Generator, space) -> dict:
+    """One candidate, drawn independently of every other (with replacement): a dict of the
+    list, then each parameter uniformly from its list or from its distribution's ``rvs``."""
+    if isinstance(space, list | tuple):
+        space = space[int(rng.integers(len(space)))]
+    params = {}
+    for key in sorted(space):
+        values = space[key]
+        if hasattr(values, "rvs"):
+            params[key] = values.rvs(random_state=rng)
+        else:
+            values = list(values)
+            params[key] = values[int(rng.integers(len(values)))]
+    return params
+
+
+class _OverCap(BudgetError):
+    """A candidate's planned curve exceeds the reference (retry with a smaller budget)."""
+
+
+class _CandidateCap:
+    """Accountant handed to one candidate's private steps: their Renyi curves together must
+    stay under the reference curve (approximate DP), or their epsilons under the candidate
+    epsilon (pure DP). Checked from the plan, before the step reads ``X``."""
+
+    def __init__(self, reference: np.ndarray | None, pure_epsilon: float | None):
+        self.reference = reference
+        self.pure_epsilon = pure_epsilon
+        self.used_rdp = None if reference is None else np.zeros_like(reference)
+        self.used_pure = 0.0
+
+    def charge(self, ledger: PrivacyLedger, *, source: str, params=None) -> int:
+        if self.reference is None:
+            spent = ledger.spent()
+            if spent.delta > 0:
+                raise IncompatibleSolverError(
+                    f"a pure-DP search (delta=0) needs pure-DP candidates, but {source} "
+                    f"spends delta={spent.delta:g}; use a solver with a pure mode.")
+            if self.used_pure + spent.epsilon > self.pure_epsilon:
+                raise _OverCap("candidate epsilon above the pure-DP share")
+            self.used_pure += spent.epsilon
+            return 0
+        if ledger.via_add_remove or ledger.accountant not in ("gaussian", "rdp", "pure"):
+            raise IncompatibleSolverError(
+                f"{source} is accounted by {ledger.accountant!r}"
+                f"{' via add/remove' if ledger.via_add_remove else ''}; a private search "
+                "reads Renyi curves: set the candidate's accounting='rdp' (or 'gaussian').")
+        curve = rdp_curve(ledger.event)
+        if curve is None:
+            raise IncompatibleSolverError(
+                f"{source}'s guarantee (a closed-form (epsilon, delta) with delta > 0) has "
+                "no Renyi curve, which PrivateRandomizedSearch needs; choose another "
+                "solver for the candidates.")
+        total = self.used_rdp + curve
+        if not np.all(total <= self.reference):
+            raise _OverCap("candidate Renyi curve above the reference")
+        self.used_rdp = total
+        return 0
+
+    def refund(self, index: int) -> None:  # a failed candidate fails the whole search
+        pass
+
+
+def _score_sensitivity(estimator, n_val: int, scoring: str) -> float:
+    """Replace-one sensitivity of the validation score (one validation record changes)."""
+    if scoring == "accuracy":
+        # Mean of n_val indicators: one record moves it by at most 1 / n_val.
+        return 1.0 / n_val
+    steps = private_steps(estimator)
+    bound = getattr(steps[-1][1], "y_bound", None) if steps else None
+    if not (isinstance(bound, Real) and math.isfinite(bound) and bound > 0):
+        raise IncompatibleSolverError(
+            "scoring='neg_mean_squared_error' needs a public label bound: the final step "
+            "must be an skdp regressor with a numeric y_bound.")
+    # Labels and predictions are clipped to [-B, B]: each squared residual lies in
+    # [0, 4 B^2], so the mean of n_val of them moves by at most 4 B^2 / n_val.
+    return 4.0 * float(bound) ** 2 / n_val
+
+
+def _raw_score(estimator, X, y, scoring: str) -> float:
+    pred = estimator.predict(X)
+    if scoring == "accuracy":
+        return float(np.mean(pred == y))
+    bound = float(private_steps(estimator)[-1][1].y_bound)
+    resid = np.clip(np.asarray(y, dtype=float), -bound, bound) - np.clip(pred, -bound, bound)
+    return -float(np.mean(resid ** 2))
+
+
+def _take(X, idx):
+    return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
+
+
+class PrivateRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
+    """Hyperparameter search whose whole run, selection included, is differentially private.
+
+    Repeats a private candidate mechanism a random number ``K`` of times and releases
+    only the best candidate (Papernot & Steinke 2022). Each repetition draws
+    hyperparameters from ``param_distributions`` (independently of the data), fits the
+    estimator on a public random training part and scores it on the validation part with
+    calibrated noise. The user gives the TOTAL ``(epsilon, delta)``: the search solves one
+    reference Gaussian Renyi curve whose repeat-and-select composition meets it
+    (dp_accounting's ``RepeatAndSelectDpEvent``), and lowers every candidate's budget until
+    its own curve (fit and score) lies under that reference. With ``delta=0`` it is pure:
+    every candidate is ``epsilon / (2 + eta)``-DP and the search is ``epsilon``-DP.
+    Argument and assumptions: docs/tuning_and_budgets.md.
+
+    Parameters
+    ----------
+    estimator : estimator
+        An skdp estimator, or a ``Pipeline`` whose private steps are skdp estimators. Its
+        ``epsilon``, ``delta``, ``random_state`` and ``accountant`` are set by the search.
+    param_distributions : dict or list of dicts
+        Parameter names to lists (sampled uniformly, with replacement) or to
+        distributions with ``rvs`` (scipy.stats). Must not set ``epsilon`` or ``delta``.
+    epsilon : float, default=1.0
+        Total epsilon of the whole search.
+    delta : float, default=1e-5
+        Total delta of the whole search (0: pure DP).
+    n_candidates_mean : float, default=10
+        Mean of the number of candidates ``K`` (> 1).
+    distribution : {"truncated_negative_binomial", "geometric", "logarithmic", "poisson"}, \
+default="truncated_negative_binomial"
+        Distribution of ``K``. Poisson needs ``delta > 0`` and may draw ``K = 0``.
+    eta : float, default=0.5
+        Shape of the truncated negative binomial (``eta > 0``; ``eta = 1`` is the
+        geometric distribution, the limit ``eta -> 0`` the logarithmic one).
+    scoring : {"accuracy", "neg_mean_squared_error"} or None, default=None
+        Validation score with a public sensitivity: accuracy for classifiers, the clipped
+        mean squared error (labels and predictions clipped to ``y_bound``) for regressors.
+    validation_fraction : float, default=0.2
+        Share of the rows (a public random partition) used for the scores.
+    accountant : BudgetAccountant or None, default=None
+        Charged once with the whole search's ledger before any value of ``X`` is read.
+    random_state : None, int or Generator, default=None
+        Source of K, of the candidates, of the partition and of all noise. ``None``: OS
+        entropy (use it for releases).
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+        The released candidate, fitted on the training part.
+    best_params_ : dict
+        Its hyperparameters.
+    best_score_ : float
+        Its privatized validation score (the only score kept; no exact score is stored).
+    n_candidates_ : int
+        The number ``K`` of candidates run (data-independent).
+    candidate_epsilon_ : float
+        The per-candidate epsilon each private step was first offered (lowered for
+        candidates whose curve did not fit under the reference).
+    score_noise_scale_ : float
+        Standard deviation (Gaussian) or scale (Laplace, pure DP) of the score noise.
+    privacy_ledger_ : PrivacyLedger
+        The dp_accounting event of the whole search.
+    privacy_spent_ : PrivacySpent
+        Re-accounted ``(epsilon, delta)`` of the whole search.
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict"])],
+        "param_distributions": [dict, list],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "n_candidates_mean": [Interval(Real, 1, None, closed="neither")],
+        "distribution": [StrOptions(set(DISTRIBUTIONS))],
+        "eta": [Interval(Real, 0, None, closed="neither")],
+        "scoring": [StrOptions({"accuracy", "neg_mean_squared_error"}), None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "accountant": [HasMethods(["charge", "refund"]), None],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(self, estimator, param_distributions, *, epsilon=1.0, delta=1e-5,
+                 n_candidates_mean=10, distribution="truncated_negative_binomial", eta=0.5,
+                 scoring=None, validation_fraction=0.2, accountant=None, random_state=None):
+        self.estimator = estimator
+        self.param_distributions = param_distributions
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_candidates_mean = n_candidates_mean
+        self.distribution = distribution
+        self.eta = eta
+        self.scoring = scoring
+        self.validation_fraction = validation_fraction
+        self.accountant = accountant
+        self.random_state = random_state
+
+    # -- the public plan -------------------------------------------------------------------
+    def _shape(self) -> float:
+        shape = DISTRIBUTIONS[self.distribution]
+        if shape is None:
+            if not math.isfinite(self.eta):
+                raise ValueError("eta must be finite for the truncated negative binomial; "
+                                 "use distribution='poisson' for the limit.")
+            shape = float(self.eta)
+        return shape
+
+    def _plan(self) -> tuple[PrivacyLedger, float | None, float | None]:
+        """The whole search's ledger and the per-candidate reference, from the settings."""
+        budget = check_budget(self.epsilon, self.delta, needs_delta=False)
+        if not budget.is_private:
+            raise BudgetError("PrivateRandomizedSearch needs a finite epsilon.")
+        shape = self._shape()
+        mean = float(self.n_candidates_mean)
+        if budget.delta == 0:
+            if math.isinf(shape):
+                raise BudgetError("distribution='poisson' has no pure-DP guarantee; set "
+                                  "delta > 0 or choose another distribution.")
+            # Papernot & Steinke 2022 (Thm. 2 with both orders -> inf): an eps-DP Q
+            # repeated a TNB(eta)-distributed number of times is (2 + eta) eps-DP.
+            candidate_eps = budget.epsilon / (2.0 + shape)
+            ledger = PrivacyLedger(PureDpEvent((2.0 + shape) * candidate_eps), "pure",
+                                   "replace_one", budget)
+            return ledger, None, candidate_eps
+        z = calibrate_noise_multiplier(_repeat_and_select_event, (mean, shape), budget,
+                                       accountant="rdp", relation="replace_one")
+        ledger = PrivacyLedger(_repeat_and_select_event(z, mean, shape), "rdp",
+                               "replace_one", budget)
+        return ledger, z, None
+
+    # -- fit -------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Run the private search; release the best candidate.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        previous = {k: v for k, v in vars(self).items() if k.endswith("_")
+                    and not k.startswith("_")}
+        try:
+            return self._fit(X, y)
+        except BaseException:
+            for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+                delattr(self, name)
+            for name, value in previous.items():
+                setattr(self, name, value)
+            raise
+
+    def _fit(self, X, y):
+        steps = private_steps(self.estimator)
+        if not steps:
+            raise IncompatibleSolverError(
+                "PrivateRandomizedSearch needs an skdp estimator (or a Pipeline with one) "
+                "as estimator.")
+        spaces = (self.param_distributions if isinstance(self.param_distributions, list)
+                  else [self.param_distributions])
+        for space in spaces:
+            for key in space:
+                if key.split("__")[-1] in ("epsilon", "delta", "random_state", "accountant"):
+                    raise ValueError(
+                        f"param_distributions sets {key!r}, which the search controls; "
+                        "give the total budget as the search's epsilon and delta.")
+        scoring = self.scoring or ("accuracy" if is_classifier(self.estimator)
+                                   else "neg_mean_squared_error")
+        n_samples = int(X.shape[0]) if hasattr(X, "shape") else len(X)
+        n_val = int(round(self.validation_fraction * n_samples))
+        if n_val < 1 or n_samples - n_val < 2:
+            raise ValueError(f"validation_fraction={self.validation_fraction} leaves no "
+                             f"validation or training rows of {n_samples}; change it.")
+        ledger, z_ref, pure_eps = self._plan()
+        spent = ledger.spent()
+        if not spent.within(ledger.budget):
+            raise PrivacyAccountingError(f"the search's ledger spends {tuple(spent)}.")
+        if self.random_state is not None:
+            warnings.warn("random_state is set: anyone who knows it can regenerate the "
+                          "candidates' noise. Use random_state=None for releases.",
+                          PrivacyLeakWarning, stacklevel=3)
+        rng = np.random.default_rng(self.random_state)
+        # Everything random below is drawn before any value of X or y is read.
+        n_candidates = sample_repetitions(rng, self.distribution,
+                                          float(self.n_candidates_mean), float(self.eta))
+        perm = rng.permutation(n_samples)
+        val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        sensitivity_probe = clone(self.estimator)
+        sensitivity = _score_sensitivity(sensitivity_probe, n_val, scoring)
+        if z_ref is None:
+            noise_scale = sensitivity / pure_eps  # Laplace: eps-DP for this sensitivity
+            reference = None
+            first_eps, first_delta = pure_eps, 0.0
+        else:
+            # Gaussian of std z * Delta: Renyi divergence alpha / (2 z^2), the reference.
+            noise_scale = z_ref * sensitivity
+            reference = rdp_curve(dpe.GaussianDpEvent(z_ref))
+            # The exact Gaussian (mu-GDP, mu = 1 / z) has the reference curve; a candidate
+            # calibrated by the exact accountant to its (epsilon, delta) matches it.
+            first_delta = float(self.delta)
+            first_eps = _gdp_epsilon(1.0 / z_ref, first_delta)
+        entry = None if self.accountant is None else self.accountant.charge(
+            ledger, source=type(self).__name__, params=self.get_params(deep=False))
+        try:
+            if n_candidates == 0:
+                raise ValueError("the Poisson draw of the number of candidates was 0, so "
+                                 "nothing was released (and nothing spent); fit again.")
+            best = None
+            X_train, y_train = _take(X, train_idx), _take(np.asarray(y), train_idx)
+            X_val, y_val = _take(X, val_idx), _take(np.asarray(y), val_idx)
+            for _ in range(n_candidates):
+                params = _sample_params(rng, spaces)
+                model = self._fit_candidate(params, X_train, y_train, reference, pure_eps,
+                                            first_eps, first_delta, rng)
+                raw = _raw_score(model, X_val, y_val, scoring)
+                noise = (rng.laplace(0.0, noise_scale) if reference is None
+                         else rng.normal(0.0, noise_scale))
+                noisy = raw + noise
+                del raw  # the exact score never leaves this loop
+                if best is None or noisy > best[0]:
+                    best = (noisy, params, model)
+        except BaseException:
+            if entry is not None:
+                self.accountant.refund(entry)
+            raise
+        self.best_score_, self.best_params_, self.best_estimator_ = best
+        self.n_candidates_ = n_candidates
+        self.candidate_epsilon_ = float(first_eps)
+        self.score_noise_scale_ = float(noise_scale)
+        self.scoring_ = scoring
+        self.privacy_ledger_ = ledger
+        self.privacy_spent_ = spent
+        if hasattr(self.best_estimator_, "n_features_in_"):
+            self.n_features_in_ = self.best_estimator_.n_features_in_
+        if is_classifier(self.estimator) and hasattr(self.best_estimator_, "classes_"):
+            self.classes_ = self.best_estimator_.classes_
+        return self
+
+    def _fit_candidate(self, params, X, y, reference, pure_eps, eps, delta, rng):
+        """Fit one candidate whose private steps, together, stay under the reference."""
+        seed_source = None if self.random_state is None else rng
+        for _ in range(_MAX_SHRINK_STEPS):
+            model = clone(self.estimator).set_params(**params)
+            cap = _CandidateCap(reference, pure_eps)
+            settings = {}
+            for prefix, _step in private_steps(model):
+                settings.update({
+                    prefix + "epsilon": eps, prefix + "delta": delta,
+                    prefix + "accountant": cap,
+                    prefix + "random_state": (None if seed_source is None else
+                                              np.random.default_rng(
+                                                  seed_source.integers(2**63))),
+                })
+            model.set_params(**settings)
+            try:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", "random_state is set",
+                                            PrivacyLeakWarning)
+                    return model.fit(X, y)
+            except _OverCap:
+                # Decided from the candidate's public plan, before it read X.
+                eps *= _SHRINK
+        raise IncompatibleSolverError(
+            f"candidate {params} does not fit under the search's per-candidate reference "
+            f"even at epsilon={eps:.3g}; remove its solver from param_distributions or "
+            "raise the search's epsilon.")
+
+    # -- delegation ------------------------------------------------------------------------
+    def _has(name):
+        def check(self):
+            check_is_fitted(self, "best_estimator_")
+            return hasattr(self.best_estimator_, name)
+        return check
+
+    @available_if(_has("predict"))
+    def predict(self, X):
+        """Predict with the released candidate."""
+        return self.best_estimator_.predict(X)
+
+    @available_if(_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the released candidate."""
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_has("decision_function"))
+    def decision_function(self, X):
+        """Decision function of the released candidate."""
+        return self.best_estimator_.decision_function(X)
+
+    def score(self, X, y):
+        """The released candidate's ``score`` on ``(X, y)`` (your own test data)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.score(X, y)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.estimator.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.input_tags.sparse = inner.input_tags.sparse
+        return tags
+

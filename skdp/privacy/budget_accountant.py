@@ -1,0 +1,506 @@
+"""A privacy budget the user owns, shared by every fit of a scikit-learn workflow.
+
+See docs/tuning_and_budgets.md for the composition argument and the design choices.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from skdp.exceptions import BudgetError
+from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
+from skdp.privacy.budget import Budget
+from skdp.privacy.composition import (
+    LedgerSummary,
+    Totals,
+    event_from_dict,
+    event_to_dict,
+    summarize,
+)
+
+__all__ = ["BudgetAccountant", "BudgetEntry"]
+
+_FORMAT = "skdp.BudgetAccountant/1"
+# A split delta (d1 + d2 computed from delta) is forgiven its rounding, as in PrivacySpent.
+_DELTA_ROUNDING = 1e-12
+
+
+@dataclass(frozen=True)
+class BudgetEntry:
+    """One recorded release: what ran, who ran it, with which public parameters, and when.
+
+    Attributes
+    ----------
+    index : int
+        Position in the accountant (0-based, in the order of recording).
+    timestamp : str
+        UTC time of recording (ISO 8601).
+    source : str
+        The class that ran (``"DPLogisticRegression"``, ``"PrivateRandomizedSearch"``).
+    params : dict
+        Its public parameters (the seed is never recorded).
+    ledger : PrivacyLedger
+        The dp_accounting event of the release, its accountant and relation.
+    spent : PrivacySpent
+        The entry's own ``(epsilon, delta)``, from re-accounting ``ledger``.
+    """
+
+    index: int
+    timestamp: str
+    source: str
+    params: dict
+    ledger: PrivacyLedger
+    spent: PrivacySpent
+
+
+def _ledger_to_dict(ledger: PrivacyLedger) -> dict:
+    return {"event": event_to_dict(ledger.event), "accountant": ledger.accountant,
+            "relation": ledger.relation,
+            "budget": [ledger.budget.epsilon, ledger.budget.delta],
+            "via_add_remove": ledger.via_add_remove}
+
+
+def _ledger_from_dict(d: Mapping) -> PrivacyLedger:
+    return PrivacyLedger(event_from_dict(d["event"]), d["accountant"], d["relation"],
+                         Budget(float(d["budget"][0]), float(d["budget"][1])),
+                         bool(d.get("via_add_remove", False)))
+
+
+def _public_value(value: Any) -> Any:
+    """A JSON-ready stand-in for a parameter value (its repr when not a plain value)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    return repr(value)
+
+
+def public_params(params: Mapping[str, Any]) -> dict:
+    """Parameters fit to record: the seed and the accountant itself are left out."""
+    return {k: _public_value(v) for k, v in sorted(params.items())
+            if not (k == "random_state" or k.endswith("__random_state")
+                    or k == "accountant" or k.endswith("__accountant"))}
+
+
+def _check_ceiling(epsilon: Any, delta: Any) -> tuple[float, float]:
+    for name, value in (("epsilon", epsilon), ("delta", delta)):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise BudgetError(f"BudgetAccountant {name} must be a real number, got {value!r}.")
+    eps, dlt = float(epsilon), float(delta)
+    if not eps > 0:
+        raise BudgetError(f"BudgetAccountant epsilon must be > 0 (inf: no ceiling), got {eps}.")
+    if not 0.0 <= dlt <= 1.0:
+        raise BudgetError(f"BudgetAccountant delta must be in [0, 1], got {dlt}.")
+    return eps, dlt
+
+
+class BudgetAccountant:
+    """A privacy budget with a hard ceiling, shared by every fit that is given it.
+
+    Pass it as ``accountant=`` to skdp estimators, transformers and searches. Every
+    ``fit`` records its ledger (dp_accounting events, never bare ``(epsilon, delta)``
+    pairs) with the class, public parameters and a time stamp. Before a fit reads any
+    value of ``X``, the accountant checks that the composed total of its entries plus
+    the new ledger stays within ``(epsilon, delta)``; the check and the recording are one
+    atomic step, and a fit that would pass the ceiling raises
+    :class:`~skdp.exceptions.BudgetError` and records nothing. A fit that fails later
+    takes its entry back (nothing was released).
+
+    The total composes all entries (sequential composition: fits on overlapping data,
+    cross-validation folds included) with the tightest applicable bound: the exact
+    Gaussian (GDP) composition, the RDP accountant, or basic composition (see
+    :mod:`skdp.privacy.composition` and docs/tuning_and_budgets.md). Its delta is the sum
+    of the entries' deltas.
+
+    Parameters
+    ----------
+    epsilon : float, optional
+        Ceiling on the total epsilon (``inf``: count without a ceiling). Required for a new
+        accountant; with ``path`` of an existing file it is read from the file (and, if
+        given, must agree with it).
+    delta : float, default=0.0
+        Ceiling on the total delta. The default admits pure-DP fits only: set for example
+        ``delta=1e-5`` for Gaussian solvers.
+    path : str or os.PathLike, optional
+        A SQLite file that holds the entries (created if missing, reopened otherwise). It
+        is shared by processes: ``n_jobs > 1`` in scikit-learn (loky workers unpickle the
+        accountant and reopen the file), restarts and other programs. Without ``path``
+        the entries live in this object only; a pickled copy of it (as sent to a process
+        worker) refuses to record and names ``path``, so nothing is under-counted.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.model_selection import cross_val_score
+    >>> from skdp import BudgetAccountant, DPLogisticRegression
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> acc = BudgetAccountant(epsilon=10.0, delta=1e-4)
+    >>> clf = DPLogisticRegression(epsilon=1.0, data_norm=3000.0, accountant=acc)
+    >>> _ = cross_val_score(clf, X, y, cv=3)
+    >>> len(acc), acc.spent().epsilon < 3.0
+    (3, True)
+    """
+
+    def __init__(self, epsilon=None, delta=0.0, *, path=None):
+        self._lock = threading.RLock()
+        self._detached = False
+        self._path = None if path is None else os.fspath(path)
+        if self._path is None:
+            if epsilon is None:
+                raise BudgetError("BudgetAccountant needs epsilon (or the path of an "
+                                  "existing accountant file to reopen).")
+            self._epsilon, self._delta = _check_ceiling(epsilon, delta)
+            self._entries: list[tuple[BudgetEntry, LedgerSummary]] = []
+            self._totals = Totals()
+            return
+        self._epsilon, self._delta = self._open_file(epsilon, delta)
+
+    # -- ceiling -------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        """Ceiling on the total epsilon."""
+        return self._epsilon
+
+    @property
+    def delta(self) -> float:
+        """Ceiling on the total delta."""
+        return self._delta
+
+    @property
+    def path(self) -> str | None:
+        """The SQLite file, or ``None`` for an in-memory accountant."""
+        return self._path
+
+    # -- scikit-learn and copying: one budget, never a copy --------------------------------
+    def __sklearn_clone__(self) -> BudgetAccountant:
+        return self
+
+    def __copy__(self) -> BudgetAccountant:
+        return self
+
+    def __deepcopy__(self, memo) -> BudgetAccountant:
+        return self
+
+    def __getstate__(self) -> dict:
+        if self._path is not None:
+            return {"path": self._path, "epsilon": self._epsilon, "delta": self._delta}
+        with self._lock:
+            return {"path": None, "epsilon": self._epsilon, "delta": self._delta,
+                    "entries": list(self._entries), "totals": self._totals}
+
+    def __setstate__(self, state: dict) -> None:
+        self._lock = threading.RLock()
+        self._path = state["path"]
+        self._epsilon, self._delta = state["epsilon"], state["delta"]
+        if self._path is not None:
+            self._detached = False
+            self._open_file(self._epsilon, self._delta)
+            return
+        # An unpickled in-memory accountant is a copy: what it recorded would not reach
+        # the original (joblib's process workers unpickle one copy per task).
+        self._detached = True
+        self._entries = list(state["entries"])
+        self._totals = state["totals"]
+
+    # -- recording -------------------------------------------------------------------------
+    def charge(self, ledger: PrivacyLedger, *, source: str,
+               params: Mapping[str, Any] | None = None) -> int:
+        """Check the ceiling and record ``ledger`` in one atomic step.
+
+        Called by every fit given this accountant, before any value of the data is read.
+
+        Parameters
+        ----------
+        ledger : PrivacyLedger
+            What the fit will run (from its public plan).
+        source : str
+            The class that runs it.
+        params : mapping, optional
+            Its public parameters (the seed is dropped).
+
+        Returns
+        -------
+        int
+            The entry's index (for :meth:`refund` if the fit fails before releasing).
+
+        Raises
+        ------
+        BudgetError
+            If the composed total would pass ``(epsilon, delta)``; nothing is recorded.
+        """
+        if self._detached:
+            raise BudgetError(
+                "this BudgetAccountant is a pickled copy of an in-memory accountant (for "
+                "example sent to a process worker by n_jobs > 1): what it records would "
+                "not reach the original. Use BudgetAccountant(epsilon, delta, path="
+                "'budget.sqlite') for process-parallel fits, or n_jobs=1."
+            )
+        summary = summarize(ledger)
+        params = public_params(params or {})
+        stamp = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        if self._path is not None:
+            return self._charge_file(ledger, summary, source, params, stamp)
+        with self._lock:
+            totals = self._totals.plus(summary)
+            self._check_within(totals, summary)
+            entry = BudgetEntry(len(self._entries), stamp, source, params, ledger,
+                                PrivacySpent(summary.epsilon, summary.delta))
+            self._entries.append((entry, summary))
+            self._totals = totals
+            return entry.index
+
+    def refund(self, index: int) -> None:
+        """Remove entry ``index``: its fit failed before releasing anything.
+
+        Used by ``fit`` only; refunding a release that was returned to anyone voids the
+        accountant's guarantee.
+        """
+        if self._path is not None:
+            self._refund_file(index)
+            return
+        with self._lock:
+            kept = [(e, s) for e, s in self._entries if e.index != index]
+            self._entries = [(BudgetEntry(i, e.timestamp, e.source, e.params, e.ledger,
+                                          e.spent), s)
+                             for i, (e, s) in enumerate(kept)]
+            self._totals = Totals.of(s for _, s in self._entries)
+
+    def _check_within(self, totals: Totals, summary: LedgerSummary) -> None:
+        spent, _ = totals.spent()
+        if (spent.epsilon <= self._epsilon
+                and spent.delta <= self._delta * (1.0 + _DELTA_ROUNDING)):
+            return
+        now = self.spent()
+        raise BudgetError(
+            f"this fit's own spend ({summary.epsilon:.6g}, {summary.delta:.3g}) would bring "
+            f"the accountant's total to ({spent.epsilon:.6g}, {spent.delta:.3g}), beyond its "
+            f"ceiling ({self._epsilon:g}, {self._delta:g}); spent so far "
+            f"({now.epsilon:.6g}, {now.delta:.3g}). Lower the fit's epsilon (or delta), or "
+            "use an accountant with a larger ceiling. Nothing was recorded or read."
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+    def _state(self) -> tuple[list[BudgetEntry], Totals]:
+        if self._path is not None:
+            return self._read_file()
+        with self._lock:
+            return [e for e, _ in self._entries], self._totals
+
+    @property
+    def entries(self) -> list[BudgetEntry]:
+        """Every recorded entry, in order."""
+        return self._state()[0]
+
+    def __len__(self) -> int:
+        return self._state()[1].count
+
+    def spent(self) -> PrivacySpent:
+        """The composed ``(epsilon, delta)`` of every entry (tightest applicable bound)."""
+        return self._state()[1].spent()[0]
+
+    @property
+    def composition(self) -> str:
+        """The bound that gave :meth:`spent`: ``"gaussian"``, ``"rdp"`` or ``"basic"``."""
+        return self._state()[1].spent()[1]
+
+    def remaining(self) -> PrivacySpent:
+        """The ceiling minus :meth:`spent` (a conservative reading: tight composition
+        is sub-additive, so a new fit may spend more epsilon than this and still fit)."""
+        spent = self.spent()
+        return PrivacySpent(max(self._epsilon - spent.epsilon, 0.0),
+                            max(self._delta - spent.delta, 0.0))
+
+    # -- audit trail -----------------------------------------------------------------------
+    def to_json(self) -> str:
+        """The ceiling and every entry, with its dp_accounting event, as JSON text."""
+        entries = [{"timestamp": e.timestamp, "source": e.source, "params": e.params,
+                    "ledger": _ledger_to_dict(e.ledger),
+                    "spent": [e.spent.epsilon, e.spent.delta]} for e in self.entries]
+        spent = self.spent()
+        return json.dumps({"format": _FORMAT, "epsilon": self._epsilon, "delta": self._delta,
+                           "spent": [spent.epsilon, spent.delta], "entries": entries},
+                          indent=1)
+
+    @classmethod
+    def from_json(cls, text: str, *, path=None) -> BudgetAccountant:
+        """Rebuild an accountant from :meth:`to_json`; every ledger is re-accounted.
+
+        Parameters
+        ----------
+        text : str
+            Output of :meth:`to_json`.
+        path : str or os.PathLike, optional
+            A NEW SQLite file to hold the entries (in memory by default).
+        """
+        data = json.loads(text)
+        if data.get("format") != _FORMAT:
+            raise ValueError(f"not a BudgetAccountant audit trail (format {_FORMAT!r}).")
+        if path is not None and os.path.exists(path):
+            raise ValueError(f"path {os.fspath(path)!r} exists; from_json writes a new file.")
+        acc = cls(float(data["epsilon"]), float(data["delta"]), path=path)
+        for e in data["entries"]:
+            acc._restore(_ledger_from_dict(e["ledger"]), e["source"], e["params"],
+                         e["timestamp"])
+        return acc
+
+    def _restore(self, ledger: PrivacyLedger, source: str, params: dict, stamp: str) -> None:
+        """Record a past entry as it was (no ceiling check: it was spent already)."""
+        summary = summarize(ledger)
+        if self._path is not None:
+            self._charge_file(ledger, summary, source, params, stamp, check=False)
+            return
+        with self._lock:
+            entry = BudgetEntry(len(self._entries), stamp, source, params, ledger,
+                                PrivacySpent(summary.epsilon, summary.delta))
+            self._entries.append((entry, summary))
+            self._totals = self._totals.plus(summary)
+
+    # -- display ---------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        entries, totals = self._state()
+        spent, method = totals.spent()
+        where = "" if self._path is None else f", path={self._path!r}"
+        return (f"BudgetAccountant(epsilon={self._epsilon:g}, delta={self._delta:g}{where}): "
+                f"{totals.count} entries, spent (epsilon={spent.epsilon:.4g}, "
+                f"delta={spent.delta:.3g}) by {method} composition, remaining "
+                f"(epsilon={max(self._epsilon - spent.epsilon, 0):.4g}, "
+                f"delta={max(self._delta - spent.delta, 0):.3g})")
+
+    def _repr_html_(self) -> str:
+        entries, totals = self._state()
+        spent, method = totals.spent()
+        rows = "".join(
+            f"<tr><td>{e.index}</td><td>{html.escape(e.timestamp[:19])}</td>"
+            f"<td>{html.escape(e.source)}</td>"
+            f"<td>{html.escape(_short_params(e.params))}</td>"
+            f"<td>{e.spent.epsilon:.4g}</td><td>{e.spent.delta:.3g}</td></tr>"
+            for e in entries)
+        return (
+            "<div><b>BudgetAccountant</b> ceiling (epsilon={:g}, delta={:g}){}<br>"
+            "<table><thead><tr><th>#</th><th>time (UTC)</th><th>source</th><th>parameters"
+            "</th><th>epsilon</th><th>delta</th></tr></thead><tbody>{}</tbody></table>"
+            "<b>total</b> ({} entries, {} composition): epsilon={:.4g}, delta={:.3g}; "
+            "<b>remaining</b>: epsilon={:.4g}, delta={:.3g}</div>"
+        ).format(self._epsilon, self._delta,
+                 "" if self._path is None else f", file {html.escape(self._path)}", rows,
+                 totals.count, method, spent.epsilon, spent.delta,
+                 max(self._epsilon - spent.epsilon, 0), max(self._delta - spent.delta, 0))
+
+    # -- SQLite storage --------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self._path, timeout=120.0, isolation_level=None)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=FULL")
+        return con
+
+    def _open_file(self, epsilon, delta) -> tuple[float, float]:
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            con.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY "
+                        "AUTOINCREMENT, timestamp TEXT, source TEXT, params TEXT, "
+                        "ledger TEXT, summary TEXT)")
+            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+            if "ceiling" in meta:
+                stored = tuple(json.loads(meta["ceiling"]))
+                if epsilon is not None and _check_ceiling(epsilon, delta) != stored:
+                    raise BudgetError(
+                        f"the accountant file {self._path!r} has the ceiling {stored}, not "
+                        f"({epsilon}, {delta}); reopen it with BudgetAccountant(path=...) "
+                        "alone, or use another path."
+                    )
+                con.execute("COMMIT")
+                return float(stored[0]), float(stored[1])
+            if epsilon is None:
+                raise BudgetError(f"{self._path!r} holds no accountant yet; give epsilon (and "
+                                  "delta) to create one.")
+            ceiling = _check_ceiling(epsilon, delta)
+            con.execute("INSERT INTO meta VALUES ('format', ?), ('ceiling', ?), ('totals', ?)",
+                        (_FORMAT, json.dumps(ceiling), json.dumps(Totals().to_dict())))
+            con.execute("COMMIT")
+            return ceiling
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+    def _charge_file(self, ledger, summary, source, params, stamp, check=True) -> int:
+        con = self._connect()
+        try:
+            # BEGIN IMMEDIATE takes the write lock: no other process can record between
+            # reading the total and writing the new entry.
+            con.execute("BEGIN IMMEDIATE")
+            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
+            totals = Totals.from_dict(json.loads(raw)).plus(summary)
+            if check:
+                self._check_within(totals, summary)
+            (count,) = con.execute("SELECT COUNT(*) FROM entries").fetchone()
+            con.execute("INSERT INTO entries (timestamp, source, params, ledger, summary) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (stamp, source, json.dumps(params), json.dumps(_ledger_to_dict(ledger)),
+                         json.dumps(summary.to_dict())))
+            con.execute("UPDATE meta SET value=? WHERE key='totals'",
+                        (json.dumps(totals.to_dict()),))
+            con.execute("COMMIT")
+            return int(count)
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+    def _refund_file(self, index: int) -> None:
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            ids = [r[0] for r in con.execute("SELECT id FROM entries ORDER BY id")]
+            if 0 <= index < len(ids):
+                con.execute("DELETE FROM entries WHERE id=?", (ids[index],))
+            summaries = [LedgerSummary.from_dict(json.loads(r[0])) for r in
+                         con.execute("SELECT summary FROM entries ORDER BY id")]
+            con.execute("UPDATE meta SET value=? WHERE key='totals'",
+                        (json.dumps(Totals.of(summaries).to_dict()),))
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+    def _read_file(self) -> tuple[list[BudgetEntry], Totals]:
+        con = self._connect()
+        try:
+            con.execute("BEGIN")
+            rows = con.execute("SELECT timestamp, source, params, ledger, summary FROM "
+                               "entries ORDER BY id").fetchall()
+            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        entries = []
+        for i, (stamp, source, params, ledger, summary) in enumerate(rows):
+            s = LedgerSummary.from_dict(json.loads(summary))
+            entries.append(BudgetEntry(i, stamp, source, json.loads(params),
+                                       _ledger_from_dict(json.loads(ledger)),
+                                       PrivacySpent(s.epsilon, s.delta)))
+        return entries, Totals.from_dict(json.loads(raw))
+
+
+def _short_params(params: Mapping[str, Any]) -> str:
+    keys = [k for k in params if k.split("__")[-1] in
+            ("epsilon", "delta", "solver", "alpha", "data_norm", "accounting")]
+    return ", ".join(f"{k}={params[k]}" for k in keys)
