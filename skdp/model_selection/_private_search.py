@@ -383,15 +383,12 @@ default="truncated_negative_binomial"
                                           float(self.n_candidates_mean), float(self.eta))
         perm = rng.permutation(n_samples)
         val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-        sensitivity_probe = clone(self.estimator)
-        sensitivity = _score_sensitivity(sensitivity_probe, n_val, scoring)
+        # Checked here so that a missing public bound fails before anything is spent.
+        _score_sensitivity(self.estimator, n_val, scoring)
         if z_ref is None:
-            noise_scale = sensitivity / pure_eps  # Laplace: eps-DP for this sensitivity
             reference = None
             first_eps, first_delta = pure_eps, 0.0
         else:
-            # Gaussian of std z * Delta: Renyi divergence alpha / (2 z^2), the reference.
-            noise_scale = z_ref * sensitivity
             reference = rdp_curve(dpe.GaussianDpEvent(z_ref))
             # The exact Gaussian (mu-GDP, mu = 1 / z) has the reference curve; a candidate
             # calibrated by the exact accountant to its (epsilon, delta) matches it.
@@ -410,18 +407,21 @@ default="truncated_negative_binomial"
                 params = _sample_params(rng, spaces)
                 model = self._fit_candidate(params, X_train, y_train, reference, pure_eps,
                                             first_eps, first_delta, rng)
+                # The candidate's own public bound (y_bound may be a searched parameter).
+                noise_scale = self._score_noise_scale(
+                    _score_sensitivity(model, n_val, scoring), z_ref, pure_eps)
                 raw = _raw_score(model, X_val, y_val, scoring)
                 noise = (rng.laplace(0.0, noise_scale) if reference is None
                          else rng.normal(0.0, noise_scale))
                 noisy = raw + noise
                 del raw  # the exact score never leaves this loop
                 if best is None or noisy > best[0]:
-                    best = (noisy, params, model)
+                    best = (noisy, params, model, noise_scale)
         except BaseException:
             if entry is not None:
                 self.accountant.refund(entry)
             raise
-        self.best_score_, self.best_params_, self.best_estimator_ = best
+        self.best_score_, self.best_params_, self.best_estimator_, noise_scale = best
         self.n_candidates_ = n_candidates
         self.candidate_epsilon_ = float(first_eps)
         self.score_noise_scale_ = float(noise_scale)
@@ -433,6 +433,13 @@ default="truncated_negative_binomial"
         if is_classifier(self.estimator) and hasattr(self.best_estimator_, "classes_"):
             self.classes_ = self.best_estimator_.classes_
         return self
+
+    @staticmethod
+    def _score_noise_scale(sensitivity: float, z_ref: float | None,
+                           pure_eps: float | None) -> float:
+        """Laplace scale ``Delta / eps`` (pure: eps-DP), or Gaussian std ``z Delta``
+        (Renyi divergence ``alpha / (2 z^2)``: the reference curve)."""
+        return sensitivity / pure_eps if z_ref is None else z_ref * sensitivity
 
     def _fit_candidate(self, params, X, y, reference, pure_eps, eps, delta, rng):
         """Fit one candidate whose private steps, together, stay under the reference."""

@@ -1,0 +1,304 @@
+"""BudgetAccountant: one budget across scikit-learn workflows (issue 18, item 1, 2, 4)."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event as dpe
+from scipy.stats import norm
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+import skdp
+from skdp import (
+    BudgetAccountant,
+    BudgetError,
+    DPLinearRegression,
+    DPLogisticRegression,
+)
+from skdp.model_selection import privacy_cost
+from skdp.privacy import Budget, PrivacyLedger, PureDpEvent
+from skdp.privacy.accounting import make_accountant
+
+X_BC, Y_BC = load_breast_cancer(return_X_y=True)
+X_BC = X_BC[:300] / 1000.0  # rows of norm about 1
+Y_BC = Y_BC[:300]
+
+
+def gdp_delta(mu: float, eps: float) -> float:
+    """Exact delta(eps) of mu-GDP in plain scipy (Dong, Roth & Su 2022, Cor. 2.13)."""
+    return norm.cdf(mu / 2 - eps / mu) - math.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
+
+
+def gaussian_mu2(event: dpe.DpEvent) -> float:
+    """Sum of 1 / z^2 over the Gaussian leaves of a ledger (independent walk)."""
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return event.count * gaussian_mu2(event.event)
+    if isinstance(event, dpe.ComposedDpEvent):
+        return sum(gaussian_mu2(e) for e in event.events)
+    if isinstance(event, dpe.NoOpDpEvent):
+        return 0.0
+    assert isinstance(event, dpe.GaussianDpEvent), event
+    return 1.0 / event.noise_multiplier ** 2
+
+
+def recompose(acc: BudgetAccountant) -> float:
+    """Epsilon of all entries at the total delta, by the exact GDP formula."""
+    mu = math.sqrt(sum(gaussian_mu2(e.ledger.event) for e in acc.entries))
+    delta = acc.spent().delta
+    from scipy.optimize import brentq
+
+    return brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, 50.0, xtol=1e-13)
+
+
+def clf(acc=None, **kw):
+    kw.setdefault("epsilon", 1.0)
+    return DPLogisticRegression(data_norm=1.0, accountant=acc, **kw)
+
+
+# -- workflows -------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_grid_search_records_every_fit_and_matches_its_price(n_jobs, tmp_path):
+    acc = BudgetAccountant(100.0, 1e-3, path=tmp_path / "b.sqlite" if n_jobs > 1 else None)
+    search = GridSearchCV(clf(acc), {"epsilon": [0.5, 1.0, 2.0]}, cv=3, n_jobs=n_jobs)
+    price = privacy_cost(search, X_BC, Y_BC)
+    search.fit(X_BC, Y_BC)
+    assert len(acc) == 3 * 3 + 1
+    spent = acc.spent()
+    # The refit's cost depends on the winner: the price is the largest over candidates.
+    assert spent.epsilon <= price.epsilon * (1 + 1e-12)
+    assert spent.delta == pytest.approx(price.delta, rel=1e-12)
+    refit_eps = search.best_params_["epsilon"]
+    if refit_eps == 2.0:
+        assert spent.epsilon == pytest.approx(price.epsilon, rel=1e-12)
+    assert acc.composition == "gaussian"
+    assert spent.epsilon == pytest.approx(recompose(acc), rel=1e-6)
+    # Far below basic composition (sum of the entries' epsilons).
+    assert spent.epsilon < 0.6 * sum(e.spent.epsilon for e in acc.entries)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_cross_val_score_records_every_fold(n_jobs, tmp_path):
+    acc = BudgetAccountant(10.0, 1e-4, path=tmp_path / "b.sqlite" if n_jobs > 1 else None)
+    cv = KFold(4, shuffle=True, random_state=0)
+    price = privacy_cost(clf(acc), X_BC, Y_BC, cv=cv)
+    cross_val_score(clf(acc), X_BC, Y_BC, cv=cv, n_jobs=n_jobs)
+    assert len(acc) == 4
+    assert acc.spent().epsilon == pytest.approx(price.epsilon, rel=1e-12)
+    assert acc.spent().epsilon == pytest.approx(recompose(acc), rel=1e-6)
+    assert {e.source for e in acc.entries} == {"DPLogisticRegression"}
+    assert all("random_state" not in e.params for e in acc.entries)
+
+
+def test_in_memory_accountant_refuses_process_workers_instead_of_undercounting():
+    acc = BudgetAccountant(10.0, 1e-4)
+    with pytest.raises(BudgetError, match="path="):
+        cross_val_score(clf(acc), X_BC, Y_BC, cv=2, n_jobs=2, error_score="raise")
+    assert len(acc) == 0
+
+
+def test_pipeline_total_and_report():
+    pipe = make_pipeline(FunctionTransformer(), clf(None, epsilon=0.7)).fit(X_BC, Y_BC)
+    assert skdp.privacy_spent(pipe) == pipe[-1].privacy_spent_
+    text = str(skdp.privacy_report(pipe))
+    assert "GaussianDpEvent" in text and "epsilon=0.7" in text
+    assert "<pre>" in skdp.privacy_report(pipe)._repr_html_()
+    with pytest.raises(TypeError, match="BudgetAccountant"):
+        skdp.privacy_spent(GridSearchCV(clf(), {"alpha": [0.1]}, cv=2).fit(X_BC, Y_BC))
+
+
+# -- ceiling ---------------------------------------------------------------------------------
+class Untouchable:
+    """A data argument whose every value access raises: proves nothing was read."""
+
+    shape = X_BC.shape
+
+    def __array__(self, *a, **k):
+        raise AssertionError("a data value was read")
+
+    def __getitem__(self, item):
+        raise AssertionError("a data value was read")
+
+    def __len__(self):
+        return X_BC.shape[0]
+
+
+def test_ceiling_refuses_before_any_value_is_read():
+    acc = BudgetAccountant(1.2, 1e-4)
+    first = clf(acc).fit(X_BC, Y_BC)
+    before = (len(acc), acc.spent(), acc.to_json())
+    est = clf(acc)
+    params = est.get_params()
+    with pytest.raises(BudgetError, match="ceiling"):
+        est.fit(Untouchable(), Y_BC)
+    assert (len(acc), acc.spent(), acc.to_json()) == before
+    assert est.get_params() == params
+    assert not hasattr(est, "coef_") and not hasattr(est, "privacy_spent_")
+    assert first.privacy_spent_.epsilon <= 1.0
+
+
+def test_failed_fit_takes_its_entry_back():
+    acc = BudgetAccountant(10.0, 1e-4)
+    clf(acc).fit(X_BC, Y_BC)
+    before = acc.to_json()
+    bad = X_BC.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf(acc).fit(bad, Y_BC)
+    assert acc.to_json() == before
+
+
+def test_non_private_fit_is_refused_by_a_finite_ceiling_and_counted_by_none():
+    acc = BudgetAccountant(100.0, 0.5)
+    with pytest.warns(skdp.PrivacyLeakWarning), pytest.raises(BudgetError):
+        clf(acc, epsilon=math.inf).fit(X_BC, Y_BC)
+    assert len(acc) == 0
+    counter = BudgetAccountant(math.inf, 0.5)
+    with pytest.warns(skdp.PrivacyLeakWarning):
+        clf(counter, epsilon=math.inf).fit(X_BC, Y_BC)
+    assert counter.spent().epsilon == math.inf
+
+
+def test_pure_ceiling_admits_pure_fits_only():
+    acc = BudgetAccountant(2.0)  # delta = 0
+    DPLinearRegression(epsilon=1.0, delta=0.0, alpha=0.5, accountant=acc).fit(
+        X_BC, Y_BC.astype(float))
+    assert acc.spent() == (pytest.approx(1.0), 0.0)
+    with pytest.raises(BudgetError, match="delta"):
+        clf(acc, epsilon=0.5).fit(X_BC, Y_BC)
+    assert len(acc) == 1
+
+
+def _race(path, barrier, out):
+    acc = BudgetAccountant(path=path)
+    ledger = PrivacyLedger(PureDpEvent(0.6), "pure", "replace_one", Budget(0.6, 0.0))
+    barrier.wait()
+    try:
+        acc.charge(ledger, source="race")
+        out.put("ok")
+    except BudgetError:
+        out.put("refused")
+
+
+def test_two_processes_racing_for_the_last_budget(tmp_path):
+    path = str(tmp_path / "race.sqlite")
+    acc = BudgetAccountant(1.0, path=path)
+    ctx = multiprocessing.get_context("spawn")
+    for _ in range(3):
+        barrier, out = ctx.Barrier(2), ctx.Queue()
+        procs = [ctx.Process(target=_race, args=(path, barrier, out)) for _ in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        results = sorted(out.get(timeout=10) for _ in procs)
+        # 0.6 + 0.6 > 1: exactly one of the two may pass, whatever the interleaving.
+        assert results == ["ok", "refused"]
+        assert len(acc) == 1 and acc.spent().epsilon == pytest.approx(0.6)
+        acc.refund(0)
+
+
+# -- identity, copies and audit trail -----------------------------------------------------------
+def test_clone_keeps_the_same_accountant():
+    acc = BudgetAccountant(5.0, 1e-5)
+    est = clf(acc)
+    assert clone(est).accountant is acc
+    assert clone(make_pipeline(est)).steps[0][1].accountant is acc
+    assert est.get_params()["accountant"] is acc
+    assert clf().accountant is None  # no default object substituted
+
+
+def test_pickle_and_json_keep_every_entry(tmp_path):
+    acc = BudgetAccountant(10.0, 1e-4)
+    for eps in (0.3, 0.5):
+        clf(acc, epsilon=eps).fit(X_BC, Y_BC)
+    DPLinearRegression(epsilon=0.4, delta=0.0, alpha=0.5, accountant=BudgetAccountant(1.0)
+                       ).fit(X_BC, Y_BC.astype(float))
+    copy = pickle.loads(pickle.dumps(acc))
+    assert copy.to_json() == acc.to_json() and len(copy) == 2
+    with pytest.raises(BudgetError, match="path="):
+        clf(copy).fit(X_BC, Y_BC)
+    again = BudgetAccountant.from_json(acc.to_json())
+    assert again.spent() == acc.spent()
+    assert [e.ledger for e in again.entries] == [e.ledger for e in acc.entries]
+    json.loads(acc.to_json())  # valid JSON
+    clf(again, epsilon=0.2).fit(X_BC, Y_BC)  # a restored accountant records again
+    assert len(again) == 3
+
+    path = tmp_path / "trail.sqlite"
+    filed = BudgetAccountant.from_json(acc.to_json(), path=path)
+    reopened = BudgetAccountant(path=path)
+    assert reopened.spent() == acc.spent() and len(reopened) == 2
+    assert pickle.loads(pickle.dumps(reopened)).to_json() == reopened.to_json()
+    with pytest.raises(BudgetError, match="ceiling"):
+        BudgetAccountant(3.0, 1e-4, path=path)
+    assert filed.epsilon == 10.0
+
+
+def test_repr_and_html_show_total_and_remaining():
+    acc = BudgetAccountant(3.0, 1e-4)
+    clf(acc).fit(X_BC, Y_BC)
+    text = repr(acc)
+    assert "1 entries" in text and "remaining" in text and "epsilon=1" in text
+    page = acc._repr_html_()
+    assert "DPLogisticRegression" in page and "remaining" in page
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), "1", True])
+def test_bad_ceilings_are_refused(bad):
+    with pytest.raises(BudgetError, match="epsilon"):
+        BudgetAccountant(bad)
+    with pytest.raises(BudgetError, match="delta"):
+        BudgetAccountant(1.0, 1.5)
+
+
+# -- composition bounds ----------------------------------------------------------------------
+def test_rdp_composition_of_pure_and_gaussian_entries_beats_basic():
+    acc = BudgetAccountant(100.0, 1e-3)
+    for _ in range(20):
+        acc.charge(PrivacyLedger(PureDpEvent(0.1), "pure", "replace_one", Budget(0.1, 0.0)),
+                   source="t")
+    gauss = PrivacyLedger(dpe.GaussianDpEvent(5.0), "gaussian", "replace_one",
+                          Budget(1.0, 1e-5))
+    acc.charge(gauss, source="t")
+    spent = acc.spent()
+    basic = 2.0 + gauss.spent().epsilon
+    assert acc.composition == "rdp" and spent.epsilon < basic
+    # Independent check: dp_accounting's RDP accountant on randomized response + Gaussian.
+    from skdp.privacy.accounting import randomized_response_event
+
+    rdp = make_accountant("rdp", "replace_one")
+    rdp.compose(dpe.SelfComposedDpEvent(randomized_response_event(0.1), 20))
+    rdp.compose(dpe.GaussianDpEvent(5.0))
+    assert spent.epsilon == pytest.approx(rdp.get_epsilon(spent.delta), rel=1e-9)
+
+
+def test_pld_ledgers_enter_by_basic_composition_only():
+    acc = BudgetAccountant(100.0, 1e-3)
+    # Under replace-one the PLD scale reads z as noise z * Delta / 2: never mixed.
+    ledger = PrivacyLedger(dpe.GaussianDpEvent(2.0), "pld", "replace_one", Budget(5.0, 1e-5))
+    for _ in range(3):
+        acc.charge(ledger, source="t")
+    assert acc.composition == "basic"
+    assert acc.spent().epsilon == pytest.approx(3 * ledger.spent().epsilon)
+
+
+def test_accountant_is_fast_enough_to_record_many_entries(tmp_path):
+    # Not a timing assert: the totals are sums, so a charge reads one row, not all entries.
+    acc = BudgetAccountant(1e6, 1.0, path=tmp_path / "many.sqlite")
+    ledger = PrivacyLedger(dpe.GaussianDpEvent(50.0), "gaussian", "replace_one",
+                           Budget(0.1, 1e-7))
+    with warnings.catch_warnings():
+        for _ in range(50):
+            acc.charge(ledger, source="t")
+    assert len(acc) == 50
+    assert acc.spent().epsilon == pytest.approx(recompose(acc), rel=1e-6)
