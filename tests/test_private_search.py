@@ -1,0 +1,265 @@
+"""PrivateRandomizedSearch: private hyperparameter selection (issue 18, item 3)."""
+
+from __future__ import annotations
+
+import warnings
+
+import dp_accounting as dpa
+import numpy as np
+import pytest
+from dp_accounting import dp_event as dpe
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_mod
+from dp_accounting.rdp.rdp_privacy_accountant import RdpAccountant
+from scipy import stats
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, make_classification
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from skdp import (
+    BudgetAccountant,
+    BudgetError,
+    DPLinearRegression,
+    DPLogisticRegression,
+    IncompatibleSolverError,
+    PrivacyLeakWarning,
+)
+from skdp.audit import audit_estimator, make_canary_pair
+from skdp.model_selection import PrivateRandomizedSearch, privacy_cost
+from skdp.model_selection import _private_search as ps
+from skdp.privacy.accounting import RDP_ORDERS
+from skdp.privacy.composition import rdp_curve
+
+X, Y = make_classification(n_samples=200, n_features=4, random_state=0)
+X = X / np.linalg.norm(X, axis=1).max()
+GRID = {"alpha": [0.01, 0.1, 1.0], "solver": ["gd", "output_perturbation"]}
+
+
+def search(**kw):
+    kw.setdefault("n_candidates_mean", 3)
+    return PrivateRandomizedSearch(DPLogisticRegression(data_norm=1.0), GRID, **kw)
+
+
+def quiet(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return fn(*a, **k)
+
+
+def direct_rdp_epsilon(event, delta):
+    """dp_accounting's own RDP accountant (not skdp's subclass) on the search's event."""
+    acc = RdpAccountant(orders=list(RDP_ORDERS),
+                        neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(event)
+    return acc.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("distribution", list(ps.DISTRIBUTIONS))
+def test_spent_within_total_and_reaccounted_by_dp_accounting(distribution):
+    s = quiet(search(epsilon=1.0, delta=1e-5, distribution=distribution,
+                     random_state=1).fit, X, Y)
+    event = s.privacy_ledger_.event
+    assert isinstance(event, dpe.RepeatAndSelectDpEvent)
+    assert event.mean == 3.0 and event.shape == ps.DISTRIBUTIONS[distribution] or (
+        distribution == "truncated_negative_binomial" and event.shape == 0.5)
+    assert s.privacy_spent_.epsilon <= 1.0 and s.privacy_spent_.delta == 1e-5
+    assert direct_rdp_epsilon(event, 1e-5) <= 1.0 + 1e-9
+    # The released candidate's own curve lies under the reference at every order.
+    reference = rdp_mod._compute_rdp_poisson_subsampled_gaussian(
+        1.0, event.event.noise_multiplier, RDP_ORDERS)
+    assert np.all(rdp_curve(s.best_estimator_.privacy_ledger_.event) <= reference)
+    # The score noise is the reference Gaussian for sensitivity 1 / n_val.
+    assert s.score_noise_scale_ == pytest.approx(event.event.noise_multiplier / 40, rel=1e-12)
+    assert privacy_cost(s, X, Y) == s.privacy_spent_
+
+
+@pytest.mark.parametrize(("distribution", "factor"),
+                         [("truncated_negative_binomial", 2.5), ("geometric", 3.0),
+                          ("logarithmic", 2.0)])
+def test_pure_search(distribution, factor):
+    s = quiet(PrivateRandomizedSearch(
+        DPLogisticRegression(data_norm=1.0, solver="output_perturbation"),
+        {"alpha": [0.1, 1.0]}, epsilon=1.5, delta=0.0, distribution=distribution,
+        n_candidates_mean=3, random_state=2).fit, X, Y)
+    assert s.privacy_spent_ == (pytest.approx(1.5), 0.0)
+    assert s.candidate_epsilon_ == pytest.approx(1.5 / factor)
+    assert s.best_estimator_.privacy_spent_.delta == 0.0
+    assert s.best_estimator_.privacy_spent_.epsilon <= 1.5 / factor
+    # Laplace scale Delta / eps_c, Delta = 1 / n_val.
+    assert s.score_noise_scale_ == pytest.approx(factor / 1.5 / 40)
+
+
+def test_no_exact_score_is_reachable(monkeypatch):
+    sentinel = 0.123456789
+    monkeypatch.setattr(ps, "_raw_score", lambda *a: sentinel)
+    s = quiet(search(random_state=3).fit, X, Y)
+    assert not hasattr(s, "cv_results_")
+
+    def floats(obj, seen):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, float | np.floating):
+            yield float(obj)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                yield from floats(v, seen)
+        elif isinstance(obj, list | tuple):
+            for v in obj:
+                yield from floats(v, seen)
+        elif hasattr(obj, "__dict__"):
+            yield from floats(vars(obj), seen)
+
+    assert sentinel not in set(floats(s, set()))
+    assert s.best_score_ != sentinel
+
+
+@pytest.mark.slow
+def test_score_noise_matches_the_ledger(monkeypatch):
+    """With every exact score 0, best_score_ is the max of K draws of N(0, s^2), so
+    Phi(best / s)^K is uniform. KS test; failure probability 1e-4 under a correct
+    implementation (fixed seeds make the outcome deterministic)."""
+    monkeypatch.setattr(ps, "_raw_score", lambda *a: 0.0)
+    u = []
+    rng = np.random.default_rng(7)
+    small_X, small_Y = X[:60], Y[:60]
+    for _ in range(300):
+        s = quiet(PrivateRandomizedSearch(DPLogisticRegression(data_norm=1.0),
+                                          {"alpha": [0.1, 1.0]}, n_candidates_mean=2,
+                                          distribution="geometric",
+                                          random_state=rng.integers(2**32)).fit,
+                  small_X, small_Y)
+        z = s.privacy_ledger_.event.event.noise_multiplier
+        assert s.score_noise_scale_ == pytest.approx(z / 12, rel=1e-12)
+        u.append(stats.norm.cdf(s.best_score_ / s.score_noise_scale_) ** s.n_candidates_)
+    assert stats.kstest(u, "uniform").pvalue > 1e-4
+
+
+def _tnb_pmf(k, eta, gamma):
+    logc = (stats.nbinom.logpmf(k, eta, gamma))
+    return np.exp(logc) / (1.0 - gamma ** eta)
+
+
+@pytest.mark.parametrize("distribution", list(ps.DISTRIBUTIONS))
+def test_number_of_candidates_follows_its_distribution(distribution):
+    """Chi-square goodness of fit, 20000 draws; failure probability 1e-6 under a correct
+    sampler (the seed is fixed, so the outcome is deterministic)."""
+    mean, eta = 5.0, 0.5
+    rng = np.random.default_rng(11)
+    draws = np.array([ps.sample_repetitions(rng, distribution, mean, eta)
+                      for _ in range(20000)])
+    ks = np.arange(0, 200)
+    if distribution == "poisson":
+        pmf = stats.poisson.pmf(ks, mean)
+    elif distribution == "geometric":
+        pmf = stats.geom.pmf(ks, 1.0 / mean)
+    elif distribution == "logarithmic":
+        pmf = stats.logser.pmf(ks, 1.0 - ps._tnb_gamma(mean, 0.0))
+    else:
+        gamma = ps._tnb_gamma(mean, eta)
+        pmf = np.where(ks > 0, _tnb_pmf(ks, eta, gamma), 0.0)
+        # gamma really gives the requested mean (to the 1e-12 rounding).
+        assert np.sum(ks * pmf) == pytest.approx(mean, rel=1e-6)
+    observed = np.bincount(np.minimum(draws, 199), minlength=200)
+    expected = pmf * len(draws)
+    keep = expected >= 5
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], len(draws) - expected[keep].sum())
+    stat = np.sum((obs - exp) ** 2 / exp)
+    assert stat < stats.chi2.ppf(1 - 1e-6, len(obs) - 1)
+    if distribution != "poisson":
+        assert draws.min() >= 1
+
+
+def test_accountant_is_charged_once_and_refuses_over_the_ceiling():
+    acc = BudgetAccountant(1.5, 1e-4)
+    s = quiet(search(epsilon=1.0, accountant=acc, random_state=4).fit, X, Y)
+    assert len(acc) == 1 and acc.entries[0].ledger == s.privacy_ledger_
+    assert acc.entries[0].source == "PrivateRandomizedSearch"
+
+    class Untouchable:
+        shape = X.shape
+
+        def __array__(self, *a, **k):
+            raise AssertionError("read")
+
+        def __getitem__(self, item):
+            raise AssertionError("read")
+
+    again = search(epsilon=1.0, accountant=acc)
+    with pytest.raises(BudgetError, match="ceiling"):
+        again.fit(Untouchable(), Y)
+    assert len(acc) == 1 and not hasattr(again, "best_estimator_")
+
+
+def test_pipeline_and_regressor_with_clipped_mse():
+    Xd, yd = load_diabetes(return_X_y=True)
+    est = make_pipeline(FunctionTransformer(lambda Z: Z * 5.0),
+                        DPLinearRegression(y_bound=300.0, data_norm=1.0))
+    s = quiet(PrivateRandomizedSearch(
+        est, {"dplinearregression__alpha": [0.1, 1.0],
+              "dplinearregression__y_bound": [200.0, 300.0]},
+        n_candidates_mean=3, random_state=5).fit, Xd, yd)
+    assert s.scoring_ == "neg_mean_squared_error"
+    bound = s.best_params_["dplinearregression__y_bound"]
+    z = s.privacy_ledger_.event.event.noise_multiplier
+    n_val = round(0.2 * len(yd))
+    assert s.score_noise_scale_ == pytest.approx(z * 4 * bound ** 2 / n_val, rel=1e-12)
+    assert s.predict(Xd).shape == (len(yd),)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"param_distributions": {"epsilon": [1.0]}}, ValueError, "epsilon"),
+    ({"distribution": "poisson", "delta": 0.0}, BudgetError, "poisson"),
+    ({"param_distributions": {"solver": ["objective_perturbation"]}},
+     IncompatibleSolverError, "Renyi"),
+    ({"validation_fraction": 0.001}, ValueError, "validation_fraction"),
+])
+def test_bad_settings_name_the_setting(kwargs, error, match):
+    params = {"param_distributions": GRID, **kwargs}
+    s = PrivateRandomizedSearch(DPLogisticRegression(), **params)
+    with pytest.raises(error, match=match):
+        quiet(s.fit, X, Y)
+    assert not hasattr(s, "best_estimator_")
+
+
+def test_candidates_are_drawn_with_replacement_and_independently():
+    rng = np.random.default_rng(0)
+    draws = [ps._sample_params(rng, [{"a": [1, 2]}]) for _ in range(2000)]
+    pairs = [(draws[i]["a"], draws[i + 1]["a"]) for i in range(0, 2000, 2)]
+    # Sampling without replacement would never repeat within a pair.
+    assert sum(a == b for a, b in pairs) > 400
+    dist = ps._sample_params(rng, {"a": stats.uniform(0, 1)})
+    assert 0.0 <= dist["a"] <= 1.0
+
+
+class UnderNoisedSearch(PrivateRandomizedSearch):
+    """A broken twin: candidates are fitted with 100 times the epsilon the search
+    accounts for (no cap), so the search's claimed total is false."""
+
+    def _fit_candidate(self, params, X, y, reference, pure_eps, eps, delta, rng):
+        model = clone(self.estimator).set_params(**params)
+        model.set_params(epsilon=100 * eps, delta=delta, accountant=None,
+                         random_state=np.random.default_rng(rng.integers(2**63)))
+        return model.fit(X, y)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("cls", "violated"), [(PrivateRandomizedSearch, False),
+                                               (UnderNoisedSearch, True)])
+def test_empirical_audit_of_the_whole_search(cls, violated):
+    """End-to-end audit through skdp.audit (95% confidence; the broken twin must be
+    flagged, the real search must not)."""
+    rng = np.random.default_rng(0)
+    base_X = rng.normal(size=(30, 2)) * 0.2
+    base_y = (base_X[:, 0] > 0).astype(int)
+    pair = make_canary_pair(base_X, base_y, data_norm=1.0)
+    est = cls(DPLogisticRegression(data_norm=1.0, fit_intercept=False),
+              {"alpha": [0.5, 1.0]}, epsilon=1.0, delta=1e-5, n_candidates_mean=2,
+              distribution="geometric", validation_fraction=0.1)
+    result = audit_estimator(
+        est, pair.X, pair.y, pair.X_prime, pair.y_prime,
+        statistic=lambda s: pair.estimator_statistic(s.best_estimator_),
+        n_trials=300, random_state=1)
+    assert result.violated is violated
+    assert result.epsilon <= 1.0
