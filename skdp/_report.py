@@ -118,8 +118,8 @@ def privacy_report(obj) -> PrivacyReport:
         else:
             _leaves(ledger.event, 1, counts)
         spent = ledger.spent()
-        public = {k: getattr(part, k) for k in ("n_features_in_", "data_norm", "y_bound",
-                                                "n_candidates_") if hasattr(part, k)}
+        public = {k: getattr(part, k) for k in ("n_features_in_", "data_norm", "y_bound")
+                  if hasattr(part, k)}
         if hasattr(part, "classes_"):
             public["classes_"] = part.classes_.tolist()
         rows.append({"name": name, "class": type(part).__name__, "epsilon": spent.epsilon,

@@ -204,7 +204,7 @@ def test_two_processes_racing_for_the_last_budget(tmp_path):
         # 0.6 + 0.6 > 1: exactly one of the two may pass, whatever the interleaving.
         assert results == ["ok", "refused"]
         assert len(acc) == 1 and acc.spent().epsilon == pytest.approx(0.6)
-        acc.refund(0)
+        acc.refund(acc.entries[0].id)
 
 
 # -- identity, copies and audit trail -----------------------------------------------------------
@@ -302,3 +302,34 @@ def test_accountant_is_fast_enough_to_record_many_entries(tmp_path):
             acc.charge(ledger, source="t")
     assert len(acc) == 50
     assert acc.spent().epsilon == pytest.approx(recompose(acc), rel=1e-6)
+
+
+def test_refund_removes_the_entry_it_names(tmp_path):
+    for path in (None, tmp_path / "ids.sqlite"):
+        acc = BudgetAccountant(100.0, path=path)
+        ids = [acc.charge(PrivacyLedger(PureDpEvent(e), "pure", "replace_one",
+                                        Budget(e, 0.0)), source=str(e))
+               for e in (0.1, 0.2, 5.0)]
+        acc.refund(ids[0])
+        acc.refund(ids[1])  # positions shifted: the id still names the right entry
+        assert [e.source for e in acc.entries] == ["5.0"]
+        assert acc.spent().epsilon == pytest.approx(5.0)
+        with pytest.raises(KeyError):
+            acc.refund(ids[0])
+
+
+def test_file_accountant_survives_a_change_of_directory_and_never_recreates(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    acc = BudgetAccountant(1.0, path="rel.sqlite")
+    acc.charge(PrivacyLedger(PureDpEvent(0.9), "pure", "replace_one", Budget(0.9, 0.0)),
+               source="t")
+    blob = pickle.dumps(acc)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    copy = pickle.loads(blob)
+    assert copy.spent().epsilon == pytest.approx(0.9)
+    (tmp_path / "rel.sqlite").rename(tmp_path / "moved.sqlite")
+    with pytest.raises(BudgetError, match="does not exist"):
+        pickle.loads(blob)

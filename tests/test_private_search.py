@@ -120,6 +120,14 @@ def test_score_noise_matches_the_ledger(monkeypatch):
     Phi(best / s)^K is uniform. KS test; failure probability 1e-4 under a correct
     implementation (fixed seeds make the outcome deterministic)."""
     monkeypatch.setattr(ps, "_raw_score", lambda *a: 0.0)
+    drawn = []
+    real_sampler = ps.sample_repetitions
+
+    def recording_sampler(*a):
+        drawn.append(real_sampler(*a))
+        return drawn[-1]
+
+    monkeypatch.setattr(ps, "sample_repetitions", recording_sampler)
     u = []
     rng = np.random.default_rng(7)
     small_X, small_Y = X[:60], Y[:60]
@@ -131,7 +139,8 @@ def test_score_noise_matches_the_ledger(monkeypatch):
                   small_X, small_Y)
         z = s.privacy_ledger_.event.event.noise_multiplier
         assert s.score_noise_scale_ == pytest.approx(z / 12, rel=1e-12)
-        u.append(stats.norm.cdf(s.best_score_ / s.score_noise_scale_) ** s.n_candidates_)
+        assert not hasattr(s, "n_candidates_")  # K stays hidden
+        u.append(stats.norm.cdf(s.best_score_ / s.score_noise_scale_) ** drawn[-1])
     assert stats.kstest(u, "uniform").pvalue > 1e-4
 
 
@@ -237,7 +246,8 @@ class UnderNoisedSearch(PrivateRandomizedSearch):
     """A broken twin: candidates are fitted with 100 times the epsilon the search
     accounts for (no cap), so the search's claimed total is false."""
 
-    def _fit_candidate(self, params, X, y, reference, pure_eps, eps, delta, rng):
+    def _fit_candidate(self, params, X, y, reference, pure_eps, eps, delta, rng,
+                       classes=None):
         model = clone(self.estimator).set_params(**params)
         model.set_params(epsilon=100 * eps, delta=delta, accountant=None,
                          random_state=np.random.default_rng(rng.integers(2**63)))
@@ -263,3 +273,54 @@ def test_empirical_audit_of_the_whole_search(cls, violated):
         n_trials=300, random_state=1)
     assert result.violated is violated
     assert result.epsilon <= 1.0
+
+
+# -- regressions from the independent review ---------------------------------------------------
+def test_meta_estimators_that_clone_share_one_cap():
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X3, Y3 = make_classification(n_samples=240, n_features=4, n_informative=3,
+                                 n_redundant=0, n_classes=3, random_state=0)
+    X3 = X3 / np.linalg.norm(X3, axis=1).max()
+    s = quiet(PrivateRandomizedSearch(OneVsRestClassifier(DPLogisticRegression()),
+                                      {"estimator__alpha": [0.1, 1.0]}, n_candidates_mean=2,
+                                      random_state=0).fit, X3, Y3)
+    z = s.privacy_ledger_.event.event.noise_multiplier
+    reference = rdp_curve(dpe.GaussianDpEvent(z))
+    total = sum(rdp_curve(m.privacy_ledger_.event) for m in s.best_estimator_.estimators_)
+    assert len(s.best_estimator_.estimators_) == 3
+    assert np.all(total <= reference)
+
+
+def test_candidates_use_the_label_set_of_the_whole_y():
+    y = Y.copy()
+    y[0] = 2  # a class with one record: in the validation part or the training part
+    for seed in range(4):
+        s = quiet(search(random_state=seed).fit, X, y)
+        assert s.best_estimator_.classes_.tolist() == [0, 1, 2]
+        assert s.best_estimator_.coef_.shape == (3, X.shape[1])
+
+
+def test_stateful_non_private_steps_are_warned_about():
+    from sklearn.preprocessing import StandardScaler
+
+    est = make_pipeline(StandardScaler(), DPLogisticRegression())
+    with pytest.warns(PrivacyLeakWarning, match="StandardScaler"):
+        PrivateRandomizedSearch(est, {"dplogisticregression__alpha": [0.1]},
+                                n_candidates_mean=2).fit(X, Y)
+
+
+def test_poisson_zero_candidates_releases_nothing_and_keeps_the_charge(monkeypatch):
+    monkeypatch.setattr(ps, "sample_repetitions", lambda *a: 0)
+    acc = BudgetAccountant(2.0, 1e-4)
+    s = search(distribution="poisson", accountant=acc)
+    with pytest.warns(UserWarning, match="nothing was released"):
+        s.fit(X, Y)
+    assert s.best_estimator_ is None and len(acc) == 1
+    with pytest.raises(ValueError, match="nothing was released"):
+        s.predict(X)
+
+
+def test_tnb_gamma_refuses_impossible_settings():
+    with pytest.raises(ValueError, match="n_candidates_mean"):
+        ps._tnb_gamma(1.0001, 1e-6)

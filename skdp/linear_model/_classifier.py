@@ -14,11 +14,33 @@ __all__ = ["BaseDPClassifier"]
 class BaseDPClassifier(ClassifierMixin, BaseDPLinearModel):
     """Linear classifier: one score per class (one score for two classes)."""
 
+    _parameter_constraints: dict = {
+        **BaseDPLinearModel._parameter_constraints,
+        "classes": ["array-like", None],
+    }
+
     def _check_classes(self, y) -> np.ndarray:
-        """The sorted label set (treated as public), after the checks every loss needs."""
+        """The sorted label set, after the checks every loss needs.
+
+        With ``classes`` given it is the declared set (``y`` is only checked to lie in
+        it), so the model's shape and whether ``fit`` raises do not depend on any record.
+        Otherwise it is read from ``y`` (treated as public; see docs/privacy.md).
+        """
         check_classification_targets(y)
-        classes = np.unique(y)
         name = type(self).__name__
+        if self.classes is not None:
+            classes = np.unique(np.asarray(self.classes))
+            if classes.size != len(self.classes):
+                raise ValueError(f"{name}: classes must not repeat a label.")
+            if classes.size < 2:
+                raise ValueError(f"{name}: classes must declare at least 2 labels.")
+            if not np.all(np.isin(y, classes)):
+                # The message names no label: which one is outside is private.
+                raise ValueError(
+                    f"{name}: y has labels that are not in classes; add them to classes "
+                    "(or remove those rows).")
+        else:
+            classes = np.unique(y)
         if classes.size < 2:
             raise ValueError(
                 f"{name} needs samples of at least 2 classes in y; got only one class "

@@ -24,6 +24,12 @@ class DPLogisticRegression(BaseDPClassifier):
         :class:`~skdp.exceptions.PrivacyLeakWarning` is emitted).
     delta : float, default=1e-5
         Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``.
+    classes : array-like or None, default=None
+        The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
+        outside it raise before any noise is drawn, classes absent from ``y`` still get
+        coefficients, and the model's shape does not depend on any record. ``None``: the
+        label set is read from ``y`` (treated as public; replacing the only record of a
+        class changes the model's shape, see docs/privacy.md).
     solver : str or solver object, default="gd"
         A name from :data:`skdp.solvers.SOLVERS` (``"gd"``, ``"svrg"``, ``"svrg++"``,
         ``"output_perturbation"``) or a solver instance (``DPSVRG(batch_size=64)``) whose
@@ -128,6 +134,7 @@ class DPLogisticRegression(BaseDPClassifier):
         epsilon=1.0,
         delta=1e-5,
         *,
+        classes=None,
         solver="gd",
         alpha=1e-2,
         data_norm=1.0,
@@ -147,6 +154,7 @@ class DPLogisticRegression(BaseDPClassifier):
     ):
         self.epsilon = epsilon
         self.delta = delta
+        self.classes = classes
         self.solver = solver
         self.alpha = alpha
         self.data_norm = data_norm

@@ -38,6 +38,12 @@ class DPLinearSVC(BaseDPClassifier):
         ``n``: on large data it dominates the noise (raise the solver's ``max_iter``).
     smoothing : float, default=0.5
         Width of the quadratic zone of ``"smoothed_hinge"``.
+    classes : array-like or None, default=None
+        The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
+        outside it raise before any noise is drawn, classes absent from ``y`` still get
+        coefficients, and the model's shape does not depend on any record. ``None``: the
+        label set is read from ``y`` (treated as public; replacing the only record of a
+        class changes the model's shape, see docs/privacy.md).
     solver : str or solver object, default="output_perturbation"
         A name from :data:`skdp.solvers.SOLVERS` or a solver instance.
     alpha : float, default=1e-2
@@ -116,6 +122,7 @@ class DPLinearSVC(BaseDPClassifier):
         epsilon=1.0,
         delta=0.0,
         *,
+        classes=None,
         loss="smoothed_hinge",
         smoothing=0.5,
         solver="output_perturbation",
@@ -137,6 +144,7 @@ class DPLinearSVC(BaseDPClassifier):
     ):
         self.epsilon = epsilon
         self.delta = delta
+        self.classes = classes
         self.loss = loss
         self.smoothing = smoothing
         self.solver = solver

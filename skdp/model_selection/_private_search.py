@@ -69,17 +69,22 @@ def _repeat_and_select_event(z: float, mean: float, shape: float) -> dpe.DpEvent
 def _tnb_gamma(mean: float, eta: float) -> float:
     """``gamma`` of the truncated negative binomial with mean ``eta (1/g - 1)/(1 - g^eta)``.
 
-    The root is moved up by a relative 1e-12, so the distribution sampled has a mean at
-    most ``mean`` and a ``log(1/gamma)`` at most the accounted one (both only lower the
-    Renyi bound of Papernot & Steinke, Thm. 2).
+    The root is moved up by a relative 1e-9 (above the root finder's error), so the
+    distribution sampled has a mean at most ``mean`` and a ``log(1/gamma)`` at most the
+    accounted one (both only lower the Renyi bound of Papernot & Steinke, Thm. 2).
     """
     def excess(g: float) -> float:
         if eta == 0:
             return (1.0 / g - 1.0) / math.log(1.0 / g) - mean
         return eta * (1.0 / g - 1.0) / (1.0 - g ** eta) - mean
 
-    g = brentq(excess, 1e-12, 1.0 - 1e-12, xtol=1e-15, rtol=1e-15)
-    return min(g * (1.0 + 1e-12), 1.0 - 1e-15)
+    try:
+        g = brentq(excess, 1e-12, 1.0 - 1e-9, xtol=1e-15, rtol=1e-15)
+    except (ValueError, ZeroDivisionError) as err:
+        raise ValueError(
+            f"no truncated negative binomial with mean n_candidates_mean={mean} and "
+            f"eta={eta}; choose n_candidates_mean >= 1.01 and eta >= 1e-3.") from err
+    return min(g * (1.0 + 1e-9), 1.0 - 1e-15)
 
 
 def sample_repetitions(rng: np.random.Generator, distribution: str, mean: float,
@@ -165,6 +170,46 @@ class _CandidateCap:
     def refund(self, index: int) -> None:  # a failed candidate fails the whole search
         pass
 
+    # One cap per candidate, shared by every copy: meta-estimators that clone their
+    # sub-estimators (one-vs-rest, voting, stacking) must fill the same cap.
+    def __sklearn_clone__(self) -> _CandidateCap:
+        return self
+
+    def __copy__(self) -> _CandidateCap:
+        return self
+
+    def __deepcopy__(self, memo) -> _CandidateCap:
+        return self
+
+
+# Steps that learn nothing from the data (their fit reads the public shape only).
+_STATELESS = ("FunctionTransformer",)
+
+
+def _warn_stateful_steps(estimator) -> None:
+    """Warn about non-private steps that learn from the data: not covered by any guarantee."""
+    steps = getattr(estimator, "steps", [])
+    for name, step in steps:
+        if step is None or step == "passthrough" or private_steps(step):
+            continue
+        if type(step).__name__ not in _STATELESS:
+            warnings.warn(
+                f"step {name!r} ({type(step).__name__}) learns from the data without "
+                "differential privacy: what it fits (and every row it transforms) is NOT "
+                "covered by the search's guarantee. Use a data-independent transform "
+                "(FunctionTransformer with public constants) instead.",
+                PrivacyLeakWarning, stacklevel=4)
+
+
+def _sees_search_labels(model, prefix: str) -> bool:
+    """Whether the private step at ``prefix`` is fitted on the search's own ``y`` (the
+    estimator itself or a Pipeline's final step); meta-estimators such as one-vs-rest
+    give their sub-estimators labels of their own."""
+    if prefix == "":
+        return True
+    steps = getattr(model, "steps", None)
+    return bool(steps) and prefix == steps[-1][0] + "__"
+
 
 def _score_sensitivity(estimator, n_val: int, scoring: str) -> float:
     """Replace-one sensitivity of the validation score (one validation record changes)."""
@@ -248,8 +293,6 @@ default="truncated_negative_binomial"
         Its hyperparameters.
     best_score_ : float
         Its privatized validation score (the only score kept; no exact score is stored).
-    n_candidates_ : int
-        The number ``K`` of candidates run (data-independent).
     candidate_epsilon_ : float
         The per-candidate epsilon each private step was first offered (lowered for
         candidates whose curve did not fit under the reference).
@@ -364,6 +407,7 @@ default="truncated_negative_binomial"
                         "give the total budget as the search's epsilon and delta.")
         scoring = self.scoring or ("accuracy" if is_classifier(self.estimator)
                                    else "neg_mean_squared_error")
+        _warn_stateful_steps(self.estimator)
         n_samples = int(X.shape[0]) if hasattr(X, "shape") else len(X)
         n_val = int(round(self.validation_fraction * n_samples))
         if n_val < 1 or n_samples - n_val < 2:
@@ -397,16 +441,16 @@ default="truncated_negative_binomial"
         entry = None if self.accountant is None else self.accountant.charge(
             ledger, source=type(self).__name__, params=self.get_params(deep=False))
         try:
-            if n_candidates == 0:
-                raise ValueError("the Poisson draw of the number of candidates was 0, so "
-                                 "nothing was released (and nothing spent); fit again.")
-            best = None
+            best = (math.nan, None, None, math.nan)
+            # One public label set for every candidate (read from the whole y, as skdp's
+            # classifiers do): never the label set of a random training part.
+            classes = np.unique(np.asarray(y)) if is_classifier(self.estimator) else None
             X_train, y_train = _take(X, train_idx), _take(np.asarray(y), train_idx)
             X_val, y_val = _take(X, val_idx), _take(np.asarray(y), val_idx)
             for _ in range(n_candidates):
                 params = _sample_params(rng, spaces)
                 model = self._fit_candidate(params, X_train, y_train, reference, pure_eps,
-                                            first_eps, first_delta, rng)
+                                            first_eps, first_delta, rng, classes)
                 # The candidate's own public bound (y_bound may be a searched parameter).
                 noise_scale = self._score_noise_scale(
                     _score_sensitivity(model, n_val, scoring), z_ref, pure_eps)
@@ -415,20 +459,25 @@ default="truncated_negative_binomial"
                          else rng.normal(0.0, noise_scale))
                 noisy = raw + noise
                 del raw  # the exact score never leaves this loop
-                if best is None or noisy > best[0]:
+                if best[2] is None or noisy > best[0]:
                     best = (noisy, params, model, noise_scale)
         except BaseException:
             if entry is not None:
                 self.accountant.refund(entry)
             raise
+        # K is not stored: the guarantee holds for the best output with K hidden (the fit
+        # time reveals it roughly; see docs). K = 0 (Poisson only) releases nothing.
         self.best_score_, self.best_params_, self.best_estimator_, noise_scale = best
-        self.n_candidates_ = n_candidates
         self.candidate_epsilon_ = float(first_eps)
         self.score_noise_scale_ = float(noise_scale)
         self.scoring_ = scoring
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = spent
-        if hasattr(self.best_estimator_, "n_features_in_"):
+        if self.best_estimator_ is None:
+            warnings.warn("the Poisson number of candidates was 0: nothing was released "
+                          "(best_estimator_ is None); the budget is spent all the same.",
+                          UserWarning, stacklevel=3)
+        elif hasattr(self.best_estimator_, "n_features_in_"):
             self.n_features_in_ = self.best_estimator_.n_features_in_
         if is_classifier(self.estimator) and hasattr(self.best_estimator_, "classes_"):
             self.classes_ = self.best_estimator_.classes_
@@ -441,14 +490,19 @@ default="truncated_negative_binomial"
         (Renyi divergence ``alpha / (2 z^2)``: the reference curve)."""
         return sensitivity / pure_eps if z_ref is None else z_ref * sensitivity
 
-    def _fit_candidate(self, params, X, y, reference, pure_eps, eps, delta, rng):
+    def _fit_candidate(self, params, X, y, reference, pure_eps, eps, delta, rng,
+                       classes=None):
         """Fit one candidate whose private steps, together, stay under the reference."""
         seed_source = None if self.random_state is None else rng
         for _ in range(_MAX_SHRINK_STEPS):
             model = clone(self.estimator).set_params(**params)
             cap = _CandidateCap(reference, pure_eps)
             settings = {}
-            for prefix, _step in private_steps(model):
+            for prefix, step in private_steps(model):
+                if (classes is not None and "classes" in step.get_params(deep=False)
+                        and _sees_search_labels(model, prefix)):
+                    settings[prefix + "classes"] = (classes if step.classes is None
+                                                    else step.classes)
                 settings.update({
                     prefix + "epsilon": eps, prefix + "delta": delta,
                     prefix + "accountant": cap,
@@ -473,29 +527,37 @@ default="truncated_negative_binomial"
     # -- delegation ------------------------------------------------------------------------
     def _has(name):
         def check(self):
-            check_is_fitted(self, "best_estimator_")
+            check_is_fitted(self, "privacy_ledger_")
+            if self.best_estimator_ is None:
+                return True  # the method itself explains that nothing was released
             return hasattr(self.best_estimator_, name)
         return check
 
     @available_if(_has("predict"))
     def predict(self, X):
         """Predict with the released candidate."""
-        return self.best_estimator_.predict(X)
+        return self._released().predict(X)
 
     @available_if(_has("predict_proba"))
     def predict_proba(self, X):
         """Class probabilities of the released candidate."""
-        return self.best_estimator_.predict_proba(X)
+        return self._released().predict_proba(X)
 
     @available_if(_has("decision_function"))
     def decision_function(self, X):
         """Decision function of the released candidate."""
-        return self.best_estimator_.decision_function(X)
+        return self._released().decision_function(X)
 
     def score(self, X, y):
         """The released candidate's ``score`` on ``(X, y)`` (your own test data)."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y)
+        return self._released().score(X, y)
+
+    def _released(self):
+        check_is_fitted(self, "privacy_ledger_")
+        if self.best_estimator_ is None:
+            raise ValueError("nothing was released: the Poisson number of candidates was "
+                             "0. Fit again (with a new budget) to get a model.")
+        return self.best_estimator_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -806,7 +806,7 @@ def single_gaussian_multiplier(budget: Budget, accountant: str, relation: str) -
     if budget.delta <= 0:
         raise IncompatibleSolverError(
             "delta=0 asks for pure DP, which the Gaussian mechanism cannot give; "
-            "use accountant='auto' or 'pure' (l2 Laplace noise)."
+            "use accounting='auto' or 'pure' (l2 Laplace noise)."
         )
     exact = analytic_gaussian_multiplier(budget, 1)
     if accountant == "gaussian":

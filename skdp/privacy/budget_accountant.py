@@ -11,6 +11,7 @@ import math
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -42,6 +43,8 @@ class BudgetEntry:
     ----------
     index : int
         Position in the accountant (0-based, in the order of recording).
+    id : int
+        Stable identifier (what :meth:`BudgetAccountant.charge` returned).
     timestamp : str
         UTC time of recording (ISO 8601).
     source : str
@@ -55,6 +58,7 @@ class BudgetEntry:
     """
 
     index: int
+    id: int
     timestamp: str
     source: str
     params: dict
@@ -161,8 +165,11 @@ class BudgetAccountant:
             self._epsilon, self._delta = _check_ceiling(epsilon, delta)
             self._entries: list[tuple[BudgetEntry, LedgerSummary]] = []
             self._totals = Totals()
+            self._next_id = 0
             return
-        self._epsilon, self._delta = self._open_file(epsilon, delta)
+        # Absolute, so that a copy unpickled in another working directory finds it.
+        self._path = os.path.abspath(self._path)
+        self._epsilon, self._delta, self._uid = self._open_file(epsilon, delta, create=True)
 
     # -- ceiling -------------------------------------------------------------------------
     @property
@@ -192,10 +199,12 @@ class BudgetAccountant:
 
     def __getstate__(self) -> dict:
         if self._path is not None:
-            return {"path": self._path, "epsilon": self._epsilon, "delta": self._delta}
+            return {"path": self._path, "epsilon": self._epsilon, "delta": self._delta,
+                    "uid": self._uid}
         with self._lock:
             return {"path": None, "epsilon": self._epsilon, "delta": self._delta,
-                    "entries": list(self._entries), "totals": self._totals}
+                    "entries": list(self._entries), "totals": self._totals,
+                    "next_id": self._next_id}
 
     def __setstate__(self, state: dict) -> None:
         self._lock = threading.RLock()
@@ -203,13 +212,20 @@ class BudgetAccountant:
         self._epsilon, self._delta = state["epsilon"], state["delta"]
         if self._path is not None:
             self._detached = False
-            self._open_file(self._epsilon, self._delta)
+            # Reopen, never create: a missing file (another machine, a moved file) would
+            # otherwise start an empty accountant and under-count.
+            *_, uid = self._open_file(self._epsilon, self._delta, create=False)
+            if uid != state["uid"]:
+                raise BudgetError(f"{self._path!r} holds another accountant than the one "
+                                  "that was pickled; refusing to record there.")
+            self._uid = uid
             return
         # An unpickled in-memory accountant is a copy: what it recorded would not reach
         # the original (joblib's process workers unpickle one copy per task).
         self._detached = True
         self._entries = list(state["entries"])
         self._totals = state["totals"]
+        self._next_id = state["next_id"]
 
     # -- recording -------------------------------------------------------------------------
     def charge(self, ledger: PrivacyLedger, *, source: str,
@@ -230,7 +246,7 @@ class BudgetAccountant:
         Returns
         -------
         int
-            The entry's index (for :meth:`refund` if the fit fails before releasing).
+            The entry's stable id (for :meth:`refund` if the fit fails before releasing).
 
         Raises
         ------
@@ -252,25 +268,29 @@ class BudgetAccountant:
         with self._lock:
             totals = self._totals.plus(summary)
             self._check_within(totals, summary)
-            entry = BudgetEntry(len(self._entries), stamp, source, params, ledger,
-                                PrivacySpent(summary.epsilon, summary.delta))
+            entry = BudgetEntry(len(self._entries), self._next_id, stamp, source, params,
+                                ledger, PrivacySpent(summary.epsilon, summary.delta))
+            self._next_id += 1
             self._entries.append((entry, summary))
             self._totals = totals
-            return entry.index
+            return entry.id
 
-    def refund(self, index: int) -> None:
-        """Remove entry ``index``: its fit failed before releasing anything.
+    def refund(self, entry_id: int) -> None:
+        """Remove the entry ``entry_id`` (from :meth:`charge`): its fit failed before
+        releasing anything.
 
         Used by ``fit`` only; refunding a release that was returned to anyone voids the
-        accountant's guarantee.
+        accountant's guarantee. An unknown id raises ``KeyError``.
         """
         if self._path is not None:
-            self._refund_file(index)
+            self._refund_file(entry_id)
             return
         with self._lock:
-            kept = [(e, s) for e, s in self._entries if e.index != index]
-            self._entries = [(BudgetEntry(i, e.timestamp, e.source, e.params, e.ledger,
-                                          e.spent), s)
+            kept = [(e, s) for e, s in self._entries if e.id != entry_id]
+            if len(kept) == len(self._entries):
+                raise KeyError(f"no entry with id {entry_id}.")
+            self._entries = [(BudgetEntry(i, e.id, e.timestamp, e.source, e.params,
+                                          e.ledger, e.spent), s)
                              for i, (e, s) in enumerate(kept)]
             self._totals = Totals.of(s for _, s in self._entries)
 
@@ -359,8 +379,9 @@ class BudgetAccountant:
             self._charge_file(ledger, summary, source, params, stamp, check=False)
             return
         with self._lock:
-            entry = BudgetEntry(len(self._entries), stamp, source, params, ledger,
-                                PrivacySpent(summary.epsilon, summary.delta))
+            entry = BudgetEntry(len(self._entries), self._next_id, stamp, source, params,
+                                ledger, PrivacySpent(summary.epsilon, summary.delta))
+            self._next_id += 1
             self._entries.append((entry, summary))
             self._totals = self._totals.plus(summary)
 
@@ -402,7 +423,10 @@ class BudgetAccountant:
         con.execute("PRAGMA synchronous=FULL")
         return con
 
-    def _open_file(self, epsilon, delta) -> tuple[float, float]:
+    def _open_file(self, epsilon, delta, *, create: bool) -> tuple[float, float, str]:
+        if not create and not os.path.exists(self._path):
+            raise BudgetError(f"the accountant file {self._path!r} does not exist here; "
+                              "refusing to start an empty accountant in its place.")
         con = self._connect()
         try:
             con.execute("BEGIN IMMEDIATE")
@@ -420,15 +444,17 @@ class BudgetAccountant:
                         "alone, or use another path."
                     )
                 con.execute("COMMIT")
-                return float(stored[0]), float(stored[1])
+                return float(stored[0]), float(stored[1]), meta["uid"]
             if epsilon is None:
                 raise BudgetError(f"{self._path!r} holds no accountant yet; give epsilon (and "
                                   "delta) to create one.")
             ceiling = _check_ceiling(epsilon, delta)
-            con.execute("INSERT INTO meta VALUES ('format', ?), ('ceiling', ?), ('totals', ?)",
-                        (_FORMAT, json.dumps(ceiling), json.dumps(Totals().to_dict())))
+            uid = uuid.uuid4().hex
+            con.execute("INSERT INTO meta VALUES ('format', ?), ('ceiling', ?), ('totals', ?), "
+                        "('uid', ?)",
+                        (_FORMAT, json.dumps(ceiling), json.dumps(Totals().to_dict()), uid))
             con.execute("COMMIT")
-            return ceiling
+            return (*ceiling, uid)
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")
@@ -446,15 +472,15 @@ class BudgetAccountant:
             totals = Totals.from_dict(json.loads(raw)).plus(summary)
             if check:
                 self._check_within(totals, summary)
-            (count,) = con.execute("SELECT COUNT(*) FROM entries").fetchone()
-            con.execute("INSERT INTO entries (timestamp, source, params, ledger, summary) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        (stamp, source, json.dumps(params), json.dumps(_ledger_to_dict(ledger)),
-                         json.dumps(summary.to_dict())))
+            cursor = con.execute(
+                "INSERT INTO entries (timestamp, source, params, ledger, summary) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (stamp, source, json.dumps(params), json.dumps(_ledger_to_dict(ledger)),
+                 json.dumps(summary.to_dict())))
             con.execute("UPDATE meta SET value=? WHERE key='totals'",
                         (json.dumps(totals.to_dict()),))
             con.execute("COMMIT")
-            return int(count)
+            return int(cursor.lastrowid)
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")
@@ -462,13 +488,12 @@ class BudgetAccountant:
         finally:
             con.close()
 
-    def _refund_file(self, index: int) -> None:
+    def _refund_file(self, entry_id: int) -> None:
         con = self._connect()
         try:
             con.execute("BEGIN IMMEDIATE")
-            ids = [r[0] for r in con.execute("SELECT id FROM entries ORDER BY id")]
-            if 0 <= index < len(ids):
-                con.execute("DELETE FROM entries WHERE id=?", (ids[index],))
+            if con.execute("DELETE FROM entries WHERE id=?", (entry_id,)).rowcount != 1:
+                raise KeyError(f"no entry with id {entry_id}.")
             summaries = [LedgerSummary.from_dict(json.loads(r[0])) for r in
                          con.execute("SELECT summary FROM entries ORDER BY id")]
             con.execute("UPDATE meta SET value=? WHERE key='totals'",
@@ -485,16 +510,16 @@ class BudgetAccountant:
         con = self._connect()
         try:
             con.execute("BEGIN")
-            rows = con.execute("SELECT timestamp, source, params, ledger, summary FROM "
+            rows = con.execute("SELECT id, timestamp, source, params, ledger, summary FROM "
                                "entries ORDER BY id").fetchall()
             (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
             con.execute("COMMIT")
         finally:
             con.close()
         entries = []
-        for i, (stamp, source, params, ledger, summary) in enumerate(rows):
+        for i, (entry_id, stamp, source, params, ledger, summary) in enumerate(rows):
             s = LedgerSummary.from_dict(json.loads(summary))
-            entries.append(BudgetEntry(i, stamp, source, json.loads(params),
+            entries.append(BudgetEntry(i, entry_id, stamp, source, json.loads(params),
                                        _ledger_from_dict(json.loads(ledger)),
                                        PrivacySpent(s.epsilon, s.delta)))
         return entries, Totals.from_dict(json.loads(raw))

@@ -682,12 +682,12 @@ class BaseDPSolver(ABC):
         """Raise :class:`IncompatibleSolverError` naming what is missing."""
         if accountant not in ACCOUNTANTS:
             raise IncompatibleSolverError(
-                f"accountant must be 'auto' or one of {ACCOUNTANTS}, got {accountant!r}."
+                f"accounting must be 'auto' or one of {ACCOUNTANTS}, got {accountant!r}."
             )
         if accountant not in self.accountants:
             raise IncompatibleSolverError(
-                f"solver {self.name!r} cannot be accounted by {accountant!r}; use one of "
-                f"{self.accountants} (or 'auto')."
+                f"solver {self.name!r} cannot be accounted by {accountant!r}; set "
+                f"accounting to one of {self.accountants} (or 'auto')."
             )
         if relation not in self.supported_relations():
             raise IncompatibleSolverError(

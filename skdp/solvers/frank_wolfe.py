@@ -523,7 +523,7 @@ class PrivateFrankWolfe(BaseDPSolver):
         if accountant == "pld" and budget.is_private and budget.delta == 0:
             raise IncompatibleSolverError(
                 "accountant='pld' composes Frank-Wolfe's selections for delta > 0; with "
-                "delta=0 use accountant='pure' (or 'auto')."
+                "delta=0 use accounting='pure' (or 'auto')."
             )
         L = self.lipschitz_inf(spec)
         # The schedule is chosen with the pure-DP scales whatever the accountant, so that

@@ -582,7 +582,8 @@ class NoisyMirrorDescent(BaseDPSolver):
         if self.sampling == "without_replacement" and accountant == "pld":
             raise IncompatibleSolverError(
                 "the PLD accountant cannot account batches sampled without replacement; "
-                "use accountant='rdp', or the solver option sampling='poisson'."
+                "use accounting='rdp' (estimators; accountant='rdp' in solver calls), or the "
+                "solver option sampling='poisson'."
             )
         super().check_compatible(spec, accountant, relation)
         geometry = md_geometry(spec.constraint, spec.n_penalized * spec.n_outputs)
