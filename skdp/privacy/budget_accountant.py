@@ -315,22 +315,34 @@ class BudgetAccountant:
         with self._lock:
             return [e for e, _ in self._entries], self._totals
 
+    def _current_totals(self) -> Totals:
+        """The running totals alone (one row on file, not every entry)."""
+        if self._path is None:
+            with self._lock:
+                return self._totals
+        con = self._connect()
+        try:
+            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
+        finally:
+            con.close()
+        return Totals.from_dict(json.loads(raw))
+
     @property
     def entries(self) -> list[BudgetEntry]:
         """Every recorded entry, in order."""
         return self._state()[0]
 
     def __len__(self) -> int:
-        return self._state()[1].count
+        return self._current_totals().count
 
     def spent(self) -> PrivacySpent:
         """The composed ``(epsilon, delta)`` of every entry (tightest applicable bound)."""
-        return self._state()[1].spent()[0]
+        return self._current_totals().spent()[0]
 
     @property
     def composition(self) -> str:
         """The bound that gave :meth:`spent`: ``"gaussian"``, ``"rdp"`` or ``"basic"``."""
-        return self._state()[1].spent()[1]
+        return self._current_totals().spent()[1]
 
     def remaining(self) -> PrivacySpent:
         """The ceiling minus :meth:`spent` (a conservative reading: tight composition
