@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 import warnings
 from abc import abstractmethod
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -27,12 +29,54 @@ from skdp.exceptions import (
 )
 from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
 from skdp.losses import GLMLoss, row_norms
-from skdp.privacy.accounting import ACCOUNTANTS
-from skdp.privacy.budget import check_budget
+from skdp.mechanisms import private_quantile, quantile_event
+from skdp.privacy.accounting import ACCOUNTANTS, ApproxDpEvent, PrivacyLedger
+from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.composition import CompositeLedger
+from skdp.privacy.noise import as_generator
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 from skdp.solvers._base import snap_release
 
-__all__ = ["BaseDPLinearModel"]
+__all__ = ["BOUNDS_QUANTILE", "BaseDPLinearModel", "FitBounds"]
+
+#: ``"auto"`` bounds are a public factor times a private quantile. The median: the
+#: exponential mechanism's utility drops by n/2 away from the data on both sides, so it
+#: finds the data's scale on a wide public grid even at small ``n epsilon`` (a high
+#: quantile q is only (1 - q) n above the grid points beyond the data, and the many such
+#: points would win). The factor 2 then clips few rows: a bound is ``2 * median``.
+BOUNDS_QUANTILE = 0.5
+BOUNDS_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class FitBounds:
+    """The bounds one fit uses: declared, or estimated privately (``"auto"``).
+
+    With ``rescaled`` (any bound ``"auto"``), ``alpha``, ``radius`` and ``huber_delta``
+    refer to the problem in units of the bounds: rows ``x / data_norm`` (norm <= 1) and
+    targets ``(y - y_centre) / y_bound`` (in [-1, 1]), so their meaning does not depend on
+    the units of the data. The solver still runs in raw units: with ``v = w D / B`` the
+    rescaled objective is ``1/B^2`` times the raw one with ``alpha D^2`` (squared and Huber
+    losses are homogeneous of degree 2, with ``huber_delta B``), and ``||v|| <= r`` is
+    ``||w|| <= r B / D``. Declared bounds keep the raw meaning (``rescaled=False``).
+    """
+
+    data_norm: float
+    y_bound: float | None = None
+    y_centre: float = 0.0
+    rescaled: bool = False
+
+    @property
+    def target_scale(self) -> float:
+        return float(self.y_bound) if self.rescaled and self.y_bound is not None else 1.0
+
+    @property
+    def alpha_scale(self) -> float:
+        return self.data_norm ** 2 if self.rescaled else 1.0
+
+    @property
+    def radius_scale(self) -> float:
+        return self.target_scale / self.data_norm if self.rescaled else 1.0
 
 
 class BaseDPLinearModel(BaseEstimator):
@@ -53,7 +97,8 @@ class BaseDPLinearModel(BaseEstimator):
         "solver": [StrOptions(set(SOLVERS)), BaseDPSolver],
         "alpha": [Interval(Real, 0, None, closed="left")],
         # Squared bounds enter the smoothness constant: keep them representable.
-        "data_norm": [Interval(Real, 0, 1e150, closed="neither")],
+        "data_norm": [Interval(Real, 0, 1e150, closed="neither"), StrOptions({"auto"})],
+        "bounds_fraction": [Interval(Real, 0, 1, closed="neither")],
         "fit_intercept": ["boolean"],
         "constraint": [StrOptions({"l2", "l1", "lp"}), None],
         "radius": [Interval(Real, 0, None, closed="neither"), None],
@@ -74,7 +119,8 @@ class BaseDPLinearModel(BaseEstimator):
 
     # -- hooks -----------------------------------------------------------------------------
     @abstractmethod
-    def _encode_targets(self, y: np.ndarray) -> tuple[np.ndarray, GLMLoss, dict]:
+    def _encode_targets(self, y: np.ndarray, bounds: FitBounds
+                        ) -> tuple[np.ndarray, GLMLoss, dict]:
         """Targets for the loss, the loss, and fitted label attributes to set."""
 
     # -- shared helpers ----------------------------------------------------------------------
@@ -93,16 +139,18 @@ class BaseDPLinearModel(BaseEstimator):
             return float(self.p) / (float(self.p) - 1.0) if math.isfinite(self.p) else 1.0
         return 2.0
 
-    def _row_norm_bound(self) -> float:
+    def _row_norm_bound(self, data_norm: float) -> float:
         # The intercept is a constant feature of value data_norm (so that it is on the scale
         # of the features); the augmented row norm is at most 2^(1/q) data_norm in the
         # q-norm of data_norm (sqrt(2) data_norm in l2, data_norm in l-inf).
         if not self.fit_intercept:
-            return float(self.data_norm)
+            return float(data_norm)
         ord = self._data_norm_ord()
-        return float(self.data_norm) * (1.0 if ord == math.inf else 2.0 ** (1.0 / ord))
+        return float(data_norm) * (1.0 if ord == math.inf else 2.0 ** (1.0 / ord))
 
-    def _make_constraint(self) -> Constraint:
+    def _make_constraint(self, scale: float = 1.0) -> Constraint:
+        """The constraint set of the solver's (raw-unit) coefficients; ``radius`` times
+        ``scale`` (``y_bound_ / data_norm_`` for rescaled fits, see :class:`FitBounds`)."""
         if self.constraint is None:
             return Unconstrained()
         if self.radius is None:
@@ -110,8 +158,9 @@ class BaseDPLinearModel(BaseEstimator):
                 f"constraint={self.constraint!r} needs a public radius; set radius to a "
                 "positive number."
             )
+        radius = float(self.radius) * scale
         if self.constraint == "l1":
-            return L1Ball(float(self.radius))
+            return L1Ball(radius)
         if self.constraint == "lp":
             if self.p is None or not math.isfinite(self.p):
                 raise IncompatibleSolverError(
@@ -119,9 +168,9 @@ class BaseDPLinearModel(BaseEstimator):
                     "constraint='l1' for p = 1 and 'l2' for p = 2)."
                 )
             if self.p == 2:
-                return L2Ball(float(self.radius))
-            return LpBall(float(self.radius), float(self.p))
-        return L2Ball(float(self.radius))
+                return L2Ball(radius)
+            return LpBall(radius, float(self.p))
+        return L2Ball(radius)
 
     # -- fit -------------------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
@@ -168,25 +217,44 @@ class BaseDPLinearModel(BaseEstimator):
             return None
         return (n, d) if n >= 1 and d >= 1 else None
 
-    def _public_targets(self, y) -> tuple[GLMLoss, int, dict]:
+    def _public_targets(self, y, bounds: FitBounds) -> tuple[GLMLoss, int, dict]:
         """The loss and the fitted label attributes, from public information only.
 
-        Regressors' losses depend on the public ``y_bound`` alone. Classifiers read the
-        label set of ``y``, which skdp treats as public (see docs/privacy.md).
+        Regressors' losses depend on the public (or privately estimated) label bound
+        alone. Classifiers read the label set: the declared ``classes``, or the label set
+        of ``y``, which skdp then treats as public (see docs/privacy.md).
         """
         if self._y_numeric:
-            Y, loss, attrs = self._encode_targets(np.zeros(1))
+            Y, loss, attrs = self._encode_targets(np.zeros(1), bounds)
         else:
             y = np.asarray(y)
-            Y, loss, attrs = self._encode_targets(y.ravel() if y.ndim == 2 else y)
+            Y, loss, attrs = self._encode_targets(y.ravel() if y.ndim == 2 else y, bounds)
         return loss, Y.shape[1], attrs
 
-    def _privacy_plan(self, n_samples: int, n_features: int, y):
+    def _auto_bounds(self) -> tuple[str, ...]:
+        """The bounds to estimate privately: ``"data_norm"`` and, for regressors,
+        ``"y_centre"`` (with an intercept) and ``"y_bound"``."""
+        names = ("data_norm",) if isinstance(self.data_norm, str) else ()
+        if self._y_numeric and isinstance(getattr(self, "y_bound", None), str):
+            names += (("y_centre", "y_bound") if self.fit_intercept else ("y_bound",))
+        return names
+
+    def _placeholder_bounds(self) -> FitBounds:
+        """The declared bounds, with 1 where a bound is ``"auto"`` (planning checks only)."""
+        data_norm = 1.0 if isinstance(self.data_norm, str) else float(self.data_norm)
+        y_bound = getattr(self, "y_bound", None)
+        if y_bound is not None:
+            y_bound = 1.0 if isinstance(y_bound, str) else float(y_bound)
+        return FitBounds(data_norm, y_bound, 0.0)
+
+    def _privacy_plan(self, n_samples: int, n_features: int, y,
+                      bounds: FitBounds | None = None, budget: Budget | None = None):
         """Everything a fit decides before reading ``X``: solver, budget, spec and plan.
 
         Used by ``fit`` (to charge a budget accountant before any value of ``X`` is read)
         and by :func:`skdp.model_selection.privacy_cost` (to price a workflow).
         """
+        bounds = self._placeholder_bounds() if bounds is None else bounds
         tilt = 0.0 if self.tilt is None else float(self.tilt)
         if not tilt >= 0:
             raise ValueError(
@@ -201,11 +269,12 @@ class BaseDPLinearModel(BaseEstimator):
                 f"secure=True needs the release's noise scale, which solver {solver.name!r} "
                 "does not declare; use secure=False or another solver."
             )
-        budget = check_budget(
-            self.epsilon, self.delta, needs_delta=solver.needs_delta,
-            n_samples=n_samples, solver_name=solver.name,
-        )
-        loss, n_outputs, label_attrs = self._public_targets(y)
+        if budget is None:
+            budget = check_budget(
+                self.epsilon, self.delta, needs_delta=solver.needs_delta,
+                n_samples=n_samples, solver_name=solver.name,
+            )
+        loss, n_outputs, label_attrs = self._public_targets(y, bounds)
         n_params = n_features + (1 if self.fit_intercept else 0)
         spec = ProblemSpec(
             n_samples=n_samples,
@@ -215,31 +284,98 @@ class BaseDPLinearModel(BaseEstimator):
             # sensitivity argument needs strong convexity in every coordinate.
             n_penalized=(n_params if solver.penalizes_intercept or self._intercept_constrained
                          else n_features),
-            row_norm_bound=self._row_norm_bound(),
+            row_norm_bound=self._row_norm_bound(bounds.data_norm),
             loss=loss,
-            constraint=self._make_constraint(),
-            alpha=float(self.alpha),
+            constraint=self._make_constraint(bounds.radius_scale),
+            alpha=float(self.alpha) * bounds.alpha_scale,
             tilt=tilt,
             adversarial_radius=float(self.adversarial_radius or 0.0),
             adversarial_norm=float(self.adversarial_norm),
-            intercept_feature=float(self.data_norm) if self.fit_intercept else 0.0,
+            intercept_feature=bounds.data_norm if self.fit_intercept else 0.0,
             row_norm_ord=self._data_norm_ord(),
         )
         prepared = solver.prepare(spec, budget, accountant=self.accounting,
                                   relation=self.neighboring)
         return solver, budget, spec, prepared, label_attrs
 
+    def _bounds_plan(self, n_samples: int, n_features: int, y):
+        """For ``"auto"`` bounds: the total budget, its split, and the reservation charged
+        before any data is read (the fit's events depend on the estimated bounds).
+
+        The bound estimates get ``bounds_fraction * epsilon`` (pure DP, split equally),
+        the fit the rest at the full delta; the two compose by basic composition to at most
+        ``(epsilon, delta)``.
+        """
+        # Validates every setting (solver, budget, constraint) before anything is charged.
+        solver, total, *_ = self._privacy_plan(n_samples, n_features, y)
+        names = self._auto_bounds()
+        if not total.is_private:
+            unaccounted = PrivacyLedger(dpe.NonPrivateDpEvent(), "pure", self.neighboring, total)
+            return (total, {k: math.inf for k in names}, total,
+                    CompositeLedger((("fit", unaccounted),), total))
+        eps_bounds = float(self.bounds_fraction) * total.epsilon
+        eps_fit = total.epsilon - eps_bounds
+        while eps_bounds + eps_fit > total.epsilon:  # rounding must not exceed the total
+            eps_fit = math.nextafter(eps_fit, 0.0)
+        shares = {k: eps_bounds / len(names) for k in names}
+        fit_budget = Budget(eps_fit, total.delta)
+        reservation = CompositeLedger((
+            ("bounds", self._bounds_ledger(shares, total)),
+            ("fit", PrivacyLedger(
+                ApproxDpEvent(eps_fit, total.delta, mechanism=(
+                    f"reserved for {solver.name!r}, planned after the private bounds")),
+                "basic", self.neighboring, fit_budget)),
+        ), total)
+        return total, shares, fit_budget, reservation
+
+    def _bounds_ledger(self, shares: dict, total: Budget) -> PrivacyLedger:
+        events = [quantile_event(eps) for eps in shares.values()]
+        return PrivacyLedger(dpe.ComposedDpEvent(events), "pure", self.neighboring,
+                             Budget(sum(shares.values()), 0.0))
+
+    def _estimate_bounds(self, X, y, shares: dict, rng) -> FitBounds:
+        """The private bound estimates (exponential-mechanism quantiles over public grids)."""
+        # Every bound is post-processing of its private quantile by a public factor.
+        data_norm = (BOUNDS_FACTOR * private_quantile(
+            row_norms(X, self._data_norm_ord()), BOUNDS_QUANTILE, shares["data_norm"], rng)
+            if "data_norm" in shares else float(self.data_norm))
+        y_bound = getattr(self, "y_bound", None)
+        centre = 0.0
+        if "y_centre" in shares:
+            centre = private_quantile(y, 0.5, shares["y_centre"], rng, scale="asinh")
+        if "y_bound" in shares:
+            y_bound = BOUNDS_FACTOR * private_quantile(
+                np.abs(y - centre), BOUNDS_QUANTILE, shares["y_bound"], rng)
+        elif y_bound is not None:
+            y_bound = float(y_bound)
+        return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)
+
+    def _planned_ledger(self, n_samples: int, n_features: int, y):
+        """The ledger a fit charges before reading ``X`` (a reservation for auto bounds)."""
+        if self._auto_bounds():
+            return self._bounds_plan(n_samples, n_features, y)[3]
+        return self._privacy_plan(n_samples, n_features, y, self._declared_bounds())[3][1]
+
+    def _declared_bounds(self) -> FitBounds:
+        y_bound = getattr(self, "y_bound", None)
+        return FitBounds(float(self.data_norm), None if y_bound is None else float(y_bound),
+                         0.0)
+
     def _fit(self, X, y):
         shape = self._public_shape(X) if y is not None else None
         if shape is None:
             # Lists, empty or malformed input: validation gives scikit-learn's errors.
-            X, y = validate_data(
-                self, X, y, accept_sparse="csr", dtype=np.float64,
-                y_numeric=self._y_numeric, multi_output=False,
-            )
+            X, y = self._validate(X, y)
             shape = X.shape
-        solver, budget, spec, prepared, label_attrs = self._privacy_plan(*shape, y)
-        if budget.is_private and self.random_state is not None:
+        auto = self._auto_bounds()
+        if auto:
+            total, shares, fit_budget, reservation = self._bounds_plan(*shape, y)
+            planned = reservation
+        else:
+            bounds = self._declared_bounds()
+            solver, total, spec, prepared, label_attrs = self._privacy_plan(*shape, y, bounds)
+            planned = prepared[1]
+        if total.is_private and self.random_state is not None:
             # A seed (or a generator, which can be rewound) stored on the estimator lets
             # anyone who holds it regenerate the noise and remove it.
             warnings.warn(
@@ -251,29 +387,51 @@ class BaseDPLinearModel(BaseEstimator):
             )
         accountant = self.accountant
         # The budget is charged from the public plan, before any value of X is read.
-        entry = (None if accountant is None else accountant.charge(
-            prepared[1], source=type(self).__name__, params=self.get_params(deep=False)))
+        entry = None if accountant is None else accountant.charge(
+            planned, source=type(self).__name__, params=self.get_params(deep=False))
         try:
-            result = self._fit_planned(X, y, solver, budget, spec, prepared)
+            X, y = self._validate(X, y)
+            if auto:
+                # Independent streams for the bound estimates and the solver's noise.
+                bounds_rng, fit_rng = as_generator(self.random_state).spawn(2)
+                bounds = self._estimate_bounds(X, y, shares, bounds_rng)
+                solver, _, spec, prepared, label_attrs = self._privacy_plan(
+                    *shape, y, bounds, fit_budget)
+                ledger = CompositeLedger((("bounds", self._bounds_ledger(shares, total)),
+                                          ("fit", prepared[1])), total)
+                if entry is not None:
+                    accountant.amend(entry, ledger)
+            else:
+                fit_rng, ledger = self.random_state, prepared[1]
+            result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng)
+            spent = ledger.spent()
+            if total.is_private and not spent.within(total):
+                raise PrivacyAccountingError(
+                    f"re-accounting the fit's ledger gives (epsilon, delta) = "
+                    f"{tuple(spent)} beyond the budget ({total.epsilon}, {total.delta})."
+                )
         except BaseException:
             if entry is not None:
                 # Nothing was released: the entry is taken back.
                 accountant.refund(entry)
             raise
-        self._set_fitted(result, solver, spec, label_attrs)
+        self._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)
         return self
 
-    def _fit_planned(self, X, y, solver, budget, spec, prepared):
-        X, y = validate_data(
+    def _validate(self, X, y):
+        return validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=self._y_numeric,
             multi_output=False,
         )
-        if X.shape != (spec.n_samples, spec.n_params - (1 if self.fit_intercept else 0)):
+
+    def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state):
+        n_features = spec.n_params - (1 if self.fit_intercept else 0)
+        if X.shape != (spec.n_samples, n_features):
             raise PrivacyAccountingError(
                 f"X has shape {X.shape} after validation but was planned as "
-                f"({spec.n_samples}, {spec.n_params - int(self.fit_intercept)})."
+                f"({spec.n_samples}, {n_features})."
             )
-        Y, loss, label_attrs = self._encode_targets(y)
+        Y, loss, label_attrs = self._encode_targets(y, bounds)
         if Y.shape[1] != spec.n_outputs:
             raise PrivacyAccountingError(
                 f"the targets have {Y.shape[1]} outputs but {spec.n_outputs} were planned."
@@ -281,15 +439,16 @@ class BaseDPLinearModel(BaseEstimator):
         # Rows are clipped to data_norm (in the data_norm_ord norm) and the intercept
         # feature (value data_norm) is appended implicitly: X is neither copied nor modified.
         problem = Problem.build(
-            X, Y, spec, data_norm=float(self.data_norm),
-            intercept=float(self.data_norm) if self.fit_intercept else 0.0,
+            X, Y, spec, data_norm=bounds.data_norm,
+            intercept=bounds.data_norm if self.fit_intercept else 0.0,
         )
         result = solver.solve(
-            problem, budget, self.random_state,
+            problem, prepared[1].budget, random_state,
             accountant=self.accounting, relation=self.neighboring, prepared=prepared,
         )
         # Independent re-accounting of the ledger the solver says it ran.
         spent = result.ledger.spent()
+        budget = result.ledger.budget
         if budget.is_private and not spent.within(budget):
             raise PrivacyAccountingError(
                 f"re-accounting the ledger gives (epsilon, delta) = {tuple(spent)} beyond "
@@ -297,7 +456,7 @@ class BaseDPLinearModel(BaseEstimator):
             )
         return result
 
-    def _set_fitted(self, result, solver, spec, label_attrs):
+    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent):
         secure = getattr(self, "secure", False)
         n_features = spec.n_params - (1 if self.fit_intercept else 0)
         W = result.coef
@@ -308,16 +467,21 @@ class BaseDPLinearModel(BaseEstimator):
         for name, value in label_attrs.items():
             setattr(self, name, value)
         coef = np.ascontiguousarray(W[:n_features].T)
-        intercept = W[n_features] * self.data_norm if self.fit_intercept else np.zeros(W.shape[1])
+        intercept = (W[n_features] * bounds.data_norm if self.fit_intercept
+                     else np.zeros(W.shape[1]))
         if self._y_numeric:
-            # Single-target regression: scikit-learn's shapes (n_features,) and a float.
-            coef, intercept = coef[0], float(intercept[0])
+            # Single-target regression: scikit-learn's shapes (n_features,) and a float;
+            # the (public or private) centre of y is added back.
+            coef, intercept = coef[0], float(intercept[0]) + bounds.y_centre
+            self.y_bound_ = bounds.y_bound
+            self.y_centre_ = bounds.y_centre
         self.coef_ = coef
         self.intercept_ = intercept
+        self.data_norm_ = bounds.data_norm
         self.n_iter_ = result.n_iter
         self.solver_ = solver
-        self.privacy_ledger_ = result.ledger
-        self.privacy_spent_ = result.ledger.spent()
+        self.privacy_ledger_ = ledger
+        self.privacy_spent_ = spent
         self.privacy_plan_ = result.plan
 
     def _decision_scores(self, X) -> np.ndarray:
@@ -326,7 +490,7 @@ class BaseDPLinearModel(BaseEstimator):
         # The model is a function of the clipped row s_i x_i, s_i = min(1, data_norm/||x_i||).
         # Rows are scaled before the product so that huge finite rows cannot overflow.
         with np.errstate(divide="ignore"):
-            scale = np.minimum(1.0, self.data_norm / row_norms(X, self._data_norm_ord()))
+            scale = np.minimum(1.0, self.data_norm_ / row_norms(X, self._data_norm_ord()))
         Xs = sp.diags(scale) @ X if sp.issparse(X) else X * scale[:, None]
         coef = np.atleast_2d(self.coef_)
         return np.asarray(Xs @ coef.T) + np.atleast_1d(self.intercept_)

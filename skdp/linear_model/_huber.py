@@ -141,6 +141,7 @@ class DPHuberRegressor(BaseDPRegressor):
         huber_delta=1.35,
         y_bound=1.0,
         data_norm=1.0,
+        bounds_fraction=0.1,
         fit_intercept=True,
         constraint=None,
         radius=None,
@@ -162,6 +163,7 @@ class DPHuberRegressor(BaseDPRegressor):
         self.huber_delta = huber_delta
         self.y_bound = y_bound
         self.data_norm = data_norm
+        self.bounds_fraction = bounds_fraction
         self.fit_intercept = fit_intercept
         self.constraint = constraint
         self.radius = radius
@@ -176,6 +178,7 @@ class DPHuberRegressor(BaseDPRegressor):
         self.random_state = random_state
         self.secure = secure
 
-    def _encode_targets(self, y):
-        Y, bound = self._clipped_labels(y)
-        return Y, HuberLoss(float(self.huber_delta), label_bound=bound), {}
+    def _encode_targets(self, y, bounds):
+        Y, bound = self._clipped_labels(y, bounds)
+        delta = float(self.huber_delta) * bounds.target_scale
+        return Y, HuberLoss(delta, label_bound=bound), {}

@@ -119,6 +119,7 @@ class DPLasso(BaseDPRegressor):
         radius=1.0,
         alpha=0.0,
         data_norm=1.0,
+        bounds_fraction=0.1,
         y_bound=1.0,
         fit_intercept=True,
         data_norm_ord="auto",
@@ -134,6 +135,7 @@ class DPLasso(BaseDPRegressor):
         self.radius = radius
         self.alpha = alpha
         self.data_norm = data_norm
+        self.bounds_fraction = bounds_fraction
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.data_norm_ord = data_norm_ord
@@ -143,6 +145,6 @@ class DPLasso(BaseDPRegressor):
         self.random_state = random_state
         self.secure = secure
 
-    def _encode_targets(self, y):
-        Y, bound = self._clipped_labels(y)
+    def _encode_targets(self, y, bounds):
+        Y, bound = self._clipped_labels(y, bounds)
         return Y, SquaredLoss(bound), {}

@@ -121,6 +121,7 @@ class DPLinearRegression(BaseDPRegressor):
         solver="output_perturbation",
         alpha=1.0,
         data_norm=1.0,
+        bounds_fraction=0.1,
         y_bound=1.0,
         fit_intercept=True,
         constraint=None,
@@ -141,6 +142,7 @@ class DPLinearRegression(BaseDPRegressor):
         self.solver = solver
         self.alpha = alpha
         self.data_norm = data_norm
+        self.bounds_fraction = bounds_fraction
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.constraint = constraint
@@ -156,6 +158,6 @@ class DPLinearRegression(BaseDPRegressor):
         self.random_state = random_state
         self.secure = secure
 
-    def _encode_targets(self, y):
-        Y, bound = self._clipped_labels(y)
+    def _encode_targets(self, y, bounds):
+        Y, bound = self._clipped_labels(y, bounds)
         return Y, SquaredLoss(bound), {}

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 
 from skdp._base import BaseDPLinearModel
-from skdp._sklearn_compat import Interval
+from skdp._sklearn_compat import Interval, StrOptions
 
 __all__ = ["BaseDPRegressor"]
 
@@ -22,13 +22,15 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
     _y_numeric = True
     _parameter_constraints: dict = {
         **BaseDPLinearModel._parameter_constraints,
-        "y_bound": [Interval(Real, 0, 1e150, closed="neither")],
+        "y_bound": [Interval(Real, 0, 1e150, closed="neither"), StrOptions({"auto"})],
     }
 
-    def _clipped_labels(self, y) -> tuple[np.ndarray, float]:
-        """``y`` clipped to the public bound (a per-record map), as a column, and the bound."""
-        bound = float(self.y_bound)
-        return np.clip(np.asarray(y, dtype=np.float64), -bound, bound)[:, None], bound
+    def _clipped_labels(self, y, bounds) -> tuple[np.ndarray, float]:
+        """``y - centre`` clipped to the bound (a per-record map with public or privately
+        released constants), as a column, and the bound."""
+        bound = float(bounds.y_bound)
+        centred = np.asarray(y, dtype=np.float64) - bounds.y_centre
+        return np.clip(centred, -bound, bound)[:, None], bound
 
     def predict(self, X):
         """Predicted values.
@@ -40,8 +42,14 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
         Returns
         -------
         ndarray of shape (n_samples,)
+            With ``y_bound="auto"``, clipped to the training targets' range
+            ``y_centre_ +- y_bound_`` (post-processing of the released model).
         """
-        return self._decision_scores(X)[:, 0]
+        scores = self._decision_scores(X)[:, 0]
+        if isinstance(self.y_bound, str):
+            return np.clip(scores, self.y_centre_ - self.y_bound_,
+                           self.y_centre_ + self.y_bound_)
+        return scores
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -128,6 +128,7 @@ class DPLinearSVC(BaseDPClassifier):
         solver="output_perturbation",
         alpha=1e-2,
         data_norm=1.0,
+        bounds_fraction=0.1,
         fit_intercept=True,
         constraint=None,
         radius=None,
@@ -150,6 +151,7 @@ class DPLinearSVC(BaseDPClassifier):
         self.solver = solver
         self.alpha = alpha
         self.data_norm = data_norm
+        self.bounds_fraction = bounds_fraction
         self.fit_intercept = fit_intercept
         self.constraint = constraint
         self.radius = radius
@@ -164,7 +166,7 @@ class DPLinearSVC(BaseDPClassifier):
         self.random_state = random_state
         self.secure = secure
 
-    def _encode_targets(self, y):
+    def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)
         if classes.size == 2:
             Y = np.where(y == classes[1], 1.0, -1.0)[:, None]

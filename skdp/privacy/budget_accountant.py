@@ -21,6 +21,7 @@ from skdp.exceptions import BudgetError
 from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.composition import (
+    CompositeLedger,
     LedgerSummary,
     Totals,
     event_from_dict,
@@ -66,14 +67,21 @@ class BudgetEntry:
     spent: PrivacySpent
 
 
-def _ledger_to_dict(ledger: PrivacyLedger) -> dict:
+def _ledger_to_dict(ledger: PrivacyLedger | CompositeLedger) -> dict:
+    if isinstance(ledger, CompositeLedger):
+        return {"parts": [[name, _ledger_to_dict(part)] for name, part in ledger.parts],
+                "budget": [ledger.budget.epsilon, ledger.budget.delta]}
     return {"event": event_to_dict(ledger.event), "accountant": ledger.accountant,
             "relation": ledger.relation,
             "budget": [ledger.budget.epsilon, ledger.budget.delta],
             "via_add_remove": ledger.via_add_remove}
 
 
-def _ledger_from_dict(d: Mapping) -> PrivacyLedger:
+def _ledger_from_dict(d: Mapping) -> PrivacyLedger | CompositeLedger:
+    if "parts" in d:
+        return CompositeLedger(tuple((name, _ledger_from_dict(part)) for name, part in
+                                     d["parts"]),
+                               Budget(float(d["budget"][0]), float(d["budget"][1])))
     return PrivacyLedger(event_from_dict(d["event"]), d["accountant"], d["relation"],
                          Budget(float(d["budget"][0]), float(d["budget"][1])),
                          bool(d.get("via_add_remove", False)))
@@ -228,7 +236,7 @@ class BudgetAccountant:
         self._next_id = state["next_id"]
 
     # -- recording -------------------------------------------------------------------------
-    def charge(self, ledger: PrivacyLedger, *, source: str,
+    def charge(self, ledger: PrivacyLedger | CompositeLedger, *, source: str,
                params: Mapping[str, Any] | None = None) -> int:
         """Check the ceiling and record ``ledger`` in one atomic step.
 
@@ -274,6 +282,39 @@ class BudgetAccountant:
             self._entries.append((entry, summary))
             self._totals = totals
             return entry.id
+
+    def amend(self, entry_id: int, ledger: PrivacyLedger | CompositeLedger) -> None:
+        """Replace the ledger of entry ``entry_id`` by what the fit really ran.
+
+        For fits that can only plan part of their mechanism before reading data (a private
+        bound estimate, then a solver planned with the estimated bound): they charge a
+        reservation (an ``ApproxDpEvent`` at the fit's budget, composed by basic
+        composition) and amend it to the real events. The real ledger must spend no more
+        than the reservation (checked: ``BudgetError`` otherwise), so the ceiling holds.
+        """
+        new = summarize(ledger)
+        if self._path is not None:
+            self._amend_file(entry_id, ledger, new)
+            return
+        with self._lock:
+            found = [i for i, (e, _) in enumerate(self._entries) if e.id == entry_id]
+            if not found:
+                raise KeyError(f"no entry with id {entry_id}.")
+            i = found[0]
+            entry, old = self._entries[i]
+            self._check_amend(old, new)
+            totals = self._totals.minus(old).plus(new)
+            self._entries[i] = (BudgetEntry(entry.index, entry.id, entry.timestamp,
+                                            entry.source, entry.params, ledger,
+                                            PrivacySpent(new.epsilon, new.delta)), new)
+            self._totals = totals
+
+    @staticmethod
+    def _check_amend(old: LedgerSummary, new: LedgerSummary) -> None:
+        if new.epsilon > old.epsilon or new.delta > old.delta * (1.0 + _DELTA_ROUNDING):
+            raise BudgetError(
+                f"the amended ledger spends ({new.epsilon}, {new.delta}), more than the "
+                f"reserved ({old.epsilon}, {old.delta}); refusing to amend.")
 
     def refund(self, entry_id: int) -> None:
         """Remove the entry ``entry_id`` (from :meth:`charge`): its fit failed before
@@ -493,6 +534,30 @@ class BudgetAccountant:
                         (json.dumps(totals.to_dict()),))
             con.execute("COMMIT")
             return int(cursor.lastrowid)
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+    def _amend_file(self, entry_id: int, ledger, new: LedgerSummary) -> None:
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            row = con.execute("SELECT summary FROM entries WHERE id=?", (entry_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"no entry with id {entry_id}.")
+            old = LedgerSummary.from_dict(json.loads(row[0]))
+            self._check_amend(old, new)
+            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
+            totals = Totals.from_dict(json.loads(raw)).minus(old).plus(new)
+            con.execute("UPDATE entries SET ledger=?, summary=? WHERE id=?",
+                        (json.dumps(_ledger_to_dict(ledger)), json.dumps(new.to_dict()),
+                         entry_id))
+            con.execute("UPDATE meta SET value=? WHERE key='totals'",
+                        (json.dumps(totals.to_dict()),))
+            con.execute("COMMIT")
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")

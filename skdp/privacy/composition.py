@@ -45,9 +45,10 @@ from skdp.privacy.accounting import (
     make_accountant,
     randomized_response_event,
 )
+from skdp.privacy.budget import Budget
 
-__all__ = ["LedgerSummary", "Totals", "event_from_dict", "event_to_dict", "rdp_curve",
-           "summarize"]
+__all__ = ["CompositeLedger", "LedgerSummary", "Totals", "event_from_dict", "event_to_dict",
+           "rdp_curve", "summarize"]
 
 # Ledgers whose GaussianDpEvent multipliers are on the RDP scale (noise = z * sensitivity).
 _RDP_SCALE_ACCOUNTANTS = ("gaussian", "rdp", "pure")
@@ -109,8 +110,47 @@ class LedgerSummary:
                    None if rdp is None else tuple(float(v) for v in rdp))
 
 
-def summarize(ledger: PrivacyLedger) -> LedgerSummary:
+@dataclass(frozen=True)
+class CompositeLedger:
+    """The ledger of a fit that runs several mechanisms one after the other.
+
+    For example a private bound estimate, then the solver planned with that bound
+    (``parts = (("bounds", ...), ("fit", ...))``). The parts compose sequentially, with the
+    tightest bound of :class:`Totals` (basic composition at least: the parts' own
+    epsilons and deltas add).
+
+    Attributes
+    ----------
+    parts : tuple of (str, PrivacyLedger)
+        Each mechanism's name and ledger, in the order they ran.
+    budget : Budget
+        The whole fit's budget.
+    """
+
+    parts: tuple[tuple[str, PrivacyLedger], ...]
+    budget: Budget
+
+    def spent(self) -> PrivacySpent:
+        """The composed ``(epsilon, delta)`` of the parts."""
+        return Totals().plus(summarize(self)).spent()[0]
+
+    def part(self, name: str) -> PrivacyLedger:
+        """The ledger of the part called ``name``."""
+        for key, ledger in self.parts:
+            if key == name:
+                return ledger
+        raise KeyError(name)
+
+
+def summarize(ledger: PrivacyLedger | CompositeLedger) -> LedgerSummary:
     """The additive summary of one fit's ledger (its own spend plus the tight readings)."""
+    if isinstance(ledger, CompositeLedger):
+        parts = [summarize(p) for _, p in ledger.parts]
+        return LedgerSummary(
+            sum(p.epsilon for p in parts), sum(p.delta for p in parts),
+            None if any(p.mu2 is None for p in parts) else sum(p.mu2 for p in parts),
+            None if any(p.rdp is None for p in parts) else
+            tuple(np.sum([p.rdp for p in parts], axis=0).tolist()))
     spent = ledger.spent()
     summary = LedgerSummary(float(spent.epsilon), float(spent.delta))
     if (ledger.via_add_remove or ledger.relation != "replace_one"
@@ -129,24 +169,40 @@ def summarize(ledger: PrivacyLedger) -> LedgerSummary:
 
 @dataclass
 class Totals:
-    """Running sums of :class:`LedgerSummary` objects and the composed spend."""
+    """Running sums of :class:`LedgerSummary` objects and the composed spend.
+
+    ``mu2_missing`` and ``rdp_missing`` count the summaries that a bound cannot read: the
+    bound applies while its count is 0, and removing a summary (:meth:`minus`) restores it.
+    """
 
     count: int = 0
     epsilon: float = 0.0
     delta: float = 0.0
-    mu2: float | None = 0.0
-    rdp: list[float] | None = field(default_factory=lambda: [0.0] * len(RDP_ORDERS))
+    mu2: float = 0.0
+    mu2_missing: int = 0
+    rdp: list[float] = field(default_factory=lambda: [0.0] * len(RDP_ORDERS))
+    rdp_missing: int = 0
+
+    def _add(self, s: LedgerSummary, sign: int) -> Totals:
+        rdp = self.rdp if s.rdp is None else [a + sign * b for a, b in
+                                               zip(self.rdp, s.rdp, strict=True)]
+        return Totals(
+            count=self.count + sign,
+            epsilon=self.epsilon + sign * s.epsilon,
+            delta=max(self.delta + sign * s.delta, 0.0),
+            mu2=self.mu2 if s.mu2 is None else self.mu2 + sign * s.mu2,
+            mu2_missing=self.mu2_missing + sign * (s.mu2 is None),
+            rdp=[max(v, 0.0) for v in rdp] if sign < 0 else rdp,
+            rdp_missing=self.rdp_missing + sign * (s.rdp is None),
+        )
 
     def plus(self, s: LedgerSummary) -> Totals:
         """A new total with ``s`` added (``self`` is not modified)."""
-        return Totals(
-            count=self.count + 1,
-            epsilon=self.epsilon + s.epsilon,
-            delta=self.delta + s.delta,
-            mu2=None if self.mu2 is None or s.mu2 is None else self.mu2 + s.mu2,
-            rdp=(None if self.rdp is None or s.rdp is None
-                 else [a + b for a, b in zip(self.rdp, s.rdp, strict=True)]),
-        )
+        return self._add(s, 1)
+
+    def minus(self, s: LedgerSummary) -> Totals:
+        """A new total with ``s`` (a summary added before) removed."""
+        return self._add(s, -1)
 
     @classmethod
     def of(cls, summaries) -> Totals:
@@ -157,12 +213,12 @@ class Totals:
 
     def bounds(self) -> dict[str, float]:
         """Epsilon of every applicable bound at delta = :attr:`delta`."""
-        out = {"basic": self.epsilon}
         if self.count == 0:
             return {"basic": 0.0}
-        if self.delta > 0 and self.mu2 is not None:
-            out["gaussian"] = _gdp_epsilon(math.sqrt(self.mu2), self.delta)
-        if self.delta > 0 and self.rdp is not None:
+        out = {"basic": self.epsilon}
+        if self.delta > 0 and self.mu2_missing == 0:
+            out["gaussian"] = _gdp_epsilon(math.sqrt(max(self.mu2, 0.0)), self.delta)
+        if self.delta > 0 and self.rdp_missing == 0:
             eps, _ = rdp_privacy_accountant.compute_epsilon(
                 RDP_ORDERS, np.asarray(self.rdp), self.delta)
             out["rdp"] = float(eps)
@@ -176,13 +232,14 @@ class Totals:
 
     def to_dict(self) -> dict:
         return {"count": self.count, "epsilon": self.epsilon, "delta": self.delta,
-                "mu2": self.mu2, "rdp": self.rdp}
+                "mu2": self.mu2, "mu2_missing": self.mu2_missing, "rdp": self.rdp,
+                "rdp_missing": self.rdp_missing}
 
     @classmethod
     def from_dict(cls, d: dict) -> Totals:
         return cls(int(d["count"]), float(d["epsilon"]), float(d["delta"]),
-                   None if d["mu2"] is None else float(d["mu2"]),
-                   None if d["rdp"] is None else [float(v) for v in d["rdp"]])
+                   float(d["mu2"]), int(d["mu2_missing"]), [float(v) for v in d["rdp"]],
+                   int(d["rdp_missing"]))
 
 
 # ---------------------------------------------------------------------------------------
