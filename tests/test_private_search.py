@@ -223,10 +223,12 @@ def test_pipeline_and_regressor_with_clipped_mse():
     ({"param_distributions": {"solver": ["objective_perturbation"]}},
      IncompatibleSolverError, "Renyi"),
     ({"validation_fraction": 0.001}, ValueError, "validation_fraction"),
+    ({"estimator": DPLogisticRegression()}, IncompatibleSolverError, "data_norm"),
 ])
 def test_bad_settings_name_the_setting(kwargs, error, match):
-    params = {"param_distributions": GRID, **kwargs}
-    s = PrivateRandomizedSearch(DPLogisticRegression(), **params)
+    params = {"param_distributions": GRID, "estimator": DPLogisticRegression(data_norm=1.0),
+              **kwargs}
+    s = PrivateRandomizedSearch(**params)
     with pytest.raises(error, match=match):
         quiet(s.fit, X, Y)
     assert not hasattr(s, "best_estimator_")
@@ -282,7 +284,7 @@ def test_meta_estimators_that_clone_share_one_cap():
     X3, Y3 = make_classification(n_samples=240, n_features=4, n_informative=3,
                                  n_redundant=0, n_classes=3, random_state=0)
     X3 = X3 / np.linalg.norm(X3, axis=1).max()
-    s = quiet(PrivateRandomizedSearch(OneVsRestClassifier(DPLogisticRegression()),
+    s = quiet(PrivateRandomizedSearch(OneVsRestClassifier(DPLogisticRegression(data_norm=1.0)),
                                       {"estimator__alpha": [0.1, 1.0]}, n_candidates_mean=2,
                                       random_state=0).fit, X3, Y3)
     z = s.privacy_ledger_.event.event.noise_multiplier
@@ -304,7 +306,7 @@ def test_candidates_use_the_label_set_of_the_whole_y():
 def test_stateful_non_private_steps_are_warned_about():
     from sklearn.preprocessing import StandardScaler
 
-    est = make_pipeline(StandardScaler(), DPLogisticRegression())
+    est = make_pipeline(StandardScaler(), DPLogisticRegression(data_norm=1.0))
     with pytest.warns(PrivacyLeakWarning, match="StandardScaler"):
         PrivateRandomizedSearch(est, {"dplogisticregression__alpha": [0.1]},
                                 n_candidates_mean=2).fit(X, Y)

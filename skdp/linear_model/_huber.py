@@ -52,13 +52,24 @@ class DPHuberRegressor(BaseDPRegressor):
         this objective with ``huber_delta = e * scale_`` and ``alpha = alpha_sk * scale_
         / n_samples`` (see :class:`~skdp.losses.HuberLoss`). Here the threshold is a
         public constant (estimating a scale from private data would cost privacy).
-    y_bound : float, default=1.0
-        Public bound on ``|y|``; labels are clipped to ``[-y_bound, y_bound]`` in ``fit``.
-        It enters the public bound on the initial suboptimality (iteration counts, the
-        output-perturbation domain), not the gradient bound.
-    data_norm : float, default=1.0
-        Public bound on the norm of a row of ``X`` (rows are clipped to it in ``fit`` and
-        ``predict``).
+    y_bound : float or "auto", default="auto"
+        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
+        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
+        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
+        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
+        then fits ``(y - centre) / y_bound`` and predictions are clipped to
+        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
+    data_norm : float or "auto", default="auto"
+        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
+        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
+        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
+        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
+        units. See docs/privacy.md, "Private bounds".
+    bounds_fraction : float in (0, 1), default=0.3
+        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
+        all of ``delta``). Unused when every bound is a number.
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -139,9 +150,9 @@ class DPHuberRegressor(BaseDPRegressor):
         solver="gd",
         alpha=1e-2,
         huber_delta=1.35,
-        y_bound=1.0,
-        data_norm=1.0,
-        bounds_fraction=0.1,
+        y_bound="auto",
+        data_norm="auto",
+        bounds_fraction=0.3,
         fit_intercept=True,
         constraint=None,
         radius=None,

@@ -38,11 +38,24 @@ class DPLasso(BaseDPRegressor):
         private data costs privacy.
     alpha : float, default=0.0
         Optional L2 strength (elastic net); ``0`` is the plain constrained Lasso.
-    data_norm : float, default=1.0
-        Public bound on the rows, in the l-infinity norm by default (the largest absolute
-        feature value; see ``data_norm_ord``). Rows are clipped to it.
-    y_bound : float, default=1.0
-        Public bound on ``|y|``; labels are clipped to ``[-y_bound, y_bound]`` in ``fit``.
+    data_norm : float or "auto", default="auto"
+        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
+        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
+        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
+        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
+        units. See docs/privacy.md, "Private bounds".
+    bounds_fraction : float in (0, 1), default=0.3
+        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
+        all of ``delta``). Unused when every bound is a number.
+    y_bound : float or "auto", default="auto"
+        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
+        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
+        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
+        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
+        then fits ``(y - centre) / y_bound`` and predictions are clipped to
+        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
     fit_intercept : bool, default=True
         Fit an intercept as the coefficient ``b'`` of a constant feature of value
         ``data_norm`` (``intercept_ = data_norm * b'``); ``b'`` counts towards the l1
@@ -118,9 +131,9 @@ class DPLasso(BaseDPRegressor):
         solver="frank_wolfe",
         radius=1.0,
         alpha=0.0,
-        data_norm=1.0,
-        bounds_fraction=0.1,
-        y_bound=1.0,
+        data_norm="auto",
+        bounds_fraction=0.3,
+        y_bound="auto",
         fit_intercept=True,
         data_norm_ord="auto",
         accounting="auto",

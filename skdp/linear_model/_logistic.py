@@ -40,10 +40,17 @@ class DPLogisticRegression(BaseDPClassifier):
         penalised, except by ``"output_perturbation"``, whose sensitivity needs strong
         convexity in every coordinate). ``"svrg"`` and ``"output_perturbation"`` need
         ``alpha > 0``.
-    data_norm : float, default=1.0
-        Public bound on the l2 norm of a row of ``X``: rows are clipped to it in ``fit``
-        and ``predict``. Never computed from the data: choose it from domain knowledge
-        or a data-independent preprocessing.
+    data_norm : float or "auto", default="auto"
+        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
+        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
+        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
+        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
+        units. See docs/privacy.md, "Private bounds".
+    bounds_fraction : float in (0, 1), default=0.2
+        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
+        all of ``delta``). Unused when every bound is a number.
     fit_intercept : bool, default=True
         Fit an intercept, as an extra feature of constant value ``data_norm`` (the
         augmented row norm bound ``sqrt(2) data_norm`` enters the sensitivity).
@@ -137,8 +144,8 @@ class DPLogisticRegression(BaseDPClassifier):
         classes=None,
         solver="gd",
         alpha=1e-2,
-        data_norm=1.0,
-        bounds_fraction=0.1,
+        data_norm="auto",
+        bounds_fraction=0.2,
         fit_intercept=True,
         constraint=None,
         radius=None,

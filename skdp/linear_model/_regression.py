@@ -20,27 +20,40 @@ class DPLinearRegression(BaseDPRegressor):
     epsilon : float, default=1.0
         Privacy budget, in ``(0, inf]`` (``inf``: no privacy, with a
         :class:`~skdp.exceptions.PrivacyLeakWarning`).
-    delta : float, default=0.0
-        Failure probability, in ``[0, 1)``. ``0`` (the default) is pure epsilon-DP with
-        ``"output_perturbation"``; the gradient solvers need ``delta > 0``.
-    solver : str or solver object, default="output_perturbation"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance. On small or
-        medium data with a modest number of features, ``"sufficient_statistics"`` (one
+    delta : float, default=1e-5
+        Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``. ``0``
+        is pure epsilon-DP (``"sufficient_statistics"`` with l2-Laplace noise, or
+        ``"output_perturbation"``).
+    solver : str or solver object, default="sufficient_statistics"
+        A name from :data:`skdp.solvers.SOLVERS` or a solver instance. The default (one
         noisy release of ``X'X`` and ``X'y``, pure or approximate DP, ``alpha >= 0``) is
-        far more accurate than output perturbation, whose noise grows like
-        ``1 / alpha`` (see benchmarks/results/linear_regression.md). The squared loss
-        has unbounded gradients: gradient solvers need a constraint radius (and
-        ``fit_intercept=False``) or their own ``clip_norm``.
-    alpha : float, default=1.0
-        L2 strength in the objective above (``"output_perturbation"`` penalises the
-        intercept too and needs ``alpha > 0``). The sensitivity of the ridge solution
-        falls like ``1 / alpha``: small values make private fits noisy.
-    data_norm : float, default=1.0
-        Public bound on the l2 norm of a row of ``X`` (rows are clipped to it in ``fit``
-        and ``predict``).
-    y_bound : float, default=1.0
-        Public bound on ``|y|``; labels are clipped to ``[-y_bound, y_bound]`` in ``fit``.
-        Centre and scale ``y`` with public constants beforehand.
+        the most accurate on small or medium data with a modest number of features;
+        ``"output_perturbation"``'s noise grows like ``1 / alpha`` (see
+        benchmarks/results/linear_regression.md). The squared loss has unbounded
+        gradients: gradient solvers need a constraint radius (and ``fit_intercept=False``)
+        or their own ``clip_norm``.
+    alpha : float, default=1e-2
+        L2 strength in the objective above (in units of the bounds with ``"auto"``
+        bounds; ``"output_perturbation"`` penalises the intercept too and needs
+        ``alpha > 0``, and its sensitivity falls like ``1 / alpha``).
+    data_norm : float or "auto", default="auto"
+        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
+        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
+        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
+        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
+        units. See docs/privacy.md, "Private bounds".
+    bounds_fraction : float in (0, 1), default=0.3
+        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
+        all of ``delta``). Unused when every bound is a number.
+    y_bound : float or "auto", default="auto"
+        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
+        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
+        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
+        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
+        then fits ``(y - centre) / y_bound`` and predictions are clipped to
+        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -108,7 +121,7 @@ class DPLinearRegression(BaseDPRegressor):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 3)) / 3
     >>> y = np.clip(X @ [1.0, -0.5, 0.2], -1, 1)
-    >>> reg = DPLinearRegression(epsilon=1.0, alpha=0.1, random_state=0).fit(X, y)
+    >>> reg = DPLinearRegression(epsilon=1.0, delta=0.0, alpha=0.1).fit(X, y)
     >>> reg.privacy_spent_.delta
     0.0
     """
@@ -116,13 +129,13 @@ class DPLinearRegression(BaseDPRegressor):
     def __init__(
         self,
         epsilon=1.0,
-        delta=0.0,
+        delta=1e-5,
         *,
-        solver="output_perturbation",
-        alpha=1.0,
-        data_norm=1.0,
-        bounds_fraction=0.1,
-        y_bound=1.0,
+        solver="sufficient_statistics",
+        alpha=1e-2,
+        data_norm="auto",
+        bounds_fraction=0.3,
+        y_bound="auto",
         fit_intercept=True,
         constraint=None,
         radius=None,

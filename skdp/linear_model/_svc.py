@@ -24,9 +24,10 @@ class DPLinearSVC(BaseDPClassifier):
     ----------
     epsilon : float, default=1.0
         Privacy budget, in ``(0, inf]``.
-    delta : float, default=0.0
+    delta : float, default=1e-5
         Failure probability, in ``[0, 1)``; ``0`` is pure epsilon-DP with
-        ``"output_perturbation"``.
+        ``"output_perturbation"`` (whose noise overwhelms the signal on a few hundred
+        rows: breast cancer at epsilon = 1 scores 0.64 with it, 0.89 with the default).
     loss : {"smoothed_hinge", "hinge"}, default="smoothed_hinge"
         ``"smoothed_hinge"`` (quadratic within ``smoothing`` of the margin; the smooth
         default, as scikit-learn's ``LinearSVC`` defaults to the smooth squared hinge) is
@@ -44,12 +45,22 @@ class DPLinearSVC(BaseDPClassifier):
         coefficients, and the model's shape does not depend on any record. ``None``: the
         label set is read from ``y`` (treated as public; replacing the only record of a
         class changes the model's shape, see docs/privacy.md).
-    solver : str or solver object, default="output_perturbation"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance.
+    solver : str or solver object, default="gd"
+        A name from :data:`skdp.solvers.SOLVERS` or a solver instance (DP-GD needs the
+        smooth ``"smoothed_hinge"``; ``"hinge"`` needs ``"output_perturbation"``).
     alpha : float, default=1e-2
         L2 strength (``"output_perturbation"`` penalises the intercept too).
-    data_norm : float, default=1.0
-        Public bound on the l2 norm of a row of ``X`` (rows are clipped to it).
+    data_norm : float or "auto", default="auto"
+        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
+        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
+        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
+        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
+        units. See docs/privacy.md, "Private bounds".
+    bounds_fraction : float in (0, 1), default=0.2
+        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
+        all of ``delta``). Unused when every bound is a number.
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -120,15 +131,15 @@ class DPLinearSVC(BaseDPClassifier):
     def __init__(
         self,
         epsilon=1.0,
-        delta=0.0,
+        delta=1e-5,
         *,
         classes=None,
         loss="smoothed_hinge",
         smoothing=0.5,
-        solver="output_perturbation",
+        solver="gd",
         alpha=1e-2,
-        data_norm=1.0,
-        bounds_fraction=0.1,
+        data_norm="auto",
+        bounds_fraction=0.2,
         fit_intercept=True,
         constraint=None,
         radius=None,

@@ -36,7 +36,7 @@ from skdp.privacy.accounting import (
     calibrate_noise_multiplier,
 )
 from skdp.privacy.budget import check_budget
-from skdp.privacy.composition import rdp_curve
+from skdp.privacy.composition import CompositeLedger, rdp_curve
 
 __all__ = ["PrivateRandomizedSearch", "private_steps"]
 
@@ -139,7 +139,14 @@ class _CandidateCap:
         self.used_rdp = None if reference is None else np.zeros_like(reference)
         self.used_pure = 0.0
 
-    def charge(self, ledger: PrivacyLedger, *, source: str, params=None) -> int:
+    def charge(self, ledger, *, source: str, params=None) -> int:
+        if isinstance(ledger, CompositeLedger):
+            # A fit with "auto" bounds plans its solver only after estimating them, from
+            # the data: its curve cannot be checked before it reads X.
+            raise IncompatibleSolverError(
+                f"{source} estimates data_norm or y_bound from the data ('auto'); in a "
+                "private search give them as numbers (public bounds, or a list to search "
+                "over, for example data_norm in [1, 10, 100]).")
         if self.reference is None:
             spent = ledger.spent()
             if spent.delta > 0:
