@@ -48,6 +48,11 @@ BOUNDS_QUANTILE = 0.5
 BOUNDS_FACTOR = 2.0
 
 
+def _round_up(bound: float) -> float:
+    """``bound`` rounded up to a power of 2^(1/4) (within the public range of bounds)."""
+    return float(min(2.0 ** (math.ceil(4.0 * math.log2(max(bound, 1e-300))) / 4.0), 1e149))
+
+
 @dataclass(frozen=True)
 class FitBounds:
     """The bounds one fit uses: declared, or estimated privately (``"auto"``).
@@ -335,17 +340,19 @@ class BaseDPLinearModel(BaseEstimator):
 
     def _estimate_bounds(self, X, y, shares: dict, rng) -> FitBounds:
         """The private bound estimates (exponential-mechanism quantiles over public grids)."""
-        # Every bound is post-processing of its private quantile by a public factor.
-        data_norm = (BOUNDS_FACTOR * private_quantile(
-            row_norms(X, self._data_norm_ord()), BOUNDS_QUANTILE, shares["data_norm"], rng)
+        # Every bound is post-processing of its private quantile: a public factor, then
+        # rounded up to a power of 2^(1/4), so that fits on similar data share one plan
+        # (and its cached calibration).
+        data_norm = (_round_up(BOUNDS_FACTOR * private_quantile(
+            row_norms(X, self._data_norm_ord()), BOUNDS_QUANTILE, shares["data_norm"], rng))
             if "data_norm" in shares else float(self.data_norm))
         y_bound = getattr(self, "y_bound", None)
         centre = 0.0
         if "y_centre" in shares:
             centre = private_quantile(y, 0.5, shares["y_centre"], rng, scale="asinh")
         if "y_bound" in shares:
-            y_bound = BOUNDS_FACTOR * private_quantile(
-                np.abs(y - centre), BOUNDS_QUANTILE, shares["y_bound"], rng)
+            y_bound = _round_up(BOUNDS_FACTOR * private_quantile(
+                np.abs(y - centre), BOUNDS_QUANTILE, shares["y_bound"], rng))
         elif y_bound is not None:
             y_bound = float(y_bound)
         return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)

@@ -18,6 +18,8 @@ from skdp import (
     LocalizedMirrorDescent,
     NoisyMirrorDescent,
 )
+from skdp.model_selection import PrivateRandomizedSearch
+from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
 
 # Per-solver constructor overrides that keep the checks fast (a solver object of the
 # registered class with a short schedule). Every key of SOLVERS must appear here, so a new
@@ -70,6 +72,17 @@ OTHER_ESTIMATORS = [
     DPLogisticRegression(solver="objective_perturbation", delta=0.0),  # pure K-norm
     DPLogisticRegression(solver="output_perturbation", adversarial_radius=0.1,
                          adversarial_norm=float("inf")),
+    DPLogisticRegression(data_norm=1.0, classes=None),  # a declared public bound
+    DPLinearRegression(data_norm=1.0, y_bound=1.0),
+    # Transformers and the private search.
+    DPStandardScaler(),
+    DPStandardScaler(delta=0.0, bounds=(-5.0, 5.0)),
+    PublicBoundsScaler(),
+    RowNormClipper(),
+    PrivateRandomizedSearch(DPLogisticRegression(data_norm=1.0), {"alpha": [0.1, 1.0]},
+                            n_candidates_mean=2),
+    PrivateRandomizedSearch(DPLinearRegression(data_norm=1.0, y_bound=5.0),
+                            {"alpha": [0.1, 1.0]}, n_candidates_mean=2),
 ]
 
 

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import math
 import warnings
+from copy import deepcopy
 from numbers import Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 from scipy.optimize import brentq
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from skdp._base import BaseDPLinearModel
-from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context
+from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import (
     BudgetError,
     IncompatibleSolverError,
@@ -415,11 +417,19 @@ default="truncated_negative_binomial"
         scoring = self.scoring or ("accuracy" if is_classifier(self.estimator)
                                    else "neg_mean_squared_error")
         _warn_stateful_steps(self.estimator)
-        n_samples = int(X.shape[0]) if hasattr(X, "shape") else len(X)
+        shape = getattr(X, "shape", None)
+        if shape is None or len(shape) != 2:
+            X, y = self._validate(X, y)  # lists: converted (nothing is checked yet)
+        elif y is None:
+            raise ValueError("PrivateRandomizedSearch requires y to be passed, but the "
+                             "target y is None.")
+        check_consistent_length(X, y)
+        n_samples = int(X.shape[0])
         n_val = int(round(self.validation_fraction * n_samples))
         if n_val < 1 or n_samples - n_val < 2:
             raise ValueError(f"validation_fraction={self.validation_fraction} leaves no "
-                             f"validation or training rows of {n_samples}; change it.")
+                             f"validation or training rows of n_samples={n_samples}; "
+                             "change it.")
         ledger, z_ref, pure_eps = self._plan()
         spent = ledger.spent()
         if not spent.within(ledger.budget):
@@ -448,6 +458,7 @@ default="truncated_negative_binomial"
         entry = None if self.accountant is None else self.accountant.charge(
             ledger, source=type(self).__name__, params=self.get_params(deep=False))
         try:
+            X, y = self._validate(X, y)
             best = (math.nan, None, None, math.nan)
             # One public label set for every candidate (read from the whole y, as skdp's
             # classifiers do): never the label set of a random training part.
@@ -489,6 +500,12 @@ default="truncated_negative_binomial"
         if is_classifier(self.estimator) and hasattr(self.best_estimator_, "classes_"):
             self.classes_ = self.best_estimator_.classes_
         return self
+
+    def _validate(self, X, y):
+        # Values are checked by each candidate's own fit; here only the format.
+        return validate_data(self, X, y, accept_sparse="csr", dtype=None,
+                             ensure_all_finite=False, multi_output=False,
+                             y_numeric=not is_classifier(self.estimator))
 
     @staticmethod
     def _score_noise_scale(sensitivity: float, z_ref: float | None,
@@ -568,8 +585,11 @@ default="truncated_negative_binomial"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        inner = self.estimator.__sklearn_tags__()
+        inner = get_tags(self.estimator)
         tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = deepcopy(inner.classifier_tags)
+        tags.regressor_tags = deepcopy(inner.regressor_tags)
         tags.input_tags.sparse = inner.input_tags.sparse
+        tags.input_tags.allow_nan = inner.input_tags.allow_nan
         return tags
 

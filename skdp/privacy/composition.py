@@ -151,6 +151,25 @@ def summarize(ledger: PrivacyLedger | CompositeLedger) -> LedgerSummary:
             None if any(p.mu2 is None for p in parts) else sum(p.mu2 for p in parts),
             None if any(p.rdp is None for p in parts) else
             tuple(np.sum([p.rdp for p in parts], axis=0).tolist()))
+    return _summarize_ledger(repr(ledger.event), ledger)
+
+
+_SUMMARY_CACHE: dict[tuple, LedgerSummary] = {}
+
+
+def _summarize_ledger(key: str, ledger: PrivacyLedger) -> LedgerSummary:
+    # Ledgers are immutable values: memoised by their complete description (the Renyi
+    # curve of randomized response costs dp_accounting ~15 ms to evaluate).
+    full_key = (key, ledger.accountant, ledger.relation, ledger.budget, ledger.via_add_remove)
+    summary = _SUMMARY_CACHE.get(full_key)
+    if summary is None:
+        if len(_SUMMARY_CACHE) >= 4096:
+            _SUMMARY_CACHE.clear()
+        summary = _SUMMARY_CACHE[full_key] = _summarize_uncached(ledger)
+    return summary
+
+
+def _summarize_uncached(ledger: PrivacyLedger) -> LedgerSummary:
     spent = ledger.spent()
     summary = LedgerSummary(float(spent.epsilon), float(spent.delta))
     if (ledger.via_add_remove or ledger.relation != "replace_one"

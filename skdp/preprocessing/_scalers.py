@@ -1,0 +1,326 @@
+"""Transformers for private pipelines: public-bounds scaling, row clipping, a DP scaler."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Real
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
+from skdp.exceptions import PrivacyLeakWarning
+from skdp.losses import NORM_SAFETY, row_norms
+from skdp.mechanisms import private_quantile, quantile_event
+from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, single_release
+from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.composition import CompositeLedger
+from skdp.privacy.noise import as_generator, as_noise_source
+
+__all__ = ["DPStandardScaler", "PublicBoundsScaler", "RowNormClipper"]
+
+
+def _public_bounds(bounds, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)`` arrays of length ``n_features`` from scalars or per-feature arrays."""
+    lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (n_features,)).copy()
+                    for b in bounds)
+    if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))
+            and np.all(upper > lower)):
+        raise ValueError("bounds must be finite (lower, upper) with upper > lower for every "
+                         "feature; set bounds to public per-feature ranges.")
+    return lower, upper
+
+
+def _check_bounds_param(bounds) -> None:
+    if isinstance(bounds, str):
+        return
+    if not (isinstance(bounds, tuple | list) and len(bounds) == 2):
+        raise ValueError("bounds must be 'auto' or a pair (lower, upper) of numbers or "
+                         "per-feature arrays; set bounds accordingly.")
+
+
+class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Map declared per-feature bounds to ``[-1, 1]``, clipping outside: reads no statistic.
+
+    ``x -> clip(2 (x - lower) / (upper - lower) - 1, -1, 1)``: a fixed per-record map with
+    PUBLIC constants, so it costs no privacy. ``fit`` only checks the shape.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper), default=(-1.0, 1.0)
+        Public bounds: scalars, or arrays of length ``n_features`` (for example the ranges
+        published with a data set, or physical limits). Never compute them from the
+        private data.
+    """
+
+    _parameter_constraints: dict = {"bounds": [tuple, list]}
+
+    def __init__(self, bounds=(-1.0, 1.0)):
+        self.bounds = bounds
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Check the shape and the bounds (no statistic of ``X`` is read).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        _check_bounds_param(self.bounds)
+        X = validate_data(self, X, dtype=np.float64)
+        self.lower_, self.upper_ = _public_bounds(self.bounds, X.shape[1])
+        return self
+
+    def transform(self, X):
+        """Scale and clip each feature to ``[-1, 1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        out = (X - self.lower_) * (2.0 / (self.upper_ - self.lower_)) - 1.0
+        return np.clip(out, -1.0, 1.0, out=out)
+
+
+class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Clip every row to a public norm bound: reads no statistic.
+
+    Parameters
+    ----------
+    max_norm : float, default=1.0
+        Public bound; rows with a larger norm are scaled down to it.
+    norm : float >= 1 or inf, default=2.0
+        The norm in which rows are measured.
+    """
+
+    _parameter_constraints: dict = {
+        "max_norm": [Interval(Real, 0, None, closed="neither")],
+        "norm": [Interval(Real, 1, None, closed="left")],
+    }
+
+    def __init__(self, max_norm=1.0, norm=2.0):
+        self.max_norm = max_norm
+        self.norm = norm
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Check the shape (no statistic of ``X`` is read).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        validate_data(self, X, dtype=np.float64)
+        return self
+
+    def transform(self, X):
+        """Rows scaled by ``min(1, max_norm / ||x||)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "n_features_in_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        with np.errstate(divide="ignore"):
+            scale = np.minimum(1.0, float(self.max_norm) * NORM_SAFETY
+                               / row_norms(X, float(self.norm)))
+        return X * scale[:, None]
+
+
+class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Standardize features with differentially private means and variances.
+
+    Each feature is clipped to ``[lower, upper]`` and mapped to ``u = (x - lower) / (upper
+    - lower)`` in ``[0, 1]``; the vectors ``sum_i u_i`` and ``sum_i u_i^2`` (2 d numbers,
+    l2 sensitivity ``sqrt(2 d)`` under replace-one: each coordinate of one row moves by at
+    most 1) are released once with calibrated noise (Gaussian, or l2-Laplace for
+    ``delta=0``), and ``mean_``, ``var_`` follow by post-processing (variances floored at
+    ``1e-4`` of the squared range). ``n`` is public. Details: docs/privacy.md, "DP scaler".
+
+    Parameters
+    ----------
+    epsilon : float, default=0.3
+        Privacy budget of this step (a pipeline's total is the sum of its steps').
+    delta : float, default=1e-5
+        ``0`` for pure DP (l2-Laplace noise).
+    bounds : "auto" or tuple (lower, upper), default="auto"
+        Public per-feature bounds (scalars or arrays), or ``"auto"``: every feature in
+        ``[-C, C]`` with ``C`` twice a private median of the row norms (a share
+        ``bounds_fraction`` of ``epsilon``). ``"auto"`` suits features on comparable
+        scales; features far smaller than the row norm get little signal (give public
+        bounds for them).
+    bounds_fraction : float in (0, 1), default=0.2
+        Share of ``epsilon`` spent on ``"auto"`` bounds.
+    accounting : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
+        How the release is accounted (``"auto"``: exact Gaussian, or pure for delta=0).
+    accountant : BudgetAccountant or None, default=None
+        Charged before ``X`` is read, as every skdp fit.
+    random_state : None, int or Generator, default=None
+        Source of the noise (``None``: OS entropy; use it for releases).
+
+    Attributes
+    ----------
+    mean_, var_, scale_ : ndarray of shape (n_features,)
+    lower_, upper_ : ndarray of shape (n_features,)
+        The bounds used (public, or released privately).
+    privacy_ledger_ : PrivacyLedger or CompositeLedger
+    privacy_spent_ : PrivacySpent
+    n_features_in_ : int
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="right")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "bounds": [StrOptions({"auto"}), tuple, list],
+        "bounds_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "accounting": [StrOptions({"auto", *ACCOUNTANTS} - {"basic"})],
+        "accountant": [HasMethods(["charge", "refund"]), None],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(self, epsilon=0.3, delta=1e-5, *, bounds="auto", bounds_fraction=0.2,
+                 accounting="auto", accountant=None, random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.bounds = bounds
+        self.bounds_fraction = bounds_fraction
+        self.accounting = accounting
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def _accounting(self, budget: Budget) -> str:
+        if self.accounting != "auto":
+            return self.accounting
+        return "pure" if budget.delta == 0 else "gaussian"
+
+    def _plan(self, n_features: int):
+        """Budgets and the ledger charged before reading ``X`` (public quantities only)."""
+        _check_bounds_param(self.bounds)
+        total = check_budget(self.epsilon, self.delta, needs_delta=False)
+        auto = isinstance(self.bounds, str)
+        moments = total
+        if auto and total.is_private:
+            eps_bounds = float(self.bounds_fraction) * total.epsilon
+            eps_moments = total.epsilon - eps_bounds
+            while eps_bounds + eps_moments > total.epsilon:
+                eps_moments = math.nextafter(eps_moments, 0.0)
+            moments = Budget(eps_moments, total.delta)
+        accounting = self._accounting(moments)
+        if accounting == "pure" and moments.delta > 0:
+            moments = Budget(moments.epsilon, 0.0)
+        release = single_release(moments, accounting, "replace_one")
+        ledger = PrivacyLedger(release.event, accounting, "replace_one", moments)
+        if auto and total.is_private:
+            bounds_ledger = PrivacyLedger(dpe.ComposedDpEvent([quantile_event(eps_bounds)]),
+                                          "pure", "replace_one", Budget(eps_bounds, 0.0))
+            ledger = CompositeLedger((("bounds", bounds_ledger), ("moments", ledger)), total)
+        return total, release, ledger, (eps_bounds if auto and total.is_private else math.inf)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Release private means and variances of the (clipped) features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        shape = getattr(X, "shape", None)
+        if shape is None or len(shape) != 2 or min(shape) < 1:
+            X = validate_data(self, X, dtype=np.float64)
+            shape = X.shape
+        total, release, ledger, eps_bounds = self._plan(int(shape[1]))
+        if total.is_private and self.random_state is not None:
+            warnings.warn("random_state is set: anyone who knows it can regenerate the "
+                          "noise. Use random_state=None for releases.",
+                          PrivacyLeakWarning, stacklevel=2)
+        entry = None if self.accountant is None else self.accountant.charge(
+            ledger, source=type(self).__name__, params=self.get_params(deep=False))
+        try:
+            X = validate_data(self, X, dtype=np.float64)
+            n, d = X.shape
+            bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
+            if isinstance(self.bounds, str):
+                # Post-processing of one private median: every feature in [-C, C].
+                c = 2.0 * private_quantile(row_norms(X, 2.0), 0.5, eps_bounds, bounds_rng)
+                lower, upper = np.full(d, -c), np.full(d, c)
+            else:
+                lower, upper = _public_bounds(self.bounds, d)
+            width = upper - lower
+            # The released 2d-vector: per-feature sums of u and u^2, u in [0, 1]; one
+            # replaced row moves each of its 2d coordinates by at most 1: sensitivity
+            # sqrt(2 d) (l2).
+            sums = np.zeros(2 * d)
+            for start in range(0, n, 4096):  # blocks: no n x d temporary beyond a block
+                u = np.clip((X[start:start + 4096] - lower) / width, 0.0, 1.0)
+                sums[:d] += u.sum(axis=0)
+                sums[d:] += (u * u).sum(axis=0)
+            sensitivity = math.sqrt(2.0 * d)
+            noise = as_noise_source(noise_rng)
+            if release.mechanism == "gaussian":
+                sums = sums + noise.gaussian((2 * d,), release.unit_scale * sensitivity)
+            elif release.mechanism == "l2_laplace":
+                sums = sums + noise.l2_laplace((2 * d,), release.unit_scale * sensitivity)
+            mean_u = np.clip(sums[:d] / n, 0.0, 1.0)
+            var_u = np.clip(sums[d:] / n - mean_u ** 2, 1e-4, 0.25)
+        except BaseException:
+            if entry is not None:
+                self.accountant.refund(entry)
+            raise
+        self.lower_, self.upper_ = lower, upper
+        self.mean_ = lower + width * mean_u
+        self.var_ = width ** 2 * var_u
+        self.scale_ = np.sqrt(self.var_)
+        self.n_samples_seen_ = n
+        self.noise_scale_ = float(release.unit_scale * sensitivity)
+        self.privacy_ledger_ = ledger
+        self.privacy_spent_ = ledger.spent()
+        return self
+
+    def transform(self, X):
+        """``(x - mean_) / scale_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.mean_) / self.scale_
+
+    def inverse_transform(self, X):
+        """``x * scale_ + mean_``."""
+        check_is_fitted(self)
+        return np.asarray(X, dtype=float) * self.scale_ + self.mean_
