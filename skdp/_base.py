@@ -392,6 +392,12 @@ class BaseDPLinearModel(BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=3,
             )
+        if not self._y_numeric and getattr(self, "classes", None) is None:
+            warnings.warn(
+                "the label set is read from y (classes=None): replacing the only record of "
+                "a class changes the model's shape, which the privacy guarantee does not "
+                "cover. Declare the public label set with classes=[...].",
+                PrivacyLeakWarning, stacklevel=3)
         accountant = self.accountant
         # The budget is charged from the public plan, before any value of X is read.
         entry = None if accountant is None else accountant.charge(

@@ -182,3 +182,36 @@ def test_audit_of_the_bound_estimate_with_an_extreme_canary(monkeypatch):
     assert not audit_scores(s, s_prime, epsilon=claimed, delta=0.0).violated
     s, s_prime, claimed = run(250.0, 2)
     assert audit_scores(s, s_prime, epsilon=claimed, delta=0.0).violated
+
+
+# -- a public label set (issue 19, item 3) -----------------------------------------------------
+def test_declared_classes_make_the_shape_independent_of_y():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.r_[np.zeros(30, int), np.ones(29, int), [2]]  # one record of class 2
+    y_prime = y.copy()
+    y_prime[-1] = 1  # its neighbour: class 2 absent
+    shapes = set()
+    for labels in (y, y_prime):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PrivacyLeakWarning)  # declared: no warning
+            clf = DPLogisticRegression(classes=[0, 1, 2], data_norm=1.0,
+                                       random_state=np.random.default_rng(1))
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            clf.fit(X, labels)
+        shapes.add((clf.coef_.shape, tuple(clf.classes_), clf.predict_proba(X).shape))
+    assert len(shapes) == 1
+    # Both neighbours with a single class present still fit (no "at least 2 classes").
+    DPLinearSVC(classes=[0, 1], data_norm=1.0).fit(X, np.zeros(60, int))
+    with pytest.raises(ValueError, match="not in classes"):
+        DPLogisticRegression(classes=[0, 1], data_norm=1.0).fit(X, y)
+
+
+def test_inferred_label_set_warns_exactly_once_per_fit():
+    X, y = X_BC[:80] / 1000, Y_BC[:80]
+    with pytest.warns(PrivacyLeakWarning, match="label set is read") as record:
+        DPLogisticRegression(data_norm=3.0).fit(X, y)
+    assert sum("label set" in str(w.message) for w in record) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        DPLogisticRegression(data_norm=3.0, classes=[0, 1]).fit(X, y)

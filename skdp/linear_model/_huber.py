@@ -112,8 +112,13 @@ class DPHuberRegressor(BaseDPRegressor):
     n_iter_ : int
         Number of noisy releases or steps (1 for output perturbation).
     privacy_spent_ : PrivacySpent
-    privacy_ledger_ : PrivacyLedger
+    privacy_ledger_ : PrivacyLedger or CompositeLedger
     privacy_plan_ : Plan
+    data_norm_ : float
+        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
+    y_bound_, y_centre_ : float
+        The target bound and centre used (declared: ``y_bound`` and 0; ``"auto"``: the
+        private estimates).
     solver_ : BaseDPSolver
     n_features_in_ : int
     feature_names_in_ : ndarray of str

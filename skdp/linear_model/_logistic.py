@@ -109,10 +109,13 @@ class DPLogisticRegression(BaseDPClassifier):
         listed in ``privacy_plan_.settings``).
     privacy_spent_ : PrivacySpent
         ``(epsilon, delta)`` spent, from re-accounting the ledger.
-    privacy_ledger_ : PrivacyLedger
-        The ``dp_accounting`` event of everything that ran, its accountant and relation.
+    privacy_ledger_ : PrivacyLedger or CompositeLedger
+        The ``dp_accounting`` events of everything that ran (with ``"auto"`` bounds, the
+        parts ``"bounds"`` and ``"fit"``), their accountants and relation.
     privacy_plan_ : Plan
         The public plan (iteration counts, noise levels, step size).
+    data_norm_ : float
+        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
     solver_ : BaseDPSolver
         The solver object used.
     n_features_in_ : int

@@ -105,8 +105,10 @@ class DPLinearSVC(BaseDPClassifier):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
     privacy_spent_ : PrivacySpent
-    privacy_ledger_ : PrivacyLedger
+    privacy_ledger_ : PrivacyLedger or CompositeLedger
     privacy_plan_ : Plan
+    data_norm_ : float
+        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
     solver_ : BaseDPSolver
     n_features_in_ : int
     feature_names_in_ : ndarray of str

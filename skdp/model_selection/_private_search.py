@@ -462,7 +462,13 @@ default="truncated_negative_binomial"
             best = (math.nan, None, None, math.nan)
             # One public label set for every candidate (read from the whole y, as skdp's
             # classifiers do): never the label set of a random training part.
-            classes = np.unique(np.asarray(y)) if is_classifier(self.estimator) else None
+            classes = None
+            if is_classifier(self.estimator):
+                classes = np.unique(np.asarray(y))
+                warnings.warn(
+                    "the label set is read from y: it is treated as public (every "
+                    "candidate uses it), which the search's guarantee does not cover.",
+                    PrivacyLeakWarning, stacklevel=3)
             X_train, y_train = _take(X, train_idx), _take(np.asarray(y), train_idx)
             X_val, y_val = _take(X, val_idx), _take(np.asarray(y), val_idx)
             for _ in range(n_candidates):
