@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 from sklearn.datasets import load_breast_cancer
 
 from skdp.__main__ import main
@@ -22,8 +23,20 @@ ONE_PASS = {"localized_mirror_descent", "truncated_mirror_descent",
             "shuffled_truncated_mirror_descent", "phased_sgd"}
 
 
+def test_demo_shows_the_private_workflow_and_its_total(capsys, tmp_path):
+    rows = run_demo(seed=1, plot=str(tmp_path / "workflow.png"))
+    out = capsys.readouterr().out
+    assert len(rows) == 3
+    totals = [r["total_epsilon"] for r in rows]
+    assert totals == sorted(totals) and totals[-1] <= 3.0  # one accountant, cumulative
+    assert all(0.5 <= r["test_accuracy"] <= 1.0 for r in rows)
+    assert "Total read from the accountant" in out and "NOT private" in out
+    assert (tmp_path / "workflow.png").exists()
+
+
+@pytest.mark.slow
 def test_demo_runs_every_solver(capsys, tmp_path):
-    rows = run_demo(seed=1, plot=str(tmp_path / "demo.png"))
+    rows = run_demo(seed=1, plot=str(tmp_path / "demo.png"), all_solvers=True)
     out = capsys.readouterr().out
     assert {r["solver"] for r in rows} == set(SOLVERS)
     for r in rows:
@@ -41,4 +54,4 @@ def test_demo_runs_every_solver(capsys, tmp_path):
 
 def test_cli_entry_point(capsys):
     assert main(["demo", "--no-plot", "--seed", "2"]) == 0
-    assert "majority-class accuracy" in capsys.readouterr().out
+    assert "majority class" in capsys.readouterr().out
