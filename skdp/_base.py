@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
+from sklearn.utils import estimator_html_repr
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._sklearn_compat import (
@@ -51,6 +52,16 @@ BOUNDS_FACTOR = 2.0
 def _round_up(bound: float) -> float:
     """``bound`` rounded up to a power of 2^(1/4) (within the public range of bounds)."""
     return float(min(2.0 ** (math.ceil(4.0 * math.log2(max(bound, 1e-300))) / 4.0), 1e149))
+
+
+def privacy_html(estimator) -> str:
+    """An HTML line with the ``(epsilon, delta)`` a fitted estimator spent, or ``""``."""
+    spent = getattr(estimator, "privacy_spent_", None)
+    if spent is None:
+        return ""
+    return (f'<div class="skdp-privacy" style="font-family: monospace">privacy spent: '
+            f"epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g} "
+            f"(replace-one)</div>")
 
 
 @dataclass(frozen=True)
@@ -185,7 +196,7 @@ class BaseDPLinearModel(BaseEstimator):
         return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Fit the model with the configured private solver.
 
         Parameters
@@ -194,12 +205,25 @@ class BaseDPLinearModel(BaseEstimator):
             Training data; rows are clipped to ``data_norm`` (``X`` is not modified).
         y : array-like of shape (n_samples,)
             Targets.
+        **fit_params
+            None are accepted; ``sample_weight`` is refused with the reason.
 
         Returns
         -------
         self : object
             The fitted estimator.
         """
+        if "sample_weight" in fit_params:
+            raise TypeError(
+                f"{type(self).__name__} refuses sample_weight: a weight multiplies its "
+                "record's contribution to every gradient and statistic, so every "
+                "sensitivity would have to grow by a declared public maximum weight, and "
+                "weights computed from the data would leak. Repeat or subsample rows with "
+                "public rules instead."
+            )
+        if fit_params:
+            raise TypeError(f"{type(self).__name__}.fit() got unexpected keyword arguments "
+                            f"{sorted(fit_params)}.")
         previous = self._fitted_state()
         try:
             return self._fit(X, y)
@@ -496,6 +520,19 @@ class BaseDPLinearModel(BaseEstimator):
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = spent
         self.privacy_plan_ = result.plan
+
+    # -- notebooks: the HTML repr shows what a fitted estimator spent -------------------------
+    def _html_repr(self):
+        return estimator_html_repr(self) + privacy_html(self)
+
+    def _repr_html_inner(self):
+        return self._html_repr()
+
+    def _repr_mimebundle_(self, **kwargs):
+        output = super()._repr_mimebundle_(**kwargs)
+        if "text/html" in output:
+            output["text/html"] = self._html_repr()
+        return output
 
     def _decision_scores(self, X) -> np.ndarray:
         check_is_fitted(self)

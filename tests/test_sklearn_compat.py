@@ -55,8 +55,8 @@ SOLVER_OVERRIDES = {
     "shuffled_truncated_mirror_descent": {"solver": "shuffled_truncated_mirror_descent"},
     "sufficient_statistics": {"solver": "sufficient_statistics"},
 }
-# The other public estimators, with their defaults (pure DP output perturbation), and
-# with a gradient solver where the loss allows one.
+# The other public estimators, with their defaults (private bounds), with the previous
+# defaults (declared bounds, pure DP output perturbation), and with other solvers.
 OTHER_ESTIMATORS = [
     DPHuberRegressor(),
     DPLasso(),
@@ -66,7 +66,7 @@ OTHER_ESTIMATORS = [
                        fit_intercept=False),
     DPLasso(solver="sufficient_statistics"),
     DPLinearSVC(),
-    DPLinearSVC(loss="hinge"),
+    DPLinearSVC(loss="hinge", solver="output_perturbation", delta=0.0),
     DPLinearSVC(loss="smoothed_hinge", solver="gd", delta=1e-5),
     DPLogisticRegression(solver="output_perturbation", delta=0.0, tilt=0.5),
     DPLogisticRegression(solver="objective_perturbation", delta=0.0),  # pure K-norm

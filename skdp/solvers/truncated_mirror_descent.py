@@ -101,6 +101,13 @@ def _check_real(solver: BaseDPSolver, name: str, lower: float, upper: float,
                          f"{upper}{']' if closed_upper else ')'}, got {value!r}.")
 
 
+def _capped_by_alpha(eta: float, alpha: float) -> float:
+    """The default step, at most ``1 / alpha``: the step on the ridge term ``alpha W`` is
+    taken explicitly, and ``eta alpha > 2`` would make it diverge (large ``alpha`` occurs
+    with private bounds, whose ``alpha`` is in units of the bounds). Public quantities."""
+    return min(eta, 1.0 / alpha) if alpha > 0 else eta
+
+
 class _TruncatedBase(BaseDPSolver):
     """Shared parameters, defaults and the one-pass loop of Algorithms 4 and 7."""
 
@@ -338,7 +345,8 @@ class TruncatedMirrorDescent(_TruncatedBase):
         else:
             # E||mean + Z||_q^2 <= tau^2 + E||Z||_r^2 = tau^2 + d sigma^2 (r <= q), over
             # E T steps.
-            eta = self._step(geometry, epochs * n_iter, tau**2 + d * sigma**2)
+            eta = _capped_by_alpha(
+                self._step(geometry, epochs * n_iter, tau**2 + d * sigma**2), spec.alpha)
         return Plan(
             n_iter=epochs * n_iter, event=event, accountant="rdp", relation=relation,
             settings={"batches": n_iter, "epochs": epochs,
@@ -519,7 +527,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
             # ||mean Z||_q <= ||mean Z||_2, E||mean Z||_2^2 = E||Z||_2^2 / |B| and
             # ||Z||_2 <= d^(1/2 - 1/q) ||Z||_q with E||Z||_q^2 = d (d + 1) scale^2.
             noise_sq = d ** (1.0 - 2.0 / q) * d * (d + 1.0) * scale**2 / min_batch
-            eta = self._step(geometry, n_iter, tau**2 + noise_sq)
+            eta = _capped_by_alpha(self._step(geometry, n_iter, tau**2 + noise_sq), spec.alpha)
         return Plan(
             n_iter=n_iter, event=event, accountant="basic", relation=relation,
             settings={
