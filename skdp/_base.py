@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import estimator_html_repr
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._progress import Progress
 from skdp._sklearn_compat import (
     HasMethods,
     Interval,
@@ -131,6 +132,7 @@ class BaseDPLinearModel(BaseEstimator):
         "neighboring": [StrOptions({"replace_one"})],
         "random_state": ["random_state", np.random.Generator],
         "secure": ["boolean"],
+        "verbose": ["verbose"],
     }
 
     # -- hooks -----------------------------------------------------------------------------
@@ -398,10 +400,16 @@ class BaseDPLinearModel(BaseEstimator):
             # Lists, empty or malformed input: validation gives scikit-learn's errors.
             X, y = self._validate(X, y)
             shape = X.shape
+        progress = Progress(self, getattr(self, "verbose", 0))
         auto = self._auto_bounds()
+        progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon:g}, "
+                 f"delta={self.delta:g}, solver {get_solver(self.solver).name!r}")
         if auto:
             total, shares, fit_budget, reservation = self._bounds_plan(*shape, y)
             planned = reservation
+            progress(f"private bounds: {', '.join(shares)} with epsilon "
+                     f"{sum(shares.values()):.4g} in all (pure DP); the fit gets "
+                     f"epsilon {fit_budget.epsilon:.4g}")
         else:
             bounds = self._declared_bounds()
             solver, total, spec, prepared, label_attrs = self._privacy_plan(*shape, y, bounds)
@@ -440,6 +448,8 @@ class BaseDPLinearModel(BaseEstimator):
                     accountant.amend(entry, ledger)
             else:
                 fit_rng, ledger = self.random_state, prepared[1]
+            progress("solving", f"{prepared[0].n_iter} planned steps, data_norm_="
+                     f"{bounds.data_norm:.4g}")
             result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng)
             spent = ledger.spent()
             if total.is_private and not spent.within(total):
@@ -453,6 +463,7 @@ class BaseDPLinearModel(BaseEstimator):
                 accountant.refund(entry)
             raise
         self._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)
+        progress("done", f"privacy spent ({spent.epsilon:.6g}, {spent.delta:.3g})")
         return self
 
     def _validate(self, X, y):

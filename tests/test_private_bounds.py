@@ -215,3 +215,34 @@ def test_inferred_label_set_warns_exactly_once_per_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         DPLogisticRegression(data_norm=3.0, classes=[0, 1]).fit(X, y)
+
+
+# -- notebook experience (issue 19, item 5) ------------------------------------------------------
+def test_progress_text_is_identical_on_neighbouring_data(capsys):
+    from skdp.model_selection import PrivateRandomizedSearch
+    from skdp.preprocessing import DPStandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    X_prime, y_prime = X.copy(), y.copy()
+    X_prime[0], y_prime[0] = [1e6, -1e6, 3.0], 1 - y[0]  # one record replaced
+    outputs = []
+    for data, labels in ((X, y), (X_prime, y_prime)):
+        for model in (DPLogisticRegression(verbose=1, classes=[0, 1]),
+                      DPLinearRegression(verbose=1),
+                      DPStandardScaler(verbose=1),
+                      PrivateRandomizedSearch(DPLogisticRegression(data_norm=1.0),
+                                              {"alpha": [0.1, 1.0]}, verbose=1)):
+            quiet(model.fit, data, labels)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert "[DPLogisticRegression] fit: 80 rows" in outputs[0]
+    assert outputs[0].count("[PrivateRandomizedSearch]") == 2  # never one line per candidate
+
+
+def test_html_repr_shows_the_spend_and_sample_weight_is_refused_with_a_reason():
+    clf = quiet(DPLogisticRegression(data_norm=1.0).fit, X_BC[:100] / 1000, Y_BC[:100])
+    assert "privacy spent: epsilon=" in clf._repr_html_()
+    with pytest.raises(TypeError, match="public maximum weight"):
+        clf.fit(X_BC[:100], Y_BC[:100], sample_weight=np.ones(100))

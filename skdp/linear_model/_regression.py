@@ -92,6 +92,11 @@ class DPLinearRegression(BaseDPRegressor):
         the floating-point attacks on textbook noise samplers (Mironov 2012), at a
         negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
+    verbose : int, default=0
+        ``1``: print the phases of the fit with public quantities only (the same text on
+        neighbouring data sets); ``2``: also the planned iteration count (it follows the
+        private bounds) and elapsed times (a timing channel).
+
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
@@ -154,6 +159,7 @@ class DPLinearRegression(BaseDPRegressor):
         neighboring="replace_one",
         random_state=None,
         secure=False,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -175,6 +181,7 @@ class DPLinearRegression(BaseDPRegressor):
         self.neighboring = neighboring
         self.random_state = random_state
         self.secure = secure
+        self.verbose = verbose
 
     def _encode_targets(self, y, bounds):
         Y, bound = self._clipped_labels(y, bounds)

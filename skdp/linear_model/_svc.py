@@ -97,6 +97,11 @@ class DPLinearSVC(BaseDPClassifier):
         the floating-point attacks on textbook noise samplers (Mironov 2012), at a
         negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
+    verbose : int, default=0
+        ``1``: print the phases of the fit with public quantities only (the same text on
+        neighbouring data sets); ``2``: also the planned iteration count (it follows the
+        private bounds) and elapsed times (a timing channel).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -155,6 +160,7 @@ class DPLinearSVC(BaseDPClassifier):
         neighboring="replace_one",
         random_state=None,
         secure=False,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -178,6 +184,7 @@ class DPLinearSVC(BaseDPClassifier):
         self.neighboring = neighboring
         self.random_state = random_state
         self.secure = secure
+        self.verbose = verbose
 
     def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)

@@ -24,6 +24,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from skdp._base import BaseDPLinearModel
+from skdp._progress import Progress
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import (
     BudgetError,
@@ -293,6 +294,9 @@ default="truncated_negative_binomial"
     random_state : None, int or Generator, default=None
         Source of K, of the candidates, of the partition and of all noise. ``None``: OS
         entropy (use it for releases).
+    verbose : int, default=0
+        ``1``: print the start and the end of the search (never one line per candidate:
+        their number K must stay hidden); ``2``: also elapsed times.
 
     Attributes
     ----------
@@ -325,11 +329,13 @@ default="truncated_negative_binomial"
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "accountant": [HasMethods(["charge", "refund"]), None],
         "random_state": ["random_state", np.random.Generator],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, estimator, param_distributions, *, epsilon=1.0, delta=1e-5,
                  n_candidates_mean=10, distribution="truncated_negative_binomial", eta=0.5,
-                 scoring=None, validation_fraction=0.2, accountant=None, random_state=None):
+                 scoring=None, validation_fraction=0.2, accountant=None, random_state=None,
+                 verbose=0):
         self.estimator = estimator
         self.param_distributions = param_distributions
         self.epsilon = epsilon
@@ -341,6 +347,7 @@ default="truncated_negative_binomial"
         self.validation_fraction = validation_fraction
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- the public plan -------------------------------------------------------------------
     def _shape(self) -> float:
@@ -432,6 +439,10 @@ default="truncated_negative_binomial"
                              "change it.")
         ledger, z_ref, pure_eps = self._plan()
         spent = ledger.spent()
+        progress = Progress(self, self.verbose)
+        progress(f"search: {n_samples} rows ({n_val} for validation), total epsilon="
+                 f"{self.epsilon:g}, delta={self.delta:g}, {self.distribution} number of "
+                 f"candidates with mean {self.n_candidates_mean:g}")
         if not spent.within(ledger.budget):
             raise PrivacyAccountingError(f"the search's ledger spends {tuple(spent)}.")
         if self.random_state is not None:
@@ -497,6 +508,7 @@ default="truncated_negative_binomial"
         self.scoring_ = scoring
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = spent
+        progress("done: one candidate released")
         if self.best_estimator_ is None:
             warnings.warn("the Poisson number of candidates was 0: nothing was released "
                           "(best_estimator_ is None); the budget is spent all the same.",

@@ -11,6 +11,7 @@ from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._progress import Progress
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import NORM_SAFETY, row_norms
@@ -181,6 +182,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Charged before ``X`` is read, as every skdp fit.
     random_state : None, int or Generator, default=None
         Source of the noise (``None``: OS entropy; use it for releases).
+    verbose : int, default=0
+        ``1``: print the phases with public quantities only; ``2``: also elapsed times.
 
     Attributes
     ----------
@@ -200,10 +203,11 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "accounting": [StrOptions({"auto", *ACCOUNTANTS} - {"basic"})],
         "accountant": [HasMethods(["charge", "refund"]), None],
         "random_state": ["random_state", np.random.Generator],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, epsilon=0.3, delta=1e-5, *, bounds="auto", bounds_fraction=0.2,
-                 accounting="auto", accountant=None, random_state=None):
+                 accounting="auto", accountant=None, random_state=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
@@ -211,6 +215,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.accounting = accounting
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def _accounting(self, budget: Budget) -> str:
         if self.accounting != "auto":
@@ -258,6 +263,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             X = validate_data(self, X, dtype=np.float64)
             shape = X.shape
         total, release, ledger, eps_bounds = self._plan(int(shape[1]))
+        progress = Progress(self, self.verbose)
+        progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon:g}, "
+                 f"delta={self.delta:g}, bounds "
+                 f"{'private' if isinstance(self.bounds, str) else 'public'}")
         if total.is_private and self.random_state is not None:
             warnings.warn("random_state is set: anyone who knows it can regenerate the "
                           "noise. Use random_state=None for releases.",
@@ -303,6 +312,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.noise_scale_ = float(release.unit_scale * sensitivity)
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = ledger.spent()
+        progress("done")
         return self
 
     def transform(self, X):
