@@ -333,3 +333,13 @@ def test_file_accountant_survives_a_change_of_directory_and_never_recreates(
     (tmp_path / "rel.sqlite").rename(tmp_path / "moved.sqlite")
     with pytest.raises(BudgetError, match="does not exist"):
         pickle.loads(blob)
+
+
+def test_auto_bounds_are_priced_by_their_reservation_an_upper_bound():
+    acc = BudgetAccountant(100.0, 1e-3)
+    price = privacy_cost(DPLogisticRegression(accountant=acc), X_BC, Y_BC, cv=3)
+    cross_val_score(DPLogisticRegression(accountant=acc), X_BC, Y_BC, cv=3)
+    assert len(acc) == 3
+    assert acc.spent().epsilon <= price.epsilon * (1 + 1e-12)
+    assert acc.spent().delta <= price.delta * (1 + 1e-12)
+    assert price.epsilon == pytest.approx(3.0)  # basic composition of three (1, 1e-5)

@@ -38,8 +38,9 @@ def fit_ledgers(estimator, X, y, rows=None) -> list[PrivacyLedger]:
     y_rows = None if y is None else _rows(np.asarray(y), rows)
     n_samples = int(rows.shape[0])
     if isinstance(estimator, BaseDPLinearModel):
-        plan = estimator._privacy_plan(n_samples, int(X.shape[1]), y_rows)
-        return [plan[3][1]]
+        # With "auto" bounds: the reservation the fit charges (its solver is planned only
+        # after the private bound estimate), an upper bound of what it spends.
+        return [estimator._planned_ledger(n_samples, int(X.shape[1]), y_rows)]
     if isinstance(estimator, Pipeline):
         ledgers = []
         for i, (_, step) in enumerate(estimator.steps):
@@ -121,7 +122,8 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None) -> PrivacySpent:
     PrivacySpent
         The total. For a search whose refit cost depends on the winning candidate, the
         largest over the candidates (an upper bound; exact when every candidate costs the
-        same).
+        same). Fits with ``"auto"`` bounds are priced by their reservation (the bound
+        estimates plus the fit's budget), an upper bound of what they spend.
     """
     if isinstance(obj, PrivateRandomizedSearch):
         return obj._plan()[0].spent()
