@@ -248,8 +248,8 @@ def run_solver_table(seed: int = 0, plot: str | None = "skdp_demo.png",
     return rows
 
 
-def _plot_workflow(rows: list[dict], sklearn_score: float, majority: float,
-                   path: str) -> None:
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, or ``None`` (with a message) without it."""
     try:
         import matplotlib
 
@@ -257,6 +257,14 @@ def _plot_workflow(rows: list[dict], sklearn_score: float, majority: float,
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib is not installed: no plot written (pip install matplotlib).")
+        return None
+    return plt
+
+
+def _plot_workflow(rows: list[dict], sklearn_score: float, majority: float,
+                   path: str) -> None:
+    plt = _pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 3.5))
     names = [r["step"].split("(")[0] for r in rows]
@@ -275,13 +283,8 @@ def _plot_workflow(rows: list[dict], sklearn_score: float, majority: float,
 
 
 def _plot(rows: list[dict], path: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot written (pip install matplotlib).")
+    plt = _pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6, 4))
     finite = [e for e in EPSILONS if math.isfinite(e)]

@@ -13,6 +13,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -361,12 +362,8 @@ class BudgetAccountant:
         if self._path is None:
             with self._lock:
                 return self._totals
-        con = self._connect()
-        try:
-            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
-        finally:
-            con.close()
-        return Totals.from_dict(json.loads(raw))
+        with self._transaction(write=False) as con:
+            return self._stored_totals(con)
 
     @property
     def entries(self) -> list[BudgetEntry]:
@@ -476,13 +473,30 @@ class BudgetAccountant:
         con.execute("PRAGMA synchronous=FULL")
         return con
 
+    @contextmanager
+    def _transaction(self, write: bool = True):
+        """One SQLite transaction: committed on success, rolled back on any error.
+
+        ``write``: ``BEGIN IMMEDIATE`` takes the write lock at once, so no other process
+        can record between this transaction's reads and its writes.
+        """
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            yield con
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
     def _open_file(self, epsilon, delta, *, create: bool) -> tuple[float, float, str]:
         if not create and not os.path.exists(self._path):
             raise BudgetError(f"the accountant file {self._path!r} does not exist here; "
                               "refusing to start an empty accountant in its place.")
-        con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")
+        with self._transaction() as con:
             con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             con.execute("CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY "
                         "AUTOINCREMENT, timestamp TEXT, source TEXT, params TEXT, "
@@ -496,7 +510,6 @@ class BudgetAccountant:
                         f"({epsilon}, {delta}); reopen it with BudgetAccountant(path=...) "
                         "alone, or use another path."
                     )
-                con.execute("COMMIT")
                 return float(stored[0]), float(stored[1]), meta["uid"]
             if epsilon is None:
                 raise BudgetError(f"{self._path!r} holds no accountant yet; give epsilon (and "
@@ -506,23 +519,21 @@ class BudgetAccountant:
             con.execute("INSERT INTO meta VALUES ('format', ?), ('ceiling', ?), ('totals', ?), "
                         "('uid', ?)",
                         (_FORMAT, json.dumps(ceiling), json.dumps(Totals().to_dict()), uid))
-            con.execute("COMMIT")
             return (*ceiling, uid)
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
+
+    @staticmethod
+    def _stored_totals(con: sqlite3.Connection) -> Totals:
+        (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
+        return Totals.from_dict(json.loads(raw))
+
+    @staticmethod
+    def _store_totals(con: sqlite3.Connection, totals: Totals) -> None:
+        con.execute("UPDATE meta SET value=? WHERE key='totals'",
+                    (json.dumps(totals.to_dict()),))
 
     def _charge_file(self, ledger, summary, source, params, stamp, check=True) -> int:
-        con = self._connect()
-        try:
-            # BEGIN IMMEDIATE takes the write lock: no other process can record between
-            # reading the total and writing the new entry.
-            con.execute("BEGIN IMMEDIATE")
-            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
-            totals = Totals.from_dict(json.loads(raw)).plus(summary)
+        with self._transaction() as con:
+            totals = self._stored_totals(con).plus(summary)
             if check:
                 self._check_within(totals, summary)
             cursor = con.execute(
@@ -530,77 +541,41 @@ class BudgetAccountant:
                 "VALUES (?, ?, ?, ?, ?)",
                 (stamp, source, json.dumps(params), json.dumps(_ledger_to_dict(ledger)),
                  json.dumps(summary.to_dict())))
-            con.execute("UPDATE meta SET value=? WHERE key='totals'",
-                        (json.dumps(totals.to_dict()),))
-            con.execute("COMMIT")
+            self._store_totals(con, totals)
             return int(cursor.lastrowid)
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
 
     def _amend_file(self, entry_id: int, ledger, new: LedgerSummary) -> None:
-        con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")
+        with self._transaction() as con:
             row = con.execute("SELECT summary FROM entries WHERE id=?", (entry_id,)).fetchone()
             if row is None:
                 raise KeyError(f"no entry with id {entry_id}.")
             old = LedgerSummary.from_dict(json.loads(row[0]))
             self._check_amend(old, new)
-            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
-            totals = Totals.from_dict(json.loads(raw)).minus(old).plus(new)
             con.execute("UPDATE entries SET ledger=?, summary=? WHERE id=?",
                         (json.dumps(_ledger_to_dict(ledger)), json.dumps(new.to_dict()),
                          entry_id))
-            con.execute("UPDATE meta SET value=? WHERE key='totals'",
-                        (json.dumps(totals.to_dict()),))
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
+            self._store_totals(con, self._stored_totals(con).minus(old).plus(new))
 
     def _refund_file(self, entry_id: int) -> None:
-        con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")
+        with self._transaction() as con:
             if con.execute("DELETE FROM entries WHERE id=?", (entry_id,)).rowcount != 1:
                 raise KeyError(f"no entry with id {entry_id}.")
             summaries = [LedgerSummary.from_dict(json.loads(r[0])) for r in
                          con.execute("SELECT summary FROM entries ORDER BY id")]
-            con.execute("UPDATE meta SET value=? WHERE key='totals'",
-                        (json.dumps(Totals.of(summaries).to_dict()),))
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
+            self._store_totals(con, Totals.of(summaries))
 
     def _read_file(self) -> tuple[list[BudgetEntry], Totals]:
-        con = self._connect()
-        try:
-            con.execute("BEGIN")
+        with self._transaction(write=False) as con:
             rows = con.execute("SELECT id, timestamp, source, params, ledger, summary FROM "
                                "entries ORDER BY id").fetchall()
-            (raw,) = con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()
-            con.execute("COMMIT")
-        finally:
-            con.close()
+            totals = self._stored_totals(con)
         entries = []
         for i, (entry_id, stamp, source, params, ledger, summary) in enumerate(rows):
             s = LedgerSummary.from_dict(json.loads(summary))
             entries.append(BudgetEntry(i, entry_id, stamp, source, json.loads(params),
                                        _ledger_from_dict(json.loads(ledger)),
                                        PrivacySpent(s.epsilon, s.delta)))
-        return entries, Totals.from_dict(json.loads(raw))
-
+        return entries, totals
 
 def _short_params(params: Mapping[str, Any]) -> str:
     keys = [k for k in params if k.split("__")[-1] in
