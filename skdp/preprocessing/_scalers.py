@@ -43,11 +43,49 @@ def _check_bounds_param(bounds) -> None:
                          "per-feature arrays; set bounds accordingly.")
 
 
-class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """A per-record map with public constants: ``fit`` reads the shape only."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Check the shape and the settings (no statistic of ``X`` is read).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        X = validate_data(self, X, dtype=np.float64)
+        self._set_public(X.shape[1])
+        return self
+
+    def _set_public(self, n_features: int) -> None:
+        """Fitted attributes from the settings and the number of features only."""
+
+    def transform(self, X):
+        """Apply the map to every row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "n_features_in_")
+        return self._map(validate_data(self, X, dtype=np.float64, reset=False))
+
+
+class PublicBoundsScaler(_PublicMap):
     """Map declared per-feature bounds to ``[-1, 1]``, clipping outside: reads no statistic.
 
     ``x -> clip(2 (x - lower) / (upper - lower) - 1, -1, 1)``: a fixed per-record map with
-    PUBLIC constants, so it costs no privacy. ``fit`` only checks the shape.
+    PUBLIC constants, so it costs no privacy.
 
     Parameters
     ----------
@@ -62,42 +100,16 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def __init__(self, bounds=(-1.0, 1.0)):
         self.bounds = bounds
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Check the shape and the bounds (no statistic of ``X`` is read).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self : object
-        """
+    def _set_public(self, n_features: int) -> None:
         _check_bounds_param(self.bounds)
-        X = validate_data(self, X, dtype=np.float64)
-        self.lower_, self.upper_ = _public_bounds(self.bounds, X.shape[1])
-        return self
+        self.lower_, self.upper_ = _public_bounds(self.bounds, n_features)
 
-    def transform(self, X):
-        """Scale and clip each feature to ``[-1, 1]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+    def _map(self, X: np.ndarray) -> np.ndarray:
         out = (X - self.lower_) * (2.0 / (self.upper_ - self.lower_)) - 1.0
         return np.clip(out, -1.0, 1.0, out=out)
 
 
-class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class RowNormClipper(_PublicMap):
     """Clip every row to a public norm bound: reads no statistic.
 
     Parameters
@@ -117,35 +129,7 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.max_norm = max_norm
         self.norm = norm
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Check the shape (no statistic of ``X`` is read).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self : object
-        """
-        validate_data(self, X, dtype=np.float64)
-        return self
-
-    def transform(self, X):
-        """Rows scaled by ``min(1, max_norm / ||x||)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-        """
-        check_is_fitted(self, "n_features_in_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+    def _map(self, X: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore"):
             scale = np.minimum(1.0, float(self.max_norm) * NORM_SAFETY
                                / row_norms(X, float(self.norm)))
