@@ -1,5 +1,13 @@
 """Private mechanisms that are not solvers: bound estimation (private quantiles)."""
 
-from skdp.mechanisms.quantile import SCALES, private_quantile, quantile_event, rank_utilities
+from skdp.mechanisms.quantile import (
+    SCALES,
+    TOLERANCE,
+    private_quantile,
+    quantile_event,
+    quantile_utility,
+    utility_pieces,
+)
 
-__all__ = ["SCALES", "private_quantile", "quantile_event", "rank_utilities"]
+__all__ = ["SCALES", "TOLERANCE", "private_quantile", "quantile_event", "quantile_utility",
+           "utility_pieces"]

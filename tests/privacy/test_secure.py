@@ -27,11 +27,12 @@ def test_snap_release_grid():
 @pytest.mark.parametrize(
     "est",
     [
-        DPLogisticRegression(solver=NoisyGD(n_iter=5)),
-        DPLogisticRegression(solver=NoisyGD(n_iter=5, iterate="average")),
-        DPLogisticRegression(solver=DPSVRG(n_epochs=2, batch_size=10_000)),
-        DPLogisticRegression(solver=OutputPerturbation(), delta=0.0),
-        DPLinearRegression(),
+        DPLogisticRegression(solver=NoisyGD(n_iter=5), data_norm=1.0),
+        DPLogisticRegression(solver=NoisyGD(n_iter=5, iterate="average"), data_norm=1.0),
+        DPLogisticRegression(solver=DPSVRG(n_epochs=2, batch_size=10_000), data_norm=1.0),
+        DPLogisticRegression(solver=OutputPerturbation(), delta=0.0, data_norm=1.0),
+        DPLinearRegression(solver="output_perturbation", delta=0.0, alpha=1.0,
+                           data_norm=1.0, y_bound=1.0),
     ],
     ids=lambda e: repr(e.solver),
 )

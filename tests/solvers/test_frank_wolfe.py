@@ -637,7 +637,8 @@ def test_estimator_end_to_end_and_delta_positive():
         for delta in (0.0, 1e-5):
             est = DPLinearRegression(epsilon=2.0, delta=delta, solver=PrivateFrankWolfe(),
                                      constraint="l1", radius=1.0, fit_intercept=False,
-                                     alpha=0.0, random_state=0).fit(X, y)
+                                     alpha=0.0, data_norm=1.0, y_bound=1.0,
+                                     random_state=0).fit(X, y)
             assert est.privacy_spent_.epsilon <= 2.0
             # delta = 0: pure DP; delta > 0: the selections compose optimally (PLD).
             assert est.privacy_ledger_.accountant == ("pure" if delta == 0 else "pld")
@@ -645,7 +646,8 @@ def test_estimator_end_to_end_and_delta_positive():
             # Better than predicting 0.
             assert np.mean((X @ est.coef_ - y) ** 2) < 0.8 * np.mean(y**2)
         est = DPLinearRegression(epsilon=2.0, solver=PrivateFrankWolfe(), constraint="l1",
-                                 radius=1.0, fit_intercept=True, alpha=0.0)
+                                 radius=1.0, fit_intercept=True, alpha=0.0, data_norm=1.0,
+                                 y_bound=1.0)
         with pytest.raises(IncompatibleSolverError, match="fit_intercept=False"):
             est.fit(X, y)
 

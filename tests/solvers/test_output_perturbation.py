@@ -303,7 +303,7 @@ def test_epsilon_inf_parity_with_sklearn_logistic_regression():
     alpha, n = 0.05, len(y)
     with pytest.warns(Warning):
         ours = DPLogisticRegression(np.inf, 0.0, solver="output_perturbation",
-                                    alpha=alpha).fit(X, y)
+                                    alpha=alpha, data_norm=1.0).fit(X, y)
     # Same objective: intercept = coefficient of a constant feature data_norm = 1,
     # penalised; sklearn's C = 1 / (n alpha) with the feature appended, no intercept.
     Xa = np.hstack([X, np.ones((n, 1))])
@@ -320,10 +320,12 @@ def test_linear_regression_matches_ridge_at_epsilon_inf_and_is_usable():
     y = Y[:, 0]
     n, alpha = len(y), 0.5
     with pytest.warns(Warning):
-        ours = DPLinearRegression(np.inf, alpha=alpha, fit_intercept=False).fit(X, y)
+        ours = DPLinearRegression(np.inf, 0.0, solver="output_perturbation", alpha=alpha,
+                                  fit_intercept=False, data_norm=1.0, y_bound=1.0).fit(X, y)
     ridge = Ridge(alpha=n * alpha, fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(ours.coef_, ridge.coef_, atol=1e-7)
-    private = DPLinearRegression(2.0, alpha=alpha, fit_intercept=False,
+    private = DPLinearRegression(2.0, 0.0, solver="output_perturbation", alpha=alpha,
+                                 fit_intercept=False, data_norm=1.0, y_bound=1.0,
                                  random_state=0).fit(X, y)
     assert private.coef_.shape == (5,) and isinstance(private.intercept_, float)
     assert private.score(X, y) > 0.5 * ridge.score(X, y)
@@ -334,7 +336,8 @@ def test_linear_svc_hinge_and_smoothed():
     y = np.where(X[:, 0] + 0.2 * X[:, 1] > 0, "a", "b")
     for loss in ("hinge", "smoothed_hinge"):
         with pytest.warns(Warning):
-            clf = DPLinearSVC(np.inf, loss=loss, alpha=0.01).fit(X, y)
+            clf = DPLinearSVC(np.inf, 0.0, loss=loss, solver="output_perturbation",
+                              alpha=0.01, data_norm=1.0).fit(X, y)
         assert clf.score(X, y) > 0.9
         assert set(clf.predict(X)) <= {"a", "b"}
     with pytest.raises(IncompatibleSolverError, match="smooth loss"):
@@ -353,7 +356,8 @@ def test_bad_objective_settings_have_clear_errors():
     with pytest.raises(IncompatibleSolverError, match="clip"):
         DPLinearRegression(solver="gd", delta=1e-5).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="alpha > 0"):
-        DPLinearRegression(alpha=0.0).fit(X, Y[:, 0])
+        DPLinearRegression(solver="output_perturbation", delta=0.0, alpha=0.0,
+                           data_norm=1.0, y_bound=1.0).fit(X, Y[:, 0])
 
 
 # -- regressions from the independent review ------------------------------------------------

@@ -243,7 +243,7 @@ def test_estimator_end_to_end_lp_regression():
     solver = RegularizedMirrorDescent(n_iter=50, regularization=0.01)
     reg = DPLinearRegression(
         epsilon=2.0, delta=1e-5, solver=solver, alpha=0.0, constraint="lp", p=1.3,
-        radius=1.0, fit_intercept=False, data_norm=2.0, random_state=0,
+        radius=1.0, fit_intercept=False, data_norm=2.0, y_bound=1.0, random_state=0,
     )
     with pytest.warns(Warning):
         reg.fit(X, y)

@@ -202,7 +202,8 @@ def test_matches_a_numpy_reference_fed_the_same_noise(alpha):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         model = DPLinearRegression(solver="sufficient_statistics", epsilon=1.0, delta=1e-5,
-                                   alpha=alpha, random_state=11).fit(X, y)
+                                   alpha=alpha, data_norm=1.0, y_bound=1.0,
+                                   random_state=11).fit(X, y)
     ref = _reference_fit(X, y, 1.0, 1e-5, 11, alpha)
     np.testing.assert_allclose(model.coef_, ref[:3], rtol=1e-9, atol=1e-12)
     assert model.intercept_ == pytest.approx(ref[3], rel=1e-9, abs=1e-12)
@@ -221,7 +222,8 @@ def test_epsilon_inf_is_sklearn_ridge(alpha):
     X, y = _clean_data()
     with pytest.warns(PrivacyLeakWarning):
         ours = DPLinearRegression(solver="sufficient_statistics", epsilon=math.inf,
-                                  alpha=alpha).fit(X, y)
+                                  delta=0.0, alpha=alpha, data_norm=1.0,
+                                  y_bound=1.0).fit(X, y)
     ref = (LinearRegression() if alpha == 0 else Ridge(alpha=alpha * len(y))).fit(X, y)
     np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
     assert ours.intercept_ == pytest.approx(ref.intercept_, rel=1e-9, abs=1e-12)
@@ -235,7 +237,7 @@ def test_epsilon_inf_lasso_satisfies_the_optimality_certificate():
     X, y = _clean_data(d=6)
     with pytest.warns(PrivacyLeakWarning):
         model = DPLasso(solver="sufficient_statistics", epsilon=math.inf, radius=0.3,
-                        data_norm=1.0).fit(X, y)
+                        data_norm=1.0, y_bound=1.0).fit(X, y)
     A = np.hstack([X, np.ones((len(y), 1))])
     theta = np.append(model.coef_, model.intercept_)
     assert np.abs(theta).sum() <= 0.3 + 1e-12
@@ -307,6 +309,7 @@ def test_usable_on_diabetes():
         for eps, delta in ((1.0, 1e-5), (5.0, 0.0)):
             r2 = [r2_score(y[test], DPLinearRegression(
                 solver="sufficient_statistics", epsilon=eps, delta=delta, alpha=0.0,
+                data_norm=1.0, y_bound=1.0,
                 random_state=seed).fit(X[train], y[train]).predict(X[test]))
                 for seed in range(10)]
             scores[eps] = float(np.median(r2))
@@ -329,7 +332,8 @@ def test_pseudo_inverse_threshold_is_scale_invariant():
     X, y = _clean_data()
     scale = 1e-9
     with pytest.warns(PrivacyLeakWarning):
-        ours = DPLinearRegression(solver="sufficient_statistics", epsilon=math.inf, alpha=0.0,
-                                  data_norm=scale).fit(X * scale, y)
+        ours = DPLinearRegression(solver="sufficient_statistics", epsilon=math.inf,
+                                  delta=0.0, alpha=0.0, data_norm=scale,
+                                  y_bound=1.0).fit(X * scale, y)
     ref = LinearRegression().fit(X * scale, y)
     np.testing.assert_allclose(ours.coef_ * scale, ref.coef_ * scale, rtol=1e-6)
