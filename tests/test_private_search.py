@@ -326,3 +326,31 @@ def test_poisson_zero_candidates_releases_nothing_and_keeps_the_charge(monkeypat
 def test_tnb_gamma_refuses_impossible_settings():
     with pytest.raises(ValueError, match="n_candidates_mean"):
         ps._tnb_gamma(1.0001, 1e-6)
+
+
+def test_private_transformers_inside_a_candidate_share_its_cap():
+    """A DP scaler in a candidate pipeline is a private step: the scaler's and the model's
+    curves together stay under the reference (the scaler used to run uncapped)."""
+    from skdp.preprocessing import DPStandardScaler
+
+    est = make_pipeline(DPStandardScaler(bounds=(-1.0, 1.0)),
+                        DPLogisticRegression(data_norm=3.0))
+    s = quiet(PrivateRandomizedSearch(est, {"dplogisticregression__alpha": [0.1, 1.0]},
+                                      n_candidates_mean=2, random_state=0).fit, X, Y)
+    z = s.privacy_ledger_.event.event.noise_multiplier
+    reference = rdp_curve(dpe.GaussianDpEvent(z))
+    total = sum(rdp_curve(step.privacy_ledger_.event) for step in s.best_estimator_)
+    assert np.all(total <= reference)
+    assert s.best_estimator_[0].privacy_spent_.epsilon < 1.0
+
+
+def test_privacy_cost_counts_private_transformers():
+    from skdp.preprocessing import DPStandardScaler
+
+    pipe = make_pipeline(DPStandardScaler(0.3, bounds=(-1.0, 1.0)),
+                         DPLogisticRegression(0.7, data_norm=3.0))
+    price = privacy_cost(pipe, X, Y)
+    acc = BudgetAccountant(10.0, 1e-3)
+    pipe.set_params(dpstandardscaler__accountant=acc, dplogisticregression__accountant=acc)
+    quiet(pipe.fit, X, Y)
+    assert len(acc) == 2 and acc.spent().epsilon == pytest.approx(price.epsilon, rel=1e-12)

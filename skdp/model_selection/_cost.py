@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from sklearn.base import OneToOneFeatureMixin, clone, is_classifier
 from sklearn.model_selection import (
     GridSearchCV,
     ParameterGrid,
@@ -14,8 +14,7 @@ from sklearn.model_selection import (
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.pipeline import Pipeline
 
-from skdp._base import BaseDPLinearModel
-from skdp.model_selection._private_search import PrivateRandomizedSearch
+from skdp.model_selection._private_search import PrivateRandomizedSearch, is_private_step
 from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
 from skdp.privacy.composition import Totals, summarize
 
@@ -37,24 +36,17 @@ def fit_ledgers(estimator, X, y, rows=None) -> list[PrivacyLedger]:
     rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows)
     y_rows = None if y is None else _rows(np.asarray(y), rows)
     n_samples = int(rows.shape[0])
-    if isinstance(estimator, BaseDPLinearModel):
+    if is_private_step(estimator):
         # With "auto" bounds: the reservation the fit charges (its solver is planned only
         # after the private bound estimate), an upper bound of what it spends.
         return [estimator._planned_ledger(n_samples, int(X.shape[1]), y_rows)]
     if isinstance(estimator, Pipeline):
         ledgers = []
         for i, (_, step) in enumerate(estimator.steps):
-            if step is None or step == "passthrough":
+            if step is None or step == "passthrough" or not _private_inside(step):
                 continue
-            inner = _private_inside(step)
-            if not inner:
-                continue
-            if i == 0:
-                width = int(X.shape[1])
-            else:
-                head = clone(estimator[:i])
-                width = int(np.shape(head.fit_transform(_rows(X, rows), y_rows))[1])
-            ledgers += fit_ledgers(step, np.empty((n_samples, width)), y_rows)
+            ledgers += fit_ledgers(step, np.empty((n_samples, _width(estimator, i, X, rows,
+                                                                     y_rows))), y_rows)
         return ledgers
     if _private_inside(estimator):
         raise TypeError(
@@ -64,11 +56,26 @@ def fit_ledgers(estimator, X, y, rows=None) -> list[PrivacyLedger]:
     return []
 
 
+def _width(pipeline: Pipeline, i: int, X, rows, y_rows) -> int:
+    """The number of features step ``i`` of ``pipeline`` receives. One-to-one steps
+    (scalers, clippers, private or not) keep the width; other non-private steps are fitted
+    on the rows for their output shape only. A private step that changes the width cannot
+    be priced without spending."""
+    head = pipeline.steps[:i]
+    if all(step is None or step == "passthrough" or isinstance(step, OneToOneFeatureMixin)
+           for _, step in head):
+        return int(X.shape[1])
+    if any(_private_inside(step) for _, step in head):
+        raise TypeError("privacy_cost cannot price a private step behind a private step "
+                        "that changes the number of features.")
+    return int(np.shape(clone(pipeline[:i]).fit_transform(_rows(X, rows), y_rows))[1])
+
+
 def _private_inside(obj) -> bool:
-    if isinstance(obj, BaseDPLinearModel | PrivateRandomizedSearch):
+    if is_private_step(obj) or isinstance(obj, PrivateRandomizedSearch):
         return True
     if hasattr(obj, "get_params"):
-        return any(isinstance(v, BaseDPLinearModel | PrivateRandomizedSearch)
+        return any(is_private_step(v) or isinstance(v, PrivateRandomizedSearch)
                    for v in obj.get_params(deep=True).values())
     return False
 

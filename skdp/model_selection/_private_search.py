@@ -23,7 +23,6 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
-from skdp._base import BaseDPLinearModel
 from skdp._progress import Progress
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import (
@@ -51,14 +50,21 @@ _SHRINK = 0.85
 _MAX_SHRINK_STEPS = 40
 
 
-def private_steps(estimator) -> list[tuple[str, BaseDPLinearModel]]:
-    """``(parameter prefix, step)`` of every private skdp step inside ``estimator``."""
+def is_private_step(obj) -> bool:
+    """Whether ``obj`` is a private skdp step: it plans its ledger from public quantities
+    (``_planned_ledger``) and takes ``epsilon``, ``delta`` and ``accountant``."""
+    return hasattr(obj, "_planned_ledger") and hasattr(obj, "get_params")
+
+
+def private_steps(estimator) -> list[tuple[str, object]]:
+    """``(parameter prefix, step)`` of every private skdp step inside ``estimator``
+    (estimators and private transformers such as ``DPStandardScaler``)."""
     found = []
-    if isinstance(estimator, BaseDPLinearModel):
+    if is_private_step(estimator):
         found.append(("", estimator))
     if hasattr(estimator, "get_params"):
         for key, value in estimator.get_params(deep=True).items():
-            if isinstance(value, BaseDPLinearModel) and value is not estimator:
+            if is_private_step(value) and value is not estimator:
                 found.append((key + "__", value))
     return found
 
@@ -147,9 +153,9 @@ class _CandidateCap:
             # A fit with "auto" bounds plans its solver only after estimating them, from
             # the data: its curve cannot be checked before it reads X.
             raise IncompatibleSolverError(
-                f"{source} estimates data_norm or y_bound from the data ('auto'); in a "
-                "private search give them as numbers (public bounds, or a list to search "
-                "over, for example data_norm in [1, 10, 100]).")
+                f"{source} estimates its bounds from the data (data_norm, y_bound or "
+                "bounds = 'auto'); in a private search give them as numbers (public bounds, "
+                "or a list to search over, for example data_norm in [1, 10, 100]).")
         if self.reference is None:
             spent = ledger.spent()
             if spent.delta > 0:
@@ -226,8 +232,8 @@ def _score_sensitivity(estimator, n_val: int, scoring: str) -> float:
     if scoring == "accuracy":
         # Mean of n_val indicators: one record moves it by at most 1 / n_val.
         return 1.0 / n_val
-    steps = private_steps(estimator)
-    bound = getattr(steps[-1][1], "y_bound", None) if steps else None
+    bound = next((step.y_bound for _, step in reversed(private_steps(estimator))
+                  if hasattr(step, "y_bound")), None)
     if not (isinstance(bound, Real) and math.isfinite(bound) and bound > 0):
         raise IncompatibleSolverError(
             "scoring='neg_mean_squared_error' needs a public label bound: the final step "
@@ -241,7 +247,8 @@ def _raw_score(estimator, X, y, scoring: str) -> float:
     pred = estimator.predict(X)
     if scoring == "accuracy":
         return float(np.mean(pred == y))
-    bound = float(private_steps(estimator)[-1][1].y_bound)
+    bound = float(next(step.y_bound for _, step in reversed(private_steps(estimator))
+                       if hasattr(step, "y_bound")))
     resid = np.clip(np.asarray(y, dtype=float), -bound, bound) - np.clip(pred, -bound, bound)
     return -float(np.mean(resid ** 2))
 

@@ -229,6 +229,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             ledger = CompositeLedger((("bounds", bounds_ledger), ("moments", ledger)), total)
         return total, release, ledger, (eps_bounds if auto and total.is_private else math.inf)
 
+    def _planned_ledger(self, n_samples: int, n_features: int, y=None):
+        """The ledger ``fit`` charges before reading ``X`` (used for pricing)."""
+        return self._plan(n_features)[2]
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Release private means and variances of the (clipped) features.
