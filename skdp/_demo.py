@@ -44,7 +44,8 @@ SOLVER_SETTINGS = {
     "mirror_descent": _L1,
     "localized_mirror_descent": _L1,
     "accelerated_mirror_descent": _L1,
-    "sufficient_statistics": {"alpha": 0.0},
+    # Labels are -1/+1: their public bound is 1 (a private spread of such a target is 0).
+    "sufficient_statistics": {"alpha": 0.0, "y_bound": 1.0},
 }
 # Least-squares solvers fit DPLinearRegression to the labels -1/+1 and classify by the
 # sign of the prediction (a least-squares linear classifier).

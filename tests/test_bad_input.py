@@ -390,7 +390,7 @@ def test_huge_finite_rows_are_clipped_not_zeroed():
     # data_norm clipping maps a row to the sphere of radius data_norm in its own direction,
     # however large its (finite) entries: squaring 1e200 must not overflow to a zero row.
     X, y = make_data(d=3)
-    est = dp_clf().fit(X, y)
+    est = dp_clf(data_norm=1.0).fit(X, y)
     huge = np.array([[1e200, 0.0, 0.0], [0.0, -1e300, 0.0], [1e160, 1e160, 0.0]])
     unit = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [1.0, 1.0, 0.0]])
     unit /= np.linalg.norm(unit, axis=1)[:, None]
@@ -399,8 +399,8 @@ def test_huge_finite_rows_are_clipped_not_zeroed():
     )
     # In fit, too: a dataset scaled by 1e200 is clipped to the same unit rows.
     direction = X / np.linalg.norm(X, axis=1)[:, None]
-    a = dp_clf().fit(direction, y)
-    b = dp_clf().fit(direction * 1e200, y)
+    a = dp_clf(data_norm=1.0).fit(direction, y)
+    b = dp_clf(data_norm=1.0).fit(direction * 1e200, y)
     np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-9, atol=1e-12)
 
 
@@ -481,7 +481,7 @@ def test_one_extreme_finite_row_changes_nothing_but_its_own_clipped_value(row, n
     X[0] = row
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        clf = dp_clf(epsilon=1.0, random_state=None).fit(X, y)
+        clf = dp_clf(epsilon=1.0, random_state=None, classes=list(range(n_classes))).fit(X, y)
         proba = clf.predict_proba(X)
     assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(proba))
 

@@ -265,7 +265,7 @@ def test_clones_in_a_parallel_search_draw_independent_noise():
     from sklearn.base import clone
 
     X, y = _data(skdp.DPLogisticRegression, n=60)
-    est = skdp.DPLogisticRegression(solver=NoisyGD(n_iter=3), random_state=None)
+    est = skdp.DPLogisticRegression(solver=NoisyGD(n_iter=3), data_norm=1.0, random_state=None)
     coefs = Parallel(n_jobs=2)(delayed(lambda e: e.fit(X, y).coef_)(clone(est))
                                for _ in range(4))
     for i in range(4):

@@ -175,7 +175,7 @@ def test_fit_does_not_write_constructor_parameters(solver_factory):
 
 def test_fitted_attributes_binary():
     X, y = make_data(n=300, d=5, labels=np.array(["no", "yes"]))
-    est = dp_clf().fit(X, y)
+    est = dp_clf(data_norm=1.0).fit(X, y)
     np.testing.assert_array_equal(est.classes_, ["no", "yes"])
     assert est.coef_.shape == (1, 5)
     assert est.intercept_.shape == (1,)
@@ -236,8 +236,8 @@ def test_n_iter_and_noise_do_not_depend_on_the_data(solver_factory):
     X2, y2 = make_data(n=N_SVRG, seed=2, n_classes=2)
     X2 = 0.1 * X2  # different norms, different labels, same shape
     y2 = 1 - y2
-    a = dp_clf(solver=solver_factory()).fit(X1, y1)
-    b = dp_clf(solver=solver_factory(), random_state=1).fit(X2, y2)
+    a = dp_clf(solver=solver_factory(), data_norm=1.0).fit(X1, y1)
+    b = dp_clf(solver=solver_factory(), data_norm=1.0, random_state=1).fit(X2, y2)
     assert a.n_iter_ == b.n_iter_
     assert a.privacy_plan_.settings == b.privacy_plan_.settings
     assert a.privacy_spent_ == b.privacy_spent_
@@ -432,7 +432,9 @@ def test_epsilon_inf_reaches_the_exact_optimum():
     alpha = 0.1
     s = np.where(y == 1, 1.0, -1.0)
     with pytest.warns(PrivacyLeakWarning):
-        est = dp_clf(epsilon=np.inf, alpha=alpha, solver=NoisyGD(n_iter=3000)).fit(X, y)
+        est = dp_clf(
+            epsilon=np.inf, alpha=alpha, data_norm=1.0, solver=NoisyGD(n_iter=3000)
+        ).fit(X, y)
     assert est.privacy_plan_.settings["sigma"] == 0.0
     theta = np.append(est.coef_[0], est.intercept_[0])
     _, grad = _objective_and_gradient(theta, X, s, alpha)
@@ -451,7 +453,7 @@ def test_epsilon_inf_reaches_the_exact_optimum():
     np.testing.assert_allclose(theta, ref.x, atol=1e-6, rtol=0)
 
     # With a finite budget the noise moves the model away from the optimum.
-    private = dp_clf(epsilon=1.0, alpha=alpha).fit(X, y)
+    private = dp_clf(epsilon=1.0, alpha=alpha, data_norm=1.0).fit(X, y)
     private_theta = np.append(private.coef_[0], private.intercept_[0])
     assert np.max(np.abs(private_theta - ref.x)) > 1e-3
 
@@ -496,13 +498,15 @@ def test_private_fit_emits_no_warnings(solver_factory):
     assert 1e-5 < 1 / n
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = dp_clf(solver=solver_factory(), random_state=None).fit(X, y)
+        est = dp_clf(solver=solver_factory(), random_state=None, classes=[0, 1]).fit(X, y)
         est.predict_proba(X)
         est.predict(X)
         est.decision_function(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        dp_clf(delta=1e-5, random_state=None).fit(*make_data(n=300, n_classes=3))
+        dp_clf(delta=1e-5, random_state=None, classes=[0, 1, 2]).fit(
+            *make_data(n=300, n_classes=3)
+        )
 
 
 @pytest.mark.parametrize("seed", [0, np.random.default_rng(0), np.random.RandomState(0)])
@@ -521,7 +525,7 @@ def test_data_norm_is_measured_in_the_dual_norm_of_the_constraint(constraint, p,
     X, y = make_classification(n_samples=80, n_features=6, random_state=0)
     est = DPLogisticRegression(
         epsilon=np.inf, constraint=constraint, radius=0.5, p=p, fit_intercept=False,
-        solver=NoisyGD(n_iter=5),
+        solver=NoisyGD(n_iter=5), data_norm=1.0,
     )
     with pytest.warns(PrivacyLeakWarning):
         est.fit(X, y)

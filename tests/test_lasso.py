@@ -38,7 +38,7 @@ def test_epsilon_inf_matches_sklearn_lasso_at_the_dual_radius():
 
 def test_default_is_pure_dp_frank_wolfe_and_learns_the_support():
     X, y = _data(n=4000, d=50)
-    est = DPLasso(epsilon=5.0, radius=1.0, random_state=0)
+    est = DPLasso(epsilon=5.0, radius=1.0, data_norm=1.0, y_bound=1.0, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         est.fit(X, y)

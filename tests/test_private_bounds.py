@@ -268,3 +268,14 @@ def test_html_repr_shows_the_spend_and_sample_weight_is_refused_with_a_reason():
     assert "privacy spent: epsilon=" in clf._repr_html_()
     with pytest.raises(TypeError, match="public maximum weight"):
         clf.fit(X_BC[:100], Y_BC[:100], sample_weight=np.ones(100))
+
+
+def test_a_collapsed_private_spread_is_warned_about():
+    """More than half of the targets equal: the spread around the median is 0 and every
+    target would be clipped to the centre (shown in the exact mode, epsilon = inf, where the
+    estimates are the exact medians); the warning reads only the released bounds."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3)) / 2
+    y = np.r_[np.ones(1400), -np.ones(600)]
+    with pytest.warns(UserWarning, match="Give a public y_bound"):
+        quiet(DPLinearRegression(epsilon=np.inf).fit, X, y)

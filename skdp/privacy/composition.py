@@ -65,8 +65,15 @@ def _map_leaves(event: dpe.DpEvent, fn) -> dpe.DpEvent:
     return fn(event)
 
 
+#: Above this epsilon randomized response's flip probability underflows; such a release
+#: is read as non-private by the Renyi bound (infinite: the basic bound still applies).
+_MAX_RR_EPSILON = 700.0
+
+
 def _pure_as_randomized_response(leaf: dpe.DpEvent) -> dpe.DpEvent:
     if isinstance(leaf, PureDpEvent):
+        if not leaf.epsilon <= _MAX_RR_EPSILON:
+            return dpe.NonPrivateDpEvent()
         return randomized_response_event(leaf.epsilon)
     return leaf
 
