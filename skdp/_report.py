@@ -6,9 +6,9 @@ import html
 from collections import Counter
 
 from dp_accounting import dp_event as dpe
-from sklearn.model_selection._search import BaseSearchCV
 from sklearn.pipeline import Pipeline
 
+from skdp._sklearn_compat import BaseSearchCV
 from skdp.privacy.accounting import PrivacySpent
 from skdp.privacy.composition import Totals, summarize
 

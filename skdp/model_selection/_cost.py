@@ -11,9 +11,9 @@ from sklearn.model_selection import (
     RandomizedSearchCV,
     check_cv,
 )
-from sklearn.model_selection._search import BaseSearchCV
 from sklearn.pipeline import Pipeline
 
+from skdp._sklearn_compat import BaseSearchCV
 from skdp.model_selection._private_search import PrivateRandomizedSearch, is_private_step
 from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
 from skdp.privacy.composition import Totals, summarize
