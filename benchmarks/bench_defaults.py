@@ -157,7 +157,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    seeds = list(range(3 if args.quick else 7))
+    seeds = list(range(3 if args.quick else 21))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         result = {"profile": "quick" if args.quick else "full", "n_seeds": len(seeds),
