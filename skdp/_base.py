@@ -384,9 +384,10 @@ class BaseDPLinearModel(BaseEstimator):
         if "y_bound" in shares and y_bound <= 1e-3 * max(1.0, abs(centre)):
             # Post-processing of the private estimates only: warning about it is free.
             warnings.warn(
-                f"the private spread of y is {y_bound:.3g} around {centre:.4g}: more than "
-                "half of the targets may be equal (discrete or binary y), and every target "
-                "is then clipped to the centre. Give a public y_bound.",
+                f"the private spread of y is {y_bound:.3g} around {centre:.4g}, so most "
+                "targets are clipped: more than half of them may be equal (discrete or "
+                "binary y), or n * epsilon is too small for private bounds. Give a public "
+                "y_bound.",
                 UserWarning, stacklevel=4)
         return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)
 
