@@ -5,12 +5,14 @@ from __future__ import annotations
 from numbers import Real
 
 from skdp._sklearn_compat import Interval
+from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import HuberLoss
 
 __all__ = ["DPHuberRegressor"]
 
 
+@shared_docs
 class DPHuberRegressor(BaseDPRegressor):
     """Linear regression with the Huber loss and differential privacy.
 
@@ -52,24 +54,9 @@ class DPHuberRegressor(BaseDPRegressor):
         this objective with ``huber_delta = e * scale_`` and ``alpha = alpha_sk * scale_
         / n_samples`` (see :class:`~skdp.losses.HuberLoss`). Here the threshold is a
         public constant (estimating a scale from private data would cost privacy).
-    y_bound : float or "auto", default="auto"
-        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
-        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
-        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
-        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
-        then fits ``(y - centre) / y_bound`` and predictions are clipped to
-        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
-    data_norm : float or "auto", default="auto"
-        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
-        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
-        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
-        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
-        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
-        units. See docs/privacy.md, "Private bounds".
-    bounds_fraction : float in (0, 1), default=0.3
-        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
-        all of ``delta``). Unused when every bound is a number.
+    <<y_bound>>
+    <<data_norm>>
+    <<bounds_fraction:0.3>>
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -89,12 +76,7 @@ class DPHuberRegressor(BaseDPRegressor):
         Norm of the feature perturbations.
     accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted (``"auto"``: each solver's default).
-    accountant : BudgetAccountant or None, default=None
-        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
-        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
-        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
-        same object), so every fit of a ``GridSearchCV`` is counted; see
-        docs/tuning_and_budgets.md.
+    <<accountant>>
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
@@ -105,10 +87,7 @@ class DPHuberRegressor(BaseDPRegressor):
         the floating-point attacks on textbook noise samplers (Mironov 2012), at a
         negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
-    verbose : int, default=0
-        ``1``: print the phases of the fit with public quantities only (the same text on
-        neighbouring data sets); ``2``: also the planned iteration count (it follows the
-        private bounds) and elapsed times (a timing channel).
+    <<verbose>>
 
     Attributes
     ----------

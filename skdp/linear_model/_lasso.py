@@ -5,12 +5,14 @@ from __future__ import annotations
 from numbers import Real
 
 from skdp._sklearn_compat import Interval
+from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
 
 __all__ = ["DPLasso"]
 
 
+@shared_docs
 class DPLasso(BaseDPRegressor):
     """Lasso with differential privacy: least squares over an l1 ball of public radius.
 
@@ -38,24 +40,9 @@ class DPLasso(BaseDPRegressor):
         private data costs privacy.
     alpha : float, default=0.0
         Optional L2 strength (elastic net); ``0`` is the plain constrained Lasso.
-    data_norm : float or "auto", default="auto"
-        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
-        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
-        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
-        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
-        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
-        units. See docs/privacy.md, "Private bounds".
-    bounds_fraction : float in (0, 1), default=0.3
-        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
-        all of ``delta``). Unused when every bound is a number.
-    y_bound : float or "auto", default="auto"
-        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
-        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
-        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
-        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
-        then fits ``(y - centre) / y_bound`` and predictions are clipped to
-        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
+    <<data_norm>>
+    <<bounds_fraction:0.3>>
+    <<y_bound>>
     fit_intercept : bool, default=True
         Fit an intercept as the coefficient ``b'`` of a constant feature of value
         ``data_norm`` (``intercept_ = data_norm * b'``); ``b'`` counts towards the l1
@@ -65,12 +52,7 @@ class DPLasso(BaseDPRegressor):
         of the l1 ball (scores satisfy ``|<w, x>| <= ||w||_1 ||x||_inf``).
     accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted (``"auto"``: the solver's default).
-    accountant : BudgetAccountant or None, default=None
-        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
-        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
-        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
-        same object), so every fit of a ``GridSearchCV`` is counted; see
-        docs/tuning_and_budgets.md.
+    <<accountant>>
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
@@ -81,10 +63,7 @@ class DPLasso(BaseDPRegressor):
         the floating-point attacks on textbook noise samplers (Mironov 2012), at a
         negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
-    verbose : int, default=0
-        ``1``: print the phases of the fit with public quantities only (the same text on
-        neighbouring data sets); ``2``: also the planned iteration count (it follows the
-        private bounds) and elapsed times (a timing channel).
+    <<verbose>>
 
     Attributes
     ----------

@@ -6,11 +6,13 @@ import numpy as np
 from scipy.special import expit
 
 from skdp.linear_model._classifier import BaseDPClassifier
+from skdp.linear_model._docs import shared_docs
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss
 
 __all__ = ["DPLogisticRegression"]
 
 
+@shared_docs
 class DPLogisticRegression(BaseDPClassifier):
     """Logistic regression with (epsilon, delta)-differential privacy.
 
@@ -24,12 +26,7 @@ class DPLogisticRegression(BaseDPClassifier):
         :class:`~skdp.exceptions.PrivacyLeakWarning` is emitted).
     delta : float, default=1e-5
         Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``.
-    classes : array-like or None, default=None
-        The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
-        outside it raise before any noise is drawn, classes absent from ``y`` still get
-        coefficients, and the model's shape does not depend on any record. ``None``: the
-        label set is read from ``y`` (treated as public; replacing the only record of a
-        class changes the model's shape, see docs/privacy.md).
+    <<classes>>
     solver : str or solver object, default="gd"
         A name from :data:`skdp.solvers.SOLVERS` (``"gd"``, ``"svrg"``, ``"svrg++"``,
         ``"output_perturbation"``) or a solver instance (``DPSVRG(batch_size=64)``) whose
@@ -40,17 +37,8 @@ class DPLogisticRegression(BaseDPClassifier):
         penalised, except by ``"output_perturbation"``, whose sensitivity needs strong
         convexity in every coordinate). ``"svrg"`` and ``"output_perturbation"`` need
         ``alpha > 0``.
-    data_norm : float or "auto", default="auto"
-        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
-        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
-        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
-        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
-        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
-        units. See docs/privacy.md, "Private bounds".
-    bounds_fraction : float in (0, 1), default=0.2
-        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
-        all of ``delta``). Unused when every bound is a number.
+    <<data_norm>>
+    <<bounds_fraction:0.2>>
     fit_intercept : bool, default=True
         Fit an intercept, as an extra feature of constant value ``data_norm`` (the
         augmented row norm bound ``sqrt(2) data_norm`` enters the sensitivity).
@@ -79,12 +67,7 @@ class DPLogisticRegression(BaseDPClassifier):
         closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
         without replacement, PLD with Poisson batches; for ``"output_perturbation"`` pure
         DP when ``delta=0`` and the exact Gaussian otherwise).
-    accountant : BudgetAccountant or None, default=None
-        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
-        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
-        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
-        same object), so every fit of a ``GridSearchCV`` is counted; see
-        docs/tuning_and_budgets.md.
+    <<accountant>>
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee: data sets of the same size differing in
         one record. (Add/remove needs a public dataset size, which is not offered yet.)
@@ -97,10 +80,7 @@ class DPLogisticRegression(BaseDPClassifier):
         the floating-point attacks on textbook noise samplers (Mironov 2012), at a
         negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
-    verbose : int, default=0
-        ``1``: print the phases of the fit with public quantities only (the same text on
-        neighbouring data sets); ``2``: also the planned iteration count (it follows the
-        private bounds) and elapsed times (a timing channel).
+    <<verbose>>
 
     Attributes
     ----------

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
 
 __all__ = ["DPLinearRegression"]
 
 
+@shared_docs
 class DPLinearRegression(BaseDPRegressor):
     """Linear least-squares regression with differential privacy.
 
@@ -36,24 +38,9 @@ class DPLinearRegression(BaseDPRegressor):
         L2 strength in the objective above (in units of the bounds with ``"auto"``
         bounds; ``"output_perturbation"`` penalises the intercept too and needs
         ``alpha > 0``, and its sensitivity falls like ``1 / alpha``).
-    data_norm : float or "auto", default="auto"
-        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
-        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
-        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
-        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
-        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
-        units. See docs/privacy.md, "Private bounds".
-    bounds_fraction : float in (0, 1), default=0.3
-        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
-        all of ``delta``). Unused when every bound is a number.
-    y_bound : float or "auto", default="auto"
-        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
-        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
-        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
-        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
-        then fits ``(y - centre) / y_bound`` and predictions are clipped to
-        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
+    <<data_norm>>
+    <<bounds_fraction:0.3>>
+    <<y_bound>>
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -76,12 +63,7 @@ class DPLinearRegression(BaseDPRegressor):
         Norm of the feature perturbations.
     accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted (``"auto"``: each solver's default).
-    accountant : BudgetAccountant or None, default=None
-        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
-        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
-        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
-        same object), so every fit of a ``GridSearchCV`` is counted; see
-        docs/tuning_and_budgets.md.
+    <<accountant>>
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
@@ -92,10 +74,7 @@ class DPLinearRegression(BaseDPRegressor):
         the floating-point attacks on textbook noise samplers (Mironov 2012), at a
         negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
-    verbose : int, default=0
-        ``1``: print the phases of the fit with public quantities only (the same text on
-        neighbouring data sets); ``2``: also the planned iteration count (it follows the
-        private bounds) and elapsed times (a timing channel).
+    <<verbose>>
 
     Attributes
     ----------

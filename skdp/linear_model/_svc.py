@@ -9,11 +9,13 @@ import numpy as np
 from skdp._base import BaseDPLinearModel
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._classifier import BaseDPClassifier
+from skdp.linear_model._docs import shared_docs
 from skdp.losses import HingeLoss, SmoothedHingeLoss
 
 __all__ = ["DPLinearSVC"]
 
 
+@shared_docs
 class DPLinearSVC(BaseDPClassifier):
     """Linear support vector classifier with differential privacy.
 
@@ -39,28 +41,14 @@ class DPLinearSVC(BaseDPClassifier):
         ``n``: on large data it dominates the noise (raise the solver's ``max_iter``).
     smoothing : float, default=0.5
         Width of the quadratic zone of ``"smoothed_hinge"``.
-    classes : array-like or None, default=None
-        The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
-        outside it raise before any noise is drawn, classes absent from ``y`` still get
-        coefficients, and the model's shape does not depend on any record. ``None``: the
-        label set is read from ``y`` (treated as public; replacing the only record of a
-        class changes the model's shape, see docs/privacy.md).
+    <<classes>>
     solver : str or solver object, default="gd"
         A name from :data:`skdp.solvers.SOLVERS` or a solver instance (DP-GD needs the
         smooth ``"smoothed_hinge"``; ``"hinge"`` needs ``"output_perturbation"``).
     alpha : float, default=1e-2
         L2 strength (``"output_perturbation"`` penalises the intercept too).
-    data_norm : float or "auto", default="auto"
-        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
-        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
-        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
-        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
-        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
-        units. See docs/privacy.md, "Private bounds".
-    bounds_fraction : float in (0, 1), default=0.2
-        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
-        all of ``delta``). Unused when every bound is a number.
+    <<data_norm>>
+    <<bounds_fraction:0.2>>
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -81,12 +69,7 @@ class DPLinearSVC(BaseDPClassifier):
         Norm of the feature perturbations.
     accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
         How the privacy loss is accounted.
-    accountant : BudgetAccountant or None, default=None
-        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
-        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
-        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
-        same object), so every fit of a ``GridSearchCV`` is counted; see
-        docs/tuning_and_budgets.md.
+    <<accountant>>
     neighboring : {"replace_one"}, default="replace_one"
         Neighbouring relation of the guarantee.
     random_state : None, int, numpy Generator or RandomState, default=None
@@ -97,10 +80,7 @@ class DPLinearSVC(BaseDPClassifier):
         the floating-point attacks on textbook noise samplers (Mironov 2012), at a
         negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
-    verbose : int, default=0
-        ``1``: print the phases of the fit with public quantities only (the same text on
-        neighbouring data sets); ``2``: also the planned iteration count (it follows the
-        private bounds) and elapsed times (a timing channel).
+    <<verbose>>
 
     Attributes
     ----------

@@ -1,0 +1,68 @@
+"""Parameter descriptions shared by every skdp estimator (one text, many docstrings)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["shared_docs"]
+
+_PARAMS = {
+    'data_norm': """\
+    data_norm : float or "auto", default="auto"
+        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
+        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
+        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
+        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
+        units. See docs/privacy.md, "Private bounds".
+""",
+    'y_bound': """\
+    y_bound : float or "auto", default="auto"
+        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
+        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
+        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
+        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
+        then fits ``(y - centre) / y_bound`` and predictions are clipped to
+        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
+""",
+    'accountant': """\
+    accountant : BudgetAccountant or None, default=None
+        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
+        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
+        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
+        same object), so every fit of a ``GridSearchCV`` is counted; see
+        docs/tuning_and_budgets.md.
+""",
+    'verbose': """\
+    verbose : int, default=0
+        ``1``: print the phases of the fit with public quantities only (the same text on
+        neighbouring data sets); ``2``: also the planned iteration count (it follows the
+        private bounds) and elapsed times (a timing channel).
+""",
+    'classes': """\
+    classes : array-like or None, default=None
+        The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
+        outside it raise before any noise is drawn, classes absent from ``y`` still get
+        coefficients, and the model's shape does not depend on any record. ``None``: the
+        label set is read from ``y`` (treated as public; replacing the only record of a
+        class changes the model's shape, see docs/privacy.md).
+""",
+    'bounds_fraction': """\
+    bounds_fraction : float in (0, 1), default={default}
+        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
+        all of ``delta``). Unused when every bound is a number.
+""",
+}
+
+
+def shared_docs(cls):
+    """Replace each line ``    <<name>>`` or ``    <<name:default>>`` of ``cls.__doc__``
+    by the shared description of the parameter ``name``."""
+
+    def fill(match):
+        name, _, default = match.group(1).partition(":")
+        return _PARAMS[name].replace("{default}", default)
+
+    cls.__doc__ = re.sub(r"^    <<([a-z_]+(?::[^>]*)?)>>\n", fill, cls.__doc__, flags=re.M)
+    return cls
