@@ -10,7 +10,7 @@ from sklearn.pipeline import Pipeline
 
 from skdp._sklearn_compat import BaseSearchCV
 from skdp.privacy.accounting import PrivacySpent
-from skdp.privacy.composition import Totals, summarize
+from skdp.privacy.composition import CompositeLedger, Totals, summarize
 
 __all__ = ["PrivacyReport", "privacy_report", "privacy_spent"]
 
@@ -83,9 +83,11 @@ class PrivacyReport:
                  "steps compose sequentially)."]
         for row in self.rows:
             lines.append(f"- {row['name']} ({row['class']}): epsilon={row['epsilon']:.4g}, "
-                         f"delta={row['delta']:.3g}, accounted by {row['accounting']!r}")
+                         f"delta={row['delta']:.3g}, accounted: {row['accounting']}")
             lines += [f"    {count} x {leaf}" for leaf, count in row["mechanisms"]]
             lines.append(f"    public: {row['public']}")
+            if row.get("released_bounds"):
+                lines.append(f"    released bounds (DP outputs): {row['released_bounds']}")
         lines.append("Not protected: the dataset size, the number of features and the label "
                      "set (public), the hyperparameters, and anything fitted by "
                      "non-private steps.")
@@ -112,17 +114,28 @@ def privacy_report(obj) -> PrivacyReport:
     rows = []
     for name, part in _private_parts(obj):
         ledger = part.privacy_ledger_
+        # A composite ledger (private bounds, then the fit) is reported part by part.
+        pieces = (ledger.parts if isinstance(ledger, CompositeLedger)
+                  else (("", ledger),))
         counts: Counter = Counter()
-        if isinstance(ledger.event, dpe.RepeatAndSelectDpEvent):
-            counts[repr(ledger.event)] = 1
-        else:
-            _leaves(ledger.event, 1, counts)
+        for piece_name, piece in pieces:
+            prefix = f"{piece_name}: " if piece_name else ""
+            if isinstance(piece.event, dpe.RepeatAndSelectDpEvent):
+                counts[prefix + repr(piece.event)] = 1
+            else:
+                leaves: Counter = Counter()
+                _leaves(piece.event, 1, leaves)
+                counts.update({prefix + leaf: c for leaf, c in leaves.items()})
         spent = ledger.spent()
         public = {k: getattr(part, k) for k in ("n_features_in_", "data_norm", "y_bound")
                   if hasattr(part, k)}
+        released = {k: getattr(part, k) for k in ("data_norm_", "y_bound_", "y_centre_")
+                    if hasattr(part, k)}
         if hasattr(part, "classes_"):
             public["classes_"] = part.classes_.tolist()
+        accounting = ", ".join(f"{n or 'fit'} by {p.accountant!r}" for n, p in pieces)
         rows.append({"name": name, "class": type(part).__name__, "epsilon": spent.epsilon,
-                     "delta": spent.delta, "accounting": ledger.accountant,
-                     "mechanisms": counts.most_common(), "public": public})
+                     "delta": spent.delta, "accounting": accounting,
+                     "mechanisms": counts.most_common(), "public": public,
+                     "released_bounds": released})
     return PrivacyReport(rows, privacy_spent(obj))

@@ -279,3 +279,12 @@ def test_a_collapsed_private_spread_is_warned_about():
     y = np.r_[np.ones(1400), -np.ones(600)]
     with pytest.warns(UserWarning, match="Give a public y_bound"):
         quiet(DPLinearRegression(epsilon=np.inf).fit, X, y)
+
+
+def test_privacy_report_lists_both_parts_of_an_auto_fit():
+    import skdp
+
+    clf = quiet(DPLogisticRegression().fit, X_BC, Y_BC)
+    text = str(skdp.privacy_report(clf))
+    assert "bounds: PureDpEvent(epsilon=0.2)" in text and "fit: GaussianDpEvent" in text
+    assert "released bounds (DP outputs): {'data_norm_'" in text
