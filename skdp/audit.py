@@ -809,7 +809,8 @@ def audit_estimator(
     """Audit an skdp estimator: ``n_trials`` fits on each of ``D`` and ``D'``.
 
     With ``X_prime`` and ``y_prime`` omitted, the neighbouring datasets are built from
-    ``(X, y)`` by :func:`make_canary_pair` (``data_norm`` read from the estimator,
+    ``(X, y)`` by :func:`make_canary_pair` (``data_norm`` read from the estimator, or the
+    largest row norm of ``X`` for ``data_norm="auto"``,
     canary in row 0, reference ``"flip"``) and the statistic is the canary coefficient.
     Otherwise ``(X, y)`` is ``D``, ``(X_prime, y_prime)`` is ``D'`` and ``statistic``
     must be given.
@@ -867,7 +868,12 @@ def audit_estimator(
     if (X_prime is None) != (y_prime is None):
         raise ValueError("give both X_prime and y_prime, or neither.")
     if X_prime is None:
-        pair = make_canary_pair(X, y, data_norm=float(params["data_norm"]))
+        data_norm = params["data_norm"]
+        if isinstance(data_norm, str):
+            # Private bounds: the canary sits at the largest row norm of the audit's own
+            # data (an audit runs on data the auditor may read).
+            data_norm = float(np.max(np.linalg.norm(np.asarray(X, dtype=float), axis=1)))
+        pair = make_canary_pair(X, y, data_norm=float(data_norm))
         X, y, X_prime, y_prime = pair.X, pair.y, pair.X_prime, pair.y_prime
         if statistic is None:
             statistic = pair.estimator_statistic

@@ -288,3 +288,13 @@ def test_privacy_report_lists_both_parts_of_an_auto_fit():
     text = str(skdp.privacy_report(clf))
     assert "bounds: PureDpEvent(epsilon=0.2)" in text and "fit: GaussianDpEvent" in text
     assert "released bounds (DP outputs): {'data_norm_'" in text
+
+
+def test_audit_estimator_accepts_private_bounds():
+    from skdp.audit import audit_estimator
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 2)), rng.integers(0, 2, 20)
+    result = audit_estimator(DPLogisticRegression(classes=[0, 1]), X, y, n_trials=20,
+                             random_state=0)
+    assert result.epsilon <= 1.0 and not result.violated
