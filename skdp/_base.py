@@ -442,12 +442,14 @@ class BaseDPLinearModel(BaseEstimator):
         # The budget is charged from the public plan, before any value of X is read.
         entry = None if accountant is None else accountant.charge(
             planned, source=type(self).__name__, params=self.get_params(deep=False))
+        estimated = False
         try:
             X, y = self._validate(X, y)
             if auto:
                 # Independent streams for the bound estimates and the solver's noise.
                 bounds_rng, fit_rng = as_generator(self.random_state).spawn(2)
                 bounds = self._estimate_bounds(X, y, shares, bounds_rng)
+                estimated = True
                 solver, _, spec, prepared, label_attrs = self._privacy_plan(
                     *shape, y, bounds, fit_budget)
                 ledger = CompositeLedger((("bounds", self._bounds_ledger(shares, total)),
@@ -466,8 +468,14 @@ class BaseDPLinearModel(BaseEstimator):
                     f"{tuple(spent)} beyond the budget ({total.epsilon}, {total.delta})."
                 )
         except BaseException:
-            if entry is not None:
-                # Nothing was released: the entry is taken back.
+            if entry is not None and estimated:
+                # The private bounds were computed, and whether the rest fails can depend
+                # on them (the solver is planned with them): their part of the charge
+                # stays; only the fit's part is taken back.
+                accountant.amend(entry, CompositeLedger(
+                    (("bounds", self._bounds_ledger(shares, total)),), total))
+            elif entry is not None:
+                # Nothing was computed from the data: the entry is taken back.
                 accountant.refund(entry)
             raise
         self._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)

@@ -91,3 +91,28 @@ def test_dp_scaler_noise_is_what_the_ledger_says(delta):
         direction /= np.linalg.norm(direction, axis=1, keepdims=True)
         reference = (radius[:, None] * direction)[:, :d].ravel()
         assert stats.ks_2samp(errors.ravel(), reference).pvalue > 1e-4
+
+
+def test_bounds_whose_width_overflows_are_refused():
+    with pytest.raises(ValueError, match="bounds"):
+        DPStandardScaler(bounds=(-1e308, 1e308)).fit(np.zeros((5, 2)))
+
+
+def test_a_dp_scaler_with_private_bounds_fits_inside_a_private_search():
+    from sklearn.datasets import make_classification
+
+    from skdp.model_selection import PrivateRandomizedSearch
+    from skdp.privacy.composition import rdp_curve
+
+    X, y = make_classification(n_samples=300, n_features=4, random_state=0)
+    est = make_pipeline(DPStandardScaler(), DPLogisticRegression(data_norm=3.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        s = PrivateRandomizedSearch(est, {"dplogisticregression__alpha": [0.1, 1.0]},
+                                    n_candidates_mean=2, random_state=0).fit(X, y)
+    z = s.privacy_ledger_.event.event.noise_multiplier
+    reference = rdp_curve(dpe.GaussianDpEvent(z))
+    scaler, model = s.best_estimator_
+    total = sum(rdp_curve(part.event) for _, part in scaler.privacy_ledger_.parts)
+    total = total + rdp_curve(model.privacy_ledger_.event)
+    assert np.all(total <= reference)

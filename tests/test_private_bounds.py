@@ -298,3 +298,37 @@ def test_audit_estimator_accepts_private_bounds():
     result = audit_estimator(DPLogisticRegression(classes=[0, 1]), X, y, n_trials=20,
                              random_state=0)
     assert result.epsilon <= 1.0 and not result.violated
+
+
+# -- regressions from the second review ---------------------------------------------------------
+def test_a_fit_that_fails_after_its_private_bounds_keeps_their_charge(monkeypatch):
+    """Whether a fit fails after the bound estimate can depend on it: the bounds' part of
+    the charge must stay (the fit's part is taken back)."""
+    import skdp._base as base
+
+    acc = BudgetAccountant(5.0, 1e-4)
+
+    def boom(self, *a, **k):
+        raise ValueError("planned failure after the bound estimate")
+
+    monkeypatch.setattr(base.BaseDPLinearModel, "_fit_planned", boom)
+    with pytest.raises(ValueError, match="planned failure"):
+        quiet(DPLogisticRegression(accountant=acc).fit, X_BC, Y_BC)
+    (entry,) = acc.entries
+    assert [name for name, _ in entry.ledger.parts] == ["bounds"]
+    assert acc.spent().epsilon == pytest.approx(0.2) and acc.spent().delta == 0.0
+
+
+def test_a_failure_before_reading_data_is_refunded():
+    acc = BudgetAccountant(5.0, 1e-4)
+    bad = X_BC.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        quiet(DPLogisticRegression(accountant=acc).fit, bad, Y_BC)
+    assert len(acc) == 0
+
+
+def test_quantile_of_values_with_nan_is_finite():
+    rng = np.random.default_rng(0)
+    est = private_quantile(np.array([1.0, 2.0, np.nan]), 0.5, 1.0, rng)
+    assert np.isfinite(est)

@@ -67,7 +67,9 @@ def private_quantile(values: np.ndarray, q: float, epsilon: float, rng: np.rando
     (non-private mode).
     """
     forward, backward, (lo, hi) = SCALES[scale]
-    mapped = np.sort(np.clip(forward(np.asarray(values, dtype=float)), lo, hi))
+    # NaN goes to the public lower end (one record, one count: the sensitivity holds).
+    mapped = np.sort(np.clip(np.nan_to_num(forward(np.asarray(values, dtype=float)),
+                                           nan=lo), lo, hi))
     if math.isinf(epsilon):
         return float(backward(np.quantile(mapped, q)))
     edges, utility = utility_pieces(mapped, q, lo, hi)

@@ -32,6 +32,7 @@ from skdp.exceptions import (
     PrivacyLeakWarning,
 )
 from skdp.privacy.accounting import (
+    ApproxDpEvent,
     PrivacyLedger,
     PureDpEvent,
     _gdp_epsilon,
@@ -150,12 +151,20 @@ class _CandidateCap:
 
     def charge(self, ledger, *, source: str, params=None) -> int:
         if isinstance(ledger, CompositeLedger):
-            # A fit with "auto" bounds plans its solver only after estimating them, from
-            # the data: its curve cannot be checked before it reads X.
-            raise IncompatibleSolverError(
-                f"{source} estimates its bounds from the data (data_norm, y_bound or "
-                "bounds = 'auto'); in a private search give them as numbers (public bounds, "
-                "or a list to search over, for example data_norm in [1, 10, 100]).")
+            if any(isinstance(part.event, ApproxDpEvent) and part.accountant == "basic"
+                   for _, part in ledger.parts):
+                # A reservation: a fit with "auto" bounds plans its solver only after
+                # estimating them from the data, so its curve cannot be checked before it
+                # reads X.
+                raise IncompatibleSolverError(
+                    f"{source} estimates its bounds from the data (data_norm or y_bound "
+                    "'auto') before planning its solver; in a private search give them as "
+                    "numbers (public bounds, or a list to search over, for example "
+                    "data_norm in [1, 10, 100]).")
+            # Fully planned parts (a DP scaler's private bounds, then its moments).
+            for _, part in ledger.parts:
+                self.charge(part, source=source)
+            return 0
         if self.reference is None:
             spent = ledger.spent()
             if spent.delta > 0:

@@ -29,7 +29,7 @@ def _public_bounds(bounds, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (n_features,)).copy()
                     for b in bounds)
     if not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper))
-            and np.all(upper > lower)):
+            and np.all(upper > lower) and np.all(np.isfinite(upper - lower))):
         raise ValueError("bounds must be finite (lower, upper) with upper > lower for every "
                          "feature; set bounds to public per-feature ranges.")
     return lower, upper
