@@ -12,10 +12,10 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
-from sklearn.utils import estimator_html_repr
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._progress import Progress
+from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import (
     HasMethods,
     Interval,
@@ -55,16 +55,6 @@ def _round_up(bound: float) -> float:
     return float(min(2.0 ** (math.ceil(4.0 * math.log2(max(bound, 1e-300))) / 4.0), 1e149))
 
 
-def privacy_html(estimator) -> str:
-    """An HTML line with the ``(epsilon, delta)`` a fitted estimator spent, or ``""``."""
-    spent = getattr(estimator, "privacy_spent_", None)
-    if spent is None:
-        return ""
-    return (f'<div class="skdp-privacy" style="font-family: monospace">privacy spent: '
-            f"epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g} "
-            f"(replace-one)</div>")
-
-
 @dataclass(frozen=True)
 class FitBounds:
     """The bounds one fit uses: declared, or estimated privately (``"auto"``).
@@ -96,7 +86,7 @@ class FitBounds:
         return self.target_scale / self.data_norm if self.rescaled else 1.0
 
 
-class BaseDPLinearModel(BaseEstimator):
+class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     """Shared fit pipeline: validate, check the budget, clip, plan, solve, re-account.
 
     Subclasses provide the loss and the target encoding (:meth:`_encode_targets`) and
@@ -271,19 +261,27 @@ class BaseDPLinearModel(BaseEstimator):
         return names
 
     def _placeholder_bounds(self) -> FitBounds:
-        """The declared bounds, with 1 where a bound is ``"auto"`` (planning checks only)."""
+        """The declared bounds, with 1 where a bound is ``"auto"`` (planning checks only).
+
+        Rescaled like the real fit, so that a plan that does not depend on the bounds' size
+        (most solvers, in units of the bounds) is the real plan, and its calibration is
+        computed once and cached instead of twice.
+        """
         data_norm = 1.0 if isinstance(self.data_norm, str) else float(self.data_norm)
         y_bound = getattr(self, "y_bound", None)
         if y_bound is not None:
             y_bound = 1.0 if isinstance(y_bound, str) else float(y_bound)
-        return FitBounds(data_norm, y_bound, 0.0)
+        return FitBounds(data_norm, y_bound, 0.0, rescaled=bool(self._auto_bounds()))
 
     def _privacy_plan(self, n_samples: int, n_features: int, y,
-                      bounds: FitBounds | None = None, budget: Budget | None = None):
+                      bounds: FitBounds | None = None, budget: Budget | None = None,
+                      *, calibrate: bool = True):
         """Everything a fit decides before reading ``X``: solver, budget, spec and plan.
 
         Used by ``fit`` (to charge a budget accountant before any value of ``X`` is read)
-        and by :func:`skdp.model_selection.privacy_cost` (to price a workflow).
+        and by :func:`skdp.model_selection.privacy_cost` (to price a workflow). Without
+        ``calibrate`` only the settings are checked (``prepared`` is ``None``): a fit with
+        ``"auto"`` bounds plans its solver once, after the bounds are estimated.
         """
         bounds = self._placeholder_bounds() if bounds is None else bounds
         tilt = 0.0 if self.tilt is None else float(self.tilt)
@@ -325,6 +323,9 @@ class BaseDPLinearModel(BaseEstimator):
             intercept_feature=bounds.data_norm if self.fit_intercept else 0.0,
             row_norm_ord=self._data_norm_ord(),
         )
+        if not calibrate:
+            solver.check(spec, budget, accountant=self.accounting, relation=self.neighboring)
+            return solver, budget, spec, None, label_attrs
         prepared = solver.prepare(spec, budget, accountant=self.accounting,
                                   relation=self.neighboring)
         return solver, budget, spec, prepared, label_attrs
@@ -338,7 +339,7 @@ class BaseDPLinearModel(BaseEstimator):
         ``(epsilon, delta)``.
         """
         # Validates every setting (solver, budget, constraint) before anything is charged.
-        solver, total, *_ = self._privacy_plan(n_samples, n_features, y)
+        solver, total, *_ = self._privacy_plan(n_samples, n_features, y, calibrate=False)
         names = self._auto_bounds()
         if not total.is_private:
             unaccounted = PrivacyLedger(dpe.NonPrivateDpEvent(), "pure", self.neighboring, total)
@@ -547,19 +548,6 @@ class BaseDPLinearModel(BaseEstimator):
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = spent
         self.privacy_plan_ = result.plan
-
-    # -- notebooks: the HTML repr shows what a fitted estimator spent -------------------------
-    def _html_repr(self):
-        return estimator_html_repr(self) + privacy_html(self)
-
-    def _repr_html_inner(self):
-        return self._html_repr()
-
-    def _repr_mimebundle_(self, **kwargs):
-        output = super()._repr_mimebundle_(**kwargs)
-        if "text/html" in output:
-            output["text/html"] = self._html_repr()
-        return output
 
     def _decision_scores(self, X) -> np.ndarray:
         check_is_fitted(self)

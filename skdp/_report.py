@@ -7,12 +7,14 @@ from collections import Counter
 
 from dp_accounting import dp_event as dpe
 from sklearn.pipeline import Pipeline
+from sklearn.utils import estimator_html_repr
 
 from skdp._sklearn_compat import BaseSearchCV
 from skdp.privacy.accounting import PrivacySpent
 from skdp.privacy.composition import CompositeLedger, Totals, summarize
 
-__all__ = ["PrivacyReport", "privacy_report", "privacy_spent"]
+__all__ = ["PrivacyReport", "PrivacyReprMixin", "privacy_html", "privacy_report",
+           "privacy_spent"]
 
 
 def _private_parts(obj, name: str = "") -> list[tuple[str, object]]:
@@ -139,3 +141,29 @@ def privacy_report(obj) -> PrivacyReport:
                      "mechanisms": counts.most_common(), "public": public,
                      "released_bounds": released})
     return PrivacyReport(rows, privacy_spent(obj))
+
+
+def privacy_html(estimator) -> str:
+    """An HTML line with the ``(epsilon, delta)`` a fitted estimator spent, or ``""``."""
+    spent = getattr(estimator, "privacy_spent_", None)
+    if spent is None:
+        return ""
+    return (f'<div class="skdp-privacy" style="font-family: monospace">privacy spent: '
+            f"epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g} "
+            f"(replace-one)</div>")
+
+
+class PrivacyReprMixin:
+    """In notebooks, the HTML repr of a fitted private object shows what it spent."""
+
+    def _html_repr(self):
+        return estimator_html_repr(self) + privacy_html(self)
+
+    def _repr_html_inner(self):
+        return self._html_repr()
+
+    def _repr_mimebundle_(self, **kwargs):
+        output = super()._repr_mimebundle_(**kwargs)
+        if "text/html" in output:
+            output["text/html"] = self._html_repr()
+        return output

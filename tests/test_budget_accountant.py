@@ -343,3 +343,18 @@ def test_auto_bounds_are_priced_by_their_reservation_an_upper_bound():
     assert acc.spent().epsilon <= price.epsilon * (1 + 1e-12)
     assert acc.spent().delta <= price.delta * (1 + 1e-12)
     assert price.epsilon == pytest.approx(3.0)  # basic composition of three (1, 1e-5)
+
+
+def test_default_estimators_in_process_workers_record_their_real_events(tmp_path):
+    """Private bounds (the default) reserve, then amend, inside loky workers too: after
+    cross_val_score with n_jobs=2 the file holds one entry per fold with the solver's
+    events, and the total is within the price."""
+    acc = BudgetAccountant(100.0, 1e-3, path=tmp_path / "auto.sqlite")
+    est = DPLogisticRegression(accountant=acc, classes=[0, 1])
+    price = privacy_cost(est, X_BC, Y_BC, cv=3)
+    cross_val_score(est, X_BC, Y_BC, cv=3, n_jobs=2)
+    assert len(acc) == 3
+    for entry in acc.entries:
+        assert [name for name, _ in entry.ledger.parts] == ["bounds", "fit"]
+        assert isinstance(entry.ledger.part("fit").event, dpe.SelfComposedDpEvent)
+    assert acc.spent().epsilon <= price.epsilon and acc.spent().delta <= price.delta

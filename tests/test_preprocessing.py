@@ -116,3 +116,23 @@ def test_a_dp_scaler_with_private_bounds_fits_inside_a_private_search():
     total = sum(rdp_curve(part.event) for _, part in scaler.privacy_ledger_.parts)
     total = total + rdp_curve(model.privacy_ledger_.event)
     assert np.all(total <= reference)
+
+
+def test_repr_shows_the_spend_and_a_failure_after_the_private_bound_keeps_its_charge(
+        monkeypatch):
+    import skdp.preprocessing._scalers as scalers
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    scaler = DPStandardScaler().fit(X)
+    assert "privacy spent: epsilon=" in scaler._repr_html_()
+    acc = BudgetAccountant(5.0, 1e-4)
+
+    def boom(*a, **k):
+        raise RuntimeError("failure after the bound estimate")
+
+    monkeypatch.setattr(scalers, "as_noise_source", boom)
+    with pytest.raises(RuntimeError):
+        DPStandardScaler(accountant=acc).fit(X)
+    (entry,) = acc.entries
+    assert [name for name, _ in entry.ledger.parts] == ["bounds"]
+    assert acc.spent().epsilon == pytest.approx(0.3 * 0.2)

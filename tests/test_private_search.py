@@ -354,3 +354,34 @@ def test_privacy_cost_counts_private_transformers():
     pipe.set_params(dpstandardscaler__accountant=acc, dplogisticregression__accountant=acc)
     quiet(pipe.fit, X, Y)
     assert len(acc) == 2 and acc.spent().epsilon == pytest.approx(price.epsilon, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_pure_search_score_noise_is_the_ledgers_laplace(monkeypatch):
+    """Pure search: with every exact score 0, best_score_ is the max of K Laplace(0, s)
+    draws, s = Delta / eps_c, so F(best / s)^K is uniform (KS, failure probability 1e-4
+    under a correct implementation, fixed seeds). The ledger's epsilon is (2 + eta) eps_c,
+    re-accounted by the pure accountant."""
+    from skdp.privacy.accounting import epsilon_spent
+
+    monkeypatch.setattr(ps, "_raw_score", lambda *a: 0.0)
+    drawn = []
+    real_sampler = ps.sample_repetitions
+
+    def recording_sampler(*a):
+        drawn.append(real_sampler(*a))
+        return drawn[-1]
+
+    monkeypatch.setattr(ps, "sample_repetitions", recording_sampler)
+    u = []
+    rng = np.random.default_rng(9)
+    for _ in range(300):
+        s = quiet(PrivateRandomizedSearch(
+            DPLogisticRegression(data_norm=1.0, solver="output_perturbation"),
+            {"alpha": [0.1, 1.0]}, epsilon=1.5, delta=0.0, n_candidates_mean=2,
+            distribution="geometric", random_state=rng.integers(2**32)).fit, X[:60], Y[:60])
+        assert s.score_noise_scale_ == pytest.approx((1 / 12) / (1.5 / 3.0), rel=1e-12)
+        u.append(stats.laplace.cdf(s.best_score_ / s.score_noise_scale_) ** drawn[-1])
+    assert epsilon_spent(s.privacy_ledger_.event, 0.0, accountant="pure",
+                         relation="replace_one") == pytest.approx(1.5)
+    assert stats.kstest(u, "uniform").pvalue > 1e-4

@@ -24,6 +24,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from skdp._progress import Progress
+from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import (
     BudgetError,
@@ -39,6 +40,7 @@ from skdp.privacy.accounting import (
     calibrate_noise_multiplier,
 )
 from skdp.privacy.budget import check_budget
+from skdp.privacy.budget_accountant import SharedReference
 from skdp.privacy.composition import CompositeLedger, rdp_curve
 
 __all__ = ["PrivateRandomizedSearch", "private_steps"]
@@ -138,10 +140,12 @@ class _OverCap(BudgetError):
     """A candidate's planned curve exceeds the reference (retry with a smaller budget)."""
 
 
-class _CandidateCap:
+class _CandidateCap(SharedReference):
     """Accountant handed to one candidate's private steps: their Renyi curves together must
     stay under the reference curve (approximate DP), or their epsilons under the candidate
-    epsilon (pure DP). Checked from the plan, before the step reads ``X``."""
+    epsilon (pure DP). Checked from the plan, before the step reads ``X``. One cap per
+    candidate, shared by every copy: meta-estimators that clone their sub-estimators
+    (one-vs-rest, voting, stacking) fill the same cap."""
 
     def __init__(self, reference: np.ndarray | None, pure_epsilon: float | None):
         self.reference = reference
@@ -194,17 +198,6 @@ class _CandidateCap:
 
     def refund(self, index: int) -> None:  # a failed candidate fails the whole search
         pass
-
-    # One cap per candidate, shared by every copy: meta-estimators that clone their
-    # sub-estimators (one-vs-rest, voting, stacking) must fill the same cap.
-    def __sklearn_clone__(self) -> _CandidateCap:
-        return self
-
-    def __copy__(self) -> _CandidateCap:
-        return self
-
-    def __deepcopy__(self, memo) -> _CandidateCap:
-        return self
 
 
 # Steps that learn nothing from the data (their fit reads the public shape only).
@@ -266,7 +259,7 @@ def _take(X, idx):
     return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
 
 
-class PrivateRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
+class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimator):
     """Hyperparameter search whose whole run, selection included, is differentially private.
 
     Repeats a private candidate mechanism a random number ``K`` of times and releases

@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._progress import Progress
+from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import NORM_SAFETY, row_norms
@@ -136,7 +137,8 @@ class RowNormClipper(_PublicMap):
         return X * scale[:, None]
 
 
-class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
+                       BaseEstimator):
     """Standardize features with differentially private means and variances.
 
     Each feature is clipped to ``[lower, upper]`` and mapped to ``u = (x - lower) / (upper
@@ -261,6 +263,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                           PrivacyLeakWarning, stacklevel=2)
         entry = None if self.accountant is None else self.accountant.charge(
             ledger, source=type(self).__name__, params=self.get_params(deep=False))
+        estimated = False
         try:
             X = validate_data(self, X, dtype=np.float64)
             n, d = X.shape
@@ -268,6 +271,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if isinstance(self.bounds, str):
                 # Post-processing of one private median: every feature in [-C, C].
                 c = 2.0 * private_quantile(row_norms(X, 2.0), 0.5, eps_bounds, bounds_rng)
+                estimated = True
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
                 lower, upper = _public_bounds(self.bounds, d)
@@ -289,7 +293,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             mean_u = np.clip(sums[:d] / n, 0.0, 1.0)
             var_u = np.clip(sums[d:] / n - mean_u ** 2, 1e-4, 0.25)
         except BaseException:
-            if entry is not None:
+            if entry is not None and estimated:
+                # As the estimators: once the private bound is computed, its charge stays.
+                self.accountant.amend(entry, CompositeLedger((ledger.parts[0],), total))
+            elif entry is not None:
                 self.accountant.refund(entry)
             raise
         self.lower_, self.upper_ = lower, upper

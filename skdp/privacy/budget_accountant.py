@@ -30,7 +30,7 @@ from skdp.privacy.composition import (
     summarize,
 )
 
-__all__ = ["BudgetAccountant", "BudgetEntry"]
+__all__ = ["BudgetAccountant", "BudgetEntry", "SharedReference"]
 
 _FORMAT = "skdp.BudgetAccountant/1"
 # A split delta (d1 + d2 computed from delta) is forgiven its rounding, as in PrivacySpent.
@@ -116,7 +116,21 @@ def _check_ceiling(epsilon: Any, delta: Any) -> tuple[float, float]:
     return eps, dlt
 
 
-class BudgetAccountant:
+class SharedReference:
+    """An object that ``clone``, ``copy`` and ``deepcopy`` return as is: a budget (or a
+    budget cap) must stay one object however often scikit-learn copies its holders."""
+
+    def __sklearn_clone__(self):
+        return self
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class BudgetAccountant(SharedReference):
     """A privacy budget with a hard ceiling, shared by every fit that is given it.
 
     Pass it as ``accountant=`` to skdp estimators, transformers and searches. Every
@@ -196,16 +210,7 @@ class BudgetAccountant:
         """The SQLite file, or ``None`` for an in-memory accountant."""
         return self._path
 
-    # -- scikit-learn and copying: one budget, never a copy --------------------------------
-    def __sklearn_clone__(self) -> BudgetAccountant:
-        return self
-
-    def __copy__(self) -> BudgetAccountant:
-        return self
-
-    def __deepcopy__(self, memo) -> BudgetAccountant:
-        return self
-
+    # -- pickling (clone and copies return self: SharedReference) ------------------------
     def __getstate__(self) -> dict:
         if self._path is not None:
             return {"path": self._path, "epsilon": self._epsilon, "delta": self._delta,

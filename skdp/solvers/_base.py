@@ -782,6 +782,15 @@ class BaseDPSolver(ABC):
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         """Run the planned algorithm; every random draw comes from ``noise``."""
 
+    def check(self, spec: ProblemSpec, budget: Budget, *, accountant: str = "auto",
+              relation: str = "replace_one") -> str:
+        """Validate the solver's parameters and its compatibility with ``spec`` (no
+        calibration); returns the accountant that ``"auto"`` resolves to."""
+        self._validate_params()
+        accountant = self.resolve_accountant(accountant, budget)
+        self.check_compatible(spec, accountant, relation)
+        return accountant
+
     def prepare(
         self, spec: ProblemSpec, budget: Budget, *, accountant: str = "auto",
         relation: str = "replace_one",
@@ -791,9 +800,7 @@ class BaseDPSolver(ABC):
         Reads no data: a budget accountant is charged with this ledger before ``fit``
         reads any value of ``X``, and :meth:`solve` runs exactly this plan.
         """
-        self._validate_params()
-        accountant = self.resolve_accountant(accountant, budget)
-        self.check_compatible(spec, accountant, relation)
+        accountant = self.check(spec, budget, accountant=accountant, relation=relation)
         plan = self.plan(spec, budget, accountant, relation)
         ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)
         spent = ledger.spent()
