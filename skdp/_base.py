@@ -249,7 +249,10 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             Y, loss, attrs = self._encode_targets(np.zeros(1), bounds)
         else:
             y = np.asarray(y)
-            Y, loss, attrs = self._encode_targets(y.ravel() if y.ndim == 2 else y, bounds)
+            # The label set is checked on y once; the loss and the number of outputs then
+            # come from encoding the k labels themselves, not all n targets.
+            labels = self._check_classes(y.ravel() if y.ndim == 2 else y)
+            Y, loss, attrs = self._encode_targets(labels, bounds)
         return loss, Y.shape[1], attrs
 
     def _auto_bounds(self) -> tuple[str, ...]:

@@ -255,10 +255,6 @@ def _raw_score(estimator, X, y, scoring: str) -> float:
     return -float(np.mean(resid ** 2))
 
 
-def _take(X, idx):
-    return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
-
-
 class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimator):
     """Hyperparameter search whose whole run, selection included, is differentially private.
 
@@ -489,8 +485,8 @@ default="truncated_negative_binomial"
                     "the label set is read from y: it is treated as public (every "
                     "candidate uses it), which the search's guarantee does not cover.",
                     PrivacyLeakWarning, stacklevel=3)
-            X_train, y_train = _take(X, train_idx), _take(np.asarray(y), train_idx)
-            X_val, y_val = _take(X, val_idx), _take(np.asarray(y), val_idx)
+            # X and y are validated arrays (CSR for sparse X): plain row indexing.
+            X_train, y_train, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
             for _ in range(n_candidates):
                 params = _sample_params(rng, spaces)
                 model = self._fit_candidate(params, X_train, y_train, reference, pure_eps,
