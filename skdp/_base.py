@@ -296,14 +296,15 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             )
         solver = get_solver(self.solver)
         secure = getattr(self, "secure", False)
-        if secure and type(solver).release_noise_scale is BaseDPSolver.release_noise_scale:
+        if secure and not solver.capabilities.secure:
+            capable = [k for k, cls in SOLVERS.items() if cls.capabilities.secure]
             raise IncompatibleSolverError(
                 f"secure=True needs the release's noise scale, which solver {solver.name!r} "
-                "does not declare; use secure=False or another solver."
+                f"does not declare; set secure=False, or solver to one of {capable}."
             )
         if budget is None:
             budget = check_budget(
-                self.epsilon, self.delta, needs_delta=solver.needs_delta,
+                self.epsilon, self.delta, needs_delta=solver.capabilities.needs_delta,
                 n_samples=n_samples, solver_name=solver.name,
             )
         loss, n_outputs, label_attrs = self._public_targets(y, bounds)
@@ -314,7 +315,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             n_outputs=n_outputs,
             # Output perturbation penalises (and constrains) the intercept too: its
             # sensitivity argument needs strong convexity in every coordinate.
-            n_penalized=(n_params if solver.penalizes_intercept or self._intercept_constrained
+            n_penalized=(n_params if solver.capabilities.intercept == "penalized"
+                         or self._intercept_constrained
                          else n_features),
             row_norm_bound=self._row_norm_bound(bounds.data_norm),
             loss=loss,

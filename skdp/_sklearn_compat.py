@@ -2,7 +2,13 @@
 
 from sklearn.base import _fit_context
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    Options,
+    StrOptions,
+    validate_parameter_constraints,
+)
 from sklearn.utils.validation import validate_data
 
 __all__ = [
@@ -13,4 +19,5 @@ __all__ = [
     "StrOptions",
     "_fit_context",
     "validate_data",
+    "validate_parameter_constraints",
 ]

@@ -350,6 +350,9 @@ class Constraint(ABC):
 
     #: ``True`` when the set is bounded (required by Frank-Wolfe and output bounds).
     bounded: bool
+    #: The set's kind in solver capability declarations: ``"none"``, ``"l2"``,
+    #: ``"l1"``, ``"lp"`` or ``"simplex"``.
+    kind: str
 
     @abstractmethod
     def project(self, w: np.ndarray) -> np.ndarray:
@@ -418,6 +421,7 @@ class Unconstrained(_EuclideanGeometry, Constraint):
     """The whole space: projection is the identity."""
 
     bounded = False
+    kind = "none"
 
     def project(self, w: np.ndarray) -> np.ndarray:
         return w
@@ -442,6 +446,7 @@ class L2Ball(_EuclideanGeometry, Constraint):
 
     radius: float
     bounded = True
+    kind = "l2"
 
     def __post_init__(self) -> None:
         _check_radius(self.radius)
@@ -476,6 +481,7 @@ class L1Ball(_L1Geometry, Constraint):
 
     radius: float
     bounded = True
+    kind = "l1"
 
     def __post_init__(self) -> None:
         _check_radius(self.radius)
@@ -525,6 +531,7 @@ class LpBall(Constraint):
     radius: float
     p: float
     bounded = True
+    kind = "lp"
 
     def __post_init__(self) -> None:
         _check_radius(self.radius)
@@ -616,6 +623,7 @@ class Simplex(_L1Geometry, Constraint):
 
     radius: float = 1.0
     bounded = True
+    kind = "simplex"
 
     def __post_init__(self) -> None:
         _check_radius(self.radius)

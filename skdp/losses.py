@@ -42,7 +42,12 @@ class GLMLoss(ABC):
         difference of one record's gradients at two parameters (SVRG corrections).
     curvature_bound : float
         ``sup ||d^2 phi / dz^2||_op``: the mean loss is ``curvature_bound * X^2``-smooth.
+    name : str
+        The loss's name in solver capability declarations
+        (:data:`skdp.solvers._capabilities.LOSS_NAMES`).
     """
+
+    name: str
 
     derivative_bound: float
     derivative_diameter: float
@@ -126,6 +131,8 @@ class LogisticLoss(GLMLoss):
     most 1 (an interval of length 1). ``phi'' = expit(z) expit(-z) <= 1/4``.
     """
 
+    name = "logistic"
+
     derivative_bound = 1.0
     derivative_diameter = 1.0
     curvature_bound = 0.25
@@ -168,6 +175,8 @@ class MultinomialLogisticLoss(GLMLoss):
     two softmax vectors differ by at most ``||e_j - e_k|| = sqrt(2)`` (the simplex's
     diameter). The Hessian ``diag(p) - p p^T`` has operator norm at most ``1/2``.
     """
+
+    name = "multinomial"
 
     derivative_bound = float(np.sqrt(2.0))
     derivative_diameter = float(np.sqrt(2.0))
@@ -215,6 +224,8 @@ class SquaredLoss(GLMLoss):
     label_bound : float
         Public bound ``B`` on ``|y|``.
     """
+
+    name = "squared"
 
     derivative_bound = float("inf")
     derivative_diameter = float("inf")
@@ -272,6 +283,8 @@ class HuberLoss(GLMLoss):
         the value bounds (:meth:`initial_gap`, :meth:`value_range`) and the derivative
         bound on bounded scores; ``None``: those bounds are infinite.
     """
+
+    name = "huber"
 
     curvature_bound = 1.0
 
@@ -336,6 +349,8 @@ class HingeLoss(GLMLoss):
     ``sqrt(K)``. ``curvature_bound = inf``: only solvers for non-smooth objectives apply.
     """
 
+    name = "hinge"
+
     curvature_bound = float("inf")
 
     def __init__(self, n_outputs: int = 1) -> None:
@@ -374,6 +389,8 @@ class SmoothedHingeLoss(HingeLoss):
     smoothing : float, default=0.5
         Width ``h > 0`` of the quadratic zone.
     """
+
+    name = "smoothed_hinge"
 
     def __init__(self, n_outputs: int = 1, smoothing: float = 0.5) -> None:
         super().__init__(n_outputs)

@@ -12,19 +12,21 @@ import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
+from skdp._sklearn_compat import validate_parameter_constraints
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
 from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall
 from skdp.losses import NORM_SAFETY, GLMLoss, clip_coefficients, row_norms, vector_norms
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource, as_noise_source
+from skdp.solvers._capabilities import Capabilities, check_capabilities
 
 __all__ = [
     "BaseDPSolver",
@@ -558,20 +560,21 @@ class Problem:
         return g
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     """What a solver will run, fixed from public quantities before any data is read.
+
+    Each solver subclasses it with its own named, typed constants (noise scale,
+    sensitivity, step size, batch size, ...); the accounting reads the common fields.
 
     Attributes
     ----------
     n_iter : int
-        Number of noisy gradient steps (data-independent).
+        Number of noisy steps (data-independent).
     event : dp_accounting.DpEvent
         The ledger of every noisy release.
     accountant, relation : str
         How ``event`` is read.
-    settings : dict
-        Solver-specific constants (noise levels, step size, batch size, ...).
     via_add_remove : bool
         ``event`` is accounted under add/remove and converted to ``relation``
         (replace-one) by group privacy (see :class:`~skdp.privacy.PrivacyLedger`).
@@ -581,8 +584,38 @@ class Plan:
     event: dpe.DpEvent
     accountant: str
     relation: str
-    settings: dict = field(default_factory=dict)
     via_add_remove: bool = False
+    legacy_settings: dict = field(default_factory=dict, repr=False)  # TRANSITIONAL
+
+    def constants(self) -> dict[str, Any]:
+        """The solver-specific constants (every field but the common ones), by name."""
+        common = {f.name for f in fields(Plan)}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in common}
+        return {**self.legacy_settings, **values}
+
+    def __repr__(self) -> str:
+        def show(value: Any) -> str:
+            if isinstance(value, float):
+                return f"{value:.6g}"
+            if isinstance(value, np.ndarray):
+                return f"array(shape={value.shape})"
+            return repr(value)
+
+        parts = [f"n_iter={self.n_iter}", f"accountant={self.accountant!r}",
+                 f"relation={self.relation!r}"]
+        if self.via_add_remove:
+            parts.append("via_add_remove=True")
+        parts += [f"{k}={show(v)}" for k, v in self.constants().items()]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """TRANSITIONAL: the constants as a dict (removed once every caller reads fields)."""
+        return self.constants()
+
+
+def _legacy_plan(**kwargs: Any) -> Plan:  # TRANSITIONAL: Plan(settings=...) of old solvers
+    return Plan(legacy_settings=kwargs.pop("settings", {}), **kwargs)
 
 
 @dataclass(frozen=True)
@@ -609,28 +642,18 @@ class BaseDPSolver(ABC):
     ----------
     name : str
         Registry key.
-    needs_delta : bool
-        Whether the guarantee is approximate DP only (``delta > 0`` required).
-    requires : frozenset of str
-        Problem properties the algorithm needs (``"bounded_constraint"``, ...).
-    default_accountant : str
-        Accountant used when the estimator asks for ``"auto"``.
-    accountants : tuple of str
-        Accountants that can read this solver's ledger.
+    capabilities : Capabilities
+        What the solver needs and offers, declared once (see
+        :mod:`skdp.solvers._capabilities`): it drives the compatibility check, the docs
+        table and the conformance tests.
+    _parameter_constraints : dict
+        scikit-learn style declarations of the constructor parameters, validated once
+        before planning.
     """
 
     name: ClassVar[str]
-    needs_delta: ClassVar[bool] = True
-    requires: ClassVar[frozenset[str]] = frozenset()
-    #: Objectives the solver can optimise privately (see :attr:`ProblemSpec.objective_kind`).
-    objectives: ClassVar[frozenset[str]] = frozenset({"erm"})
-    #: Whether the loss may be non-smooth (hinge); gradient methods need ``phi''`` bounded.
-    handles_nonsmooth: ClassVar[bool] = False
-    #: Whether the intercept is penalised like the other coefficients (output
-    #: perturbation needs strong convexity in every coordinate).
-    penalizes_intercept: ClassVar[bool] = False
-    default_accountant: ClassVar[str] = "rdp"
-    accountants: ClassVar[tuple[str, ...]] = ("rdp", "pld")
+    capabilities: ClassVar[Capabilities]
+    _parameter_constraints: ClassVar[dict] = {}
 
     # -- scikit-learn style parameter handling (no sklearn import in this layer) --------
     @classmethod
@@ -660,15 +683,15 @@ class BaseDPSolver(ABC):
 
     # -- checks --------------------------------------------------------------------------
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        """The accountant actually used for ``"auto"``: :attr:`default_accountant`, or
-        ``"pure"`` when the budget asks for pure DP (``delta = 0``) and the solver has a
-        pure-DP mechanism (``"pure"`` in :attr:`accountants`)."""
+        """The accountant actually used for ``"auto"``: the declared default, or ``"pure"``
+        when the budget asks for pure DP (``delta = 0``) and the solver has a pure-DP
+        mechanism."""
         if accountant != "auto":
             return accountant
-        if (budget is not None and budget.is_private and budget.delta == 0
-                and "pure" in self.accountants):
+        caps = self.capabilities
+        if budget is not None and budget.is_private and budget.delta == 0 and caps.pure_dp:
             return "pure"
-        return self.default_accountant
+        return caps.default_accountant
 
     def supported_relations(self) -> tuple[str, ...]:
         """Neighbouring relations this configuration of the solver is accounted under.
@@ -679,39 +702,19 @@ class BaseDPSolver(ABC):
         return ("replace_one",)
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        """Raise :class:`IncompatibleSolverError` naming what is missing."""
+        """Raise :class:`IncompatibleSolverError` naming the setting to change.
+
+        The generic check of the declared :attr:`capabilities`; subclasses add only
+        data-free numeric conditions that no declaration expresses.
+        """
         if accountant not in ACCOUNTANTS:
             raise IncompatibleSolverError(
                 f"accounting must be 'auto' or one of {ACCOUNTANTS}, got {accountant!r}."
-            )
-        if accountant not in self.accountants:
-            raise IncompatibleSolverError(
-                f"solver {self.name!r} cannot be accounted by {accountant!r}; set "
-                f"accounting to one of {self.accountants} (or 'auto')."
             )
         if relation not in self.supported_relations():
             raise IncompatibleSolverError(
                 f"solver {self.name!r} with these settings is accounted under "
                 f"{self.supported_relations()} only, not {relation!r}."
-            )
-        if "bounded_constraint" in self.requires and not spec.constraint.bounded:
-            raise IncompatibleSolverError(
-                f"solver {self.name!r} needs a bounded constraint; set constraint='l2' "
-                "and a finite radius."
-            )
-        kind = spec.objective_kind
-        if kind not in self.objectives:
-            capable = "'output_perturbation'" if kind != "erm" else "another solver"
-            raise IncompatibleSolverError(
-                f"solver {self.name!r} does not support the {kind!r} objective "
-                f"(tilt={spec.tilt}, adversarial_radius={spec.adversarial_radius}); use "
-                f"solver={capable}, or tilt=None and adversarial_radius=None."
-            )
-        if not spec.loss.smooth and not self.handles_nonsmooth:
-            raise IncompatibleSolverError(
-                f"solver {self.name!r} needs a smooth loss, but {type(spec.loss).__name__} "
-                "is not differentiable; use solver='output_perturbation', or a smooth loss "
-                "(for example loss='smoothed_hinge')."
             )
         hint = getattr(spec.loss, "n_outputs_hint", spec.n_outputs)
         if hint != spec.n_outputs:
@@ -720,13 +723,19 @@ class BaseDPSolver(ABC):
                 f"has {spec.n_outputs}; its derivative and range bounds would be wrong. "
                 "Pass n_outputs to the loss."
             )
-        if "strongly_convex" in self.requires and spec.alpha <= 0:
-            raise IncompatibleSolverError(
-                f"solver {self.name!r} needs a strongly convex objective; set alpha > 0 "
-                "(or use solver='svrg++' for alpha = 0)."
-            )
+        check_capabilities(self, spec, accountant, relation)
 
-    def _check_positive_int(self, name: str) -> None:
+    def _validate_params(self) -> None:
+        """Check the constructor parameters against :attr:`_parameter_constraints`, then
+        the cross-parameter rules of :meth:`_check_params` (raise naming the bad one)."""
+        validate_parameter_constraints(self._parameter_constraints, self.get_params(),
+                                       caller_name=type(self).__name__)
+        self._check_params()
+
+    def _check_params(self) -> None:  # noqa: B027 (optional hook)
+        """Rules that relate several parameters (none by default)."""
+
+    def _check_positive_int(self, name: str) -> None:  # TRANSITIONAL
         value = getattr(self, name)
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1
@@ -734,7 +743,7 @@ class BaseDPSolver(ABC):
             raise ValueError(f"{type(self).__name__}.{name} must be None or an int >= 1, "
                              f"got {value!r}.")
 
-    def _check_positive_real(self, name: str) -> None:
+    def _check_positive_real(self, name: str) -> None:  # TRANSITIONAL
         value = getattr(self, name)
         if value is not None and (
             isinstance(value, bool)
@@ -743,10 +752,6 @@ class BaseDPSolver(ABC):
         ):
             raise ValueError(f"{type(self).__name__}.{name} must be None or a positive "
                              f"finite number, got {value!r}.")
-
-    @abstractmethod
-    def _validate_params(self) -> None:
-        """Check the solver's own parameters (raise ``ValueError`` naming the bad one)."""
 
     def gradient_clip(self, spec: ProblemSpec) -> float:
         """Per-example gradient clip: ``clip_norm`` if tighter than the loss bound.

@@ -34,7 +34,15 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import _NON_PRIVATE_SNR, BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import (
+    _NON_PRIVATE_SNR,
+    BaseDPSolver,
+    Plan,
+    Problem,
+    ProblemSpec,
+    _legacy_plan,
+)
+from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.gd import full_batch_gaussian
 from skdp.solvers.mirror_descent import mirror_step
 
@@ -387,8 +395,11 @@ class DPAccMD(BaseDPSolver):
     """
 
     name = "accelerated_mirror_descent"
-    default_accountant = "gaussian"
-    accountants = ("gaussian", "rdp", "pld")
+    capabilities = Capabilities(
+        algorithm="DP-AccMD, Wang-Ye-Xu 2017 Alg. 3, Thms 5.3-5.4",
+        accountants=("gaussian", "rdp", "pld"), default_accountant="gaussian",
+        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
+    )
 
     def __init__(self, n_iter=None, clip_norm=None, restart_every="auto"):
         self.n_iter = n_iter
@@ -530,7 +541,7 @@ class DPAccMD(BaseDPSolver):
         # T releases, each (2G/n)-sensitive, compose exactly (the same ledger as DP-GD).
         z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
         geom = self.geometry(spec)
-        return Plan(
+        return _legacy_plan(
             n_iter=n_iter,
             event=event,
             accountant=accountant,

@@ -8,6 +8,7 @@ and in accepting any registered constraint, applied by projection after the nois
 
 from __future__ import annotations
 
+from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.objective_perturbation import (
     DEFAULT_JACOBIAN_SHARE,
     DEFAULT_NOISE_RADIUS,
@@ -71,6 +72,12 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
     """
 
     name = "approx_objective_perturbation"
+    capabilities = Capabilities(
+        algorithm="approximate objective perturbation, Su-Zhao-Wang Algs. 1, 2",
+        needs_delta=False, accountants=("basic", "pure"), default_accountant="basic",
+        losses=("logistic", "multinomial", "smoothed_hinge", "huber"),
+        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
+    )
     projects = True
 
     def __init__(

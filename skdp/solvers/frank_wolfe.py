@@ -30,7 +30,8 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = [
     "PrivateFrankWolfe",
@@ -339,10 +340,13 @@ class PrivateFrankWolfe(BaseDPSolver):
     """
 
     name = "frank_wolfe"
-    needs_delta = False
-    requires = frozenset({"bounded_constraint"})
-    default_accountant = "pure"
-    accountants = ("pure", "basic", "pld")
+    capabilities = Capabilities(
+        algorithm=("private variance-reduced Frank-Wolfe, Asi-Feldman-Koren-Talwar 2021 "
+                   "Alg. 3"),
+        needs_delta=False, accountants=("pure", "basic", "pld"), default_accountant="pure",
+        constraints=("l1", "simplex"), bounded_constraint=True, intercept="constrained",
+        secure=True,
+    )
 
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         """``"auto"``: ``"pld"`` (optimal composition, approximate DP) when the budget has
@@ -559,7 +563,7 @@ class PrivateFrankWolfe(BaseDPSolver):
             "n_candidates": self._n_candidates(spec),
             "mechanism": "laplace_report_noisy_min" if budget.is_private else "none",
         }
-        return Plan(n_iter=schedule.n_steps, event=event, accountant=accountant,
+        return _legacy_plan(n_iter=schedule.n_steps, event=event, accountant=accountant,
                     relation=relation, settings=settings)
 
     @staticmethod

@@ -15,7 +15,8 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan, averaged_from
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = ["NoisyGD", "full_batch_gaussian"]
 
@@ -109,8 +110,11 @@ class NoisyGD(BaseDPSolver):
     """
 
     name = "gd"
-    default_accountant = "gaussian"
-    accountants = ("gaussian", "rdp", "pld")
+    capabilities = Capabilities(
+        algorithm="DP-GD, Wang-Ye-Xu 2017 Alg. 4, Thms 6.1-6.3",
+        accountants=("gaussian", "rdp", "pld"), default_accountant="gaussian",
+        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
+    )
 
     def __init__(self, n_iter=None, step_size=None, clip_norm=None, iterate="last"):
         self.n_iter = n_iter
@@ -163,7 +167,7 @@ class NoisyGD(BaseDPSolver):
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
         z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
         step = self.step_size if self.step_size is not None else 1.0 / spec.smoothness
-        return Plan(
+        return _legacy_plan(
             n_iter=n_iter,
             event=event,
             accountant=accountant,

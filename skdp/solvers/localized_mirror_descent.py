@@ -17,7 +17,8 @@ from skdp.geometry import EuclideanMirrorMap, L1Ball, L2Ball, LpBall, Unconstrai
 from skdp.privacy.accounting import add_remove_budget, epsilon_spent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.mirror_descent import (
     MAX_AUTO_ITER,
     SAMPLINGS,
@@ -174,9 +175,11 @@ class LocalizedMirrorDescent(BaseDPSolver):
     """
 
     name = "localized_mirror_descent"
-    handles_nonsmooth = True
-    default_accountant = "rdp"
-    accountants = ("rdp", "pld")
+    capabilities = Capabilities(
+        algorithm="localized noisy mirror descent, AFKT 2021 Algs. 2, 6",
+        losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
+        constraints=("none", "l2", "l1", "lp"), max_lp=2.0,
+    )
 
     def __init__(
         self,
@@ -377,7 +380,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
             event = phases[worst].md.event
         else:
             event = dpe.NonPrivateDpEvent()
-        return Plan(
+        return _legacy_plan(
             n_iter=sum(ph.md.n_iter for ph in phases),
             event=event,
             accountant=accountant,

@@ -43,7 +43,8 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = [
     "MDGeometry",
@@ -532,9 +533,11 @@ class NoisyMirrorDescent(BaseDPSolver):
     """
 
     name = "mirror_descent"
-    handles_nonsmooth = True
-    default_accountant = "rdp"
-    accountants = ("rdp", "pld")
+    capabilities = Capabilities(
+        algorithm="noisy stochastic mirror descent, Asi-Feldman-Koren-Talwar 2021 Algs. 1, 5",
+        losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
+        constraints=("none", "l2", "l1", "lp", "simplex"),
+    )
 
     def __init__(
         self,
@@ -640,7 +643,7 @@ class NoisyMirrorDescent(BaseDPSolver):
                                    accountant=accountant, relation=relation)
         schedule = self._schedule(spec, geometry)
         steps = self._step_sizes(spec, geometry, schedule, clip, phase)
-        return Plan(
+        return _legacy_plan(
             n_iter=t,
             event=phase.event,
             accountant=accountant,

@@ -58,8 +58,10 @@ from skdp.solvers._base import (
     Plan,
     Problem,
     ProblemSpec,
+    _legacy_plan,
     james_stein_factor,
 )
+from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.output_perturbation import CertificateError
 
 __all__ = [
@@ -890,13 +892,13 @@ class ObjectivePerturbation(BaseDPSolver):
     """
 
     name = "objective_perturbation"
-    needs_delta = False
-    requires = frozenset()
-    objectives = frozenset({"erm"})
-    handles_nonsmooth = False
-    penalizes_intercept = False
-    default_accountant = "basic"
-    accountants = ("basic", "pure")
+    capabilities = Capabilities(
+        algorithm=("GLM objective perturbation, Su-Zhao-Wang Alg. 5 (pure K-norm variant "
+                   "at delta = 0, Chaudhuri-Monteleoni-Sarwate 2011)"),
+        needs_delta=False, accountants=("basic", "pure"), default_accountant="basic",
+        losses=("logistic", "multinomial", "smoothed_hinge", "huber"), constraints=("none",),
+        secure=True,
+    )
     #: Whether a constraint is applied by projection after the noise (Algorithm 1).
     projects = False
 
@@ -968,7 +970,7 @@ class ObjectivePerturbation(BaseDPSolver):
                             certified_radius=None,
                             strong_convexity=lam if spec.n_penalized == p else 0.0,
                             smoothness=n * beta + lam, noise_power=0.0)
-            return Plan(n_iter=1, event=dpe.NonPrivateDpEvent(), accountant=accountant,
+            return _legacy_plan(n_iter=1, event=dpe.NonPrivateDpEvent(), accountant=accountant,
                         relation=relation, settings=settings)
         pure = accountant == "pure" or budget.delta == 0
         eps1 = self.objective_share * budget.epsilon
@@ -1044,7 +1046,7 @@ class ObjectivePerturbation(BaseDPSolver):
                         epsilon_objective=eps1, delta_objective=delta1,
                         epsilon_output=eps2, delta_output=delta2,
                         noise_multiplier_output=release.unit_scale)
-        return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
+        return _legacy_plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
     # -- run -------------------------------------------------------------------------------

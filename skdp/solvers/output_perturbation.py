@@ -23,7 +23,15 @@ from skdp.losses import HingeLoss, SmoothedHingeLoss
 from skdp.privacy.accounting import check_sensitivity, single_release
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, james_stein_factor
+from skdp.solvers._base import (
+    BaseDPSolver,
+    Plan,
+    Problem,
+    ProblemSpec,
+    _legacy_plan,
+    james_stein_factor,
+)
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = ["CertificateError", "OutputPerturbation", "output_sensitivity"]
 
@@ -333,13 +341,16 @@ class OutputPerturbation(BaseDPSolver):
     """
 
     name = "output_perturbation"
-    needs_delta = False
-    requires = frozenset({"strongly_convex"})
-    objectives = frozenset({"erm", "tilted", "adversarial", "tilted_adversarial"})
-    handles_nonsmooth = True
-    penalizes_intercept = True
-    default_accountant = "gaussian"
-    accountants = ("pure", "gaussian", "rdp", "pld")
+    capabilities = Capabilities(
+        algorithm=("output perturbation, Lowy-Razaviyayn Algs. 1-3 (ERM, tilted ERM, "
+                   "adversarial training)"),
+        needs_delta=False, accountants=("pure", "gaussian", "rdp", "pld"),
+        default_accountant="gaussian",
+        losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
+        intercept="penalized",
+        strongly_convex=True,
+        objectives=("erm", "tilted", "adversarial", "tilted_adversarial"), secure=True,
+    )
 
     def __init__(self, inner="auto", certified_radius=None, max_iter=100_000,
                  shrinkage="auto"):
@@ -452,7 +463,7 @@ class OutputPerturbation(BaseDPSolver):
         m = spec.n_params * spec.n_outputs
         settings["noise_power"] = (m * (m + 1) * settings["laplace_scale"] ** 2
                                    + m * settings["sigma"] ** 2)
-        return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
+        return _legacy_plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
     def release_noise_scale(self, plan: Plan) -> float:

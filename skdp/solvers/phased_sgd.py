@@ -21,7 +21,8 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = ["PhasedDPSGD", "phase_sizes", "phase_indices"]
 
@@ -155,9 +156,13 @@ class PhasedDPSGD(BaseDPSolver):
     """
 
     name = "phased_sgd"
-    needs_delta = False
-    default_accountant = "gaussian"
-    accountants = ("gaussian", "rdp", "pld", "pure")
+    capabilities = Capabilities(
+        algorithm="phased DP-SGD, Feldman-Koren-Talwar 2020 / Su-Zhao-Wang Alg. 6",
+        needs_delta=False, accountants=("gaussian", "rdp", "pld", "pure"),
+        default_accountant="gaussian", constraints=("none", "l2", "l1", "lp", "simplex"),
+        bounded_gradients=True,
+        min_samples=2, secure=True,
+    )
 
     def __init__(self, step_size=None, batch_size=None, n_phases=None):
         self.step_size = step_size
@@ -278,7 +283,7 @@ class PhasedDPSGD(BaseDPSolver):
             settings.update(mechanism="gaussian", sigma=sigmas,
                             laplace_scale=[0.0] * len(sizes), noise_multiplier=z)
         n_iter = sum(math.ceil(size / batch) for size in sizes)
-        return Plan(n_iter=n_iter, event=event, accountant=accountant, relation=relation,
+        return _legacy_plan(n_iter=n_iter, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
     # -- run -------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = [
     "LpGeometry",
@@ -263,8 +264,11 @@ class RegularizedMirrorDescent(BaseDPSolver):
     """
 
     name = "regularized_mirror_descent"
-    default_accountant = "rdp"
-    accountants = ("rdp",)
+    capabilities = Capabilities(
+        algorithm=("noisy regularized mirror descent in l_p, Su-Zhao-Wang Alg. 3 "
+                   "(generalized Gaussian noise)"),
+        accountants=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
+    )
 
     def __init__(self, n_iter=None, regularization=None, clip_norm=None, p=None):
         self.n_iter = n_iter
@@ -335,7 +339,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
         else:
             # Theorem 7: a = (4 beta / T) log2(n / T), floored at log2 = 1 (T close to n).
             reg = 4.0 * beta / n_iter * max(1.0, math.log2(spec.n_samples / n_iter))
-        return Plan(
+        return _legacy_plan(
             n_iter=n_iter, event=event, accountant="rdp", relation=relation,
             settings={
                 "sigma": sigma, "noise_multiplier": z, "noise_order": r,

@@ -22,7 +22,15 @@ from skdp.losses import SquaredLoss
 from skdp.privacy.accounting import check_sensitivity, single_release
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import ROW_BOUND_TOLERANCE, BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import (
+    ROW_BOUND_TOLERANCE,
+    BaseDPSolver,
+    Plan,
+    Problem,
+    ProblemSpec,
+    _legacy_plan,
+)
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = ["SufficientStatistics", "statistics_sensitivities"]
 
@@ -123,9 +131,14 @@ class SufficientStatistics(BaseDPSolver):
     """
 
     name = "sufficient_statistics"
-    needs_delta = False
-    default_accountant = "gaussian"
-    accountants = ("pure", "gaussian", "rdp", "pld")
+    capabilities = Capabilities(
+        algorithm=("sufficient-statistics perturbation (Dwork-Talwar-Thakurta-Zhang 2014; "
+                   "adaptive ridge after Wang 2018)"),
+        needs_delta=False, accountants=("pure", "gaussian", "rdp", "pld"),
+        default_accountant="gaussian", losses=("squared",),
+        constraints=("none", "l2", "l1", "lp", "simplex"),
+        max_outputs=1, max_params=MAX_PARAMS,
+    )
 
     def __init__(self, ridge="auto", max_iter=10_000):
         self.ridge = ridge
@@ -195,7 +208,7 @@ class SufficientStatistics(BaseDPSolver):
         if budget.is_private:
             for key in ("gram_scale", "moment_scale", "sigma_gram", "sigma_moment"):
                 check_sensitivity(settings[key], key.replace("_", " "))
-        return Plan(n_iter=1, event=event, accountant=accountant, relation=relation,
+        return _legacy_plan(n_iter=1, event=event, accountant=accountant, relation=relation,
                     settings=settings)
 
     # -- run -------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._capabilities import Capabilities
 
 __all__ = ["DPSVRG", "svrg_event"]
 
@@ -129,9 +130,10 @@ class DPSVRG(BaseDPSolver):
     """
 
     name = "svrg"
-    requires = frozenset({"strongly_convex"})
-    default_accountant = "rdp"
-    accountants = ("rdp", "pld")
+    capabilities = Capabilities(
+        algorithm="DP-SVRG, Wang-Ye-Xu 2017 Alg. 1, Thms 4.1-4.2",
+        constraints=("none", "l2", "l1", "lp", "simplex"), strongly_convex=True, secure=True,
+    )
     #: Theorem 4.2: eta <= 1 / (12 L).
     step_divisor = 12.0
 
@@ -246,7 +248,7 @@ class DPSVRG(BaseDPSolver):
             event = dpe.NonPrivateDpEvent()
         step = self.step_size if self.step_size is not None else (
             1.0 / (self.step_divisor * spec.smoothness))
-        return Plan(
+        return _legacy_plan(
             n_iter=sum(lengths),
             event=event,
             accountant=accountant,

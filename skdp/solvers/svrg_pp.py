@@ -6,6 +6,7 @@ import math
 
 from skdp.privacy.budget import Budget
 from skdp.solvers._base import ProblemSpec
+from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.svrg import DPSVRG, MAX_AUTO_EPOCHS_PP
 
 __all__ = ["DPSVRGPlusPlus"]
@@ -45,7 +46,10 @@ class DPSVRGPlusPlus(DPSVRG):
     """
 
     name = "svrg++"
-    requires = frozenset()
+    capabilities = Capabilities(
+        algorithm="DP-SVRG++, Wang-Ye-Xu 2017 Alg. 2, Thms 4.3-4.4",
+        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
+    )
     #: Theorem 4.4: eta = 1 / (13 L).
     step_divisor = 13.0
     restart_at_snapshot = False

@@ -30,7 +30,8 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan, averaged_from
+from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.regularized_mirror_descent import (
     LpGeometry,
     calibrate_gg_multiplier,
@@ -300,8 +301,10 @@ class TruncatedMirrorDescent(_TruncatedBase):
     """
 
     name = "truncated_mirror_descent"
-    default_accountant = "rdp"
-    accountants = ("rdp",)
+    capabilities = Capabilities(
+        algorithm="truncated batched mirror descent for heavy tails, Su-Zhao-Wang Alg. 7",
+        accountants=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
+    )
 
     def __init__(self, n_iter=None, truncation=None, step_size=None, p=None, n_epochs=1,
                  iterate="average"):
@@ -347,7 +350,7 @@ class TruncatedMirrorDescent(_TruncatedBase):
             # E T steps.
             eta = _capped_by_alpha(
                 self._step(geometry, epochs * n_iter, tau**2 + d * sigma**2), spec.alpha)
-        return Plan(
+        return _legacy_plan(
             n_iter=epochs * n_iter, event=event, accountant="rdp", relation=relation,
             settings={"batches": n_iter, "epochs": epochs,
                 "sigma": sigma, "noise_multiplier": z, "noise_order": r,
@@ -482,8 +485,12 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
     """
 
     name = "shuffled_truncated_mirror_descent"
-    default_accountant = "basic"
-    accountants = ("basic",)
+    capabilities = Capabilities(
+        algorithm=("shuffled truncated mirror descent, Su-Zhao-Wang Alg. 4 (pure-LDP "
+                   "reports + shuffling)"),
+        accountants=("basic",), default_accountant="basic",
+        constraints=("none", "l2", "lp"), max_lp=2.0,
+    )
 
     def _private_n_iter(self, spec: ProblemSpec, budget: Budget, diameter: float,
                         kappa: float) -> float:
@@ -528,7 +535,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
             # ||Z||_2 <= d^(1/2 - 1/q) ||Z||_q with E||Z||_q^2 = d (d + 1) scale^2.
             noise_sq = d ** (1.0 - 2.0 / q) * d * (d + 1.0) * scale**2 / min_batch
             eta = _capped_by_alpha(self._step(geometry, n_iter, tau**2 + noise_sq), spec.alpha)
-        return Plan(
+        return _legacy_plan(
             n_iter=n_iter, event=event, accountant="basic", relation=relation,
             settings={
                 "sigma": scale, "local_epsilon": eps0, "truncation": tau,

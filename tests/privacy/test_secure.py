@@ -76,7 +76,7 @@ def test_secure_mode_without_declared_scale_is_refused():
     (name, delta)
     for name in ("objective_perturbation", "approx_objective_perturbation", "phased_sgd",
                  "accelerated_mirror_descent")
-    for delta in (1e-5, 0.0) if delta > 0 or not SOLVERS[name].needs_delta
+    for delta in (1e-5, 0.0) if delta > 0 or not SOLVERS[name].capabilities.needs_delta
 ])
 def test_secure_mode_for_more_solvers(solver, delta):
     X, y = make_classification(n_samples=300, n_features=5, random_state=0)

@@ -115,12 +115,12 @@ def test_registry_names_match_classes():
     for name, cls in SOLVERS.items():
         assert cls.name == name
         assert "Privacy guarantee" in cls.__doc__, f"{name} must document its guarantee"
-        assert cls.default_accountant in cls.accountants
+        assert cls.capabilities.default_accountant in cls.capabilities.accountants
 
 
 def _accountant_cases():
     for name in NAMES:
-        for acc in SOLVERS[name].accountants:
+        for acc in SOLVERS[name].capabilities.accountants:
             yield name, acc
 
 
@@ -227,7 +227,7 @@ def test_finite_epsilon_does_not_reach_the_optimum(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_incompatible_accountant_is_rejected(name):
     solver = FAST[name]()
-    bad = [a for a in ("gaussian", "rdp", "pld", "pure", "basic") if a not in solver.accountants]
+    bad = [a for a in ("gaussian", "rdp", "pld", "pure", "basic") if a not in solver.capabilities.accountants]
     for acc in bad:
         with pytest.raises(IncompatibleSolverError):
             solver.solve(_problem(name), BUDGET, 0, accountant=acc)

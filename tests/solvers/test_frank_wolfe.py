@@ -463,7 +463,7 @@ def test_calibration_round_trip(eps, delta, n, n_phases):
     problem, _ = lasso_problem(n=n, d=50)
     solver = PrivateFrankWolfe(n_phases=n_phases)
     budget = Budget(eps, delta)
-    for accountant in solver.accountants:
+    for accountant in solver.capabilities.accountants:
         if accountant == "pld" and delta == 0:
             with pytest.raises(IncompatibleSolverError, match="delta=0"):
                 solver.plan(problem.spec, budget, accountant, "replace_one")

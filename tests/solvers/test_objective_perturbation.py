@@ -502,7 +502,7 @@ def test_only_the_basic_and_pure_accountants():
     for acc in ("gaussian", "rdp", "pld"):
         with pytest.raises(IncompatibleSolverError):
             ObjectivePerturbation().solve(problem, BUDGET, 0, accountant=acc)
-    assert not ObjectivePerturbation.needs_delta  # delta = 0: the pure K-norm variant
+    assert not ObjectivePerturbation.capabilities.needs_delta  # delta = 0: the pure K-norm variant
     assert ObjectivePerturbation().resolve_accountant("auto", Budget(1.0, 0.0)) == "pure"
     assert ObjectivePerturbation().resolve_accountant("auto", BUDGET) == "basic"
 

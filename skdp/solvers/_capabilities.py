@@ -1,0 +1,253 @@
+"""What a solver needs and offers, declared once as data.
+
+Each solver class sets ``capabilities = Capabilities(...)``. The declaration drives the
+generic compatibility check run before any data is read (:func:`check_capabilities`),
+the estimators' ``solver`` docstrings, the solver table of ``docs/solvers.md`` and the
+conformance tests' parametrization. A solver keeps a hand-written ``check_compatible``
+only for data-free numeric conditions that no declaration expresses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+
+from skdp.exceptions import IncompatibleSolverError
+
+__all__ = [
+    "CONSTRAINT_KINDS",
+    "INTERCEPT_RULES",
+    "LOSS_NAMES",
+    "Capabilities",
+    "check_capabilities",
+    "incompatibility",
+]
+
+#: ``Constraint.kind`` of every constraint set in :mod:`skdp.geometry`.
+CONSTRAINT_KINDS = ("none", "l2", "l1", "lp", "simplex")
+#: ``GLMLoss.name`` of every loss in :mod:`skdp.losses`.
+LOSS_NAMES = ("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber")
+#: How the intercept enters: ``"free"`` (unpenalised, outside the constraint),
+#: ``"penalized"`` (the solver penalises it like every coefficient: the estimator builds
+#: the problem so), ``"constrained"`` (every coefficient must lie in the constraint: a
+#: free intercept is refused).
+INTERCEPT_RULES = ("free", "penalized", "constrained")
+_OBJECTIVES = ("erm", "tilted", "adversarial", "tilted_adversarial")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """A solver's requirements and offers (public, data-free).
+
+    Attributes
+    ----------
+    algorithm : str
+        Short name of the algorithm and its source (docs tables).
+    needs_delta : bool
+        Whether the guarantee is approximate DP only (``delta > 0`` required).
+    accountants : tuple of str
+        Accountants that can read the solver's ledger (``"pure"`` among them: a pure
+        epsilon-DP mechanism exists).
+    default_accountant : str
+        Accountant used for ``"auto"`` (``"pure"`` when ``delta = 0`` and pure DP exists).
+    losses : tuple of str
+        ``GLMLoss.name`` of the losses the solver accepts.
+    constraints : tuple of str
+        ``Constraint.kind`` of the constraint sets the solver accepts.
+    max_lp : float
+        Largest exponent of an ``"lp"`` constraint (``inf``: any).
+    bounded_constraint : bool
+        A bounded constraint set is required.
+    intercept : {"free", "penalized", "constrained"}
+        How an intercept enters (see :data:`INTERCEPT_RULES`).
+    strongly_convex : bool
+        ``alpha > 0`` is required.
+    bounded_gradients : bool
+        Per-example gradients must be bounded without clipping (for the squared loss:
+        a bounded constraint and no free intercept).
+    objectives : tuple of str
+        Objectives offered: ``"erm"``, ``"tilted"``, ``"adversarial"``,
+        ``"tilted_adversarial"``.
+    max_outputs : int or None
+        Largest number of outputs (``None``: any).
+    max_params : int or None
+        Largest number of parameters (``None``: any).
+    min_samples : int
+        Smallest dataset size.
+    sparse : bool
+        CSR input stays sparse (never densified).
+    secure : bool
+        Declares the release's noise scale, so ``secure=True`` can snap the release.
+    """
+
+    algorithm: str
+    needs_delta: bool = True
+    accountants: tuple[str, ...] = ("rdp", "pld")
+    default_accountant: str = "rdp"
+    losses: tuple[str, ...] = ("logistic", "multinomial", "smoothed_hinge", "squared", "huber")
+    constraints: tuple[str, ...] = ("none", "l2")
+    max_lp: float = math.inf
+    bounded_constraint: bool = False
+    intercept: str = "free"
+    strongly_convex: bool = False
+    bounded_gradients: bool = False
+    objectives: tuple[str, ...] = ("erm",)
+    max_outputs: int | None = None
+    max_params: int | None = None
+    min_samples: int = 1
+    sparse: bool = True
+    secure: bool = False
+    notes: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("losses", LOSS_NAMES), ("constraints", CONSTRAINT_KINDS),
+                              ("objectives", _OBJECTIVES)):
+            unknown = set(getattr(self, name)) - set(allowed)
+            if unknown:
+                raise ValueError(f"Capabilities.{name}: unknown {sorted(unknown)}; "
+                                 f"known: {allowed}.")
+        if self.intercept not in INTERCEPT_RULES:
+            raise ValueError(f"Capabilities.intercept must be one of {INTERCEPT_RULES}.")
+        if self.default_accountant not in self.accountants:
+            raise ValueError("Capabilities.default_accountant must be one of accountants.")
+
+    @property
+    def pure_dp(self) -> bool:
+        """A pure epsilon-DP mechanism exists (``delta = 0`` accepted)."""
+        return "pure" in self.accountants
+
+    @property
+    def smooth_loss(self) -> bool:
+        """Only smooth losses are accepted (no ``"hinge"``)."""
+        return "hinge" not in self.losses
+
+    def as_row(self) -> dict[str, str]:
+        """The declaration as the text of one docs-table row."""
+        def listed(values: Iterable[str]) -> str:
+            return ", ".join(f"`{v}`" for v in values)
+
+        lp = "" if not math.isfinite(self.max_lp) else f" (p <= {self.max_lp:g})"
+        needs = [w for w, on in (("alpha > 0", self.strongly_convex),
+                                 ("bounded constraint", self.bounded_constraint),
+                                 ("bounded gradients", self.bounded_gradients)) if on]
+        if self.max_outputs is not None:
+            needs.append(f"at most {self.max_outputs} output(s)")
+        if self.max_params is not None:
+            needs.append(f"at most {self.max_params} parameters")
+        if self.min_samples > 1:
+            needs.append(f"n >= {self.min_samples}")
+        return {
+            "algorithm": self.algorithm,
+            "delta > 0": "required" if self.needs_delta else "optional (pure DP at 0)",
+            "losses": listed(self.losses),
+            "constraints": listed(self.constraints) + lp,
+            "intercept": self.intercept,
+            "also needs": ", ".join(needs) or "-",
+            "objectives": listed(self.objectives),
+            "accountants": listed(self.accountants) + f" (auto: `{self.default_accountant}`)",
+            "sparse": "yes" if self.sparse else "densified",
+            "secure": "yes" if self.secure else "no",
+        }
+
+
+TABLE_COLUMNS = ("algorithm", "delta > 0", "losses", "constraints", "intercept",
+                 "also needs", "objectives", "accountants", "sparse", "secure")
+
+
+def _constraint_fix(caps: Capabilities) -> str:
+    kinds = [k for k in caps.constraints if k != "none" or not caps.bounded_constraint]
+    shown = ", ".join("None" if k == "none" else repr(k) for k in kinds)
+    return f"constraint={shown.split(', ')[0]}" if len(kinds) == 1 else \
+        f"constraint one of {shown}"
+
+
+def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
+                    relation: str) -> str | None:
+    """Why ``spec`` does not meet the declaration ``caps`` (``None`` if it does).
+
+    The reason names the one setting to change; every condition reads public
+    quantities only (sizes, declared bounds, the loss and constraint objects).
+    """
+    # Imported here: the geometry and loss modules sit below this one, but this keeps
+    # the declaration importable without them.
+    constraint, loss = spec.constraint, spec.loss
+    kind = getattr(constraint, "kind", None)
+    loss_name = getattr(loss, "name", None)
+    if accountant not in caps.accountants:
+        return (f"solver {name!r} cannot be accounted by {accountant!r}; set accounting to "
+                f"one of {caps.accountants} (or 'auto').")
+    objective = spec.objective_kind
+    if objective not in caps.objectives:
+        return (f"solver {name!r} does not support the {objective!r} objective "
+                f"(tilt={spec.tilt}, adversarial_radius={spec.adversarial_radius}); set "
+                "solver to one that does (see below), or tilt=None and "
+                "adversarial_radius=None.")
+    if loss_name not in caps.losses:
+        smooth = "; a smooth loss such as loss='smoothed_hinge' works with more solvers" \
+            if loss_name == "hinge" else ""
+        return (f"solver {name!r} does not accept the {loss_name!r} loss "
+                f"({type(loss).__name__}); it accepts {caps.losses}: set solver to one "
+                f"that does (see below){smooth}.")
+    if kind not in caps.constraints:
+        return (f"solver {name!r} does not accept the constraint {type(constraint).__name__}; "
+                f"set {_constraint_fix(caps)}, or solver to one that does (see below).")
+    if kind == "lp" and float(constraint.p) > caps.max_lp:
+        return (f"solver {name!r} works with l_p constraints for p <= {caps.max_lp:g} only, "
+                f"got p={float(constraint.p):g}; set p <= {caps.max_lp:g}, or solver to one "
+                "that does (see below).")
+    if caps.bounded_constraint and not constraint.bounded:
+        return (f"solver {name!r} needs a bounded constraint; set "
+                f"{_constraint_fix(caps)} with a finite radius.")
+    if caps.intercept != "free" and spec.n_penalized != spec.n_params:
+        why = ("penalises every coefficient (its sensitivity uses strong convexity in all "
+               "of them)" if caps.intercept == "penalized" else
+               "needs every coefficient inside the constraint")
+        return (f"solver {name!r} {why}, and a free intercept is not; set "
+                "fit_intercept=False (centre the data with public constants).")
+    if caps.strongly_convex and not spec.alpha > 0:
+        return (f"solver {name!r} needs a strongly convex objective; set alpha > 0, or "
+                "solver to one that does not (see below).")
+    if caps.bounded_gradients and not math.isfinite(spec.gradient_bound):
+        return (f"solver {name!r} needs per-example gradients bounded without clipping, but "
+                f"{type(loss).__name__} has an unbounded derivative on this problem; set "
+                "constraint='l2' with a radius and fit_intercept=False, or solver to one "
+                "that clips (see below).")
+    if caps.max_outputs is not None and spec.n_outputs > caps.max_outputs:
+        return (f"solver {name!r} fits at most {caps.max_outputs} output(s), the problem has "
+                f"{spec.n_outputs}; set solver to one that fits more (see below).")
+    if caps.max_params is not None and spec.n_params > caps.max_params:
+        return (f"solver {name!r} supports at most {caps.max_params} parameters, the problem "
+                f"has {spec.n_params}; set solver to one without that limit (see below).")
+    if spec.n_samples < caps.min_samples:
+        return (f"solver {name!r} needs at least {caps.min_samples} samples, got "
+                f"{spec.n_samples}.")
+    return None
+
+
+def check_capabilities(solver, spec, accountant: str, relation: str) -> None:
+    """Raise :class:`IncompatibleSolverError` when ``spec`` does not meet the declaration.
+
+    The message names the setting to change and, where changing the solver is the way
+    out, the registered solvers whose declarations accept this problem.
+    """
+    caps: Capabilities = solver.capabilities
+    reason = incompatibility(caps, solver.name, spec, accountant, relation)
+    if reason is None:
+        return
+    if "(see below)" in reason:
+        from skdp.solvers import SOLVERS  # the registry imports every solver module
+
+        fits = [key for key, cls in SOLVERS.items() if key != solver.name and incompatibility(
+            cls.capabilities, key, spec, cls.capabilities.default_accountant
+            if accountant not in cls.capabilities.accountants else accountant,
+            relation) is None]
+        reason = reason.replace(
+            "(see below)", f"({', '.join(map(repr, fits))})" if fits else
+            "(no registered solver accepts this problem as it is)")
+    raise IncompatibleSolverError(reason)
+
+
+def declared_fields() -> tuple[str, ...]:
+    """Names of the declaration's fields (tests parametrize over them)."""
+    return tuple(f.name for f in fields(Capabilities))
