@@ -392,6 +392,20 @@ class Constraint(ABC):
         """A point of the set of the given shape (the origin by default)."""
         return np.zeros(shape)
 
+    def l2_bound(self, dim: int) -> float:
+        """Public bound on ``||w||_2`` over the set in ``dim`` coordinates (``inf``: none).
+
+        Origin-centred balls: ``||w||_2 <= ||w||_p <= radius`` for ``p <= 2`` and
+        ``||w||_2 <= dim^(1/2 - 1/p) ||w||_p`` for ``p > 2``. Other sets: no bound.
+        """
+        return math.inf
+
+    def score_exponent(self) -> float | None:
+        """``q`` with ``|x^T w| <= radius ||x||_q`` on the set (Hoelder with the dual
+        exponent), for the l1 and lp balls; ``None`` where the l2 pairing is the only one.
+        """
+        return None
+
     def contains(self, w: np.ndarray, tol: float = 1e-10) -> bool:
         """Whether ``w`` lies in the set up to ``tol``."""
         return bool(np.allclose(self.project(w), w, atol=tol, rtol=0))
@@ -461,6 +475,9 @@ class L2Ball(_EuclideanGeometry, Constraint):
             return np.zeros_like(g, dtype=float)
         return -self.radius * g / norm
 
+    def l2_bound(self, dim: int) -> float:
+        return float(self.radius)
+
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         # 2 radius in every l_s with s >= 2; 2 radius d^{1/s - 1/2} below (needs dim).
         return _ball_diameter(self.radius, 2.0, norm, dim, "L2Ball")
@@ -504,6 +521,12 @@ class L1Ball(_L1Geometry, Constraint):
         j = int(np.argmax(np.abs(np.ravel(g))))
         s[j] = -self.radius * np.sign(np.ravel(g)[j])
         return s.reshape(g.shape)
+
+    def l2_bound(self, dim: int) -> float:
+        return float(self.radius)
+
+    def score_exponent(self) -> float:
+        return math.inf
 
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         # ||x||_s <= ||x||_1 for every s >= 1; +-radius e_1 attain 2 radius.
@@ -597,6 +620,14 @@ class LpBall(Constraint):
         h = g / m  # the formula is invariant to scaling g
         mag = np.abs(h) ** (self.q - 1.0)
         return -self.radius * np.sign(h) * mag / pnorm(h, self.q) ** (self.q - 1.0)
+
+    def l2_bound(self, dim: int) -> float:
+        p = float(self.p)
+        return float(self.radius) * (1.0 if p <= 2 else dim ** (0.5 - 1.0 / p))
+
+    def score_exponent(self) -> float:
+        p = float(self.p)
+        return p / (p - 1.0)
 
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         # 2 radius in every l_s with s >= p; 2 radius d^{1/s - 1/p} below (needs dim).

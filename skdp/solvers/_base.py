@@ -21,7 +21,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import validate_parameter_constraints
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
-from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall
+from skdp.geometry import Constraint
 from skdp.losses import NORM_SAFETY, GLMLoss, clip_coefficients, row_norms, vector_norms
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
@@ -221,9 +221,8 @@ class ProblemSpec:
         without a free intercept, ``radius * ||x||_q`` with ``q`` the dual exponent.
         """
         bound = self.parameter_bound * self.row_bound(2.0)
-        if self.n_penalized == self.n_params and isinstance(self.constraint, L1Ball | LpBall):
-            p = 1.0 if isinstance(self.constraint, L1Ball) else float(self.constraint.p)
-            q = math.inf if p == 1.0 else p / (p - 1.0)
+        q = self.constraint.score_exponent()
+        if self.n_penalized == self.n_params and q is not None:
             bound = min(bound, float(self.constraint.radius) * self.row_bound(q))
         return bound
 
@@ -254,15 +253,7 @@ class ProblemSpec:
         """
         if self.n_penalized < self.n_params:
             return math.inf
-        # Origin-centred balls: ||w||_2 <= ||w||_p <= radius for p <= 2, and
-        # ||w||_2 <= m^(1/2 - 1/p) ||w||_p for p > 2 (m entries). Other sets: no bound.
-        if isinstance(self.constraint, L2Ball | L1Ball):
-            return float(self.constraint.radius)
-        if isinstance(self.constraint, LpBall):
-            p = float(self.constraint.p)
-            factor = 1.0 if p <= 2 else (self.n_params * self.n_outputs) ** (0.5 - 1.0 / p)
-            return float(self.constraint.radius) * factor
-        return math.inf
+        return self.constraint.l2_bound(self.n_params * self.n_outputs)
 
     @property
     def dimension(self) -> int:
