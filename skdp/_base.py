@@ -101,7 +101,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "solver": [StrOptions(set(SOLVERS)), BaseDPSolver],
+        "solver": [StrOptions(SOLVERS.keys()), BaseDPSolver],  # live: registry additions count
         "alpha": [Interval(Real, 0, None, closed="left")],
         # Squared bounds enter the smoothness constant: keep them representable.
         "data_norm": [Interval(Real, 0, 1e150, closed="neither"), StrOptions({"auto"})],

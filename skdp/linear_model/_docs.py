@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+import textwrap
 
-__all__ = ["shared_docs"]
+from skdp.solvers import SOLVERS
+from skdp.solvers._capabilities import accepts_any, summary
+
+__all__ = ["shared_docs", "solver_list"]
 
 _PARAMS = {
     'data_norm': """\
@@ -56,13 +60,34 @@ _PARAMS = {
 }
 
 
+def solver_list(losses: tuple[str, ...], constraints: tuple[str, ...],
+                registry: dict | None = None) -> str:
+    """The registered solvers an estimator with these loss names and constraint kinds can
+    use, one bullet each, generated from their declared capabilities."""
+    registry = SOLVERS if registry is None else registry
+    lines = [f'        - ``"{key}"``: {summary(cls.capabilities, losses, constraints)}.'
+             for key, cls in registry.items()
+             if accepts_any(cls.capabilities, losses, constraints)]
+    wrapped = []
+    for line in lines:
+        wrapped += textwrap.wrap(line, 92, subsequent_indent="          ",
+                                 break_on_hyphens=False)
+    return ("        Registered solvers for this estimator (from their declared capabilities; "
+            "see\n        docs/solvers.md):\n\n" + "\n".join(wrapped) + "\n\n")
+
+
 def shared_docs(cls):
     """Replace each line ``    <<name>>`` or ``    <<name:default>>`` of ``cls.__doc__``
-    by the shared description of the parameter ``name``."""
+    by the shared description of the parameter ``name``, and a line ``        <<solvers>>``
+    by the list of solvers that accept the class's ``_solver_losses`` and
+    ``_solver_constraints``."""
 
     def fill(match):
         name, _, default = match.group(1).partition(":")
         return _PARAMS[name].replace("{default}", default)
 
-    cls.__doc__ = re.sub(r"^    <<([a-z_]+(?::[^>]*)?)>>\n", fill, cls.__doc__, flags=re.M)
+    doc = re.sub(r"^    <<([a-z_]+(?::[^>]*)?)>>\n", fill, cls.__doc__, flags=re.M)
+    cls.__doc__ = doc.replace(
+        "        <<solvers>>\n",
+        solver_list(cls._solver_losses, cls._solver_constraints))
     return cls

@@ -36,14 +36,10 @@ class DPHuberRegressor(BaseDPRegressor):
     solver : str or solver object, default="gd"
         A name from :data:`skdp.solvers.SOLVERS` or a solver instance. The Huber
         gradient is bounded, so every gradient solver applies without a constraint.
-        The default, full-batch DP-GD with the exact Gaussian calibration, had the best
-        utility of the registered solvers at the default ``alpha`` and below (test MSE
-        on a unit-norm synthetic problem with 5% outliers, n = 1000 / 10000, d = 10,
-        epsilon = 1, delta = 1e-5, median of 5 seeds, non-private reference 0.0011 /
-        0.0010 at alpha = 0.01: gd 0.030 / 0.0019, output perturbation 0.34 / 0.0055,
-        phased SGD 0.093 / 0.0051); output perturbation needs a larger ``alpha``
-        (its noise falls like ``1 / (alpha n)``) and is the pure-DP choice (``delta =
-        0``, ``alpha > 0``).
+        The default is full-batch DP-GD with the exact Gaussian calibration; output
+        perturbation needs a larger ``alpha`` (its noise falls like ``1 / (alpha n)``) and
+        is the pure-DP choice.
+        <<solvers>>
     alpha : float, default=1e-2
         L2 strength in the objective above (``"output_perturbation"`` penalises the
         intercept too and needs ``alpha > 0``).
@@ -125,6 +121,11 @@ class DPHuberRegressor(BaseDPRegressor):
     >>> reg.privacy_spent_.delta
     1e-05
     """
+
+    # The losses and constraint kinds this estimator offers (its solver list in the
+    # docstring and its solver validation come from the solvers' declarations).
+    _solver_losses = ('huber',)
+    _solver_constraints = ("none", "l2", "l1", "lp")
 
     _parameter_constraints: dict = {
         **BaseDPRegressor._parameter_constraints,

@@ -29,9 +29,8 @@ class DPLasso(BaseDPRegressor):
         ``0`` gives pure epsilon-DP with the default ``"frank_wolfe"``; the mirror-descent
         solvers need ``delta > 0``.
     solver : str or solver object, default="frank_wolfe"
-        A name from :data:`skdp.solvers.SOLVERS` (``"frank_wolfe"``, ``"mirror_descent"``,
-        ``"localized_mirror_descent"``, ``"accelerated_mirror_descent"``, or any solver
-        that supports an l1 constraint) or a solver instance.
+        A name from :data:`skdp.solvers.SOLVERS` or a solver instance.
+        <<solvers>>
     radius : float, default=1.0
         Public l1 radius. It plays the role of scikit-learn's ``alpha``: for every
         ``Lasso(alpha=a)`` solution ``w_a`` the constrained problem with
@@ -98,6 +97,11 @@ class DPLasso(BaseDPRegressor):
     >>> reg.privacy_spent_.delta
     0.0
     """
+
+    # The losses and constraint kinds this estimator offers (its solver list in the
+    # docstring and its solver validation come from the solvers' declarations).
+    _solver_losses = ('squared',)
+    _solver_constraints = ("l1",)
 
     _intercept_constrained = True
     # Fixed parts of the model: an l1 ball, plain ERM.

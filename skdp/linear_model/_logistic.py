@@ -28,10 +28,10 @@ class DPLogisticRegression(BaseDPClassifier):
         Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``.
     <<classes>>
     solver : str or solver object, default="gd"
-        A name from :data:`skdp.solvers.SOLVERS` (``"gd"``, ``"svrg"``, ``"svrg++"``,
-        ``"output_perturbation"``) or a solver instance (``DPSVRG(batch_size=64)``) whose
-        parameters nest as ``solver__batch_size`` in parameter grids.
-        ``"output_perturbation"`` gives pure epsilon-DP with ``delta=0``.
+        A name from :data:`skdp.solvers.SOLVERS` or a solver instance
+        (``DPSVRG(batch_size=64)``) whose parameters nest as ``solver__batch_size`` in
+        parameter grids.
+        <<solvers>>
     alpha : float, default=1e-2
         L2 strength in ``mean_i loss_i + (alpha / 2) ||coef||^2`` (the intercept is not
         penalised, except by ``"output_perturbation"``, whose sensitivity needs strong
@@ -123,6 +123,11 @@ class DPLogisticRegression(BaseDPClassifier):
     >>> clf.fit(X, y).privacy_spent_.epsilon <= 1.0
     True
     """
+
+    # The losses and constraint kinds this estimator offers (its solver list in the
+    # docstring and its solver validation come from the solvers' declarations).
+    _solver_losses = ('logistic', 'multinomial')
+    _solver_constraints = ("none", "l2", "l1", "lp")
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ class DPLinearRegression(BaseDPRegressor):
         benchmarks/results/linear_regression.md). The squared loss has unbounded
         gradients: gradient solvers need a constraint radius (and ``fit_intercept=False``)
         or their own ``clip_norm``.
+        <<solvers>>
     alpha : float, default=1e-2
         L2 strength in the objective above (in units of the bounds with ``"auto"``
         bounds; ``"output_perturbation"`` penalises the intercept too and needs
@@ -114,6 +115,11 @@ class DPLinearRegression(BaseDPRegressor):
     >>> reg.privacy_spent_.delta
     0.0
     """
+
+    # The losses and constraint kinds this estimator offers (its solver list in the
+    # docstring and its solver validation come from the solvers' declarations).
+    _solver_losses = ('squared',)
+    _solver_constraints = ("none", "l2", "l1", "lp")
 
     def __init__(
         self,

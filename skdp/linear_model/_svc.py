@@ -44,7 +44,8 @@ class DPLinearSVC(BaseDPClassifier):
     <<classes>>
     solver : str or solver object, default="gd"
         A name from :data:`skdp.solvers.SOLVERS` or a solver instance (DP-GD needs the
-        smooth ``"smoothed_hinge"``; ``"hinge"`` needs ``"output_perturbation"``).
+        smooth ``"smoothed_hinge"``; ``"hinge"`` needs a solver that accepts it).
+        <<solvers>>
     alpha : float, default=1e-2
         L2 strength (``"output_perturbation"`` penalises the intercept too).
     <<data_norm>>
@@ -108,6 +109,11 @@ class DPLinearSVC(BaseDPClassifier):
     >>> clf.privacy_spent_.epsilon
     1.0
     """
+
+    # The losses and constraint kinds this estimator offers (its solver list in the
+    # docstring and its solver validation come from the solvers' declarations).
+    _solver_losses = ('hinge', 'smoothed_hinge')
+    _solver_constraints = ("none", "l2", "l1", "lp")
 
     _parameter_constraints: dict = {
         **BaseDPLinearModel._parameter_constraints,

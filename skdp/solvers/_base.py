@@ -578,6 +578,12 @@ class Plan:
     via_add_remove: bool = False
     legacy_settings: dict = field(default_factory=dict, repr=False)  # TRANSITIONAL
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every plan prints like the base (public constants, no event tree): set before
+        # the subclass's @dataclass runs, which then keeps it.
+        super().__init_subclass__(**kwargs)
+        cls.__repr__ = Plan.__repr__  # type: ignore[method-assign]
+
     def constants(self) -> dict[str, Any]:
         """The solver-specific constants (every field but the common ones), by name."""
         common = {f.name for f in fields(Plan)}
