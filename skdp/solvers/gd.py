@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._sklearn_compat import Interval, StrOptions
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
     calibrate_noise_multiplier,
@@ -15,10 +18,10 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan, averaged_from
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
 from skdp.solvers._capabilities import Capabilities
 
-__all__ = ["NoisyGD", "full_batch_gaussian"]
+__all__ = ["GDPlan", "NoisyGD", "full_batch_gaussian"]
 
 # Upper limit of the automatic iteration count (each iteration is one pass over the data).
 MAX_AUTO_ITER = 2000
@@ -60,6 +63,32 @@ def full_batch_gaussian(
     return z, sigma, event
 
 
+@dataclass(frozen=True, kw_only=True)
+class GDPlan(Plan):
+    """Constants of a DP-GD run, fixed from public quantities before any data is read.
+
+    Attributes
+    ----------
+    sigma : float
+        Per-coordinate standard deviation of the Gaussian noise added to each mean
+        gradient (gradient units; ``noise_multiplier * sensitivity``).
+    noise_multiplier : float
+        ``sigma / sensitivity`` (0 when ``epsilon = inf``).
+    sensitivity : float
+        Replace-one l2 sensitivity ``2 C / n`` of one clipped mean gradient.
+    clip_norm : float
+        Per-example gradient clip ``C`` (l2).
+    step_size : float
+        Step size ``eta`` (parameter units per gradient unit).
+    """
+
+    sigma: float
+    noise_multiplier: float
+    sensitivity: float
+    clip_norm: float
+    step_size: float
+
+
 class NoisyGD(BaseDPSolver):
     """DP-GD: projected gradient descent on clipped full-batch gradients plus Gaussian noise.
 
@@ -69,7 +98,8 @@ class NoisyGD(BaseDPSolver):
     Parameters
     ----------
     n_iter : int, optional
-        Number of iterations ``T``. Default: from public quantities (see Notes).
+        Number of iterations ``T``. Default: from public quantities (see
+        docs/algorithms/gd.md).
     step_size : float, optional
         Step size ``eta``. Default ``1 / beta`` with ``beta`` the public smoothness bound
         (Theorems 6.2 and 6.3 of the paper use ``eta = 1/L``).
@@ -86,27 +116,19 @@ class NoisyGD(BaseDPSolver):
     -----
     **Privacy guarantee.** Replace-one neighbouring relation. Rows are clipped to the
     public ``data_norm`` and per-example gradients to ``C`` in l2, so the mean gradient
-    with the public denominator ``n`` has sensitivity ``2C/n``. ``T`` Gaussian releases
-    with noise ``sigma`` are exactly ``mu``-GDP with
-    ``mu = sqrt(T) Delta / sigma`` (Dong, Roth & Su 2022), so with the default accountant
-    (``"gaussian"``) ``sigma = sqrt(T) Delta sigma_B1(eps, delta)`` where ``sigma_B1`` is
-    the analytic Gaussian calibration (Balle & Wang 2018): exact and tight. With
-    ``"rdp"``/``"pld"`` the same ledger is calibrated by ``dp_accounting`` (looser). The
-    projection, the regulariser and the choice of output iterate are post-processing.
-    Reference: Wang, Ye & Xu, "Differentially private empirical risk minimization
-    revisited: faster and more general", NeurIPS 2017, Algorithm 4 and Theorem 6.1 (whose
-    constant ``c`` is replaced by the exact calibration).
+    with the public denominator ``n`` has sensitivity ``2C/n``; the ``T`` Gaussian
+    releases are exactly ``mu``-GDP with ``mu = sqrt(T) Delta / sigma``, calibrated
+    exactly with the analytic Gaussian by the default accountant (``"gaussian"``) and by
+    ``dp_accounting`` with ``"rdp"``/``"pld"``. The projection, the regulariser and the
+    choice of output iterate are post-processing.
 
-    **Iteration count.** With ``alpha > 0`` the objective is ``alpha``-strongly convex and
-    ``beta``-smooth; near the optimum gradient descent with ``eta = 1/beta`` contracts the
-    suboptimality by ``(1 - alpha/beta)^2`` per step (Theorem 6.2's PL rate is the
-    conservative ``1 - alpha/beta``) while its noise settles at ``p eta sigma^2 / 4``.
-    With ``sigma^2 = T s1^2`` (``s1`` the one-release noise) the bound
-    ``Delta0 exp(-2 T alpha/beta) + p T s1^2 / (4 beta)``, ``Delta0`` the public bound on
-    ``F(0) - F*`` (``ln 2`` for the logistic loss), is minimised at
-    ``T = (beta / (2 alpha)) ln(8 alpha Delta0 / (p s1^2))``; ``epsilon = inf`` uses
-    ``(beta/alpha) ln(1e12)``. With ``alpha = 0``, Theorem 6.3's
-    ``T = sqrt(beta n eps) / (G sqrt(p ln(1/delta)))``. Both are capped at 2000.
+    Assumptions: none on the data (rows and gradients are clipped); ``n`` public. The
+    default ``T`` (``alpha > 0``: a strongly convex trade-off of contraction against
+    accumulated noise; ``alpha = 0``: Theorem 6.3) is capped at 2000.
+
+    Reference: Wang, Ye & Xu, "Differentially private empirical risk minimization
+    revisited: faster and more general", NeurIPS 2017, Algorithm 4 and Theorems
+    6.1-6.3. Calibration and the iteration-count derivation: docs/algorithms/gd.md.
     """
 
     name = "gd"
@@ -115,6 +137,13 @@ class NoisyGD(BaseDPSolver):
         accountants=("gaussian", "rdp", "pld"), default_accountant="gaussian",
         constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
     )
+    # Interval(Real, 0, None, "neither") refuses 0, inf and nan.
+    _parameter_constraints = {
+        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "iterate": [StrOptions(set(ITERATES))],
+    }
 
     def __init__(self, n_iter=None, step_size=None, clip_norm=None, iterate="last"):
         self.n_iter = n_iter
@@ -122,28 +151,23 @@ class NoisyGD(BaseDPSolver):
         self.clip_norm = clip_norm
         self.iterate = iterate
 
-    def _validate_params(self) -> None:
-        self._check_positive_int("n_iter")
-        self._check_positive_real("step_size")
-        self._check_positive_real("clip_norm")
-        if self.iterate not in ITERATES:
-            raise ValueError(f"NoisyGD.iterate must be one of {ITERATES}, got {self.iterate!r}.")
+    def _check_params(self) -> None:
+        # Interval accepts booleans (ints); the numeric parameters refuse them.
+        for name in ("n_iter", "step_size", "clip_norm"):
+            if isinstance(getattr(self, name), bool):
+                raise ValueError(f"{type(self).__name__}.{name} must be None or a number, "
+                                 f"not a bool; got {getattr(self, name)!r}.")
 
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, sensitivity: float) -> int:
-        """Data-independent default ``T`` (see the class Notes)."""
+        """Data-independent default ``T`` (derivation: docs/algorithms/gd.md)."""
         if self.n_iter is not None:
             return int(self.n_iter)
         beta = spec.smoothness
         if spec.alpha > 0:
             kappa = beta / spec.alpha
             if budget.is_private:
-                # Per-step noise sigma = sqrt(T) s1 with s1 = Delta * sigma_B1(eps, delta).
-                # With eta = 1/beta, near the optimum (locally quadratic, curvature >= alpha)
-                # the suboptimality contracts like (1 - alpha/beta)^(2T) <= exp(-2T/kappa)
-                # (Theorem 6.2's PL rate is the conservative exp(-T/kappa)), while the
-                # stationary noise of gradient descent adds p eta sigma^2 / 4. The bound
-                #     Delta0 exp(-2 T / kappa) + p T s1^2 / (4 beta)
-                # is minimised at T = (kappa / 2) ln(8 alpha Delta0 / (p s1^2)).
+                # Minimiser of Delta0 exp(-2 T / kappa) + p T s1^2 / (4 beta) (contraction
+                # against accumulated noise; docs/algorithms/gd.md), s1 = one-release noise.
                 s1 = sensitivity * analytic_gaussian_multiplier(budget, 1)
                 ratio = 8.0 * spec.alpha * spec.initial_gap / (spec.dimension * s1**2)
                 t = 0.5 * kappa * math.log(max(ratio, math.e))
@@ -159,7 +183,8 @@ class NoisyGD(BaseDPSolver):
             t = MAX_AUTO_ITER
         return int(min(max(math.ceil(t), 1), MAX_AUTO_ITER))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+             ) -> GDPlan:
         clip = self.gradient_clip(spec)
         # Mean of n per-example gradients of norm <= C with denominator n: replacing one
         # record moves the sum by at most 2C.
@@ -167,24 +192,22 @@ class NoisyGD(BaseDPSolver):
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
         z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
         step = self.step_size if self.step_size is not None else 1.0 / spec.smoothness
-        return _legacy_plan(
+        return GDPlan(
             n_iter=n_iter,
             event=event,
             accountant=accountant,
             relation=relation,
-            settings={
-                "sigma": sigma,
-                "noise_multiplier": z,
-                "sensitivity": sensitivity,
-                "clip_norm": clip,
-                "step_size": float(step),
-            },
+            sigma=sigma,
+            noise_multiplier=z,
+            sensitivity=sensitivity,
+            clip_norm=clip,
+            step_size=float(step),
         )
 
-    def release_noise_scale(self, plan: Plan) -> float:
+    def release_noise_scale(self, plan: GDPlan) -> float:
         # The last step adds eta * N(0, sigma^2); an average of m iterates still carries
         # at least the average of m such independent draws: eta sigma / sqrt(m).
-        scale = plan.settings["step_size"] * plan.settings["sigma"]
+        scale = plan.step_size * plan.sigma
         return scale / math.sqrt(self._n_averaged(plan.n_iter))
 
     def _n_averaged(self, n_iter: int) -> int:
@@ -192,10 +215,10 @@ class NoisyGD(BaseDPSolver):
         first = averaged_from(self.iterate, n_iter)
         return 1 if first is None else n_iter - first
 
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: GDPlan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
         p = spec.n_penalized
-        sigma, step, clip = (plan.settings[k] for k in ("sigma", "step_size", "clip_norm"))
+        sigma, step, clip = plan.sigma, plan.step_size, plan.clip_norm
         W = np.zeros((spec.n_params, spec.n_outputs))
         # The random output index is drawn before the data is touched.
         pick = noise.integer(plan.n_iter) if self.iterate == "random" else -1

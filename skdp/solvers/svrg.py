@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
@@ -18,10 +21,10 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 
-__all__ = ["DPSVRG", "svrg_event"]
+__all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
 
 SAMPLINGS = ("without_replacement", "poisson")
 MAX_AUTO_EPOCHS = 40
@@ -59,6 +62,48 @@ def svrg_event(
     return dpe.ComposedDpEvent(snapshots + [dpe.SelfComposedDpEvent(inner, sum(epoch_lengths))])
 
 
+@dataclass(frozen=True, kw_only=True)
+class SVRGPlan(Plan):
+    """Constants of a DP-SVRG or DP-SVRG++ run, fixed before any data is read.
+
+    Attributes
+    ----------
+    epoch_lengths : tuple of int
+        Inner steps ``m_s`` of every epoch (``n_iter`` is their sum).
+    batch_size : int
+        Inner mini-batch size ``b`` (the expected size for Poisson sampling).
+    noise_multiplier : float
+        ``z = sigma_inner / sensitivity_inner``, solved by the accountant.
+    sigma_inner : float
+        Per-coordinate noise std of every inner correction (gradient units).
+    sigma_snapshots : tuple of float
+        Per-coordinate noise std of each epoch's snapshot gradient,
+        ``sigma_inner / sqrt(m_s)``.
+    sensitivity_inner : float
+        l2 sensitivity of one batch-mean correction (``2C/b``; ``C/b`` under add/remove
+        for Poisson batches).
+    sensitivity_snapshot : float
+        l2 sensitivity of the snapshot gradient (``2G/n``; ``G/n`` for Poisson batches).
+    clip_norm : float
+        Per-example gradient clip ``G``.
+    correction_clip : float
+        Per-example correction clip ``C``.
+    step_size : float
+        Step size ``eta``.
+    """
+
+    epoch_lengths: tuple[int, ...]
+    batch_size: int
+    noise_multiplier: float
+    sigma_inner: float
+    sigma_snapshots: tuple[float, ...]
+    sensitivity_inner: float
+    sensitivity_snapshot: float
+    clip_norm: float
+    correction_clip: float
+    step_size: float
+
+
 class DPSVRG(BaseDPSolver):
     """DP-SVRG: proximal SVRG with a noisy snapshot gradient and noisy mini-batch corrections.
 
@@ -71,7 +116,8 @@ class DPSVRG(BaseDPSolver):
     Parameters
     ----------
     n_epochs : int, optional
-        Number of epochs ``T``. Default: ``ceil(log2(Delta0 / floor))`` (see Notes).
+        Number of epochs ``T``. Default: ``ceil(log2(Delta0 / floor))``, capped at 40
+        (see docs/algorithms/svrg.md).
     inner_steps : int, optional
         Inner steps per epoch ``m``. Default ``ceil(n / batch_size)`` (one pass of inner
         samples per epoch).
@@ -89,42 +135,25 @@ class DPSVRG(BaseDPSolver):
     sampling : {"without_replacement", "poisson"}, default="without_replacement"
         Inner batches: uniform subsets of exactly ``b`` records (RDP accountant), or
         Poisson sampling with rate ``b/n`` (PLD or RDP accountant, through group privacy;
-        see Notes).
+        see docs/algorithms/svrg.md).
 
     Notes
     -----
-    **Privacy guarantee.** Default: replace-one, ``(epsilon, delta)``-DP accounted by the
-    RDP accountant. The paper's proof has gaps (privacy-calibration.md section 1.1): the
-    snapshot gradient enters every inner step un-subsampled, the subsampled part is
-    analysed with the add/remove Poisson lemma of Abadi et al. with sensitivity ``G``
-    where the correction's replace-one sensitivity is twice its norm bound, and its noise
-    is given only up to a constant. This implementation fixes them:
+    **Privacy guarantee.** Replace-one ``(epsilon, delta)``-DP, accounted by RDP by
+    default. The snapshot gradient (sensitivity ``2G/n``) is released once per epoch with
+    noise ``sigma_in / sqrt(m)`` and reused; each inner correction is clipped to ``C``,
+    and its mean over a batch of exactly ``b`` records drawn without replacement has
+    sensitivity ``2C/b`` (``SampledWithoutReplacementDpEvent``). The ledger composes the
+    ``T`` snapshot Gaussians with the ``T m`` subsampled Gaussians, and one noise
+    multiplier is solved by ``dp_accounting``. With ``sampling="poisson"`` the ledger is
+    accounted under add/remove (PLD by default) and converted to replace-one by group
+    privacy. Averages, the prox step and the projection are post-processing; no step
+    size is computed from private data.
 
-    * the snapshot gradient is released ONCE per epoch with its own noise ``sigma_s =
-      sigma_in / sqrt(m)`` and reused (post-processing); its sensitivity is ``2G/n``;
-    * each per-example correction is clipped to ``C``; the mean over a uniform batch of
-      exactly ``b`` records drawn without replacement has replace-one sensitivity
-      ``2C/b``, accounted with ``SampledWithoutReplacementDpEvent`` (Wang, Balle &
-      Kasiviswanathan 2019, Thm. 27);
-    * the ledger is ``T`` snapshot Gaussians composed with ``T m`` subsampled Gaussians,
-      and the single noise multiplier is solved with ``dp_accounting``'s
-      ``calibrate_dp_mechanism``.
-
-    With ``sampling="poisson"`` (rate ``b/n``, batch sums divided by ``b``) the ledger is
-    accounted under add/remove, where the sensitivities are ``G/n`` and ``C/b``, with the
-    tight PLD accountant by default; replacing a record is removing it and adding another,
-    so the add/remove budget ``(e, delta/(1+e^e))``, ``e = min(eps/2, 5)``, gives the
-    replace-one ``(eps, delta)`` guarantee by group privacy. (Accounting Poisson batches directly
-    under replace-one would need a dominating pair for d > 1 that we have not derived.)
-    Averages, the prox step and the projection are post-processing. No step size is
-    computed from private data (the paper's experiments used SVRG-BB step sizes from
-    exact gradients; skdp does not).
-
-    **Defaults.** Theorem 4.2 asks for ``eta <= 1/(12 L)`` and an epoch length making
-    each epoch halve the expected suboptimality; ``T = ceil(log2(Delta0 / floor))`` epochs
-    then bring the public bound ``Delta0`` on ``F(0) - F*`` (``ln 2`` for the logistic
-    loss) down to the privacy floor ``p G^2 ln(1/delta) / (n^2 eps^2 alpha)`` of the
-    theorem; capped at 40.
+    This release scheme corrects gaps in the paper's proof (listed in
+    docs/algorithms/svrg.md, with the accounting details and the default epoch count).
+    Assumptions: ``alpha > 0`` (strongly convex objective, for the utility theorem and
+    the default schedule); ``n`` public.
 
     Reference: Wang, Ye & Xu, NeurIPS 2017, Algorithm 1, Theorems 4.1 and 4.2.
     """
@@ -136,6 +165,16 @@ class DPSVRG(BaseDPSolver):
     )
     #: Theorem 4.2: eta <= 1 / (12 L).
     step_divisor = 12.0
+    # Interval(Real, 0, None, "neither") refuses 0, inf and nan.
+    _parameter_constraints = {
+        "n_epochs": [Interval(Integral, 1, None, closed="left"), None],
+        "inner_steps": [Interval(Integral, 1, None, closed="left"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "correction_clip": [Interval(Real, 0, None, closed="neither"), None],
+        "sampling": [StrOptions(set(SAMPLINGS))],
+    }
 
     def __init__(
         self,
@@ -155,16 +194,13 @@ class DPSVRG(BaseDPSolver):
         self.correction_clip = correction_clip
         self.sampling = sampling
 
-    def _validate_params(self) -> None:
-        for name in ("n_epochs", "inner_steps", "batch_size"):
-            self._check_positive_int(name)
-        for name in ("step_size", "clip_norm", "correction_clip"):
-            self._check_positive_real(name)
-        if self.sampling not in SAMPLINGS:
-            raise ValueError(
-                f"{type(self).__name__}.sampling must be one of {SAMPLINGS}, got "
-                f"{self.sampling!r}."
-            )
+    def _check_params(self) -> None:
+        # Interval accepts booleans (ints); the numeric parameters refuse them.
+        for name in ("n_epochs", "inner_steps", "batch_size", "step_size", "clip_norm",
+                     "correction_clip"):
+            if isinstance(getattr(self, name), bool):
+                raise ValueError(f"{type(self).__name__}.{name} must be None or a number, "
+                                 f"not a bool; got {getattr(self, name)!r}.")
 
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         # Poisson batches: the PLD accountant is tight where RDP is not (section 6.3 of
@@ -174,6 +210,7 @@ class DPSVRG(BaseDPSolver):
         return accountant
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
+        # Depends on the solver's own sampling option, which no declaration expresses.
         if self.sampling == "without_replacement" and accountant == "pld":
             raise IncompatibleSolverError(
                 "the PLD accountant cannot account batches sampled without replacement; "
@@ -216,7 +253,8 @@ class DPSVRG(BaseDPSolver):
         bound = min(spec.loss.derivative_diameter * spec.row_bound(2.0), 2.0 * g)
         return bound if self.correction_clip is None else min(float(self.correction_clip), bound)
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+             ) -> SVRGPlan:
         n = spec.n_samples
         b = self._batch_size(spec)
         lengths = self.epoch_lengths(spec, budget)
@@ -248,48 +286,44 @@ class DPSVRG(BaseDPSolver):
             event = dpe.NonPrivateDpEvent()
         step = self.step_size if self.step_size is not None else (
             1.0 / (self.step_divisor * spec.smoothness))
-        return _legacy_plan(
+        return SVRGPlan(
             n_iter=sum(lengths),
             event=event,
             accountant=accountant,
             relation=relation,
             via_add_remove=poisson,
-            settings={
-                "epoch_lengths": lengths,
-                "batch_size": b,
-                "noise_multiplier": z,
-                "sigma_inner": sigma_in,
-                "sigma_snapshots": tuple(sigma_in / math.sqrt(m) for m in lengths),
-                "sensitivity_inner": delta_in,
-                "sensitivity_snapshot": delta_snap,
-                "clip_norm": g,
-                "correction_clip": c,
-                "step_size": float(step),
-            },
+            epoch_lengths=lengths,
+            batch_size=b,
+            noise_multiplier=z,
+            sigma_inner=sigma_in,
+            sigma_snapshots=tuple(sigma_in / math.sqrt(m) for m in lengths),
+            sensitivity_inner=delta_in,
+            sensitivity_snapshot=delta_snap,
+            clip_norm=g,
+            correction_clip=c,
+            step_size=float(step),
         )
 
-    def release_noise_scale(self, plan: Plan) -> float:
+    def release_noise_scale(self, plan: SVRGPlan) -> float:
         # The released snapshot averages the last epoch's m inner iterates, each step
         # adding eta * N(0, sigma_in^2): at least eta sigma_in / sqrt(m) per coordinate.
-        s = plan.settings
-        return s["step_size"] * s["sigma_inner"] / math.sqrt(s["epoch_lengths"][-1])
+        return plan.step_size * plan.sigma_inner / math.sqrt(plan.epoch_lengths[-1])
 
     # -- the algorithm -------------------------------------------------------------------
     #: DP-SVRG restarts each epoch at the snapshot; DP-SVRG++ continues from the last iterate.
     restart_at_snapshot = True
 
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: SVRGPlan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
         Y, norms = problem.Y, problem.norms
         n, p, alpha = spec.n_samples, spec.n_penalized, spec.alpha
-        s = plan.settings
-        b, step, g, c = s["batch_size"], s["step_size"], s["clip_norm"], s["correction_clip"]
-        sigma_in = s["sigma_inner"]
+        b, step, g, c = plan.batch_size, plan.step_size, plan.clip_norm, plan.correction_clip
+        sigma_in = plan.sigma_inner
         shrink = 1.0 / (1.0 + step * alpha)  # prox of (eta alpha / 2) ||.||^2
         poisson = self.sampling == "poisson"
         snapshot = np.zeros((spec.n_params, spec.n_outputs))
         x = snapshot
-        for m, sigma_snap in zip(s["epoch_lengths"], s["sigma_snapshots"], strict=True):
+        for m, sigma_snap in zip(plan.epoch_lengths, plan.sigma_snapshots, strict=True):
             coef_snap = np.empty((n, spec.n_outputs))
             v_snap = problem.clipped_gradient(snapshot, g, out_coefficients=coef_snap)
             v_snap += noise.gaussian(snapshot.shape, sigma_snap)

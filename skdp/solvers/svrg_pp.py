@@ -22,13 +22,12 @@ class DPSVRGPlusPlus(DPSVRG):
     ----------
     n_epochs : int, optional
         ``T``. Default ``ceil(log2(Delta0 n eps / (G sqrt(p ln(1/delta)))))`` (Theorem
-        4.4: ``T = O(log(n eps / (G sqrt(p log(1/delta)))))``), capped at 16.
+        4.4), capped at 16 (see docs/algorithms/svrg.md).
     inner_steps : int, optional
         First-epoch length ``m``. Default ``max(1, ceil(n / (b 2^T)))``: all epochs together
         run ``m (2^(T+1) - 2)`` steps, about two passes of inner samples when ``b 2^T <= n``
-        and ``2^(T+1) - 2`` steps otherwise (``m = Theta(L)`` in the paper leaves the
-        constant open; capping the passes instead made the default 7x less accurate on
-        the Covertype benchmark).
+        (the paper's ``m = Theta(L)`` leaves the constant open; see
+        docs/algorithms/svrg.md).
     batch_size, step_size, clip_norm, correction_clip, sampling
         As in :class:`~skdp.solvers.DPSVRG`; the default step is ``1 / (13 beta)``
         (Theorem 4.4).
@@ -41,8 +40,11 @@ class DPSVRGPlusPlus(DPSVRG):
     (sensitivity ``2C/b``, sampled without replacement); the ledger composes the ``T``
     snapshot Gaussians with ``sum_s m_s`` subsampled Gaussians and the noise multiplier is
     solved by ``dp_accounting`` (RDP, replace-one; Poisson batches with PLD through
-    group privacy as an option).
-    Reference: Wang, Ye & Xu, NeurIPS 2017, Algorithm 2, Theorems 4.3 and 4.4.
+    group privacy as an option). Assumptions: none on ``alpha`` (convex objectives);
+    ``n`` public.
+
+    Reference: Wang, Ye & Xu, NeurIPS 2017, Algorithm 2, Theorems 4.3 and 4.4. Details:
+    docs/algorithms/svrg.md.
     """
 
     name = "svrg++"
