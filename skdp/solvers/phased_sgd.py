@@ -8,11 +8,14 @@ of one-pass SGD. The phases touch disjoint records, so they compose in parallel.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp.exceptions import IncompatibleSolverError
+from skdp._sklearn_compat import Interval
 from skdp.privacy.accounting import (
     PureDpEvent,
     check_sensitivity,
@@ -21,10 +24,10 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 
-__all__ = ["PhasedDPSGD", "phase_sizes", "phase_indices"]
+__all__ = ["PhasedDPSGD", "PhasedSGDPlan", "phase_indices", "phase_sizes"]
 
 # Largest default mini-batch (a vectorisation knob: the sensitivity does not depend on it).
 MAX_AUTO_BATCH = 256
@@ -48,10 +51,58 @@ def phase_sizes(n_samples: int, n_phases: int | None = None) -> list[int]:
     return sizes
 
 
-def phase_indices(permutation: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+def phase_indices(permutation: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
     """Consecutive disjoint blocks of a data-independent permutation, one per phase."""
     bounds = np.cumsum([0, *sizes])
     return [permutation[bounds[i]:bounds[i + 1]] for i in range(len(sizes))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhasedSGDPlan(Plan):
+    """Constants of a phased DP-SGD run, fixed before any data is read.
+
+    Per-phase quantities are tuples with one entry per phase ``i = 1..k``.
+
+    Attributes
+    ----------
+    step_size : float
+        Base step ``eta`` (phase ``i`` uses ``4^-i eta`` per record).
+    step_sizes : tuple of float
+        Per-record steps ``eta_i = 4^-i eta``.
+    batch_size : int
+        Mini-batch size ``b`` (the last batch of a phase may be smaller).
+    phase_sizes : tuple of int
+        Records per phase ``n_i = floor(2^-i n)``.
+    n_phases : int
+        Number of phases ``k``.
+    lipschitz : float
+        Bound ``L`` on every per-record l2 gradient norm.
+    smoothness : float
+        Smoothness ``gamma = c_2 X^2 + alpha`` of every per-record objective.
+    sensitivity : tuple of float
+        l2 sensitivity ``2 L eta_i`` of each phase's averaged iterate.
+    mechanism : {"gaussian", "l2_laplace", "none"}
+        Noise of each release.
+    sigma : tuple of float
+        Per-coordinate Gaussian noise std of each release (zeros unless Gaussian).
+    laplace_scale : tuple of float
+        Scale ``Delta_i / epsilon`` of the l2 Laplace noise (zeros unless l2 Laplace).
+    noise_multiplier : float
+        ``sigma_i / Delta_i``, shared by all phases (0 unless Gaussian).
+    """
+
+    step_size: float
+    step_sizes: tuple[float, ...]
+    batch_size: int
+    phase_sizes: tuple[int, ...]
+    n_phases: int
+    lipschitz: float
+    smoothness: float
+    sensitivity: tuple[float, ...]
+    mechanism: str
+    sigma: tuple[float, ...]
+    laplace_scale: tuple[float, ...]
+    noise_multiplier: float
 
 
 class PhasedDPSGD(BaseDPSolver):
@@ -80,7 +131,8 @@ class PhasedDPSGD(BaseDPSolver):
         l2 Laplace, ``m`` coordinates, ``0`` at ``epsilon = inf``) and ``D`` a public l2
         scale of the solution (the constraint's l2 radius, else 1 as in the paper);
         capped so that ``b eta_1 <= 1 / gamma``. A given step must satisfy the
-        stability condition ``b eta_1 <= 2 / gamma`` (see Notes), else ``ValueError``.
+        stability condition ``b eta_1 <= 2 / gamma`` (see Notes), else ``ValueError``
+        before any data is read.
     batch_size : int, optional
         Mini-batch size ``b`` (public, the same in every phase; the last batch of a phase
         may be smaller). Default: the largest ``b <= 256`` with ``b eta_1 <= 1 / gamma``.
@@ -89,70 +141,30 @@ class PhasedDPSGD(BaseDPSolver):
 
     Notes
     -----
-    **Privacy guarantee.** Replace-one neighbouring relation. Assumptions, all enforced:
-    rows clipped to the public ``data_norm`` (so ``||x'_i||_2 <= X = spec.row_bound(2)``),
-    a smooth convex GLM loss with ``|phi'| <= c_1`` on the feasible scores and
-    ``phi'' <= c_2``, so that every per-record gradient has l2 norm at most
-    ``L = c_1 X`` (:attr:`ProblemSpec.gradient_bound`) and every per-record objective
-    ``f_j(w) = phi(x_j^T w, y_j) + (alpha / 2) ||w_pen||^2`` is convex and
-    ``gamma``-smooth with ``gamma = c_2 X^2 + alpha``. NO per-example gradient clipping:
-    clipping a gradient field destroys the co-coercivity the argument needs.
+    **Privacy guarantee.** Replace-one ``(epsilon, delta)``-DP, or epsilon-DP with the
+    l2 Laplace noise at ``delta = 0``. One-pass SGD on convex ``gamma``-smooth
+    per-record objectives with ``L``-bounded gradients is stable: with
+    ``b eta_i <= 2 / gamma`` every (projected) batch map is non-expansive, so replacing
+    one record moves each phase's average by at most ``Delta_i = 2 L eta_i``, for every
+    batch size. ``delta > 0``: ``sigma_i = Delta_i sigma_B1(epsilon, delta)`` (analytic
+    Gaussian, exact; ``"rdp"``/``"pld"`` calibrate the same single release);
+    ``delta = 0``: l2 Laplace noise, epsilon-DP by the triangle inequality. The phases
+    read disjoint blocks of a data-independent permutation and compose in parallel: the
+    ledger is one phase's event. The final projection is post-processing.
 
-    *Stability of one phase (derived here for mini-batches and projections).* The batch
-    map ``G_B(w) = Proj_C(w - eta_i |B| grad f_B(w))`` with ``f_B`` the mean of ``f_j``
-    over ``B`` (convex, ``gamma``-smooth) is non-expansive when ``eta_i |B| <= 2 / gamma``:
-    by co-coercivity ``<grad f(u) - grad f(v), u - v> >= ||grad f(u) - grad f(v)||^2 /
-    gamma``, so ``||u - s g_u - v + s g_v||^2 <= ||u - v||^2 - s (2 / gamma - s)
-    ||g_u - g_v||^2`` for ``s = eta_i |B|``; the Euclidean projection onto a closed convex
-    set is non-expansive too (the intercept row is not projected, which keeps the map a
-    projection onto the convex set ``C x R``). Run the phase on neighbouring data with the
-    same permutation and the same start: the iterates agree until the batch holding the
-    replaced record; at that batch (same ``w``) the arguments of ``Proj`` differ by
-    ``eta_i ||grad f(w; z) - grad f(w; z')|| <= 2 L eta_i`` (the regulariser cancels),
-    and every later map is the same non-expansive map on both sides. Each of the
-    ``T_i + 1`` averaged iterates therefore moves by at most ``2 L eta_i``, and so does
-    their average: the l2 sensitivity of ``w_bar_i`` is ``Delta_i = 2 L eta_i`` for every
-    batch size (the sum form ``eta_i sum_{j in B}`` keeps the per-record weight
-    ``eta_i``; the mini-batch only has to respect ``|B| eta_i <= 2 / gamma``, checked
-    before any data is read). For a squared loss ``L`` needs bounded scores: the start of
-    each phase is projected onto ``C`` and every iterate stays in ``C``, where
-    ``|z| <= spec.score_bound``.
-
-    *Calibration.* ``delta > 0``: the analytic Gaussian (Balle & Wang 2018, exact)
-    ``sigma_i = Delta_i sigma_B1(epsilon, delta)``; the paper's ``4 L eta_i
-    sqrt(ln(1/delta)) / epsilon`` is valid for ``epsilon <= 2 ln(1/delta)`` but 2-2.7x
-    noisier. ``"rdp"``/``"pld"`` calibrate the same single release with
-    ``dp_accounting``. ``delta = 0``: the density ratio of the l2 Laplace noise at ``u``
-    and ``u + v`` is at most ``exp(epsilon ||v||_2 / Delta_i)`` (triangle inequality),
-    so each phase is epsilon-DP (``PureDpEvent``, accountant ``"pure"``).
-
-    *Composition.* Phases read disjoint blocks of a data-independent permutation; a
-    replaced record lies in one phase ``j``: phases before ``j`` see identical data,
-    phase ``j`` is one ``(epsilon, delta)``-DP release given its (public, released)
-    start, and later phases are post-processing of it (their records are identical).
-    Hence the whole run is ``(epsilon, delta)``-DP (parallel composition): the ledger is
-    the event of the worst phase (all phases share one noise multiplier). The final
-    projection is post-processing.
+    Assumptions, all enforced before any data is read: rows clipped to the public
+    ``data_norm``; a smooth convex GLM loss whose derivative is bounded on the feasible
+    scores (``L = c_1 X``, :attr:`ProblemSpec.gradient_bound`; for the squared loss a
+    bounded constraint and no free intercept), ``gamma = c_2 X^2 + alpha``; the
+    stability condition on the step. No per-example gradient clipping (it would destroy
+    the co-coercivity the argument needs).
 
     Reference: Feldman, Koren & Talwar, "Private stochastic convex optimization: optimal
     rates in linear time", STOC 2020 (Algorithm 2, Theorem 4.4); Su, Zhao & Wang,
     "Differentially private stochastic convex optimization in (non)-Euclidean space
-    revisited", Algorithm 6 and Lemma 14 (unconstrained; this class also projects, which
-    the argument above covers). Corrections: exact calibration, enforced ``L`` and
-    ``gamma`` (row clipping, GLM bounds) instead of assumed ones, the stability
-    condition ``eta <= 2 / gamma`` checked (the paper assumes ``eta <= 1 / beta``), the
-    regulariser's smoothness added to ``gamma``, mini-batches in sum form.
-
-    **l_p geometry, 2 <= p <= inf (the paper's reduction, Theorem 8).** The algorithm is
-    Euclidean for every p: only the public bounds change. With rows bounded in the dual
-    norm ``q = p / (p - 1) <= 2`` (``data_norm_ord``), ``||x||_2 <= ||x||_q``, so the
-    loss is ``L``-Lipschitz and ``beta``-smooth in l2 with the l_q constants
-    (``spec.row_bound(2)`` performs this conversion; ``p = inf`` is ``q = 1``). The l2
-    size of the solution grows to ``||theta*||_2 <= d^(1/2 - 1/p) ||theta*||_p``, which
-    gives the paper's ``d^(1 - 2/p)`` factor in the excess risk; an l_p-ball constraint
-    is handled by its Euclidean projection (``spec.score_bound`` uses the Hoelder pairing
-    ``radius * ||x||_q`` for the squared loss). For ``1 < p < 2`` the same algorithm is
-    private but not rate-optimal (use regularized mirror descent).
+    revisited", Algorithm 6, Lemma 14 and, for l_p geometry with ``2 <= p <= inf``,
+    Theorem 8. The stability derivation, the corrections to the papers and the l_p
+    reduction: docs/algorithms/phased_sgd.md.
     """
 
     name = "phased_sgd"
@@ -164,31 +176,24 @@ class PhasedDPSGD(BaseDPSolver):
         min_samples=2, secure=True,
     )
 
+    # Interval(Real, 0, None, "neither") refuses 0, inf and nan.
+    _parameter_constraints = {
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "n_phases": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
     def __init__(self, step_size=None, batch_size=None, n_phases=None):
         self.step_size = step_size
         self.batch_size = batch_size
         self.n_phases = n_phases
 
-    def _validate_params(self) -> None:
-        self._check_positive_real("step_size")
-        self._check_positive_int("batch_size")
-        self._check_positive_int("n_phases")
-
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)
-        if not math.isfinite(spec.gradient_bound):
-            raise IncompatibleSolverError(
-                f"phased_sgd needs per-record gradients bounded without clipping (its "
-                f"privacy rests on the stability of exact SGD steps), but "
-                f"{type(spec.loss).__name__} has an unbounded derivative on this problem: "
-                "bound the scores with constraint='l2' (or 'l1'/'lp') and a radius, and "
-                "fit_intercept=False, or use a loss with a bounded derivative (Huber)."
-            )
-        if spec.n_samples < 2:
-            raise IncompatibleSolverError(
-                "phased_sgd needs at least 2 samples (the first phase has floor(n/2) "
-                "records); got 1 sample."
-            )
+    def _check_params(self) -> None:
+        # Interval accepts booleans (ints); the numeric parameters refuse them.
+        for name in ("step_size", "batch_size", "n_phases"):
+            if isinstance(getattr(self, name), bool):
+                raise ValueError(f"{type(self).__name__}.{name} must be None or a number, "
+                                 f"not a bool; got {getattr(self, name)!r}.")
 
     # -- plan ------------------------------------------------------------------------------
     def _noise_ratio(self, spec: ProblemSpec, budget: Budget, accountant: str, z: float
@@ -211,8 +216,9 @@ class PhasedDPSGD(BaseDPSolver):
             return float(spec.parameter_bound)
         return 1.0
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
-        sizes = phase_sizes(spec.n_samples, self.n_phases)
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+             ) -> PhasedSGDPlan:
+        sizes = tuple(phase_sizes(spec.n_samples, self.n_phases))
         lipschitz = float(spec.gradient_bound)
         # Smoothness of f_j = phi(x_j^T w) + (alpha/2)||w_pen||^2: c_2 X^2 + alpha.
         gamma = float(spec.smoothness)
@@ -249,78 +255,70 @@ class PhasedDPSGD(BaseDPSolver):
             # Default step: b eta_1 <= 1/gamma (half the stability limit, as the paper's
             # eta <= 1/beta).
             eta = min(eta, 0.5 * stable * STEP_DECAY / batch)
-        steps = [eta * STEP_DECAY ** -(i + 1) for i in range(len(sizes))]
+        steps = tuple(eta * STEP_DECAY ** -(i + 1) for i in range(len(sizes)))
         # Stability: the released average of phase i moves by at most 2 L eta_i when one
         # record is replaced (class Notes); all phases share the multiplier z.
-        sens = [check_sensitivity(2.0 * lipschitz * s, "phase sensitivity 2 L eta_i")
-                for s in steps]
-        settings = {
-            "step_size": eta,
-            "step_sizes": steps,
-            "batch_size": batch,
-            "phase_sizes": sizes,
-            "n_phases": len(sizes),
-            "lipschitz": lipschitz,
-            "smoothness": gamma,
-            "sensitivity": sens,
-        }
+        sens = tuple(check_sensitivity(2.0 * lipschitz * s, "phase sensitivity 2 L eta_i")
+                     for s in steps)
+        zeros = (0.0,) * len(sizes)
         if not budget.is_private:
             event: dpe.DpEvent = dpe.NonPrivateDpEvent()
-            settings.update(mechanism="none", sigma=[0.0] * len(sizes),
-                            laplace_scale=[0.0] * len(sizes), noise_multiplier=0.0)
+            mechanism, sigmas, laplace, multiplier = "none", zeros, zeros, 0.0
         elif accountant == "pure":
             # Each phase: density ∝ exp(-eps ||xi|| / Delta_i) is eps-DP; parallel phases.
             event = PureDpEvent(budget.epsilon)
-            settings.update(mechanism="l2_laplace", sigma=[0.0] * len(sizes),
-                            laplace_scale=[d / budget.epsilon for d in sens],
-                            noise_multiplier=0.0)
+            mechanism, sigmas, multiplier = "l2_laplace", zeros, 0.0
+            laplace = tuple(d / budget.epsilon for d in sens)
         else:
-            sigmas = [z * d for d in sens]
+            sigmas = tuple(z * d for d in sens)
             # Parallel composition: the ledger is the worst phase's release; every phase
             # has sigma_i / Delta_i = z, so phase 1's event describes each of them.
             event = gaussian_event(sigmas[0], sens[0], accountant=accountant,
                                    relation=relation)
-            settings.update(mechanism="gaussian", sigma=sigmas,
-                            laplace_scale=[0.0] * len(sizes), noise_multiplier=z)
+            mechanism, laplace, multiplier = "gaussian", zeros, z
         n_iter = sum(math.ceil(size / batch) for size in sizes)
-        return _legacy_plan(n_iter=n_iter, event=event, accountant=accountant, relation=relation,
-                    settings=settings)
+        return PhasedSGDPlan(
+            n_iter=n_iter, event=event, accountant=accountant, relation=relation,
+            step_size=eta, step_sizes=steps, batch_size=batch, phase_sizes=sizes,
+            n_phases=len(sizes), lipschitz=lipschitz, smoothness=gamma, sensitivity=sens,
+            mechanism=mechanism, sigma=sigmas, laplace_scale=laplace,
+            noise_multiplier=multiplier,
+        )
 
     # -- run -------------------------------------------------------------------------------
-    def release_noise_scale(self, plan: Plan) -> float:
+    def release_noise_scale(self, plan: PhasedSGDPlan) -> float:
         # The output is the last phase's average plus that phase's noise draw.
-        s = plan.settings
-        if s["mechanism"] == "l2_laplace":
-            return float(s["laplace_scale"][-1])
-        return float(s["sigma"][-1])
+        if plan.mechanism == "l2_laplace":
+            return float(plan.laplace_scale[-1])
+        return float(plan.sigma[-1])
 
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: PhasedSGDPlan, noise: NoiseSource) -> np.ndarray:
         return self.run_phases(problem, plan, noise)
 
-    def draw_randomness(self, problem: Problem, plan: Plan, noise: NoiseSource
+    def draw_randomness(self, problem: Problem, plan: PhasedSGDPlan, noise: NoiseSource
                         ) -> tuple[np.ndarray, list[np.ndarray]]:
         """The permutation and the per-phase noise, drawn before any data is read."""
         spec = problem.spec
         shape = (spec.n_params, spec.n_outputs)
         permutation = noise.permutation(spec.n_samples)
-        mechanism = plan.settings["mechanism"]
-        scales = plan.settings["laplace_scale" if mechanism == "l2_laplace" else "sigma"]
+        mechanism = plan.mechanism
+        scales = plan.laplace_scale if mechanism == "l2_laplace" else plan.sigma
         xis = [noise.release(mechanism, shape, b) for b in scales]
         return permutation, xis
 
     def run_phases(
-        self, problem: Problem, plan: Plan, noise: NoiseSource,
+        self, problem: Problem, plan: PhasedSGDPlan, noise: NoiseSource,
         averages: list[np.ndarray] | None = None,
     ) -> np.ndarray:
         """Run every phase; ``averages`` (if given) receives the pre-noise ``w_bar_i``."""
         spec = problem.spec
         p = spec.n_penalized
         permutation, xis = self.draw_randomness(problem, plan, noise)
-        blocks = phase_indices(permutation, plan.settings["phase_sizes"])
-        batch = plan.settings["batch_size"]
+        blocks = phase_indices(permutation, plan.phase_sizes)
+        batch = plan.batch_size
         W = np.zeros((spec.n_params, spec.n_outputs))
         W[:p] = spec.constraint.feasible_point(W[:p].shape)
-        for index, eta, xi in zip(blocks, plan.settings["step_sizes"], xis, strict=True):
+        for index, eta, xi in zip(blocks, plan.step_sizes, xis, strict=True):
             start = W.copy()
             # The start (a released point) is projected: iterates stay in C, where the
             # gradient bound L holds (post-processing).

@@ -12,10 +12,13 @@ itself, so no budget is spent on it).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 
+from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
 from skdp.losses import SquaredLoss
@@ -28,11 +31,10 @@ from skdp.solvers._base import (
     Plan,
     Problem,
     ProblemSpec,
-    _legacy_plan,
 )
 from skdp.solvers._capabilities import Capabilities
 
-__all__ = ["SufficientStatistics", "statistics_sensitivities"]
+__all__ = ["SufficientStatistics", "SufficientStatisticsPlan", "statistics_sensitivities"]
 
 #: Largest number of parameters (the released Gram matrix has ``m^2`` entries: 128 MB).
 MAX_PARAMS = 4096
@@ -85,6 +87,46 @@ def statistics_sensitivities(spec: ProblemSpec) -> tuple[float, float]:
             check_sensitivity(delta_moment, "moment sensitivity"))
 
 
+@dataclass(frozen=True, kw_only=True)
+class SufficientStatisticsPlan(Plan):
+    """Constants of the one release of ``(X'X, X'y)``, fixed before any data is read.
+
+    The released vector is the upper triangle of the Gram (without the public ``n c^2``
+    entry) and the moments, each part divided by ``sqrt(2)`` times its sensitivity.
+
+    Attributes
+    ----------
+    gram_sensitivity : float
+        Replace-one l2 sensitivity ``Delta_G`` of the Gram's released entries.
+    moment_sensitivity : float
+        Replace-one l2 sensitivity ``Delta_b`` of the moments.
+    n_released : int
+        Number ``M`` of released coordinates.
+    mechanism : {"gaussian", "l2_laplace", "none"}
+        Noise of the normalised (sensitivity-1) vector.
+    noise_multiplier : float
+        Per-coordinate std ``z`` of the normalised vector's Gaussian noise (0 otherwise).
+    laplace_scale : float
+        Scale of its l2 Laplace noise, ``1 / epsilon`` (0 otherwise).
+    gram_scale, moment_scale : float
+        ``sqrt(2) Delta_G`` and ``sqrt(2) Delta_b``: the factors scaling the normalised
+        noise back to each part.
+    sigma_gram, sigma_moment : float
+        Per-entry noise std of the Gram and of the moments (data units).
+    """
+
+    gram_sensitivity: float
+    moment_sensitivity: float
+    n_released: int
+    mechanism: str
+    noise_multiplier: float
+    laplace_scale: float
+    gram_scale: float
+    moment_scale: float
+    sigma_gram: float
+    sigma_moment: float
+
+
 class SufficientStatistics(BaseDPSolver):
     """Least squares from one noisy release of the sufficient statistics ``(X'X, X'y)``.
 
@@ -113,21 +155,26 @@ class SufficientStatistics(BaseDPSolver):
 
     Notes
     -----
-    **Privacy guarantee.** Replace-one neighbouring relation (``n`` public); rows clipped
-    to the public ``data_norm`` (l2 bound ``R`` of the augmented row), labels clipped to
-    the public ``y_bound`` ``Y``; squared loss only. The released vector is the upper
-    triangle of ``G`` (without the public entry ``n c^2``) and ``b``, with l2
-    sensitivities ``Delta_G = sqrt(2 B^4 + 4 c^2 B^2)`` and ``Delta_b = 2 R Y``
+    **Privacy guarantee.** Replace-one neighbouring relation (``n`` public). The released
+    vector is the upper triangle of ``G`` (without the public entry ``n c^2``) and ``b``,
+    with l2 sensitivities ``Delta_G = sqrt(2 B^4 + 4 c^2 B^2)`` and ``Delta_b = 2 R Y``
     (:func:`statistics_sensitivities`). Each part is divided by ``sqrt(2)`` times its
     sensitivity, so the joint vector has sensitivity at most 1, and receives one noise
     draw: ``delta > 0``, ``N(0, z^2 I)`` with ``z`` the exact single-release Gaussian
     multiplier of the accountant (analytic Gaussian by default); ``delta = 0``, density
     proportional to ``exp(-epsilon ||v||_2)`` (the l2 K-norm mechanism, epsilon-DP by the
     triangle inequality; ``PureDpEvent``). The ridge, the eigenvalue clipping and the
-    minimisation read only the noisy release and public constants. Not one of the five
-    papers' algorithms: it is here because output perturbation of the squared loss is
-    unusable on small data sets (its sensitivity grows like ``1 / alpha``); see
-    docs/privacy.md and docs/algorithms/sufficient_statistics.md.
+    minimisation read only the noisy release and public constants.
+
+    Assumptions: squared loss, one target, at most 4096 parameters; rows clipped to the
+    public ``data_norm`` (l2 bound ``R`` of the augmented row), labels clipped to the
+    public ``y_bound`` ``Y``, both between ``1e-75`` and ``1e75``.
+
+    Reference: Dwork, Talwar, Thakurta & Zhang 2014 ("Analyze Gauss"); the adaptive ridge
+    after Wang 2018. Not one of the five papers' algorithms: it is here because output
+    perturbation of the squared loss is unusable on small data sets (its sensitivity
+    grows like ``1 / alpha``); see docs/privacy.md and
+    docs/algorithms/sufficient_statistics.md.
     """
 
     name = "sufficient_statistics"
@@ -140,59 +187,41 @@ class SufficientStatistics(BaseDPSolver):
         max_outputs=1, max_params=MAX_PARAMS,
     )
 
+    # Interval(Real, 0, None, "left") refuses inf and nan.
+    _parameter_constraints = {
+        "ridge": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
     def __init__(self, ridge="auto", max_iter=10_000):
         self.ridge = ridge
         self.max_iter = max_iter
 
-    def _validate_params(self) -> None:
-        ridge = self.ridge
-        if not (ridge == "auto" if isinstance(ridge, str) else (
-                not isinstance(ridge, bool)
-                and isinstance(ridge, float | int | np.floating | np.integer)
-                and math.isfinite(ridge) and ridge >= 0)):
-            raise ValueError(
-                f"SufficientStatistics.ridge must be 'auto' or a finite float >= 0, got "
-                f"{ridge!r}."
-            )
-        self._check_positive_int("max_iter")
+    def _check_params(self) -> None:
+        # Interval accepts booleans (ints); the numeric parameters refuse them.
+        for name in ("ridge", "max_iter"):
+            if isinstance(getattr(self, name), bool):
+                raise ValueError(f"{type(self).__name__}.{name} must be a number, not a "
+                                 f"bool; got {getattr(self, name)!r}.")
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
-        statistics_sensitivities(spec)  # raises for a loss other than the squared loss
-        if spec.n_outputs != 1:
-            raise IncompatibleSolverError(
-                "solver 'sufficient_statistics' fits one target (n_outputs=1), got "
-                f"{spec.n_outputs}."
-            )
-        if spec.n_params > MAX_PARAMS:
-            raise IncompatibleSolverError(
-                f"solver 'sufficient_statistics' releases a {spec.n_params} x "
-                f"{spec.n_params} Gram matrix; it supports at most {MAX_PARAMS} parameters. "
-                "Use a gradient solver (for example solver='frank_wolfe' with "
-                "constraint='l1') for wide data."
-            )
+        # The public row and label bounds must keep X'X and its noise in float range.
+        statistics_sensitivities(spec)
 
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+             ) -> SufficientStatisticsPlan:
         delta_gram, delta_moment = statistics_sensitivities(spec)
         m = spec.n_params
         intercept = spec.intercept_feature != 0.0
         # Released coordinates: the Gram's upper triangle without the public n c^2 entry,
         # and the m moments.
         n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m
-        settings = {
-            "gram_sensitivity": delta_gram,
-            "moment_sensitivity": delta_moment,
-            "n_released": n_released,
-        }
         # One release of the normalised vector (sensitivity 1): density ∝ exp(-eps ||v||_2)
         # or N(0, z^2 I).
         release = single_release(budget, accountant, relation)
         event, scale = release.event, release.unit_scale
-        settings.update(
-            mechanism=release.mechanism,
-            noise_multiplier=scale if release.mechanism == "gaussian" else 0.0,
-            laplace_scale=scale if release.mechanism == "l2_laplace" else 0.0)
         # Per-coordinate variance: z^2, or for the l2 Laplace in R^M, E||v||^2 / M with
         # E||v||^2 = E[Gamma(M, scale)^2] = M (M + 1) scale^2.
         unit_variance = ((n_released + 1) if release.mechanism == "l2_laplace" else 1.0
@@ -200,33 +229,42 @@ class SufficientStatistics(BaseDPSolver):
         # Each part is divided by sqrt(2) times its sensitivity before the noise (the joint
         # sensitivity is sqrt(1/2 + 1/2) = 1): the noise of the normalised vector is scaled
         # back by these factors. Per-entry noise std of each part: factor * unit std.
-        settings["gram_scale"] = math.sqrt(2.0) * delta_gram
-        settings["moment_scale"] = math.sqrt(2.0) * delta_moment
+        gram_scale = math.sqrt(2.0) * delta_gram
+        moment_scale = math.sqrt(2.0) * delta_moment
         unit = math.sqrt(unit_variance)
-        settings["sigma_gram"] = settings["gram_scale"] * unit
-        settings["sigma_moment"] = settings["moment_scale"] * unit
+        plan = SufficientStatisticsPlan(
+            n_iter=1, event=event, accountant=accountant, relation=relation,
+            gram_sensitivity=delta_gram,
+            moment_sensitivity=delta_moment,
+            n_released=n_released,
+            mechanism=release.mechanism,
+            noise_multiplier=scale if release.mechanism == "gaussian" else 0.0,
+            laplace_scale=scale if release.mechanism == "l2_laplace" else 0.0,
+            gram_scale=gram_scale,
+            moment_scale=moment_scale,
+            sigma_gram=gram_scale * unit,
+            sigma_moment=moment_scale * unit,
+        )
         if budget.is_private:
             for key in ("gram_scale", "moment_scale", "sigma_gram", "sigma_moment"):
-                check_sensitivity(settings[key], key.replace("_", " "))
-        return _legacy_plan(n_iter=1, event=event, accountant=accountant, relation=relation,
-                    settings=settings)
+                check_sensitivity(getattr(plan, key), key.replace("_", " "))
+        return plan
 
     # -- run -------------------------------------------------------------------------------
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: SufficientStatisticsPlan, noise: NoiseSource
+             ) -> np.ndarray:
         noisy_gram, noisy_moments = self.noisy_statistics(problem, plan, noise)
-        return self.minimize(noisy_gram, noisy_moments, problem.spec,
-                             plan.settings["sigma_gram"])
+        return self.minimize(noisy_gram, noisy_moments, problem.spec, plan.sigma_gram)
 
-    def noisy_statistics(self, problem: Problem, plan: Plan, noise: NoiseSource
-                         ) -> tuple[np.ndarray, np.ndarray]:
+    def noisy_statistics(self, problem: Problem, plan: SufficientStatisticsPlan,
+                         noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
         """The release: ``(G~, b~)``, the only access to the data."""
-        s = plan.settings
         # Noise of the normalised vector (sensitivity 1), drawn first, independently of
         # the data: N(0, z^2 I), or density ∝ exp(-eps ||v||_2).
-        unit = noise.release(s["mechanism"], (s["n_released"],),
-                             s["laplace_scale"] or s["noise_multiplier"])
+        unit = noise.release(plan.mechanism, (plan.n_released,),
+                             plan.laplace_scale or plan.noise_multiplier)
         gram, moments = sufficient_statistics(problem)
-        return add_statistics_noise(gram, moments, unit, s["gram_scale"], s["moment_scale"],
+        return add_statistics_noise(gram, moments, unit, plan.gram_scale, plan.moment_scale,
                                     intercept=problem.spec.intercept_feature != 0.0)
 
     def minimize(self, gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec,

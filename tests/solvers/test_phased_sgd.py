@@ -71,20 +71,20 @@ def test_phases_are_disjoint_with_halving_sizes(n):
 def test_plan_records_phases_and_parallel_ledger():
     problem = make_problem(n=1000, d=5, alpha=0.0)
     plan = PhasedDPSGD().plan(problem.spec, BUDGET, "gaussian", "replace_one")
-    s = plan.settings
-    assert s["phase_sizes"] == phase_sizes(1000) and s["n_phases"] == 9
-    steps = np.array(s["step_sizes"])
-    np.testing.assert_allclose(steps, s["step_size"] * 4.0 ** -np.arange(1, 10))
+    s = plan
+    assert s.phase_sizes == tuple(phase_sizes(1000)) and s.n_phases == 9
+    steps = np.array(s.step_sizes)
+    np.testing.assert_allclose(steps, s.step_size * 4.0 ** -np.arange(1, 10))
     # sensitivity 2 L eta_i, one noise multiplier for all phases (parallel composition)
     L = problem.spec.gradient_bound
-    np.testing.assert_allclose(s["sensitivity"], 2 * L * steps)
-    np.testing.assert_allclose(np.array(s["sigma"]) / np.array(s["sensitivity"]),
-                               s["noise_multiplier"])
+    np.testing.assert_allclose(s.sensitivity, 2 * L * steps)
+    np.testing.assert_allclose(np.array(s.sigma) / np.array(s.sensitivity),
+                               s.noise_multiplier)
     # the ledger is one release: the whole run costs exactly the budget
     spent = epsilon_spent(plan.event, BUDGET.delta, accountant="gaussian",
                           relation="replace_one")
     assert 0.999 <= spent <= 1.0
-    assert plan.n_iter == sum(math.ceil(m / s["batch_size"]) for m in s["phase_sizes"])
+    assert plan.n_iter == sum(math.ceil(m / s.batch_size) for m in s.phase_sizes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def test_saturating_neighbour_attains_the_sensitivity(phase):
     problem = _problem(X, y, loss)
     plan, avg, _ = _averages(solver, problem, BUDGET, seed=3)
     perm = NoiseSource(np.random.default_rng(3)).permutation(n)
-    sizes = plan.settings["phase_sizes"]
+    sizes = plan.phase_sizes
     first = perm[sum(sizes[:phase])]
     y2 = y.copy()
     y2[first] = -y2[first]
@@ -115,8 +115,8 @@ def test_saturating_neighbour_attains_the_sensitivity(phase):
     for i in range(phase):
         np.testing.assert_array_equal(avg[i], avg2[i])
     gap = np.linalg.norm(avg[phase] - avg2[phase])
-    bound = plan.settings["sensitivity"][phase]
-    assert bound == pytest.approx(2 * 0.5 * 1.0 * plan.settings["step_sizes"][phase])
+    bound = plan.sensitivity[phase]
+    assert bound == pytest.approx(2 * 0.5 * 1.0 * plan.step_sizes[phase])
     T = sizes[phase]
     assert gap <= bound * (1 + 1e-9)
     assert gap == pytest.approx(bound * T / (T + 1), rel=1e-9)
@@ -158,7 +158,7 @@ def test_adversarial_neighbours_respect_the_sensitivity(case, batch):
     solver = PhasedDPSGD(step_size=4 * 2.0 / (gamma * batch), batch_size=batch)
     plan, avg, _ = _averages(solver, base, BUDGET, seed=11)
     perm = NoiseSource(np.random.default_rng(11)).permutation(n)
-    sizes = plan.settings["phase_sizes"]
+    sizes = plan.phase_sizes
     worst = 0.0
     for trial in range(12):
         position = int(rng.integers(sum(sizes)))
@@ -172,7 +172,7 @@ def test_adversarial_neighbours_respect_the_sensitivity(case, batch):
                                                 constraint=constraint), BUDGET, seed=11)
         for i in range(phase):
             np.testing.assert_array_equal(avg[i], avg2[i])
-        ratio = np.linalg.norm(avg[phase] - avg2[phase]) / plan.settings["sensitivity"][phase]
+        ratio = np.linalg.norm(avg[phase] - avg2[phase]) / plan.sensitivity[phase]
         assert ratio <= 1 + 1e-9
         worst = max(worst, ratio)
     assert worst > 0.05  # the test can see a difference at all
@@ -184,7 +184,7 @@ def test_squared_loss_lipschitz_constant_uses_the_score_bound():
     problem = _problem(X, rng.uniform(-2, 2, 40), SquaredLoss(2.0), constraint=L2Ball(1.0))
     plan = PhasedDPSGD().plan(problem.spec, BUDGET, "gaussian", "replace_one")
     # |phi'| = |z - y| <= R X + B = 3 on the ball, rows of norm <= 1.
-    assert plan.settings["lipschitz"] == pytest.approx(3.0)
+    assert plan.lipschitz == pytest.approx(3.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -218,9 +218,9 @@ def _reference(problem, plan, draws):
     p, alpha, loss = spec.n_penalized, spec.alpha, spec.loss
     perm, noises = draws[0], draws[1:]
     w = np.zeros(spec.n_params)
-    b = plan.settings["batch_size"]
+    b = plan.batch_size
     pos = 0
-    for size, eta, xi in zip(plan.settings["phase_sizes"], plan.settings["step_sizes"],
+    for size, eta, xi in zip(plan.phase_sizes, plan.step_sizes,
                              noises, strict=True):
         w = w.copy()
         w[:p] = spec.constraint.project(w[:p])
@@ -255,7 +255,7 @@ def test_matches_reference_with_the_same_randomness(batch, delta):
     plan = solver.plan(problem.spec, budget, acc, "replace_one")
     rec = _Recorder(np.random.default_rng(5))
     out = solver._run(problem, plan, rec)
-    assert len(rec.draws) == 1 + plan.settings["n_phases"]
+    assert len(rec.draws) == 1 + plan.n_phases
     np.testing.assert_allclose(out[:, 0], _reference(problem, plan, rec.draws),
                                rtol=1e-10, atol=1e-12)
 
@@ -289,10 +289,13 @@ def test_step_size_violating_stability_raises():
 
 
 @pytest.mark.parametrize("params", [{"step_size": -1.0}, {"step_size": math.inf},
+                                    {"step_size": math.nan}, {"step_size": True},
                                     {"batch_size": 0}, {"batch_size": 1.5},
-                                    {"n_phases": 0}])
+                                    {"batch_size": True}, {"n_phases": 0},
+                                    {"n_phases": 2.0}])
 def test_bad_parameters_raise(params):
-    with pytest.raises(ValueError):
+    (name,) = params
+    with pytest.raises(ValueError, match=name):
         PhasedDPSGD(**params).solve(make_problem(), BUDGET, 0)
 
 
@@ -301,9 +304,9 @@ def test_default_batch_and_step_respect_stability():
         problem = make_problem(n=5000, d=5, alpha=alpha)
         for budget in (BUDGET, Budget(math.inf, 0.0), Budget(0.1, 0.0)):
             acc = PhasedDPSGD().resolve_accountant("auto", budget)
-            s = PhasedDPSGD().plan(problem.spec, budget, acc, "replace_one").settings
-            assert s["batch_size"] * s["step_sizes"][0] <= 1.0 / s["smoothness"] * (1 + 1e-12)
-            assert 1 <= s["batch_size"] <= 256
+            s = PhasedDPSGD().plan(problem.spec, budget, acc, "replace_one")
+            assert s.batch_size * s.step_sizes[0] <= 1.0 / s.smoothness * (1 + 1e-12)
+            assert 1 <= s.batch_size <= 256
 
 
 def test_squared_loss_without_bounded_scores_is_rejected():
@@ -321,7 +324,7 @@ def test_squared_loss_without_bounded_scores_is_rejected():
 
 def test_one_sample_is_rejected():
     problem = make_problem(n=1, d=2)
-    with pytest.raises(IncompatibleSolverError, match="1 sample"):
+    with pytest.raises(IncompatibleSolverError, match="at least 2 samples, got 1"):
         PhasedDPSGD().solve(problem, BUDGET, 0)
 
 
@@ -352,8 +355,8 @@ def test_noise_non_increasing_in_epsilon(delta):
     for eps in (0.05, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0):
         budget = Budget(eps, delta)
         s = solver.plan(problem.spec, budget, solver.resolve_accountant("auto", budget),
-                        "replace_one").settings
-        cur = np.array(s["sigma"]) + np.array(s["laplace_scale"])
+                        "replace_one")
+        cur = np.array(s.sigma) + np.array(s.laplace_scale)
         assert np.all(cur > 0)
         if prev is not None:
             assert np.all(cur <= prev * (1 + 1e-12))
@@ -361,7 +364,7 @@ def test_noise_non_increasing_in_epsilon(delta):
     # with a fixed step the noise scale is strictly decreasing in epsilon
     fixed = PhasedDPSGD(step_size=0.1, batch_size=4)
     sig = [fixed.plan(problem.spec, Budget(e, 1e-5), "gaussian", "replace_one")
-           .settings["sigma"][0] for e in (0.1, 1.0, 10.0)]
+           .sigma[0] for e in (0.1, 1.0, 10.0)]
     assert sig[0] > sig[1] > sig[2]
 
 
@@ -373,13 +376,13 @@ def test_pure_variant_uses_pure_event_and_l2_laplace():
     res = solver.solve(problem, budget, 0)
     assert isinstance(res.plan.event, PureDpEvent) and res.plan.event.epsilon == 0.7
     assert res.plan.accountant == "pure" and res.spent == (0.7, 0.0)
-    s = res.plan.settings
-    assert s["mechanism"] == "l2_laplace"
-    np.testing.assert_allclose(s["laplace_scale"], np.array(s["sensitivity"]) / 0.7)
+    s = res.plan
+    assert s.mechanism == "l2_laplace"
+    np.testing.assert_allclose(s.laplace_scale, np.array(s.sensitivity) / 0.7)
     # the Laplace noise is really drawn (and only it)
     rec = _Recorder(np.random.default_rng(1))
     solver._run(problem, res.plan, rec)
-    assert len(rec.draws) == 1 + s["n_phases"]
+    assert len(rec.draws) == 1 + s.n_phases
 
 
 def test_zero_signal_output_is_the_summed_noise():
@@ -388,7 +391,7 @@ def test_zero_signal_output_is_the_summed_noise():
     d = 3000
     problem = make_problem(n=64, d=d, zero=True, alpha=0.0)
     res = PhasedDPSGD().solve(problem, BUDGET, 123)
-    var = float(np.sum(np.square(res.plan.settings["sigma"])))
+    var = float(np.sum(np.square(res.plan.sigma)))
     stat = float(np.sum(res.coef**2) / var)
     assert chi2.ppf(5e-7, d) < stat < chi2.ppf(1 - 5e-7, d)
 
@@ -461,7 +464,7 @@ def test_lp_ball_constraint_and_dual_norm_rows():
     problem = _problem(X, y, HuberLoss(1.0, label_bound=1.0), constraint=LpBall(0.5, 4.0),
                        row_ord=q)
     res = PhasedDPSGD().solve(problem, BUDGET, 0)
-    assert res.plan.settings["lipschitz"] == pytest.approx(1.0)  # c * ||x||_2 <= c ||x||_q
+    assert res.plan.lipschitz == pytest.approx(1.0)  # c * ||x||_2 <= c ||x||_q
     assert np.sum(np.abs(res.coef) ** 4) ** 0.25 <= 0.5 * (1 + 1e-9)
 
 

@@ -123,17 +123,17 @@ def test_gaussian_noise_matches_the_plan():
     problem = _zero_problem(50, d)
     solver = SufficientStatistics()
     plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
-    s = plan.settings
+    s = plan
     G, b = solver.noisy_statistics(problem, plan, NoiseSource(np.random.default_rng(3)))
     np.testing.assert_array_equal(G, G.T)
     upper = G[np.triu_indices(d)]
-    for values, sigma in ((upper, s["sigma_gram"]), (b, s["sigma_moment"])):
+    for values, sigma in ((upper, s.sigma_gram), (b, s.sigma_moment)):
         stat = float(np.sum(values**2) / sigma**2)
         k = values.size
         assert stats.chi2.ppf(5e-7, k) < stat < stats.chi2.ppf(1 - 5e-7, k)
     # The ledger is one Gaussian of multiplier z on a sensitivity-1 vector.
-    assert s["sigma_gram"] == pytest.approx(
-        math.sqrt(2) * s["gram_sensitivity"] * s["noise_multiplier"])
+    assert s.sigma_gram == pytest.approx(
+        math.sqrt(2) * s.gram_sensitivity * s.noise_multiplier)
     assert epsilon_spent(plan.event, 1e-5, accountant="gaussian",
                          relation="replace_one") == pytest.approx(1.0, rel=1e-6)
 
@@ -145,9 +145,9 @@ def test_pure_noise_is_the_l2_laplace_of_the_normalised_release():
     problem = _zero_problem(20, d, intercept=1.0)
     solver = SufficientStatistics()
     plan = solver.plan(problem.spec, Budget(eps, 0.0), "pure", "replace_one")
-    s = plan.settings
-    assert s["n_released"] == 3 * 4 // 2 - 1 + 3
-    assert s["sigma_gram"] > 0 and plan.event.epsilon == eps
+    s = plan
+    assert s.n_released == 3 * 4 // 2 - 1 + 3
+    assert s.sigma_gram > 0 and plan.event.epsilon == eps
     noise = NoiseSource(np.random.default_rng(0))
     m = d + 1
     rows, cols = np.triu_indices(m)
@@ -158,10 +158,10 @@ def test_pure_noise_is_the_l2_laplace_of_the_normalised_release():
         G = G.copy()
         G[m - 1, m - 1] -= 20.0  # the public n c^2 entry is exact
         assert G[m - 1, m - 1] == 0.0
-        v = np.concatenate([G[rows[keep], cols[keep]] / s["gram_scale"],
-                            b / s["moment_scale"]])
+        v = np.concatenate([G[rows[keep], cols[keep]] / s.gram_scale,
+                            b / s.moment_scale])
         radii.append(np.linalg.norm(v))
-    M = s["n_released"]
+    M = s.n_released
     p = stats.kstest(radii, stats.gamma(M, scale=1.0 / eps).cdf).pvalue
     assert p > 1e-6
 
@@ -173,7 +173,7 @@ def _reference_fit(X, y, eps, delta, seed, alpha):
     m = d + 1
     G, b = A.T @ A, A.T @ y
     z = SufficientStatistics().plan(_spec(n=n, d=d, intercept=1.0), Budget(eps, delta),
-                                    "gaussian", "replace_one").settings["noise_multiplier"]
+                                    "gaussian", "replace_one").noise_multiplier
     iu = [(i, j) for i in range(m) for j in range(i, m) if not i == j == m - 1]
     unit = z * np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed))
                                    ).standard_normal(len(iu) + m)
@@ -253,10 +253,10 @@ def test_auto_ridge_lifts_the_noisy_quadratic_above_the_noise_norm():
     solver = SufficientStatistics()
     plan = solver.plan(problem.spec, Budget(0.5, 1e-5), "gaussian", "replace_one")
     G, b = solver.noisy_statistics(problem, plan, NoiseSource(np.random.default_rng(0)))
-    nu = 2 * plan.settings["sigma_gram"] * math.sqrt(problem.spec.n_params)
+    nu = 2 * plan.sigma_gram * math.sqrt(problem.spec.n_params)
     lam = np.linalg.eigvalsh(G)[0]
     assert lam < nu  # the ridge is active on this small, noisy problem
-    w = solver.minimize(G, b, problem.spec, plan.settings["sigma_gram"])[:, 0]
+    w = solver.minimize(G, b, problem.spec, plan.sigma_gram)[:, 0]
     np.testing.assert_allclose(w, np.linalg.solve(G + (nu - lam) * np.eye(6), b), rtol=1e-9)
 
 
@@ -279,8 +279,17 @@ def test_bad_ridge_is_rejected(ridge):
                                                 Budget(1.0, 1e-5), 0)
 
 
+@pytest.mark.parametrize("max_iter", [0, -3, 1.5, True, "many"])
+def test_bad_max_iter_is_rejected(max_iter):
+    with pytest.raises(ValueError, match="max_iter"):
+        SufficientStatistics(max_iter=max_iter).solve(make_problem(loss="squared"),
+                                                      Budget(1.0, 1e-5), 0)
+
+
 def test_other_losses_and_wide_data_are_refused_with_advice():
-    with pytest.raises(IncompatibleSolverError, match="squared loss"):
+    # The declaration (losses=("squared",), max_params) refuses them before planning,
+    # naming the setting and the solvers that accept the problem.
+    with pytest.raises(IncompatibleSolverError, match=r"loss.*accepts \('squared',\)"):
         SufficientStatistics().solve(make_problem(), Budget(1.0, 1e-5), 0)
     spec = _spec(d=3)
     huber = ProblemSpec(**{**spec.__dict__, "loss": HuberLoss(1.0, label_bound=1.0)})
@@ -288,7 +297,8 @@ def test_other_losses_and_wide_data_are_refused_with_advice():
         SufficientStatistics().plan(huber, Budget(1.0, 1e-5), "gaussian", "replace_one")
     wide = ProblemSpec(**{**spec.__dict__, "n_params": MAX_PARAMS + 1,
                           "n_penalized": MAX_PARAMS + 1})
-    with pytest.raises(IncompatibleSolverError, match="frank_wolfe"):
+    with pytest.raises(IncompatibleSolverError,
+                       match=f"at most {MAX_PARAMS} parameters.*set solver"):
         SufficientStatistics().check_compatible(wide, "gaussian", "replace_one")
 
 
