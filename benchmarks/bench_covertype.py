@@ -232,10 +232,10 @@ def fit_once(X, y, solver, epsilon, seed, F_star, alpha=ALPHA, cold=True, **para
     seconds = time.perf_counter() - t0
     coef, intercept = est.coef_.ravel(), float(est.intercept_[0])
     F = objective(X, 2.0 * y - 1.0, coef, intercept, alpha)
-    settings = dict(est.privacy_plan_.settings)
-    if "sigma_snapshots" in settings:  # one per epoch: keep the first and the count
-        snaps = list(settings.pop("sigma_snapshots"))
-        settings["sigma_snapshot_first"] = snaps[0] if snaps else None
+    constants = est.privacy_plan_.constants()
+    if "sigma_snapshots" in constants:  # one per epoch: keep the first and the count
+        snaps = list(constants.pop("sigma_snapshots"))
+        constants["sigma_snapshot_first"] = snaps[0] if snaps else None
     return {
         "solver": solver if isinstance(solver, str) else repr(solver),
         "epsilon": epsilon,
@@ -251,7 +251,7 @@ def fit_once(X, y, solver, epsilon, seed, F_star, alpha=ALPHA, cold=True, **para
         "neighboring": est.privacy_ledger_.relation,
         "coef_norm": float(np.linalg.norm(coef)),
         "intercept": intercept,
-        "settings": _jsonable(settings),
+        "settings": _jsonable(constants),
     }, est
 
 

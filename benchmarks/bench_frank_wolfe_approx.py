@@ -61,11 +61,11 @@ def run() -> dict:
                     start = time.perf_counter()
                     est.fit(X, y)
                     seconds = time.perf_counter() - start
-                s = est.privacy_plan_.settings
+                s = est.privacy_plan_
                 records.append(dict(
                     epsilon=eps, delta=delta, seed=seed,
                     test_mse=float(np.mean((Xt @ est.coef_.ravel() - yt) ** 2)),
-                    n_phases=int(s["n_phases"]), last_scale=float(s["laplace_scales"][-1]),
+                    n_phases=int(s.n_phases), last_scale=float(s.laplace_scales[-1]),
                     accountant=est.privacy_ledger_.accountant,
                     spent=float(est.privacy_spent_.epsilon), seconds=seconds))
     return dict(records=records, zero_mse=zero_mse, n=N, d=D, seeds=list(SEEDS),

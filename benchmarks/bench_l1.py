@@ -182,7 +182,7 @@ def run(config: dict) -> list[dict]:
                     radius=r1, data_norm=1.0, fit_intercept=False, alpha=0.0,
                     y_bound=LABEL_BOUND, random_state=seed), X, y)
                 record("frank_wolfe_eps_inf", None, est.coef_, t,
-                       {"n_phases": est.privacy_plan_.settings["n_phases"]})
+                       {"n_phases": est.privacy_plan_.n_phases})
                 r2 = float(np.linalg.norm(w_star))
                 gd_norm = math.sqrt(N_INFORMATIVE + DENSITY * d)
                 common = {"delta": DELTA, "fit_intercept": False, "alpha": 0.0,
@@ -225,7 +225,7 @@ def run(config: dict) -> list[dict]:
                         epsilon=eps, solver=PrivateFrankWolfe(), constraint="l1", radius=r1,
                         data_norm=1.0, **common), X, y)
                     record("frank_wolfe", eps, est.coef_, t, {
-                        "n_phases": est.privacy_plan_.settings["n_phases"],
+                        "n_phases": est.privacy_plan_.n_phases,
                         "n_steps": est.n_iter_,
                         "epsilon_spent": est.privacy_spent_.epsilon,
                         "delta_spent": 0.0})

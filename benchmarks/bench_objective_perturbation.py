@@ -118,8 +118,8 @@ def noise_curves(n, d):
         out["diffprivlib_scale"].append(peer_noise_scale(float(eps), n))
         for name, cls in (("objective_perturbation", ObjectivePerturbation),
                           ("approx_objective_perturbation", ApproxObjectivePerturbation)):
-            s = cls().plan(spec, Budget(float(eps), DELTA), "basic", "replace_one").settings
-            out[name].append(s["sigma"])
+            plan = cls().plan(spec, Budget(float(eps), DELTA), "basic", "replace_one")
+            out[name].append(plan.sigma)
     for key in ("diffprivlib_scale", "objective_perturbation", "approx_objective_perturbation"):
         v = np.asarray(out[key])
         out[f"{key}_monotone"] = bool(np.all(np.diff(v) <= 0))

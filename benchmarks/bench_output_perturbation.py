@@ -315,7 +315,7 @@ def fit_skdp(model, X, y, epsilon, delta, alpha, seed, **params):
     else:
         est = skdp.DPLinearSVC(epsilon, delta, loss=model.removeprefix("svc_"), **common)
     est, seconds = _timed(lambda: est.fit(X, y))
-    s = est.privacy_plan_.settings
+    s = est.privacy_plan_.constants()
     info = {
         "epsilon_spent": float(est.privacy_spent_.epsilon),
         "delta_spent": float(est.privacy_spent_.delta),
@@ -558,7 +558,7 @@ def public_minimizer_sensitivity(prob, **params):
         est = skdp.DPLogisticRegression(math.inf, 0.0, solver="output_perturbation",
                                         alpha=prob.alpha, data_norm=DATA_NORM, **params)
         est.fit(prob.X, prob.y)
-    return est.privacy_plan_.settings["minimizer_sensitivity"]
+    return est.privacy_plan_.minimizer_sensitivity
 
 
 def run_adversarial(prob, seeds, epsilons, tight=False):

@@ -226,7 +226,7 @@ def test_explicit_iteration_counts():
     assert dp_clf(solver=NoisyGD(n_iter=17)).fit(X, y).n_iter_ == 17
     # batch_size >= n keeps the calibration cheap (no subsampling to account).
     est = dp_clf(solver=DPSVRG(n_epochs=2, inner_steps=3, batch_size=10**6)).fit(X, y)
-    assert est.privacy_plan_.settings["epoch_lengths"] == (3, 3)
+    assert est.privacy_plan_.epoch_lengths == (3, 3)
     assert est.n_iter_ == 6
 
 
@@ -239,7 +239,7 @@ def test_n_iter_and_noise_do_not_depend_on_the_data(solver_factory):
     a = dp_clf(solver=solver_factory(), data_norm=1.0).fit(X1, y1)
     b = dp_clf(solver=solver_factory(), data_norm=1.0, random_state=1).fit(X2, y2)
     assert a.n_iter_ == b.n_iter_
-    assert a.privacy_plan_.settings == b.privacy_plan_.settings
+    assert a.privacy_plan_.constants() == b.privacy_plan_.constants()
     assert a.privacy_spent_ == b.privacy_spent_
 
 
@@ -255,20 +255,20 @@ def test_multiclass_is_one_joint_calibration():
     def sigma(X, y, **solver_params):
         est = dp_clf(solver=NoisyGD(n_iter=20, **solver_params)).fit(X, y)
         assert est.privacy_spent_.epsilon <= 1.0
-        return est.privacy_plan_.settings
+        return est.privacy_plan_
 
     # With the same per-example gradient clip the noise is identical: one Gaussian release
     # per step of the whole (d, K) gradient, not K releases with a split budget.
     same_clip = [sigma(X, y, clip_norm=1.0) for X, y in ((Xb, yb), (X3, y3), (X5, y5))]
-    assert same_clip[0]["sigma"] == same_clip[1]["sigma"] == same_clip[2]["sigma"]
+    assert same_clip[0].sigma == same_clip[1].sigma == same_clip[2].sigma
 
     # With the default (lossless) clip, the multinomial gradient bound is sqrt(2) times the
     # binary one (||softmax - e_y|| <= sqrt(2) vs |phi'| <= 1), whatever the number of
     # classes: a per-class split would grow with K.
     default = [sigma(X, y) for X, y in ((Xb, yb), (X3, y3), (X5, y5))]
-    assert default[0]["noise_multiplier"] == default[1]["noise_multiplier"]
-    assert default[1]["sigma"] == default[2]["sigma"]
-    assert default[1]["sigma"] == pytest.approx(math.sqrt(2.0) * default[0]["sigma"], rel=1e-12)
+    assert default[0].noise_multiplier == default[1].noise_multiplier
+    assert default[1].sigma == default[2].sigma
+    assert default[1].sigma == pytest.approx(math.sqrt(2.0) * default[0].sigma, rel=1e-12)
 
 
 def test_multiclass_noise_is_independent_across_classes():
@@ -278,8 +278,8 @@ def test_multiclass_noise_is_independent_across_classes():
     X = np.zeros((60, d))
     y = np.arange(60) % n_classes
     est = dp_clf(epsilon=1e-3, solver=NoisyGD(n_iter=1), fit_intercept=False).fit(X, y)
-    settings = est.privacy_plan_.settings
-    scale = settings["step_size"] * settings["sigma"]
+    plan = est.privacy_plan_
+    scale = plan.step_size * plan.sigma
     assert scale > 0
     coef = est.coef_
     assert coef.shape == (n_classes, d)
@@ -435,7 +435,7 @@ def test_epsilon_inf_reaches_the_exact_optimum():
         est = dp_clf(
             epsilon=np.inf, alpha=alpha, data_norm=1.0, solver=NoisyGD(n_iter=3000)
         ).fit(X, y)
-    assert est.privacy_plan_.settings["sigma"] == 0.0
+    assert est.privacy_plan_.sigma == 0.0
     theta = np.append(est.coef_[0], est.intercept_[0])
     _, grad = _objective_and_gradient(theta, X, s, alpha)
     assert np.linalg.norm(grad) < 1e-8

@@ -544,20 +544,20 @@ default="truncated_negative_binomial"
         for _ in range(_MAX_SHRINK_STEPS):
             model = clone(self.estimator).set_params(**params)
             cap = _CandidateCap(reference, pure_eps)
-            settings = {}
+            overrides = {}
             for prefix, step in private_steps(model):
                 if (classes is not None and "classes" in step.get_params(deep=False)
                         and _sees_search_labels(model, prefix)):
-                    settings[prefix + "classes"] = (classes if step.classes is None
+                    overrides[prefix + "classes"] = (classes if step.classes is None
                                                     else step.classes)
-                settings.update({
+                overrides.update({
                     prefix + "epsilon": eps, prefix + "delta": delta,
                     prefix + "accountant": cap,
                     prefix + "random_state": (None if seed_source is None else
                                               np.random.default_rng(
                                                   seed_source.integers(2**63))),
                 })
-            model.set_params(**settings)
+            model.set_params(**overrides)
             try:
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", "random_state is set",

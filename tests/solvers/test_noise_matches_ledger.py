@@ -35,7 +35,7 @@ def test_frank_wolfe_draws_the_accounted_laplace_scales(eps, delta, accountant):
     solver = PrivateFrankWolfe(n_phases=3)
     recorder = _Recorder(np.random.default_rng(0))
     res = solver.solve(problem, Budget(eps, delta), recorder)
-    scales = res.plan.settings["laplace_scales"]
+    scales = res.plan.laplace_scales
     drawn = [scale for kind, scale, _ in recorder.calls if kind == "laplace"]
     # Phase t runs 2^t Frank-Wolfe steps, each one report-noisy-min at scale lambda_t
     # over the 2 d vertex scores.
@@ -54,12 +54,12 @@ def test_shuffled_reports_draw_the_accounted_local_noise(n, eps):
     budget = Budget(eps, 1e-5)
     recorder = _Recorder(np.random.default_rng(1))
     res = solver.solve(problem, budget, recorder, accountant="basic")
-    s = res.plan.settings
-    eps0 = s["local_epsilon"]
+    s = res.plan
+    eps0 = s.local_epsilon
     # Every record's report carries K-norm noise of scale Delta_K / eps0 = 2 tau / eps0.
     draws = [c for c in recorder.calls if c[0] == "k_norm"]
     assert sum(c[3] for c in draws) == problem.spec.n_samples
-    assert all(c[1] == pytest.approx(2 * s["truncation"] / eps0, rel=1e-12) for c in draws)
+    assert all(c[1] == pytest.approx(2 * s.truncation / eps0, rel=1e-12) for c in draws)
     event = res.ledger.event
     if isinstance(event, ApproxDpEvent):  # amplified: the FMT21 bound at eps0
         assert eps0 > eps

@@ -26,13 +26,13 @@ def _clip(v, c):
     return v if n <= c else v * (c / n)
 
 
-def reference_svrg(X, y, alpha, radius, settings, replay, restart_at_snapshot):
+def reference_svrg(X, y, alpha, radius, plan, replay, restart_at_snapshot):
     n, d = X.shape
-    eta, b = settings["step_size"], settings["batch_size"]
-    G, C = settings["clip_norm"], settings["correction_clip"]
+    eta, b = plan.step_size, plan.batch_size
+    G, C = plan.clip_norm, plan.correction_clip
     snapshot = np.zeros(d)
     x = snapshot.copy()
-    for m in settings["epoch_lengths"]:
+    for m in plan.epoch_lengths:
         full = sum(_example_gradient(snapshot, X[i], y[i], G) for i in range(n)) / n
         v_snap = full + replay.next("gaussian")[:, 0]
         if restart_at_snapshot:
@@ -54,13 +54,13 @@ def reference_svrg(X, y, alpha, radius, settings, replay, restart_at_snapshot):
     return snapshot
 
 
-def reference_gd(X, y, alpha, settings, replay, n_iter):
+def reference_gd(X, y, alpha, plan, replay, n_iter):
     n, d = X.shape
     w = np.zeros(d)
     for _ in range(n_iter):
-        grad = sum(_example_gradient(w, X[i], y[i], settings["clip_norm"]) for i in range(n)) / n
+        grad = sum(_example_gradient(w, X[i], y[i], plan.clip_norm) for i in range(n)) / n
         grad = grad + replay.next("gaussian")[:, 0] + alpha * w
-        w = w - settings["step_size"] * grad
+        w = w - plan.step_size * grad
     return w
 
 
@@ -75,14 +75,14 @@ def test_svrg_matches_reference(cls, radius, clip):
     res = solver.solve(problem, Budget(1.0, 1e-5), noise)
     replay = ReplayNoiseSource(noise.draws)
     ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, radius,
-                         res.plan.settings, replay, restart_at_snapshot=cls is DPSVRG)
+                         res.plan, replay, restart_at_snapshot=cls is DPSVRG)
     assert replay.exhausted()
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
     # The draws have the calibrated scales: snapshot noise sigma_in / sqrt(m_s).
-    s = res.plan.settings
-    assert s["epoch_lengths"][0] == (4 if cls is DPSVRG else 8)
-    assert s["sigma_snapshots"][0] == pytest.approx(
-        s["sigma_inner"] / np.sqrt(s["epoch_lengths"][0]))
+    s = res.plan
+    assert s.epoch_lengths[0] == (4 if cls is DPSVRG else 8)
+    assert s.sigma_snapshots[0] == pytest.approx(
+        s.sigma_inner / np.sqrt(s.epoch_lengths[0]))
 
 
 def test_svrg_correction_clip_is_applied():
@@ -91,8 +91,8 @@ def test_svrg_correction_clip_is_applied():
     solver = DPSVRG(n_epochs=2, inner_steps=5, batch_size=6, correction_clip=0.01)
     noise = RecordingNoiseSource(np.random.default_rng(5))
     res = solver.solve(problem, Budget(2.0, 1e-5), noise)
-    assert res.plan.settings["correction_clip"] == 0.01
-    ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, None, res.plan.settings,
+    assert res.plan.correction_clip == 0.01
+    ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, None, res.plan,
                          ReplayNoiseSource(noise.draws), restart_at_snapshot=True)
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
 
@@ -104,7 +104,7 @@ def test_gd_matches_reference(clip):
     noise = RecordingNoiseSource(np.random.default_rng(0))
     res = solver.solve(problem, Budget(0.5, 1e-6), noise)
     replay = ReplayNoiseSource(noise.draws)
-    ref = reference_gd(problem.design_matrix(), problem.Y[:, 0], 0.1, res.plan.settings, replay, 12)
+    ref = reference_gd(problem.design_matrix(), problem.Y[:, 0], 0.1, res.plan, replay, 12)
     assert replay.exhausted()
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
 

@@ -87,7 +87,7 @@ def _neighbours(problem: Problem, rng, n_pairs: int):
 def test_full_batch_gradient_sensitivity(solver, n_classes):
     problem = make_problem(n=40, d=4, n_classes=n_classes, seed=3, intercept=True)
     plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
-    declared, clip = plan.settings["sensitivity"], plan.settings["clip_norm"]
+    declared, clip = plan.sensitivity, plan.clip_norm
     rng = np.random.default_rng(0)
     worst = 0.0
     for _, other in _neighbours(problem, rng, 60):
@@ -116,8 +116,8 @@ def test_svrg_releases_sensitivity(cls):
     problem = make_problem(n=30, d=3, seed=4, alpha=0.1)
     solver = cls(n_epochs=2, batch_size=6, correction_clip=0.3)
     plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "rdp", "replace_one")
-    s = plan.settings
-    g, c, b = s["clip_norm"], s["correction_clip"], s["batch_size"]
+    s = plan
+    g, c, b = s.clip_norm, s.correction_clip, s.batch_size
     rng = np.random.default_rng(1)
     worst_snap = worst_inner = 0.0
     for i, other in _neighbours(problem, rng, 45):
@@ -126,7 +126,7 @@ def test_svrg_releases_sensitivity(cls):
             x, w_tilde = rng.normal(size=shape) * 3, rng.normal(size=shape) * 3
             snap = np.linalg.norm(problem.clipped_gradient(w_tilde, g)
                                   - other.clipped_gradient(w_tilde, g))
-            worst_snap = max(worst_snap, snap / s["sensitivity_snapshot"])
+            worst_snap = max(worst_snap, snap / s.sensitivity_snapshot)
             # A batch containing the replaced record i.
             idx = np.unique(np.r_[i, rng.choice(problem.spec.n_samples, b - 1)])
             idx = np.r_[idx, rng.choice(np.setdiff1d(np.arange(30), idx),
@@ -134,7 +134,7 @@ def test_svrg_releases_sensitivity(cls):
 
             change = np.linalg.norm(_inner(problem, idx, x, w_tilde, g, c, b)
                                     - _inner(other, idx, x, w_tilde, g, c, b))
-            worst_inner = max(worst_inner, change / s["sensitivity_inner"])
+            worst_inner = max(worst_inner, change / s.sensitivity_inner)
     assert worst_snap <= 1 + 1e-12 and worst_inner <= 1 + 1e-12
     assert worst_snap > 0.5 and worst_inner > 0.5
 
