@@ -21,9 +21,11 @@ from skdp import (
 from skdp.model_selection import PrivateRandomizedSearch
 from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
 
-# Per-solver constructor overrides that keep the checks fast (a solver object of the
-# registered class with a short schedule). Every key of SOLVERS must appear here, so a new
-# solver cannot silently skip the checks (see test_every_registered_solver_is_checked).
+# Each registered solver is checked on an estimator configuration derived from its
+# declared capabilities (_config below): the first public estimator offering one of its
+# losses, a bounded constraint when it needs one, no free intercept when it refuses one.
+# Optional fast solver objects keep the checks short (the registered class with a short
+# schedule).
 #
 # The SVRG batch size exceeds every dataset of the checks (so b = n): the RDP calibration
 # of a batch sampled without replacement from n records costs ~3 s for each new n, and the
@@ -31,30 +33,42 @@ from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClip
 # checks test the estimator API; estimator fits with genuinely subsampled SVRG batches
 # are in test_estimator_api.py, and the subsampled accounting belongs to the solver tests.
 _BIG_BATCH = 100_000
-SOLVER_OVERRIDES = {
-    "gd": {},
-    "svrg": {"solver": DPSVRG(n_epochs=2, inner_steps=2, batch_size=_BIG_BATCH)},
-    "svrg++": {"solver": DPSVRGPlusPlus(n_epochs=2, batch_size=_BIG_BATCH)},
-    "output_perturbation": {"solver": "output_perturbation"},
-    "accelerated_mirror_descent": {"solver": DPAccMD(n_iter=20), "constraint": "l1",
-                                   "radius": 5.0},
-    "mirror_descent": {"solver": NoisyMirrorDescent(n_iter=20, batch_size=_BIG_BATCH),
-                       "constraint": "l1", "radius": 5.0},
-    "localized_mirror_descent": {
-        "solver": LocalizedMirrorDescent(n_phases=2, batch_size=_BIG_BATCH, max_iter=5),
-        "constraint": "l1", "radius": 5.0},
-    # One pass over an l1 ball; a free intercept would make the vertex set unbounded.
-    "frank_wolfe": {"solver": "frank_wolfe", "constraint": "l1", "radius": 5.0,
-                    "fit_intercept": False, "delta": 0.0},
-    "objective_perturbation": {"solver": "objective_perturbation"},
-    "approx_objective_perturbation": {"solver": "approx_objective_perturbation",
-                                      "constraint": "l2", "radius": 5.0},
-    "phased_sgd": {"solver": "phased_sgd"},
-    "regularized_mirror_descent": {"solver": "regularized_mirror_descent"},
-    "truncated_mirror_descent": {"solver": "truncated_mirror_descent"},
-    "shuffled_truncated_mirror_descent": {"solver": "shuffled_truncated_mirror_descent"},
-    "sufficient_statistics": {"solver": "sufficient_statistics"},
+FAST_SOLVERS = {
+    "svrg": DPSVRG(n_epochs=2, inner_steps=2, batch_size=_BIG_BATCH),
+    "svrg++": DPSVRGPlusPlus(n_epochs=2, batch_size=_BIG_BATCH),
+    "accelerated_mirror_descent": DPAccMD(n_iter=20),
+    "mirror_descent": NoisyMirrorDescent(n_iter=20, batch_size=_BIG_BATCH),
+    "localized_mirror_descent": LocalizedMirrorDescent(n_phases=2, batch_size=_BIG_BATCH,
+                                                       max_iter=5),
 }
+# Settings no declaration implies: the default step sizes of the mirror-descent solvers
+# need a bounded set (a parameter-dependent rule of their own checks); the l1 geometry is
+# where they differ from DP-GD; Frank-Wolfe's pure-DP default; approximate objective
+# perturbation's projection.
+EXTRA = {
+    "accelerated_mirror_descent": {"constraint": "l1", "radius": 5.0},
+    "mirror_descent": {"constraint": "l1", "radius": 5.0},
+    "localized_mirror_descent": {"constraint": "l1", "radius": 5.0},
+    "frank_wolfe": {"delta": 0.0},
+    "approx_objective_perturbation": {"constraint": "l2", "radius": 5.0},
+}
+PUBLIC = (DPLogisticRegression, DPLinearRegression, DPHuberRegressor, DPLinearSVC, DPLasso)
+
+
+def _config(name):
+    """An estimator configuration for solver ``name``, from its declaration."""
+    caps = SOLVERS[name].capabilities
+    cls = next(c for c in PUBLIC if set(c._solver_losses) & set(caps.losses))
+    params = {} if name == "gd" else {"solver": FAST_SOLVERS.get(name, name)}
+    if caps.bounded_constraint or "none" not in caps.constraints:
+        kind = next(k for k in ("l2", "l1", "lp") if k in caps.constraints)
+        params.update(constraint=kind, radius=5.0)
+    if caps.intercept == "constrained":
+        params["fit_intercept"] = False
+    params.update(EXTRA.get(name, {}))
+    return cls(**params)
+
+
 # The other public estimators, with their defaults (private bounds), with the previous
 # defaults (declared bounds, pure DP output perturbation), and with other solvers.
 OTHER_ESTIMATORS = [
@@ -86,21 +100,7 @@ OTHER_ESTIMATORS = [
 ]
 
 
-def _estimators():
-    # Build the list from the registry: an unknown solver name still gets an estimator
-    # (with its default parameters) so that the coverage test below is the one to fail.
-    return [
-        ESTIMATOR_FOR.get(name, DPLogisticRegression)(
-            **SOLVER_OVERRIDES.get(name, {"solver": name}))
-        for name in SOLVERS
-    ]
-
-
-# Solvers of one loss are checked on the estimator that has it.
-ESTIMATOR_FOR = {"sufficient_statistics": DPLinearRegression}
-
-
-ESTIMATORS = _estimators()
+ESTIMATORS = [_config(name) for name in SOLVERS]
 
 
 def _solver_name(estimator) -> str:
@@ -109,19 +109,15 @@ def _solver_name(estimator) -> str:
 
 
 def test_every_registered_solver_is_checked():
-    assert set(SOLVER_OVERRIDES) == set(SOLVERS)
     assert sorted(_solver_name(est) for est in ESTIMATORS) == sorted(SOLVERS)
-    for name, overrides in SOLVER_OVERRIDES.items():
-        solver = overrides.get("solver", name)
-        if not isinstance(solver, str):
-            # The override must be an instance of the registered class, not a subclass
-            # or another solver that happens to share a name.
-            assert type(solver) is SOLVERS[name]
+    for name, solver in FAST_SOLVERS.items():
+        # A fast setting must be an instance of the registered class, not a subclass or
+        # another solver that happens to share a name.
+        assert type(solver) is SOLVERS[name]
 
 
 def test_default_estimator_is_in_the_checks():
     # The default-parameter estimator ("gd", no overrides) is checked as is.
-    assert SOLVER_OVERRIDES["gd"] == {}
     assert DPLogisticRegression().get_params() in [est.get_params() for est in ESTIMATORS]
 
 
