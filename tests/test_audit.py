@@ -272,6 +272,7 @@ def test_every_registered_solver_has_an_audit():
         assert cases and all(case.solver().name == name for case in cases)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, index", list(_cases()))
 def test_real_solver_passes_the_audit(name, index):
     result = _audit(name, index, factor=1.0, seed=0)
@@ -282,6 +283,7 @@ def test_real_solver_passes_the_audit(name, index):
     assert not result.violated, result.summary()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, index", list(_cases()))
 def test_under_noised_twin_is_flagged(name, index):
     result = _audit(name, index, factor=AUDITS[name][index].twin_factor, seed=1)

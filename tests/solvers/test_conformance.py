@@ -346,6 +346,7 @@ def test_zero_signal_noise_level(name):
     assert lo < stat < hi
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("accountant", ["rdp", "pld"])
 def test_poisson_noise_is_non_increasing_up_to_large_epsilon(accountant):
     """Regression: the group-privacy delta / (1 + e^(eps/2)) once made the PLD accountant
