@@ -8,13 +8,17 @@ smooth norm ``l_r`` of the generalized Gaussian noise (design note B5) and the m
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import L2Ball, LpBall, PNormMirrorMap, Unconstrained, pnorm
+from skdp.geometry import PNormMirrorMap, pnorm
 from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
@@ -24,12 +28,13 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 
 __all__ = [
     "LpGeometry",
     "RegularizedMirrorDescent",
+    "RegularizedMirrorDescentPlan",
     "default_exponent",
     "gg_noise_geometry",
     "lp_geometry",
@@ -125,17 +130,20 @@ class LpGeometry:
 def lp_geometry(spec: ProblemSpec, p: float | None, solver_name: str) -> LpGeometry:
     """The l_p geometry of ``spec``: ``p`` from an l_p / l2 ball, else from the solver.
 
-    Raises :class:`IncompatibleSolverError` for other constraint sets and for an l_p ball
-    with ``p > 2`` (the algorithms are for ``1 < p <= 2``, where the dual norm ``l_q`` has
-    a smooth norm ``l_r`` with a dimension-free constant).
+    Raises :class:`IncompatibleSolverError` when the solver's ``p`` conflicts with the
+    constraint's exponent. Other constraint sets, and l_p balls with ``p > 2``, are refused
+    by the solvers' capability declarations before planning (the algorithms are for
+    ``1 < p <= 2``, where the dual norm ``l_q`` has a smooth norm ``l_r`` with a
+    dimension-free constant); a direct call with one raises too.
     """
     constraint = spec.constraint
-    if isinstance(constraint, Unconstrained):
+    kind = constraint.kind
+    if kind == "none":
         exponent = default_exponent(spec.dimension) if p is None else float(p)
         radius = None
-    elif isinstance(constraint, LpBall) and constraint.p <= 2.0:
+    elif kind == "lp" and constraint.p <= 2.0:
         exponent, radius = float(constraint.p), float(constraint.radius)
-    elif isinstance(constraint, L2Ball):
+    elif kind == "l2":
         exponent, radius = 2.0, float(constraint.radius)
     else:
         raise IncompatibleSolverError(
@@ -196,6 +204,19 @@ def calibrate_gg_multiplier(budget: Budget, count: int, relation: str) -> float:
     )
 
 
+def _refuse_bools(solver: BaseDPSolver, names: Iterable[str]) -> None:
+    """Refuse ``True``/``False`` for numeric parameters.
+
+    scikit-learn's ``Interval`` admits bools (``bool`` is an ``int``); these solvers have
+    always refused them.
+    """
+    for name in names:
+        value = getattr(solver, name)
+        if isinstance(value, bool | np.bool_):
+            raise ValueError(f"{type(solver).__name__}.{name} must be a number or None, "
+                             f"got {value!r}.")
+
+
 def clipped_mean_gradient(
     problem: Problem, W: np.ndarray, clip: float, q: float, row_norms_q: np.ndarray
 ) -> np.ndarray:
@@ -210,6 +231,48 @@ def clipped_mean_gradient(
         D = spec.loss.derivative(problem.scores(W, rows), problem.Y[block])
         grad += problem.gradient_sum(clip_coefficients(D, row_norms_q[block], clip, ord=q), rows)
     return grad / spec.n_samples
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegularizedMirrorDescentPlan(Plan):
+    """Plan of :class:`RegularizedMirrorDescent` (``n_iter`` is ``T``).
+
+    Attributes
+    ----------
+    sigma : float
+        Scale of the generalized Gaussian noise on each released mean gradient.
+    noise_multiplier : float
+        ``z = sigma / (sqrt(kappa_plus) sensitivity_r)``: the Gaussian multiplier whose
+        RDP curve each release has.
+    noise_order : float
+        Order ``r`` of the generalized Gaussian (density ``exp(-||g||_r^2 / (2 sigma^2))``).
+    kappa_plus : float
+        Smoothness constant ``r - 1`` of ``||.||_r^2 / 2``.
+    sensitivity_q : float
+        l_q sensitivity ``2 L / n`` of the clipped mean gradient.
+    sensitivity_r : float
+        Its l_r sensitivity (Hoelder).
+    clip_norm : float
+        Per-example gradient clip ``L`` in the entrywise l_q norm.
+    p, q : float
+        Exponent of the geometry and its dual ``p / (p - 1)``.
+    smoothness : float
+        ``beta``, the smoothness of the objective in l_p.
+    regularization : float
+        Weight ``a`` of the regulariser ``a Phi``.
+    """
+
+    sigma: float
+    noise_multiplier: float
+    noise_order: float
+    kappa_plus: float
+    sensitivity_q: float
+    sensitivity_r: float
+    clip_norm: float
+    p: float
+    q: float
+    smoothness: float
+    regularization: float
 
 
 class RegularizedMirrorDescent(BaseDPSolver):
@@ -242,25 +305,24 @@ class RegularizedMirrorDescent(BaseDPSolver):
 
     Notes
     -----
-    **Privacy guarantee.** Replace-one neighbouring relation. Per-example gradients are
-    clipped to ``L`` in ``l_q`` (entrywise over ``W``), so the mean with the public
-    denominator ``n`` has l_q sensitivity ``s_q = 2 L / n`` and l_r sensitivity
-    ``s_+ = s_q d^max(0, 1/r - 1/q)`` with ``r = min(q, 2 ln d + 1)`` (at least 2),
-    ``d = n_params * n_outputs``. The generalized Gaussian mechanism in ``l_r`` is
-    ``kappa_+ s_+^2 / (2 sigma^2)``-zCDP with ``kappa_+ = r - 1`` (design note B5, proof
-    by smoothness of ``||.||_r^2`` and Stein's identity), i.e. each release has the RDP
-    curve of a Gaussian with multiplier ``z = sigma / (sqrt(kappa_+) s_+)``. The ledger is
-    ``T`` such Gaussian events read by the RDP accountant only, and ``z`` is solved so
-    that it spends exactly ``epsilon`` at ``delta``. The mirror steps, the regulariser and
-    the output average are post-processing. Reference: Su, Zhao & Wang, "Differentially
-    private stochastic convex optimization in (non)-Euclidean space revisited",
-    Algorithm 3 and Theorem 6; their ``sigma^2 = 64 L^2 kappa T ln(1/delta) / (n eps)^2``
-    rests on an (eps, delta) statement of the GG mechanism plus advanced composition
-    without constants, and is replaced by the exact zCDP calibration above (3.6-4.6x less
-    noise, docs/algorithms/regularized_mirror_descent.md).
+    **Privacy guarantee.** ``(epsilon, delta)``-DP under replace-one. Per-example
+    gradients are clipped to ``L`` in ``l_q`` (entrywise over ``W``), so the mean with the
+    public denominator ``n`` has l_q sensitivity ``s_q = 2 L / n`` and, by Hoelder, l_r
+    sensitivity ``s_+``. Each generalized Gaussian release is
+    ``kappa_+ s_+^2 / (2 sigma^2)``-zCDP with ``kappa_+ = r - 1`` (design note B5), i.e.
+    has the RDP curve of a Gaussian of multiplier ``z = sigma / (sqrt(kappa_+) s_+)``. The
+    ledger is ``T`` such events, read by the RDP accountant only, and ``z`` is solved to
+    spend exactly ``epsilon`` at ``delta``. The mirror steps, the regulariser and the
+    output average are post-processing.
 
-    The paper assumes an L-Lipschitz loss; the library enforces it by clipping. Clipping
-    changes the objective on records whose gradient exceeds ``L`` (not the privacy).
+    Assumptions: the paper's L-Lipschitz loss is enforced by clipping, which changes the
+    objective on records whose gradient exceeds ``L`` (not the privacy); the smoothness
+    ``beta`` in l_p uses the loss's public curvature bound.
+
+    Reference: Su, Zhao & Wang, "Differentially private stochastic convex optimization in
+    (non)-Euclidean space revisited", Algorithm 3 and Theorems 6-7; their constant-free
+    (eps, delta) noise formula is replaced by the exact zCDP calibration above. Geometry,
+    derivations, defaults and corrections: ``docs/algorithms/regularized_mirror_descent.md``.
     """
 
     name = "regularized_mirror_descent"
@@ -276,25 +338,20 @@ class RegularizedMirrorDescent(BaseDPSolver):
         self.clip_norm = clip_norm
         self.p = p
 
-    def _validate_params(self) -> None:
-        self._check_positive_int("n_iter")
-        self._check_positive_real("clip_norm")
-        reg = self.regularization
-        if reg is not None and (
-            isinstance(reg, bool) or not isinstance(reg, int | float | np.integer | np.floating)
-            or not (math.isfinite(reg) and reg >= 0)
-        ):
-            raise ValueError(f"RegularizedMirrorDescent.regularization must be None or a "
-                             f"finite number >= 0, got {reg!r}.")
-        p = self.p
-        if p is not None and (
-            isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating)
-            or not 1.0 < p <= 2.0
-        ):
-            raise ValueError(f"RegularizedMirrorDescent.p must be None or in (1, 2], got {p!r}.")
+    _parameter_constraints: ClassVar[dict] = {
+        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "regularization": [Interval(Real, 0, math.inf, closed="left"), None],
+        "clip_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
+        "p": [Interval(Real, 1, 2, closed="right"), None],
+    }
+
+    def _check_params(self) -> None:
+        _refuse_bools(self, self._parameter_constraints)
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
+        # The declaration admits no constraint, l2 and l_p with p <= 2; what remains is
+        # the solver's own p against a constraint's exponent.
         lp_geometry(spec, self.p, self.name)
 
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, kappa: float) -> int:
@@ -307,7 +364,8 @@ class RegularizedMirrorDescent(BaseDPSolver):
             spec.dimension * math.log(1.0 / budget.delta))
         return int(min(max(math.ceil(base ** 0.4), 1), MAX_AUTO_ITER))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str,
+             ) -> RegularizedMirrorDescentPlan:
         geometry = lp_geometry(spec, self.p, self.name)
         q, d = geometry.q, spec.dimension
         r, factor = gg_noise_geometry(q, d)
@@ -339,21 +397,19 @@ class RegularizedMirrorDescent(BaseDPSolver):
         else:
             # Theorem 7: a = (4 beta / T) log2(n / T), floored at log2 = 1 (T close to n).
             reg = 4.0 * beta / n_iter * max(1.0, math.log2(spec.n_samples / n_iter))
-        return _legacy_plan(
+        return RegularizedMirrorDescentPlan(
             n_iter=n_iter, event=event, accountant="rdp", relation=relation,
-            settings={
-                "sigma": sigma, "noise_multiplier": z, "noise_order": r,
-                "kappa_plus": kappa_plus, "sensitivity_q": s_q, "sensitivity_r": s_plus,
-                "clip_norm": clip, "p": geometry.p, "q": q, "smoothness": beta,
-                "regularization": reg,
-            },
+            sigma=sigma, noise_multiplier=z, noise_order=r, kappa_plus=kappa_plus,
+            sensitivity_q=s_q, sensitivity_r=s_plus, clip_norm=clip, p=geometry.p, q=q,
+            smoothness=beta, regularization=reg,
         )
 
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
-        spec, s = problem.spec, plan.settings
+    def _run(self, problem: Problem, plan: RegularizedMirrorDescentPlan,
+             noise: NoiseSource) -> np.ndarray:
+        spec = problem.spec
         geometry = lp_geometry(spec, self.p, self.name)
-        q, clip, sigma, r = s["q"], s["clip_norm"], s["sigma"], s["noise_order"]
-        beta, reg = s["smoothness"], s["regularization"]
+        q, clip, sigma, r = plan.q, plan.clip_norm, plan.sigma, plan.noise_order
+        beta, reg = plan.smoothness, plan.regularization
         k = spec.n_penalized
         row_norms_q = problem.row_norms_in(q)
         W = np.zeros((spec.n_params, spec.n_outputs))

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import BudgetError
 from skdp.losses import NORM_SAFETY, vector_norms
 from skdp.privacy.accounting import (
@@ -30,10 +34,11 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan, averaged_from
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.regularized_mirror_descent import (
     LpGeometry,
+    _refuse_bools,
     calibrate_gg_multiplier,
     gg_noise_geometry,
     lp_geometry,
@@ -41,7 +46,9 @@ from skdp.solvers.regularized_mirror_descent import (
 
 __all__ = [
     "ShuffledTruncatedMirrorDescent",
+    "ShuffledTruncatedMirrorDescentPlan",
     "TruncatedMirrorDescent",
+    "TruncatedMirrorDescentPlan",
     "shuffle_amplified_epsilon",
     "shuffle_local_epsilon",
     "truncated_coefficients",
@@ -75,7 +82,7 @@ def _truncated_batch_sum(
 
     A batch of all ``n`` records (``n_iter=1``) is summed by the blocked full pass
     (:meth:`Problem.row_blocks`, views of ``X``): the same sum without gathering ``X`` into
-    a copy on every epoch (10x faster per pass at n = 20000, d = 50).
+    a copy on every epoch.
     """
     loss = problem.spec.loss
     if index.size == problem.spec.n_samples:
@@ -90,18 +97,6 @@ def _truncated_batch_sum(
     return total
 
 
-def _check_real(solver: BaseDPSolver, name: str, lower: float, upper: float,
-                closed_upper: bool = True) -> None:
-    value = getattr(solver, name)
-    if value is None:
-        return
-    ok = (not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
-          and lower < value and (value <= upper if closed_upper else value < upper))
-    if not ok:
-        raise ValueError(f"{type(solver).__name__}.{name} must be None or in ({lower}, "
-                         f"{upper}{']' if closed_upper else ')'}, got {value!r}.")
-
-
 def _capped_by_alpha(eta: float, alpha: float) -> float:
     """The default step, at most ``1 / alpha``: the step on the ridge term ``alpha W`` is
     taken explicitly, and ``eta alpha > 2`` would make it diverge (large ``alpha`` occurs
@@ -109,8 +104,111 @@ def _capped_by_alpha(eta: float, alpha: float) -> float:
     return min(eta, 1.0 / alpha) if alpha > 0 else eta
 
 
+@dataclass(frozen=True, kw_only=True)
+class TruncatedMirrorDescentPlan(Plan):
+    """Plan of :class:`TruncatedMirrorDescent` (``n_iter = epochs * batches`` steps).
+
+    Attributes
+    ----------
+    batches : int
+        Disjoint batches ``T`` per pass.
+    epochs : int
+        Passes ``E`` over the data.
+    sigma : float
+        Generalized Gaussian noise scale of the smallest batches' mean (a batch of size
+        ``|B|`` gets ``sigma * min_batch / |B|``).
+    noise_multiplier : float
+        ``z = sigma / (sqrt(kappa_plus) sensitivity_r)``, the Gaussian multiplier whose
+        RDP curve each pass has.
+    noise_order : float
+        Order ``r`` of the generalized Gaussian.
+    kappa_plus : float
+        Smoothness constant ``r - 1`` of ``||.||_r^2 / 2``.
+    sensitivity_q : float
+        l_q sensitivity ``2 tau / min_batch`` of the smallest batches' mean.
+    sensitivity_r : float
+        Its l_r sensitivity (Hoelder).
+    truncation : float
+        Threshold ``tau`` on the per-example gradient's l_q norm.
+    min_batch : int
+        Size ``floor(n / T)`` of the smallest batches.
+    p, q : float
+        Exponent of the geometry and its dual ``p / (p - 1)``.
+    step_size : float
+        Mirror step ``eta = 1 / gamma``.
+    """
+
+    batches: int
+    epochs: int
+    sigma: float
+    noise_multiplier: float
+    noise_order: float
+    kappa_plus: float
+    sensitivity_q: float
+    sensitivity_r: float
+    truncation: float
+    min_batch: int
+    p: float
+    q: float
+    step_size: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShuffledTruncatedMirrorDescentPlan(Plan):
+    """Plan of :class:`ShuffledTruncatedMirrorDescent` (one pass of ``n_iter`` batches).
+
+    Attributes
+    ----------
+    sigma : float
+        Scale ``2 tau / local_epsilon`` of each record's K-norm noise (l_q); 0 without
+        privacy.
+    local_epsilon : float
+        Pure local DP parameter ``eps_0`` of each report (``inf`` without privacy).
+    truncation : float
+        Threshold ``tau`` on the per-example gradient's l_q norm.
+    local_sensitivity : float
+        l_q distance ``2 tau`` between any two truncated gradients.
+    min_batch : int
+        Size ``floor(n / T)`` of the smallest batches.
+    p, q : float
+        Exponent of the geometry and its dual ``p / (p - 1)``.
+    step_size : float
+        Mirror step ``eta = 1 / gamma``.
+    """
+
+    sigma: float
+    local_epsilon: float
+    truncation: float
+    local_sensitivity: float
+    min_batch: int
+    p: float
+    q: float
+    step_size: float
+
+    @property
+    def batches(self) -> int:
+        """Batches per pass: every step is one batch of the single pass."""
+        return self.n_iter
+
+    @property
+    def epochs(self) -> int:
+        """Passes over the data (Algorithm 4 makes one)."""
+        return 1
+
+
+_TruncatedPlan = TruncatedMirrorDescentPlan | ShuffledTruncatedMirrorDescentPlan
+
+
 class _TruncatedBase(BaseDPSolver):
     """Shared parameters, defaults and the one-pass loop of Algorithms 4 and 7."""
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "truncation": [Interval(Real, 0, math.inf, closed="neither"), None],
+        "step_size": [Interval(Real, 0, math.inf, closed="neither"), None],
+        "p": [Interval(Real, 1, 2, closed="right"), None],
+        "iterate": [StrOptions(set(ITERATES))],
+    }
 
     def __init__(self, n_iter=None, truncation=None, step_size=None, p=None,
                  iterate="average"):
@@ -120,17 +218,13 @@ class _TruncatedBase(BaseDPSolver):
         self.p = p
         self.iterate = iterate
 
-    def _validate_params(self) -> None:
-        self._check_positive_int("n_iter")
-        self._check_positive_real("truncation")
-        self._check_positive_real("step_size")
-        _check_real(self, "p", 1.0, 2.0)
-        if self.iterate not in ITERATES:
-            raise ValueError(f"{type(self).__name__}.iterate must be one of {ITERATES}, got "
-                             f"{self.iterate!r}.")
+    def _check_params(self) -> None:
+        _refuse_bools(self, [k for k in self._parameter_constraints if k != "iterate"])
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
+        # The declaration admits no constraint, l2 and l_p with p <= 2; what remains is
+        # the solver's own p against a constraint's exponent.
         lp_geometry(spec, self.p, self.name)
 
     # -- public defaults -------------------------------------------------------------------
@@ -194,12 +288,13 @@ class _TruncatedBase(BaseDPSolver):
         p_minus = geometry.p - 1.0
         return radius / (math.sqrt(p_minus * scale_sq * n_iter))
 
-    def _one_pass(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
-        spec, s = problem.spec, plan.settings
+    def _one_pass(self, problem: Problem, plan: _TruncatedPlan,
+                  noise: NoiseSource) -> np.ndarray:
+        spec = problem.spec
         geometry = lp_geometry(spec, self.p, self.name)
-        q, tau, eta = s["q"], s["truncation"], s["step_size"]
-        n, T = spec.n_samples, s.get("batches", plan.n_iter)
-        epochs = s.get("epochs", 1)
+        q, tau, eta = plan.q, plan.truncation, plan.step_size
+        n, T = spec.n_samples, plan.batches
+        epochs = plan.epochs
         row_norms_q = problem.row_norms_in(q)
         W = np.zeros((spec.n_params, spec.n_outputs))
         total = np.zeros_like(W)
@@ -228,11 +323,11 @@ class _TruncatedBase(BaseDPSolver):
         return total / (n_steps - first)
 
     @abstractmethod
-    def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int], plan: Plan,
-                   noise: NoiseSource) -> np.ndarray:
+    def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
+                   plan: _TruncatedPlan, noise: NoiseSource) -> np.ndarray:
         """The privatised batch sum (central or local noise; see the subclasses)."""
 
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: _TruncatedPlan, noise: NoiseSource) -> np.ndarray:
         return self._one_pass(problem, plan, noise)
 
 
@@ -260,8 +355,9 @@ class TruncatedMirrorDescent(_TruncatedBase):
         data and a large ``data_norm`` set it explicitly (for example a high quantile of
         the gradient norms of public or synthetic data).
     step_size : float, optional
-        Mirror step ``eta = 1 / gamma``. Default ``R / sqrt((p - 1) T (tau^2 + d sigma^2))``
-        (standard mirror descent tuning, ``R`` the radius, 1 when unconstrained).
+        Mirror step ``eta = 1 / gamma``. Default
+        ``R / sqrt((p - 1) E T (tau^2 + d sigma^2))`` (standard mirror descent tuning over
+        the ``E T`` steps, ``R`` the radius, 1 when unconstrained), at most ``1 / alpha``.
     p : float, optional
         Exponent for unconstrained problems (``1 < p <= 2``); default ``1 + 1/ln d``.
     n_epochs : int, default=1
@@ -277,27 +373,24 @@ class TruncatedMirrorDescent(_TruncatedBase):
 
     Notes
     -----
-    **Privacy guarantee.** Replace-one neighbouring relation. The permutation is drawn
-    independently of the data, so the replaced record falls in the same batch of both
-    datasets, and the other batches' releases have the same law given the past: by
-    parallel composition (design note B9, adaptive) one pass is as private as one batch
-    release. With ``n_epochs = E`` each record is in exactly one batch of each pass, so the
-    run is the adaptive composition of ``E`` such releases (RDP curves add; the releases
-    that do not contain the record contribute nothing), and ``z`` is solved for ``E``
-    compositions. A truncated gradient lies in the l_q ball of radius ``tau`` (0 included), so
-    the batch mean over ``|B|`` records has l_q sensitivity ``s_q = 2 tau / |B|`` and l_r
-    sensitivity ``s_+ = s_q d^max(0, 1/r - 1/q)``, ``r = min(q, 2 ln d + 1)``. The GG
-    mechanism is ``kappa_+ s_+^2 / (2 sigma^2)``-zCDP, ``kappa_+ = r - 1`` (design note B5),
-    i.e. has the RDP curve of a Gaussian of multiplier ``z = sigma / (sqrt(kappa_+) s_+)``.
-    Every batch uses the same ``z`` (``sigma_t`` proportional to ``1 / |B_t|``), the
-    ledger is the single ``GaussianDpEvent(z)`` read by the RDP accountant, and ``z`` is
-    solved to spend exactly ``epsilon`` (any ``epsilon > 0``). Truncation, unlike
-    clipping, leaves each retained gradient unchanged, which is what the paper's
-    unbiasedness argument for heavy tails uses; rows are still clipped to the public
-    ``data_norm`` by the problem (a per-record map; make it large for heavy-tailed data).
+    **Privacy guarantee.** ``(epsilon, delta)``-DP under replace-one. The permutation is
+    independent of the data, so the replaced record lies in one batch per pass for both
+    datasets, and by parallel composition (design note B9, adaptive) a pass is as private
+    as that batch's release; ``E`` passes compose ``E`` such releases. Truncated gradients
+    lie in the l_q ball of radius ``tau``, so a batch mean has l_q sensitivity
+    ``2 tau / |B|``; the generalized Gaussian release is zCDP with the RDP curve of a
+    Gaussian of multiplier ``z`` (design note B5), the same ``z`` for every batch. The
+    ledger is ``E`` compositions of ``GaussianDpEvent(z)``, read by the RDP accountant
+    only, with ``z`` solved to spend exactly ``epsilon`` (any ``epsilon > 0``).
+
+    Assumptions: none on the tails; rows are still clipped to the public ``data_norm`` by
+    the problem (make it large for heavy-tailed data). Truncation, unlike clipping, leaves
+    each retained gradient unchanged, which the paper's heavy-tail analysis uses.
+
     Reference: Su, Zhao & Wang, "Differentially private stochastic convex optimization in
-    (non)-Euclidean space revisited", Algorithm 7 and Theorem 16 (whose
-    ``sigma_1^2 = O(kappa tau^2 ln(1/delta) / (|B| eps)^2)`` has no constant).
+    (non)-Euclidean space revisited", Algorithm 7 and Theorem 16 (constant-free noise
+    formula, replaced by the exact B5 calibration). Derivations, defaults and corrections:
+    ``docs/algorithms/truncated_mirror_descent.md``.
     """
 
     name = "truncated_mirror_descent"
@@ -306,15 +399,16 @@ class TruncatedMirrorDescent(_TruncatedBase):
         accountants=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
     )
 
+    _parameter_constraints: ClassVar[dict] = {
+        **_TruncatedBase._parameter_constraints,
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, n_iter=None, truncation=None, step_size=None, p=None, n_epochs=1,
                  iterate="average"):
         super().__init__(n_iter=n_iter, truncation=truncation, step_size=step_size, p=p,
                          iterate=iterate)
         self.n_epochs = n_epochs
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        self._check_positive_int("n_epochs")
 
     def _private_n_iter(self, spec: ProblemSpec, budget: Budget, diameter: float,
                         kappa: float) -> float:
@@ -322,7 +416,8 @@ class TruncatedMirrorDescent(_TruncatedBase):
         return spec.n_samples * budget.epsilon / (
             diameter * lam * math.sqrt(spec.dimension * math.log(1.0 / budget.delta)))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str,
+             ) -> TruncatedMirrorDescentPlan:
         geometry = lp_geometry(spec, self.p, self.name)
         q, d = geometry.q, spec.dimension
         r, factor = gg_noise_geometry(q, d)
@@ -350,22 +445,19 @@ class TruncatedMirrorDescent(_TruncatedBase):
             # E T steps.
             eta = _capped_by_alpha(
                 self._step(geometry, epochs * n_iter, tau**2 + d * sigma**2), spec.alpha)
-        return _legacy_plan(
+        return TruncatedMirrorDescentPlan(
             n_iter=epochs * n_iter, event=event, accountant="rdp", relation=relation,
-            settings={"batches": n_iter, "epochs": epochs,
-                "sigma": sigma, "noise_multiplier": z, "noise_order": r,
-                "kappa_plus": kappa_plus, "sensitivity_q": s_q,
-                "sensitivity_r": s_q * factor, "truncation": tau, "min_batch": min_batch,
-                "p": geometry.p, "q": q, "step_size": eta,
-            },
+            batches=n_iter, epochs=epochs, sigma=sigma, noise_multiplier=z, noise_order=r,
+            kappa_plus=kappa_plus, sensitivity_q=s_q, sensitivity_r=s_q * factor,
+            truncation=tau, min_batch=min_batch, p=geometry.p, q=q, step_size=eta,
         )
 
-    def _privatize(self, g_sum, size, shape, plan, noise):
-        s = plan.settings
+    def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
+                   plan: TruncatedMirrorDescentPlan, noise: NoiseSource) -> np.ndarray:
         # Same multiplier z for every batch: sigma_t = z sqrt(kappa_+) s_+(|B_t|), and the
         # noise is added to the batch mean (here: size * noise on the batch sum).
-        sigma_t = s["sigma"] * s["min_batch"] / size
-        return g_sum + size * noise.generalized_gaussian(shape, sigma_t, s["noise_order"])
+        sigma_t = plan.sigma * plan.min_batch / size
+        return g_sum + size * noise.generalized_gaussian(shape, sigma_t, plan.noise_order)
 
 
 # ---------------------------------------------------------------------------------------
@@ -463,25 +555,25 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
 
     Notes
     -----
-    **Privacy guarantee.** Replace-one neighbouring relation. Each local randomizer
-    ``x -> g_x + Z_x`` is ``eps_0``-DP for *any* two inputs: truncated gradients lie in the
-    l_q ball of radius ``tau``, so their l_q distance is at most ``Delta_K = 2 tau``, and the
-    K-norm mechanism with scale ``Delta_K / eps_0`` is ``eps_0``-DP by the triangle
-    inequality (Hardt & Talwar 2010). The randomizer of the i-th record in the shuffled
-    order depends only on earlier reports (through ``w_{t-1}``), which is the adaptive
-    shuffle model of Feldman, McMillan & Talwar (2021, Thm. 3.8); the released model is
-    post-processing of the reports. With ``n`` reports the run is ``(eps, delta)``-DP with
-    ``eps`` the closed form of design note B10, valid for
-    ``eps_0 <= ln(n / (16 ln(4/delta)))``; ``eps_0`` is the largest value whose ``eps`` is
-    at most the budget (bisection). The ledger is one ``ApproxDpEvent(eps, delta)`` read by
-    the ``"basic"`` accountant. Budgets are rejected when ``n <= 16 ln(4/delta)``. The
-    paper's local randomizer adds generalized Gaussian noise ((eps_0, delta_0)-LDP) and
-    quotes Lemma 16 in O-form for ``eps = O(sqrt(ln(n/delta) / n))`` only; the
-    approximate-LDP shuffling theorem has a delta term whose constant must be checked, so
-    this implementation ships the pure-LDP variant (design note 2.5). Amplification is used
-    where B10 holds and allows ``eps_0 > epsilon``; otherwise the run is unamplified with
-    ``eps_0 = epsilon`` (pure DP: each record enters one report). Reference: Su, Zhao & Wang,
-    Algorithm 4 and Theorem 9.
+    **Privacy guarantee.** ``(epsilon, delta)``-DP under replace-one (pure
+    ``epsilon``-DP when unamplified). Any two truncated gradients are within ``2 tau`` in
+    l_q, so each report ``g_x + Z_x`` is pure ``eps_0``-DP for any two inputs (K-norm
+    mechanism, Hardt & Talwar 2010). The reports form the adaptive shuffle model of
+    Feldman, McMillan & Talwar (2021, Thm. 3.8): ``n`` shuffled reports are
+    ``(eps, delta)``-DP with ``eps`` the closed form of design note B10, and ``eps_0`` is
+    the largest value (bisection) whose ``eps`` is at most the budget; the ledger is one
+    ``ApproxDpEvent(eps, delta)`` for the ``"basic"`` accountant. Where B10 does not hold
+    (``n <= 16 ln(4/delta)``) or would not allow ``eps_0 > epsilon``, the run is
+    unamplified with ``eps_0 = epsilon`` and ledger ``PureDpEvent(epsilon)``: each record
+    enters one report. The released model is post-processing of the reports.
+
+    Assumptions: as in :class:`TruncatedMirrorDescent`; the processing order stays secret
+    (the shuffler).
+
+    Reference: Su, Zhao & Wang, Algorithm 4 and Theorem 9; this implementation ships the
+    pure-LDP variant of the local randomizer (the paper's is generalized Gaussian,
+    design note 2.5). Derivations and corrections:
+    ``docs/algorithms/truncated_mirror_descent.md``.
     """
 
     name = "shuffled_truncated_mirror_descent"
@@ -497,7 +589,8 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
         return diameter**2 * spec.n_samples * budget.epsilon * kappa / math.sqrt(
             spec.dimension * math.log(1.0 / budget.delta))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str,
+             ) -> ShuffledTruncatedMirrorDescentPlan:
         geometry = lp_geometry(spec, self.p, self.name)
         q, d, n = geometry.q, spec.dimension, spec.n_samples
         r, _ = gg_noise_geometry(q, d)
@@ -535,17 +628,15 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
             # ||Z||_2 <= d^(1/2 - 1/q) ||Z||_q with E||Z||_q^2 = d (d + 1) scale^2.
             noise_sq = d ** (1.0 - 2.0 / q) * d * (d + 1.0) * scale**2 / min_batch
             eta = _capped_by_alpha(self._step(geometry, n_iter, tau**2 + noise_sq), spec.alpha)
-        return _legacy_plan(
+        return ShuffledTruncatedMirrorDescentPlan(
             n_iter=n_iter, event=event, accountant="basic", relation=relation,
-            settings={
-                "sigma": scale, "local_epsilon": eps0, "truncation": tau,
-                "local_sensitivity": delta_k, "min_batch": min_batch, "p": geometry.p,
-                "q": q, "step_size": eta,
-            },
+            sigma=scale, local_epsilon=eps0, truncation=tau, local_sensitivity=delta_k,
+            min_batch=min_batch, p=geometry.p, q=q, step_size=eta,
         )
 
-    def _privatize(self, g_sum, size, shape, plan, noise):
-        s = plan.settings
+    def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
+                   plan: ShuffledTruncatedMirrorDescentPlan, noise: NoiseSource,
+                   ) -> np.ndarray:
         # Each record's report is g_x + Z_x; the step uses the sum of the batch's reports.
-        local = noise.k_norm(shape, s["sigma"], s["q"], count=size)
+        local = noise.k_norm(shape, plan.sigma, plan.q, count=size)
         return g_sum + local.sum(axis=0)

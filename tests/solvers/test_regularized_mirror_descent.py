@@ -19,6 +19,7 @@ from skdp.solvers.regularized_mirror_descent import (
     RegularizedMirrorDescent,
     clipped_mean_gradient,
     gg_noise_geometry,
+    lp_geometry,
 )
 from tests.conftest import make_problem
 
@@ -68,8 +69,8 @@ def test_brute_force_sensitivity_of_the_clipped_mean(p):
     rng = np.random.default_rng(3)
     problem = _lp_problem(n=40, d=6, p=p, seed=1)
     solver = RegularizedMirrorDescent(clip_norm=0.3, n_iter=3)
-    s = solver.plan(problem.spec, BUDGET, "rdp", "replace_one").settings
-    q, r = s["q"], s["noise_order"]
+    s = solver.plan(problem.spec, BUDGET, "rdp", "replace_one")
+    q, r = s.q, s.noise_order
     worst_q = worst_r = 0.0
     for _trial in range(30):
         X = problem.design_matrix()
@@ -83,14 +84,14 @@ def test_brute_force_sensitivity_of_the_clipped_mean(p):
         a = Problem.build(X, Y, spec, data_norm=1.0)
         b = Problem.build(X2, Y2, spec, data_norm=1.0)
         W = rng.normal(size=(6, 1)) * 3
-        ga = clipped_mean_gradient(a, W, s["clip_norm"], q, a.row_norms_in(q))
-        gb = clipped_mean_gradient(b, W, s["clip_norm"], q, b.row_norms_in(q))
+        ga = clipped_mean_gradient(a, W, s.clip_norm, q, a.row_norms_in(q))
+        gb = clipped_mean_gradient(b, W, s.clip_norm, q, b.row_norms_in(q))
         worst_q = max(worst_q, _entry_norm(ga - gb, q))
         worst_r = max(worst_r, _entry_norm(ga - gb, r))
-    assert worst_q <= s["sensitivity_q"] * (1 + 1e-9)
-    assert worst_r <= s["sensitivity_r"] * (1 + 1e-9)
+    assert worst_q <= s.sensitivity_q * (1 + 1e-9)
+    assert worst_r <= s.sensitivity_r * (1 + 1e-9)
     # Saturation: the bound is attained up to a constant (the clip binds for these rows).
-    assert worst_q >= 0.5 * s["sensitivity_q"]
+    assert worst_q >= 0.5 * s.sensitivity_q
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
@@ -98,14 +99,14 @@ def test_calibration_round_trip_and_b5_constants(eps):
     problem = _lp_problem(d=8, p=1.3)
     budget = Budget(eps, 1e-5)
     plan = RegularizedMirrorDescent(n_iter=7).plan(problem.spec, budget, "rdp", "replace_one")
-    s = plan.settings
+    s = plan
     spent = epsilon_spent(plan.event, budget.delta, accountant="rdp", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
-    r, factor = gg_noise_geometry(s["q"], 8)
-    assert r == pytest.approx(min(s["q"], 2 * math.log(8) + 1)) and s["kappa_plus"] == r - 1
-    assert s["sensitivity_r"] == pytest.approx(s["sensitivity_q"] * 8 ** max(0, 1 / r - 1 / s["q"]))
-    z = s["sigma"] / (math.sqrt(s["kappa_plus"]) * s["sensitivity_r"])
-    assert z == pytest.approx(s["noise_multiplier"], rel=1e-12)
+    r, factor = gg_noise_geometry(s.q, 8)
+    assert r == pytest.approx(min(s.q, 2 * math.log(8) + 1)) and s.kappa_plus == r - 1
+    assert s.sensitivity_r == pytest.approx(s.sensitivity_q * 8 ** max(0, 1 / r - 1 / s.q))
+    z = s.sigma / (math.sqrt(s.kappa_plus) * s.sensitivity_r)
+    assert z == pytest.approx(s.noise_multiplier, rel=1e-12)
     assert plan.event.count == 7 and plan.event.event.noise_multiplier == pytest.approx(z)
 
 
@@ -142,8 +143,8 @@ def test_matches_a_reference_implementation_fed_the_same_noise(radius, intercept
     plan = solver.plan(problem.spec, BUDGET, "rdp", "replace_one")
     rec = GGRecorder(np.random.default_rng(11))
     coef = solver._run(problem, plan, rec)
-    s = plan.settings
-    q, beta, a, L = s["q"], s["smoothness"], s["regularization"], s["clip_norm"]
+    s = plan
+    q, beta, a, L = s.q, s.smoothness, s.regularization, s.clip_norm
     X, Y, k, m = problem.design_matrix(), problem.Y, 3, problem.spec.n_params
     w = np.zeros(m)
     geo = LpGeometry(p, k, radius)
@@ -157,7 +158,7 @@ def test_matches_a_reference_implementation_fed_the_same_noise(radius, intercept
         g = g / 30
         g[:k] += problem.spec.alpha * w[:k]
         sigma, r, draw = rec.draws[t]
-        assert sigma == s["sigma"] and r == s["noise_order"]
+        assert sigma == s.sigma and r == s.noise_order
         C = g + draw.ravel() - beta * geo.grad(w[:, None]).ravel()
         w = _prox_reference(C, beta + a, p, radius, k)
         outs.append(w)
@@ -213,19 +214,25 @@ def test_zero_signal_output_is_the_noise_law():
     rec = GGRecorder(np.random.default_rng(0))
     coef = solver._run(problem, plan, rec)
     geo = LpGeometry(1.5, 40, None)
-    np.testing.assert_allclose(-plan.settings["smoothness"] * geo.grad(coef), rec.draws[0][2],
+    np.testing.assert_allclose(-plan.smoothness * geo.grad(coef), rec.draws[0][2],
                                rtol=1e-9, atol=1e-12)
 
 
 def test_incompatible_problems_and_bad_parameters():
-    with pytest.raises(IncompatibleSolverError, match="l_p geometry"):
+    # The declaration (constraints none/l2/lp, max_lp=2) refuses the other geometries.
+    with pytest.raises(IncompatibleSolverError, match="constraint L1Ball"):
         RegularizedMirrorDescent().solve(make_problem(constraint=L1Ball(1.0)), BUDGET, 0)
-    with pytest.raises(IncompatibleSolverError, match="l_p geometry"):
+    with pytest.raises(IncompatibleSolverError, match="p <= 2"):
         RegularizedMirrorDescent().solve(make_problem(constraint=LpBall(1.0, 3.0)), BUDGET, 0)
+    # Planning without the check still refuses them.
+    with pytest.raises(IncompatibleSolverError, match="l_p geometry"):
+        lp_geometry(make_problem(constraint=L1Ball(1.0)).spec, None, "regularized_mirror_descent")
     with pytest.raises(IncompatibleSolverError, match="conflicts"):
         RegularizedMirrorDescent(p=1.3).solve(_lp_problem(radius=1.0, p=1.5), BUDGET, 0)
     for bad in ({"n_iter": 0}, {"regularization": -1.0}, {"p": 2.5}, {"p": 1.0},
-                {"clip_norm": 0.0}):
+                {"clip_norm": 0.0}, {"n_iter": True}, {"regularization": False},
+                {"clip_norm": math.inf}, {"regularization": math.inf}, {"p": math.nan},
+                {"n_iter": 2.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             RegularizedMirrorDescent(**bad).solve(make_problem(), BUDGET, 0)
     rng = np.random.default_rng(0)

@@ -108,11 +108,11 @@ def test_b10_regime_and_local_epsilon_bisection():
     # Outside the B10 regime (or when B10 would allow a smaller epsilon0) the solver runs
     # without amplification: epsilon0 = epsilon, central epsilon-DP (pure), never an error.
     res = ShuffledTruncatedMirrorDescent(truncation=1.0).solve(_heavy_problem(n=100), BUDGET, 0)
-    assert res.plan.settings["local_epsilon"] == BUDGET.epsilon
+    assert res.plan.local_epsilon == BUDGET.epsilon
     assert res.spent.epsilon == BUDGET.epsilon
     big = ShuffledTruncatedMirrorDescent(truncation=1.0).plan(
         _heavy_problem(n=n).spec, Budget(50.0, delta), "basic", "replace_one")
-    assert big.settings["local_epsilon"] == 50.0
+    assert big.local_epsilon == 50.0
 
 
 # -- privacy -----------------------------------------------------------------------------------
@@ -131,8 +131,8 @@ def test_brute_force_batch_sensitivity(p):
     n, d, T = 200, 5, 4
     problem = _heavy_problem(n=n, d=d, p=p, seed=2)
     solver = TruncatedMirrorDescent(n_iter=T, truncation=3.0)
-    s = solver.plan(problem.spec, BUDGET, "rdp", "replace_one").settings
-    q, tau, b = s["q"], s["truncation"], s["min_batch"]
+    s = solver.plan(problem.spec, BUDGET, "rdp", "replace_one")
+    q, tau, b = s.q, s.truncation, s.min_batch
     X, Y = problem.design_matrix(), problem.Y
     worst = 0.0
     for _ in range(40):
@@ -151,8 +151,8 @@ def test_brute_force_batch_sensitivity(p):
             return Xm.T @ truncated_coefficients(D, nq, tau, q) / b
 
         worst = max(worst, _norm(mean(Xb, Yb) - mean(Xb2, Yb2), q))
-    assert worst <= s["sensitivity_q"] * (1 + 1e-9)
-    assert s["sensitivity_q"] == pytest.approx(2 * tau / b)
+    assert worst <= s.sensitivity_q * (1 + 1e-9)
+    assert s.sensitivity_q == pytest.approx(2 * tau / b)
 
 
 @pytest.mark.parametrize("eps", [0.2, 1.0, 5.0])
@@ -163,13 +163,13 @@ def test_calibration_round_trip(eps):
         problem.spec, budget, "rdp", "replace_one")
     spent = epsilon_spent(plan.event, budget.delta, accountant="rdp", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
-    s = plan.settings
-    assert s["sigma"] / (math.sqrt(s["kappa_plus"]) * s["sensitivity_r"]) == pytest.approx(
-        s["noise_multiplier"], rel=1e-12)
+    s = plan
+    assert s.sigma / (math.sqrt(s.kappa_plus) * s.sensitivity_r) == pytest.approx(
+        s.noise_multiplier, rel=1e-12)
     # Parallel composition: one event, whatever the number of batches.
     plan2 = TruncatedMirrorDescent(n_iter=70, truncation=2.0).plan(
         problem.spec, budget, "rdp", "replace_one")
-    assert plan2.settings["noise_multiplier"] == s["noise_multiplier"]
+    assert plan2.noise_multiplier == s.noise_multiplier
     shuffled = ShuffledTruncatedMirrorDescent(n_iter=7, truncation=2.0).plan(
         _heavy_problem(n=20_000, d=3).spec, budget, "basic", "replace_one")
     spent = epsilon_spent(shuffled.event, budget.delta, accountant="basic",
@@ -187,11 +187,11 @@ def test_epochs_compose_one_release_per_record_per_epoch(eps):
         problem.spec, budget, "rdp", "replace_one")
     four = TruncatedMirrorDescent(n_iter=7, truncation=2.0, n_epochs=4).plan(
         problem.spec, budget, "rdp", "replace_one")
-    assert four.n_iter == 28 and four.settings["batches"] == 7
-    assert four.settings["epochs"] == 4
+    assert four.n_iter == 28 and four.batches == 7
+    assert four.epochs == 4
     spent = epsilon_spent(four.event, budget.delta, accountant="rdp", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
-    z1, z4 = one.settings["noise_multiplier"], four.settings["noise_multiplier"]
+    z1, z4 = one.noise_multiplier, four.noise_multiplier
     assert 1.5 * z1 < z4 <= 2.0 * z1 * (1 + 1e-9)
     # The ledger is exactly four releases at the drawn multiplier.
     single = epsilon_spent(dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(z4), 4), budget.delta,
@@ -212,12 +212,12 @@ def test_accountants():
 def _reference(problem, plan, draws, shuffled, iterate="average"):
     """Per-record loop, explicit truncation and mirror steps (LpGeometry.prox is checked
     against numerical optimisation in test_regularized_mirror_descent.py)."""
-    s = plan.settings
+    s = plan
     spec = problem.spec
     X, Y = problem.design_matrix(), problem.Y
-    batches, epochs = s.get("batches", plan.n_iter), s.get("epochs", 1)
-    geo = LpGeometry(s["p"], spec.n_penalized, spec.constraint.radius
-                     if isinstance(spec.constraint, LpBall) else None)
+    batches, epochs = plan.batches, plan.epochs
+    geo = LpGeometry(s.p, spec.n_penalized, spec.constraint.radius
+                     if spec.constraint.kind == "lp" else None)
     w = np.zeros((spec.n_params, 1))
     iterates = []
     draws = iter(draws)
@@ -234,7 +234,7 @@ def _reference(problem, plan, draws, shuffled, iterate="average"):
 
 
 def _reference_epoch(X, Y, batches, draws, w, iterates, s, geo, shuffled):
-    q, tau, eta = s["q"], s["truncation"], s["step_size"]
+    q, tau, eta = s.q, s.truncation, s.step_size
     for batch in batches:
         g = np.zeros_like(w)
         for i in sorted(batch):
@@ -247,7 +247,7 @@ def _reference_epoch(X, Y, batches, draws, w, iterates, s, geo, shuffled):
             g = (g + noise.sum(axis=0)) / len(batch)
         else:
             assert kind == "gg"
-            assert scale == pytest.approx(s["sigma"] * s["min_batch"] / len(batch))
+            assert scale == pytest.approx(s.sigma * s.min_batch / len(batch))
             g = g / len(batch) + noise
         w = geo.prox(eta * g - geo.grad(w), 1.0)
         iterates.append(w)
@@ -298,8 +298,13 @@ def test_epsilon_inf_one_pass_approaches_the_optimum():
 
 
 class _PseudoHuber(GLMLoss):
-    """A loss the solver has never heard of (only phi' is used)."""
+    """A loss the solver has never heard of (only phi' is used).
 
+    It declares the name of the library loss it resembles (smooth, bounded derivative):
+    capability declarations admit losses by name.
+    """
+
+    name = "huber"
     derivative_bound = 1.0
     derivative_diameter = 2.0
     curvature_bound = 1.0
@@ -340,7 +345,7 @@ def test_any_glm_loss_and_estimator_end_to_end():
 
 
 def test_incompatible_and_bad_parameters():
-    with pytest.raises(IncompatibleSolverError, match="l_p geometry"):
+    with pytest.raises(IncompatibleSolverError, match="constraint L1Ball"):
         TruncatedMirrorDescent().solve(
             _heavy_problem().__class__.build(
                 np.ones((50, 2)), np.ones((50, 1)),
@@ -348,7 +353,8 @@ def test_incompatible_and_bad_parameters():
                 data_norm=1.0),
             BUDGET, 0)
     for bad in ({"n_iter": 0}, {"truncation": -1.0}, {"step_size": 0.0}, {"p": 2.5},
-                {"iterate": "last"}):
+                {"iterate": "last"}, {"n_epochs": 0}, {"n_iter": True},
+                {"truncation": math.inf}, {"step_size": True}, {"n_epochs": 1.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             TruncatedMirrorDescent(**bad).solve(_heavy_problem(), BUDGET, 0)
 
@@ -364,11 +370,11 @@ def test_local_randomizer_audit(factor, violated):
     problem = _heavy_problem(n=20_000, d=3)
     plan = ShuffledTruncatedMirrorDescent(n_iter=5, truncation=2.0).plan(
         problem.spec, Budget(0.5, 1e-5), "basic", "replace_one")
-    s = plan.settings
-    eps0, scale, q = s["local_epsilon"], s["sigma"] / factor, s["q"]
+    s = plan
+    eps0, scale, q = s.local_epsilon, s.sigma / factor, s.q
     n = 20_000
     e1 = np.zeros(3)
-    e1[0] = s["truncation"]
+    e1[0] = s.truncation
     Z = NoiseSource(np.random.default_rng(5)).k_norm((3,), scale, q, count=2 * n)
     reports = Z[:n] + e1, Z[n:] - e1
     result = audit_scores(reports[0][:, 0], reports[1][:, 0], epsilon=eps0, delta=0.0,
