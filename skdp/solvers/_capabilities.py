@@ -185,7 +185,16 @@ def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
                 f"(tilt={spec.tilt}, adversarial_radius={spec.adversarial_radius}); set "
                 "solver to one that does (see below), or tilt=None and "
                 "adversarial_radius=None.")
-    if loss_name not in caps.losses:
+    if loss_name not in LOSS_NAMES:
+        # A user-defined GLMLoss, judged by its smoothness: accepted by the solvers that
+        # accept every built-in loss of that kind (their arguments use only the declared
+        # derivative and curvature bounds).
+        kind = set(LOSS_NAMES) - ({"hinge"} if loss.smooth else set())
+        if not kind <= set(caps.losses):
+            return (f"solver {name!r} accepts only the losses {caps.losses}, and "
+                    f"{type(loss).__name__} declares no name among them; set solver to one "
+                    "that accepts any loss (see below).")
+    elif loss_name not in caps.losses:
         smooth = "; a smooth loss such as loss='smoothed_hinge' works with more solvers" \
             if loss_name == "hinge" else ""
         return (f"solver {name!r} does not accept the {loss_name!r} loss "
