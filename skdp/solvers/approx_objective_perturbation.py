@@ -54,21 +54,18 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
     Notes
     -----
     **Privacy guarantee.** Replace-one neighbouring relation; rows clipped to the public
-    ``data_norm``; smooth convex GLM loss with bounded ``phi'`` and ``phi''`` (logistic,
-    multinomial logistic, smoothed hinge). Step 1 is exact GLM objective perturbation of
-    the UNCONSTRAINED objective, ``(epsilon_1, delta_1)``-DP by the closed-form profile
-    of :func:`~skdp.solvers.objective_perturbation.objective_perturbation_delta`. Step 2
-    certifies ``||theta_2 - theta_1|| <= r_max`` for every data set (strong convexity
-    ``Lambda`` of ``J``). Step 3 (given ``theta_1``, ``theta_2 - theta_1 + H`` has
-    sensitivity ``2 r_max``) is the analytic Gaussian mechanism at ``(epsilon_2,
-    delta_2)``. The released point is post-processing of the pair ``(theta_1, theta_2 -
-    theta_1 + H)``: basic composition, two ``ApproxDpEvent`` read by the ``"basic"``
-    accountant. With ``delta = 0`` both steps are pure (K-norm noise for ``B``, l2-Laplace
-    for ``H``; see :class:`~skdp.solvers.ObjectivePerturbation`), two ``PureDpEvent``.
-    Projection onto the constraint (l2, l1, lp ball or simplex) is
-    post-processing. Reference: Su, Zhao & Wang, Algorithms 1/2 and Theorem 1's proof
-    (A.1), with the corrections of docs/algorithms/objective_perturbation.md (sure
-    instead of in-expectation accuracy; exact profile; l2 strong-convexity modulus).
+    ``data_norm``; smooth convex GLM loss with bounded ``phi'`` and ``phi''``. Step 1 is
+    exact objective perturbation of the UNCONSTRAINED objective, ``(epsilon_1,
+    delta_1)``-DP (:func:`~skdp.solvers.objective_perturbation.objective_perturbation_delta`);
+    step 2 certifies ``||theta_2 - theta_1|| <= r_max`` for every data set; step 3 adds
+    the analytic Gaussian of sensitivity ``2 r_max`` at ``(epsilon_2, delta_2)``. Basic
+    composition, two ``ApproxDpEvent`` (``"basic"`` accountant); with ``delta = 0`` the
+    pure variant of :class:`~skdp.solvers.ObjectivePerturbation`, two ``PureDpEvent``.
+    The projection onto the constraint (l2, l1, lp ball or simplex) is post-processing.
+
+    Reference: Su, Zhao & Wang, Algorithms 1/2 and Theorem 1's proof (A.1), with the
+    corrections of docs/algorithms/objective_perturbation.md (sure instead of
+    in-expectation accuracy; exact profile; l2 strong-convexity modulus).
     """
 
     name = "approx_objective_perturbation"

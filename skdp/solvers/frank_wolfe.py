@@ -14,26 +14,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import L1Ball, L2Ball, LpBall, Simplex, Unconstrained
-from skdp.losses import clip_coefficients
-from skdp.privacy.accounting import (
-    PureDpEvent,
-    calibrate_noise_multiplier,
-    check_sensitivity,
-    epsilon_spent,
-    randomized_response_event,
-)
+from skdp.privacy.accounting import PureDpEvent, check_sensitivity, epsilon_spent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._frank_wolfe_tree import (
+    TreeSchedule,
+    _movement_bounds,
+    _selections_event,
+    _vertex,
+    report_noisy_min,
+    selection_epsilon,
+    tree_schedule,
+    vertex_contribution,
+    vertex_scores,
+)
 
 __all__ = [
+    "FrankWolfePlan",
     "PrivateFrankWolfe",
     "TreeSchedule",
     "report_noisy_min",
@@ -51,205 +57,62 @@ MAX_PHASES = 20
 # Laplace scales are raised by this factor so that rounding never puts the recomputed
 # epsilon above the budget.
 _SCALE_SAFETY = 1.0 + 1e-12
-# Relative margins of the approximate-DP calibration (see selection_epsilon).
-_PLD_EPSILON_MARGIN = 1e-9
-_PLD_DELTA_MARGIN = 1e-3
 
 
-# --------------------------------------------------------------------------------------
-# The schedule: phases, tree vertices, sample sizes (public)
-# --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TreeSchedule:
-    """Sample sizes and step sizes of Algorithm 3, fixed from public quantities.
+@dataclass(frozen=True, kw_only=True)
+class FrankWolfePlan(Plan):
+    """The public schedule and noise of one private Frank-Wolfe run.
 
-    Phase ``t = 1..T`` is a complete binary tree of depth ``t`` visited depth first. The
-    root draws ``b`` fresh records, every right child at depth ``j >= 1`` draws
-    ``b_j = floor(b / 2^j)`` fresh records, a left child reuses its parent's estimate,
-    and each of the ``2^t`` leaves takes one Frank-Wolfe step. The global step ``k = 1,
-    2, ...`` uses ``eta_k = 2 / (k + 1)``.
+    Per-phase tuples are indexed ``[t - 1]`` (phase ``t = 1..T``), per-vertex ones
+    ``[t - 1][j]`` (depth ``j = 0..t``; ``j = 0`` the root).
 
     Attributes
     ----------
+    difference_clips : tuple of tuple of float
+        ``C_{t,j}``: the l-inf clip of root gradients (``j = 0``: ``L``) and of gradient
+        differences (``j >= 1``).
+    score_sensitivity : tuple of tuple of float
+        ``Delta_{t,j} = 2 r C_{t,j} / b_j``: replace-one sensitivity of every vertex score.
+    laplace_scales : tuple of float
+        ``lambda_t``, the report-noisy-min scale of phase ``t`` (0 without privacy).
+    vertex_epsilon : tuple of tuple of float
+        Basic-composition epsilon of the ``2^(t-j)`` selections below a vertex.
+    smoothness_l1 : float
+        ``beta_1 = c X^2``, the l1-smoothness of one record's loss.
+    diameter_l1 : float
+        ``D = 2 r``, the l1 diameter of the polytope.
+    sigma : tuple of float
+        The Laplace scales again, under the name the conformance suite reads.
+    clip_norm : float
+        ``L``, the l-inf clip of root gradients.
     n_phases : int
         ``T``.
     batch_size : int
         ``b``, the root sample size.
-    sizes : tuple of int
-        ``sizes[j]`` = records of a sampling vertex at depth ``j`` (``sizes[0] = b``).
+    vertex_sizes : tuple of int
+        ``b_j = floor(b / 2^j)``, records of a sampling vertex at depth ``j``.
     n_used : int
-        Records used in all (``<= n``); each is used in exactly one vertex.
-    n_steps : int
-        Frank-Wolfe steps ``2^(T+1) - 2``.
+        Records used in all (each in exactly one vertex).
+    n_candidates : int
+        Vertices of the polytope (``2 p K`` for the l1 ball, ``p K`` for the simplex).
+    mechanism : {"laplace_report_noisy_min", "none"}
+        The selection mechanism.
     """
 
+    difference_clips: tuple[tuple[float, ...], ...]
+    score_sensitivity: tuple[tuple[float, ...], ...]
+    laplace_scales: tuple[float, ...]
+    vertex_epsilon: tuple[tuple[float, ...], ...]
+    smoothness_l1: float
+    diameter_l1: float
+    sigma: tuple[float, ...]
+    clip_norm: float
     n_phases: int
     batch_size: int
-    sizes: tuple[int, ...]
+    vertex_sizes: tuple[int, ...]
     n_used: int
-    n_steps: int
-
-
-def _records_used(batch_size: int, n_phases: int) -> int:
-    """Records used by ``T`` phases with root size ``b``.
-
-    Phase ``t`` uses ``b`` at the root plus ``2^(j-1)`` right children of size
-    ``floor(b / 2^j)`` at each depth ``j = 1..t``.
-    """
-    total = 0
-    for t in range(1, n_phases + 1):
-        total += batch_size + sum((1 << (j - 1)) * (batch_size >> j) for j in range(1, t + 1))
-    return total
-
-
-def tree_schedule(n_samples: int, n_phases: int, batch_size: int | None = None) -> TreeSchedule:
-    """The schedule of ``n_phases`` phases on ``n_samples`` records (public).
-
-    Without ``batch_size`` the largest ``b`` whose schedule uses at most ``n`` records is
-    taken (the paper's ``b = n / log^2 n`` bounds the count by ``T^2 b``; the exact count
-    lets ``b`` be larger). Raises :class:`IncompatibleSolverError` when no schedule fits:
-    the deepest vertices need ``b >= 2^T`` (Lemma 4.1's ``2^T <= b``).
-    """
-    T = int(n_phases)
-    if batch_size is None:
-        lo, hi = 0, n_samples
-        while lo < hi:  # largest b with _records_used(b, T) <= n (monotone in b)
-            mid = (lo + hi + 1) // 2
-            if _records_used(mid, T) <= n_samples:
-                lo = mid
-            else:
-                hi = mid - 1
-        b = lo
-    else:
-        b = int(batch_size)
-    if b < (1 << T) or _records_used(b, T) > n_samples:
-        need = _records_used(1 << T, T)
-        raise IncompatibleSolverError(
-            f"Frank-Wolfe with n_phases={T} and batch_size={batch_size} needs "
-            f"{_records_used(max(b, 1 << T), T)} records (each used once, the root batch "
-            f"at least 2^T = {1 << T}); the dataset has n_samples = {n_samples}. Use fewer phases "
-            f"(n_phases=None chooses them), a smaller batch_size, or at least {need} "
-            "records."
-        )
-    sizes = tuple(b >> j for j in range(T + 1))
-    return TreeSchedule(n_phases=T, batch_size=b, sizes=sizes, n_used=_records_used(b, T),
-                        n_steps=(1 << (T + 1)) - 2)
-
-
-def _movement_bounds(n_phases: int) -> list[list[float]]:
-    """``M[t][j]``: largest ``sum eta_k`` between a right child at depth j and its parent.
-
-    Between the visit of a parent at depth ``j - 1`` and of its right child the algorithm
-    takes the ``2^(t-j)`` Frank-Wolfe steps of the left sibling's leaves; each moves the
-    iterate by ``eta_k ||w_k - x_k||_1 <= eta_k D``. The steps are largest for the
-    leftmost vertex (smallest ``k``): phase ``t`` starts at step ``k = 2^t - 1``.
-    """
-    out: list[list[float]] = []
-    for t in range(n_phases + 1):
-        row = [0.0]
-        k0 = (1 << t) - 1 if t else 1
-        for j in range(1, t + 1):
-            k = np.arange(k0, k0 + (1 << (t - j)), dtype=float)
-            row.append(float(np.sum(2.0 / (k + 1.0))))
-        out.append(row)
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# Building blocks (also used by the tests)
-# --------------------------------------------------------------------------------------
-def vertex_scores(constraint: L1Ball | Simplex, G: np.ndarray) -> np.ndarray:
-    """``<c_i, G>`` for every vertex ``c_i`` of the polytope, one vectorised op.
-
-    L1 ball: vertices ``+radius e_j`` then ``-radius e_j`` (``2 m`` scores for ``m``
-    entries of ``G``); simplex: ``radius e_j`` (``m`` scores).
-    """
-    g = constraint.radius * np.ravel(G)
-    if isinstance(constraint, Simplex):
-        return g
-    return np.concatenate([g, -g])
-
-
-def _vertex(constraint: L1Ball | Simplex, index: int, shape: tuple[int, ...]) -> np.ndarray:
-    """The vertex number ``index`` of :func:`vertex_scores` as an array of ``shape``."""
-    size = math.prod(shape)
-    w = np.zeros(size)
-    if isinstance(constraint, Simplex):
-        w[index] = constraint.radius
-    else:
-        w[index % size] = constraint.radius if index < size else -constraint.radius
-    return w.reshape(shape)
-
-
-def report_noisy_min(scores: np.ndarray, scale: float, noise: NoiseSource) -> int:
-    """Index of the smallest score after i.i.d. ``Laplace(scale)`` noise on every score.
-
-    With scores of per-candidate sensitivity ``Delta`` that may move in different
-    directions, ``scale = 2 Delta / eps0`` gives ``eps0``-DP (Dwork & Roth 2014, Claim
-    3.9 with the non-monotone factor 2). ``scale = 0``: the exact argmin.
-    """
-    return int(np.argmin(scores + noise.laplace(scores.shape, scale)))
-
-
-def vertex_contribution(
-    problem: Problem,
-    index: np.ndarray,
-    W: np.ndarray,
-    W_parent: np.ndarray | None,
-    clip: float,
-    size: int,
-    norms_inf: np.ndarray,
-) -> np.ndarray:
-    """What the records ``index`` of one vertex add to the gradient estimate.
-
-    Root (``W_parent is None``): ``(1/b) sum_i clip_L(grad f(W; z_i))``. Right child:
-    ``(1/b_j) sum_i clip_C(grad f(W; z_i) - grad f(W_parent; z_i))``. Clipping is in the
-    entrywise l-inf norm, vectorised on the GLM coefficients (``x_i d_i^T`` has l-inf
-    norm ``||x_i||_inf ||d_i||_inf``), so one record moves the result by at most
-    ``2 clip / size`` in l-inf (replace-one). ``size`` is the public vertex size.
-    """
-    loss = problem.spec.loss
-    rows = problem.rows(index)
-    Yb = problem.Y[index]
-    D = loss.derivative(problem.scores(W, rows), Yb)
-    if W_parent is not None:
-        D = D - loss.derivative(problem.scores(W_parent, rows), Yb)
-    D = clip_coefficients(D, norms_inf[index], clip, ord=math.inf)
-    # Divided before the sum: size terms of l-inf norm up to clip could overflow a sum that
-    # the mean (at most clip) never does.
-    return problem.gradient_sum(D / size, rows)
-
-
-def _selections_event(z: float, count: int) -> dpe.DpEvent:
-    """``count`` adaptive ``(1/z)``-DP selections, each dominated by randomized response."""
-    rr = randomized_response_event(1.0 / z)
-    return rr if count == 1 else dpe.SelfComposedDpEvent(rr, count)
-
-
-def selection_epsilon(count: int, budget: Budget, relation: str) -> float:
-    """Largest ``e`` such that ``count`` adaptive ``e``-DP releases are ``budget``-DP.
-
-    Every pure ``e``-DP mechanism is dominated by binary randomized response with the same
-    ``e`` (Kairouz, Oh & Viswanath 2015), and dominating pairs compose adaptively, so the
-    PLD of ``count`` randomized responses bounds the privacy profile of any ``count``
-    adaptive ``e``-DP selections (the optimal composition theorem, computed numerically by
-    dp_accounting's PLD; see :class:`~skdp.privacy.accounting.SelfComposingPldAccountant`).
-    Calibrated as the noise multiplier ``z = 1/e`` (cached; re-accounted: spends at most
-    the budget); the PLD of ``count`` randomized responses is the exact binomial, so a
-    calibration costs milliseconds (0.3 s at ``count = 2^16``).
-    """
-    # Calibrate to a budget a hair inside the target: (epsilon (1 - 1e-9), delta (1 -
-    # 1e-3)). The PLD sums probabilities in floating point (absolute error ~1e-16, i.e.
-    # relative 1e-4 at delta = 1e-12), so the margin keeps the true delta within the
-    # budget and the re-accounted ledger (the scales carry another 1 + 1e-12) below it.
-    inner = Budget(budget.epsilon * (1.0 - _PLD_EPSILON_MARGIN),
-                   budget.delta * (1.0 - _PLD_DELTA_MARGIN))
-    z = calibrate_noise_multiplier(_selections_event, (int(count),), inner,
-                                   accountant="pld", relation=relation)
-    # epsilon / count (basic composition) is always within the budget; the numerical
-    # calibration stops up to 0.1% below the solution, which can fall below it for
-    # count <= 2, so never return less.
-    return max(1.0 / z, inner.epsilon / count)
+    n_candidates: int
+    mechanism: str
 
 
 # --------------------------------------------------------------------------------------
@@ -271,8 +134,10 @@ class PrivateFrankWolfe(BaseDPSolver):
     Parameters
     ----------
     n_phases : int, optional
-        Number of phases ``T`` (``2^(T+1) - 2`` Frank-Wolfe steps). Default: the integer
-        minimising the bound in the proof of Theorem 6 (see Notes).
+        Number of phases ``T`` (``2^(T+1) - 2`` Frank-Wolfe steps, ``T <= 20``).
+        Default: the ``T <= 12`` minimising the bound in the proof of Theorem 6 with unit
+        constants (the largest feasible ``T`` without privacy; docs/algorithms/
+        frank_wolfe.md, "The schedule").
     batch_size : int, optional
         Root sample size ``b`` (``>= 2^T``). Default: the largest ``b`` whose schedule
         uses at most ``n`` records.
@@ -283,60 +148,23 @@ class PrivateFrankWolfe(BaseDPSolver):
     Notes
     -----
     **Privacy guarantee.** Pure epsilon-DP (``delta = 0``; also ``(epsilon, delta)``-DP
-    for every ``delta``) under the replace-one relation, for every dataset: nothing is
-    assumed about the data. Rows are clipped to the public ``data_norm`` in l-infinity
-    (``X``), labels to their public bound. Record sets of the vertices are consecutive
-    blocks of a uniformly random permutation drawn before the data is read, so each
-    record is used in exactly one vertex (at most ``n`` records in all). A record in the
-    root of phase ``t`` enters through ``clip_L(grad f)/b``, a record in a right child
-    at depth ``j`` through ``clip_{C_j}(grad f(x) - grad f(x_parent))/b_j``; replacing it
-    moves every score ``<c_i, v>`` (``||c_i||_1 = radius = r``) of the ``2^(t-j)``
-    leaves below that vertex by at most ``Delta_{t,0} = 2 r L / b`` resp.
-    ``Delta_{t,j} = 2 r C_j / b_j``, given the earlier outputs (which fix the iterates).
-    Laplace report-noisy-min with scale ``lambda_t`` is ``2 Delta / lambda_t``-DP for
-    non-monotone scores, and the ``2^(t-j)`` selections compose (basic composition), so
-    ``lambda_t = max_j 2^(t-j) 2 Delta_{t,j} / epsilon`` makes every record's
-    contribution epsilon-DP; the leaves of other vertices do not depend on it (parallel
-    composition over the vertices), and the iterates are post-processing of the
-    selections. The ledger records the worst vertex's ``2^(t-j)`` selections as
-    ``PureDpEvent``s, read by the ``"pure"`` (or ``"basic"``) accountant.
+    for every ``delta``) under the replace-one relation, for every dataset. Rows are
+    clipped to the public ``data_norm`` in l-infinity, labels to their public bound, root
+    gradients to ``L`` and gradient differences to ``C_{t,j}`` (l-inf). Vertex record
+    sets are consecutive blocks of a data-independent permutation, so each record is in
+    exactly one vertex and moves the scores of the ``2^(t-j)`` leaves below it by at most
+    ``Delta_{t,j} = 2 r C_{t,j} / b_j``. Laplace report-noisy-min of scale ``lambda_t``
+    is ``2 Delta / lambda_t``-DP (non-monotone scores); basic composition over the leaves
+    and parallel composition over the vertices give ``lambda_t = max_j 2^(t-j) 2
+    Delta_{t,j} / epsilon``. Ledger: the worst vertex's selections as ``PureDpEvent``s
+    (``"pure"`` or ``"basic"``). With ``delta > 0`` (accountant ``"pld"``, the ``"auto"``
+    choice) the selections below a vertex compose optimally instead (randomized-response
+    domination, :func:`selection_epsilon`), never with more noise.
 
-    **Approximate DP.** With ``delta > 0`` (accountant ``"pld"``, what ``"auto"`` picks)
-    the ``k = 2^(t-j)`` selections below a vertex compose optimally instead of basically:
-    each is ``e``-DP and dominated by binary randomized response, whose ``k``-fold PLD
-    gives the largest admissible ``e(k)`` (:func:`selection_epsilon`), and ``lambda_t =
-    max_j 2 Delta_{t,j} / e(2^(t-j))``, never above the pure scale. The ledger is the worst
-    vertex's ``SelfComposedDpEvent(RandomizedResponseDpEvent(e), k)`` at the budget's
-    ``delta`` (a bound at that delta only: the worst vertex can depend on delta). This is the first
-    step of the paper's Section 4.2 (Theorem 7) with exact composition; its shuffling step
-    is not used. The schedule is chosen with the pure scales in both cases. References:
-    Asi, Feldman, Koren & Talwar, ICML 2021, Algorithm 3, Lemma 4.1 and Theorem 6, with
-    two corrections: the paper's non-root sensitivity ``D L 2^j / b`` misses that a
-    difference of two gradients changes by ``2 C = 4 L`` under replacement (ours is
-    ``Delta_{t,j} = 4 r L 2^j / b`` with ``C_j = 2 L``: the paper's scale ``2 L D 2^t /
-    (b eps)`` becomes ``8 r L 2^t / (b eps)``), and the paper draws samples without
-    saying they must be disjoint, which the argument needs.
-
-    **Difference clip.** ``C_j = min(2 L, beta_1 D M_{t,j})`` where ``beta_1 = c X^2``
-    (``c`` the public curvature bound of the loss, ``X`` the l-inf row bound) is the
-    l1-smoothness of the per-example loss, ``D = 2 r`` the l1 diameter and ``D M_{t,j}``
-    the public bound on ``||x - x_parent||_1`` from the step sizes of the left sibling's
-    leaves. The clip is never active (the loss's curvature bound holds by definition);
-    when ``beta_1 D <= L`` the root term dominates and ``lambda_t`` is the paper's
-    ``4 r L 2^t / (b eps)``, half of the worst case ``8 r L 2^t / (b eps)``.
-
-    **Phases.** The proof of Theorem 6 bounds the excess risk by
-    ``D (L + beta_1 D) sqrt(ln m / b) + beta_1 D^2 / 2^T + lambda_T ln m`` (the sampling
-    error, the Frank-Wolfe error and the report-noisy-min error of the last phase, ``m``
-    vertices). The default ``T`` minimises this expression with unit constants over
-    ``1 <= T <= 12`` with the exact ``b(T)`` and ``lambda_T`` (the paper's
-    ``T = log2(b eps beta D / (L log m)) / 2`` balances the last two terms). Without
-    privacy (``epsilon = inf``) the selection term vanishes and the default is the
-    largest feasible ``T <= 12`` (the paper's rule with ``lambda = 0``): the worst-case
-    sampling term (Hoeffding at the lossless clip) would stop at ``T = 2-4``, i.e. 6-30
-    Frank-Wolfe steps, whose iterate is still a mixture of a few vertices of norm ``r``
-    (test MSE above the zero predictor's on the l1 benchmark at ``n = 1000``). Public
-    quantities only; the privacy argument does not depend on ``T``.
+    Reference: Asi, Feldman, Koren & Talwar, ICML 2021, Algorithm 3, Lemma 4.1 and
+    Theorem 6, with the corrections of docs/algorithms/frank_wolfe.md (non-root score
+    sensitivity doubled; disjoint vertex record sets; non-monotone report-noisy-min),
+    where the difference clip, the schedule and the approximate-DP variant are derived.
     """
 
     name = "frank_wolfe"
@@ -356,48 +184,29 @@ class PrivateFrankWolfe(BaseDPSolver):
             return "pld"
         return super().resolve_accountant(accountant, budget)
 
+    _parameter_constraints = {
+        # n_phases <= MAX_PHASES: 2^(T+1) Frank-Wolfe steps.
+        "n_phases": [Interval(Integral, 1, MAX_PHASES, closed="both"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "clip_norm": [Interval(Real, 0.0, None, closed="neither"), None],
+    }
+
     def __init__(self, n_phases=None, batch_size=None, clip_norm=None):
         self.n_phases = n_phases
         self.batch_size = batch_size
         self.clip_norm = clip_norm
 
-    def _validate_params(self) -> None:
-        self._check_positive_int("n_phases")
-        self._check_positive_int("batch_size")
-        self._check_positive_real("clip_norm")
-        if self.n_phases is not None and self.n_phases > MAX_PHASES:
-            raise ValueError(f"PrivateFrankWolfe.n_phases must be <= {MAX_PHASES} "
-                             f"(2^(T+1) Frank-Wolfe steps), got {self.n_phases}.")
+    def _check_params(self) -> None:
+        # Booleans are Integral to the declarations above; they were never numbers here.
+        for name in ("n_phases", "batch_size", "clip_norm"):
+            if isinstance(getattr(self, name), bool):
+                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be "
+                                 f"a number or None, got {getattr(self, name)!r}.")
 
-    # -- checks ------------------------------------------------------------------------
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        c = spec.constraint
-        if isinstance(c, Unconstrained):
-            raise IncompatibleSolverError(
-                "solver 'frank_wolfe' needs a bounded polytope (its steps move towards "
-                "vertices); set constraint='l1' and a finite radius."
-            )
-        if isinstance(c, L2Ball | LpBall):
-            raise IncompatibleSolverError(
-                f"solver 'frank_wolfe' needs a polytope with finitely many vertices (the "
-                f"private selection is over vertices), but {type(c).__name__} has a "
-                "continuum of extreme points and no finite candidate set with a known "
-                "score sensitivity; use constraint='l1', or a mirror-descent or "
-                "gradient solver for l2/lp balls."
-            )
-        if not isinstance(c, L1Ball | Simplex):
-            raise IncompatibleSolverError(
-                f"solver 'frank_wolfe' supports L1Ball and Simplex constraints, not "
-                f"{type(c).__name__}."
-            )
-        super().check_compatible(spec, accountant, relation)
-        if spec.n_penalized != spec.n_params:
-            raise IncompatibleSolverError(
-                "solver 'frank_wolfe' needs every coefficient inside the l1 ball: a free "
-                "intercept makes the feasible set unbounded (no finite vertex set). Set "
-                "fit_intercept=False (centre the data with public constants), or use "
-                "DPLasso, whose intercept counts towards the radius."
-            )
+    # The declaration covers the constraint (a polytope with finitely many vertices: the
+    # l1 ball or the simplex; l2/lp balls have a continuum of extreme points and no finite
+    # candidate set with a known score sensitivity) and the intercept (every coefficient
+    # inside the ball: a free intercept leaves no finite vertex set).
 
     # -- public constants -------------------------------------------------------------------
     def lipschitz_inf(self, spec: ProblemSpec) -> float:
@@ -482,7 +291,7 @@ class PrivateFrankWolfe(BaseDPSolver):
 
     def _n_candidates(self, spec: ProblemSpec) -> int:
         m = spec.n_params * spec.n_outputs
-        return m if isinstance(spec.constraint, Simplex) else 2 * m
+        return m if spec.constraint.kind == "simplex" else 2 * m
 
     def _utility_bound(self, spec: ProblemSpec, budget: Budget, schedule: TreeSchedule,
                        L: float) -> float:
@@ -523,7 +332,8 @@ class PrivateFrankWolfe(BaseDPSolver):
         return best[1]
 
     # -- plan --------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+             ) -> FrankWolfePlan:
         if accountant == "pld" and budget.is_private and budget.delta == 0:
             raise IncompatibleSolverError(
                 "accountant='pld' composes Frank-Wolfe's selections for delta > 0; with "
@@ -551,20 +361,14 @@ class PrivateFrankWolfe(BaseDPSolver):
             )
         else:
             event = dpe.NonPrivateDpEvent()
-        settings = {
+        return FrankWolfePlan(
+            n_iter=schedule.n_steps, event=event, accountant=accountant, relation=relation,
             **consts,
             # Laplace scales per phase, also under the name the conformance suite reads.
-            "sigma": consts["laplace_scales"],
-            "clip_norm": L,
-            "n_phases": schedule.n_phases,
-            "batch_size": schedule.batch_size,
-            "vertex_sizes": schedule.sizes,
-            "n_used": schedule.n_used,
-            "n_candidates": self._n_candidates(spec),
-            "mechanism": "laplace_report_noisy_min" if budget.is_private else "none",
-        }
-        return _legacy_plan(n_iter=schedule.n_steps, event=event, accountant=accountant,
-                    relation=relation, settings=settings)
+            sigma=consts["laplace_scales"], clip_norm=L, n_phases=schedule.n_phases,
+            batch_size=schedule.batch_size, vertex_sizes=schedule.sizes,
+            n_used=schedule.n_used, n_candidates=self._n_candidates(spec),
+            mechanism="laplace_report_noisy_min" if budget.is_private else "none")
 
     @staticmethod
     def _check_scores_register_noise(spec: ProblemSpec, consts: dict) -> None:
@@ -612,19 +416,18 @@ class PrivateFrankWolfe(BaseDPSolver):
                                                        relation=relation))
 
     # -- run ---------------------------------------------------------------------------------
-    def release_noise_scale(self, plan: Plan) -> float:
+    def release_noise_scale(self, plan: FrankWolfePlan) -> float:
         # The release is a convex combination of vertices +-r e_j with public weights: no
         # noise is added to it (the Laplace noise only decides discrete selections), so
         # there are no low-order bits of a noisy float to hide and no grid to snap to.
         return 0.0
 
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: FrankWolfePlan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
-        s = plan.settings
         constraint = spec.constraint
         shape = (spec.n_params, spec.n_outputs)
-        T, sizes = s["n_phases"], s["vertex_sizes"]
-        L, clips, scales = s["clip_norm"], s["difference_clips"], s["laplace_scales"]
+        T, sizes = plan.n_phases, plan.vertex_sizes
+        L, clips, scales = plan.clip_norm, plan.difference_clips, plan.laplace_scales
         alpha = spec.alpha
         # The vertex sets are consecutive blocks of this permutation, in DFS order: drawn
         # before the data is read, each record in at most one vertex.

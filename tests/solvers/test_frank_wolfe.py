@@ -20,9 +20,9 @@ from skdp.privacy import Budget, epsilon_spent
 from skdp.privacy.accounting import randomized_response_event
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
+from skdp.solvers._frank_wolfe_tree import _records_used
 from skdp.solvers.frank_wolfe import (
     PrivateFrankWolfe,
-    _records_used,
     report_noisy_min,
     tree_schedule,
     vertex_contribution,
@@ -82,8 +82,8 @@ def test_score_sensitivity_brute_force(loss_kind):
     spec = base.spec
     solver = PrivateFrankWolfe(n_phases=3)
     plan = solver.plan(spec, BUDGET, "pure", "replace_one")
-    s = plan.settings
-    sizes, clips, sens = s["vertex_sizes"], s["difference_clips"], s["score_sensitivity"]
+    s = plan
+    sizes, clips, sens = s.vertex_sizes, s.difference_clips, s.score_sensitivity
     norms_inf = base.row_norms_in(math.inf)
     ball = L1Ball(r)
 
@@ -103,7 +103,7 @@ def test_score_sensitivity_brute_force(loss_kind):
     for t in range(1, 4):
         for j in range(t + 1):
             index = np.arange(sizes[j])
-            clip = s["clip_norm"] if j == 0 else clips[t - 1][j]
+            clip = s.clip_norm if j == 0 else clips[t - 1][j]
             for W, Wp in points:
                 parent = None if j == 0 else Wp
                 v = vertex_contribution(base, index, W, parent, clip, sizes[j], norms_inf)
@@ -124,8 +124,8 @@ def test_sensitivity_pair_attains_bound_against_each_other():
     """Two adversarial records (not one against the base data) give exactly 2 r L / b."""
     problem, _ = lasso_problem(n=40, d=4, radius=1.0)
     plan = PrivateFrankWolfe(n_phases=1).plan(problem.spec, BUDGET, "pure", "replace_one")
-    s = plan.settings
-    b, L = s["vertex_sizes"][0], s["clip_norm"]
+    s = plan
+    b, L = s.vertex_sizes[0], s.clip_norm
     W = np.zeros((4, 1))
     W[0] = 1.0
     a = _replace(problem, 0, np.ones(4), -1.5)          # phi' = 1 + 1.5 = L, grad = +L
@@ -134,8 +134,8 @@ def test_sensitivity_pair_attains_bound_against_each_other():
     va = vertex_contribution(a, index, W, None, L, b, a.row_norms_in(math.inf))
     vc = vertex_contribution(c, index, W, None, L, b, c.row_norms_in(math.inf))
     change = np.max(np.abs(vertex_scores(L1Ball(1.0), va - vc)))
-    assert change == pytest.approx(s["score_sensitivity"][0][0], rel=1e-12)
-    assert s["score_sensitivity"][0][0] == pytest.approx(2 * 1.0 * 2.5 / b)
+    assert change == pytest.approx(s.score_sensitivity[0][0], rel=1e-12)
+    assert s.score_sensitivity[0][0] == pytest.approx(2 * 1.0 * 2.5 / b)
 
 
 # --------------------------------------------------------------------------------------
@@ -163,11 +163,11 @@ def test_each_record_used_in_exactly_one_vertex(n, n_phases):
     result = solver.solve(counting, BUDGET, 0, accountant="pure")
     calls = _Log.calls
     used = np.concatenate(calls)
-    s = result.plan.settings
+    s = result.plan
     assert used.size == np.unique(used).size  # no record in two vertices
-    assert used.size == s["n_used"] <= n     # one pass: at most n records
+    assert used.size == s.n_used <= n     # one pass: at most n records
     # Vertex sizes: per phase t, one root (b) and 2^(j-1) right children of b_j.
-    T, sizes = s["n_phases"], s["vertex_sizes"]
+    T, sizes = s.n_phases, s.vertex_sizes
     expected = sorted([sizes[0]] * T + [sizes[j] for t in range(1, T + 1)
                                         for j in range(1, t + 1) for _ in range(1 << (j - 1))])
     assert sorted(len(c) for c in calls) == expected
@@ -286,7 +286,7 @@ def test_noise_free_run_reaches_small_gap_against_sklearn_lasso():
     # The bound of Theorem 6's proof (unit constants), computed as the solver does.
     solver = PrivateFrankWolfe()
     L = solver.lipschitz_inf(spec)
-    sch = tree_schedule(n, res.plan.settings["n_phases"])
+    sch = tree_schedule(n, res.plan.n_phases)
     bound = solver._utility_bound(spec, Budget(math.inf, 0.0), sch, L)
     assert excess < bound / 20
 
@@ -317,8 +317,8 @@ def test_default_phases_without_privacy_are_the_most_the_data_allows(n):
     """epsilon = inf: no selection noise, so the default T is the largest feasible one."""
     problem, _ = lasso_problem(n=n, d=5)
     plan = PrivateFrankWolfe().plan(problem.spec, Budget(math.inf, 0.0), "pure", "replace_one")
-    assert plan.settings["n_phases"] == _largest_feasible_phases(n)
-    assert plan.n_iter == 2 ** (plan.settings["n_phases"] + 1) - 2
+    assert plan.n_phases == _largest_feasible_phases(n)
+    assert plan.n_iter == 2 ** (plan.n_phases + 1) - 2
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 5.0])
@@ -331,7 +331,7 @@ def test_private_default_phases_minimise_the_three_term_bound(eps):
     values = {T: solver._utility_bound(spec, budget, tree_schedule(n, T), L)
               for T in range(1, _largest_feasible_phases(n) + 1)}
     plan = solver.plan(spec, budget, "pure", "replace_one")
-    assert plan.settings["n_phases"] == min(values, key=values.get)
+    assert plan.n_phases == min(values, key=values.get)
 
 
 def test_noise_free_sparse_high_dimensional_run_beats_the_zero_predictor():
@@ -377,9 +377,9 @@ class RecordingSource(NoiseSource):
 
 def reference_frank_wolfe(X, y, radius, label_bound, plan, draws, alpha=0.0):
     """Algorithm 3 written out with explicit per-example gradient matrices (dense)."""
-    s = plan.settings
-    T, sizes = s["n_phases"], s["vertex_sizes"]
-    L, clips = s["clip_norm"], s["difference_clips"]
+    s = plan
+    T, sizes = s.n_phases, s.vertex_sizes
+    L, clips = s.clip_norm, s.difference_clips
     n, d = X.shape
     draws = list(draws)
     kind, perm = draws.pop(0)
@@ -471,14 +471,14 @@ def test_calibration_round_trip(eps, delta, n, n_phases):
         plan = solver.plan(problem.spec, budget, accountant, "replace_one")
         spent = epsilon_spent(plan.event, delta, accountant=accountant, relation="replace_one")
         assert 0.99 * eps <= spent <= eps
-    s = solver.plan(problem.spec, budget, "pure", "replace_one").settings
+    s = solver.plan(problem.spec, budget, "pure", "replace_one")
     # The ledger's epsilon is the worst vertex's composition; every vertex is within it.
-    for t, row in enumerate(s["vertex_epsilon"], start=1):
+    for t, row in enumerate(s.vertex_epsilon, start=1):
         for j, e in enumerate(row):
             assert e <= eps
             # lambda_t = max_j 2^(t-j) 2 Delta_{t,j} / eps (recomputed here).
-            lam = s["laplace_scales"][t - 1]
-            assert e == pytest.approx((1 << (t - j)) * 2 * s["score_sensitivity"][t - 1][j]
+            lam = s.laplace_scales[t - 1]
+            assert e == pytest.approx((1 << (t - j)) * 2 * s.score_sensitivity[t - 1][j]
                                       / lam)
         assert max(row) == pytest.approx(eps, rel=1e-9)
 
@@ -494,22 +494,22 @@ def test_approximate_dp_composes_the_selections_optimally(eps, n, n_phases):
     assert solver.resolve_accountant("auto", budget) == "pld"
     assert solver.resolve_accountant("auto", Budget(eps, 0.0)) == "pure"
     plan = solver.plan(problem.spec, budget, "pld", "replace_one")
-    pure = solver.plan(problem.spec, budget, "pure", "replace_one").settings
-    s = plan.settings
+    pure = solver.plan(problem.spec, budget, "pure", "replace_one")
+    s = plan
     spent = epsilon_spent(plan.event, 1e-5, accountant="pld", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
-    for t, lam in enumerate(s["laplace_scales"], start=1):
-        assert lam <= pure["laplace_scales"][t - 1] * (1 + 1e-9)
+    for t, lam in enumerate(s.laplace_scales, start=1):
+        assert lam <= pure.laplace_scales[t - 1] * (1 + 1e-9)
         for j in range(t + 1):
             # Each of the 2^(t-j) selections is (2 Delta / lambda)-DP; their composition
             # (randomized response dominates each) must meet the budget.
-            e = 2 * s["score_sensitivity"][t - 1][j] / lam
+            e = 2 * s.score_sensitivity[t - 1][j] / lam
             vertex = dpe.SelfComposedDpEvent(randomized_response_event(e), 1 << (t - j))
             assert epsilon_spent(vertex, 1e-5, accountant="pld",
                                  relation="replace_one") <= spent * (1 + 1e-9)
-    if s["n_phases"] >= 4:
+    if s.n_phases >= 4:
         # 2^T selections: basic composition pays 2^T, optimal about sqrt(2^T ln(1/delta)).
-        assert s["laplace_scales"][-1] < 0.5 * pure["laplace_scales"][-1]
+        assert s.laplace_scales[-1] < 0.5 * pure.laplace_scales[-1]
 
 
 @pytest.mark.parametrize("n_phases, eps, delta", [(13, 1.0, 1e-12), (10, 1.0, 1e-6),
@@ -521,7 +521,6 @@ def test_approximate_dp_ledger_is_exact_and_fits_run(n_phases, eps, delta):
     import mpmath
 
     from skdp.privacy.accounting import PrivacyLedger
-    from skdp.solvers.frank_wolfe import _records_used
 
     n = 2 * _records_used(1 << n_phases, n_phases)
     spec = ProblemSpec(n_samples=n, n_params=10, n_outputs=1, n_penalized=10,
@@ -530,9 +529,9 @@ def test_approximate_dp_ledger_is_exact_and_fits_run(n_phases, eps, delta):
     budget = Budget(eps, delta)
     plan = PrivateFrankWolfe(n_phases=n_phases).plan(spec, budget, "pld", "replace_one")
     assert PrivacyLedger(plan.event, "pld", "replace_one", budget).spent().epsilon <= eps
-    s = plan.settings
-    T = s["n_phases"]
-    e = 2 * s["score_sensitivity"][T - 1][0] / s["laplace_scales"][T - 1]
+    s = plan
+    T = s.n_phases
+    e = 2 * s.score_sensitivity[T - 1][0] / s.laplace_scales[T - 1]
     k = 1 << T
     mpmath.mp.dps = 30
     q = 1 / (1 + mpmath.exp(mpmath.mpf(e)))
@@ -552,16 +551,16 @@ def test_laplace_scale_formula_and_monotone_in_epsilon():
     solver = PrivateFrankWolfe(n_phases=4)
     previous = None
     for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
-        s = solver.plan(problem.spec, Budget(eps, 0.0), "pure", "replace_one").settings
-        r, L, b = 1.0, s["clip_norm"], s["batch_size"]
+        s = solver.plan(problem.spec, Budget(eps, 0.0), "pure", "replace_one")
+        r, L, b = 1.0, s.clip_norm, s.batch_size
         assert L == pytest.approx(r * 1.0 + 1.5)  # (r X + B) X
         # beta_1 D = 2 < L, so C_j <= 2 < 2 L and the root term 4 r L 2^t / b dominates.
-        for t, lam in enumerate(s["laplace_scales"], start=1):
+        for t, lam in enumerate(s.laplace_scales, start=1):
             assert lam == pytest.approx(4 * r * L * 2**t / (b * eps), rel=1e-9)
-        assert s["sigma"] == s["laplace_scales"]
+        assert s.sigma == s.laplace_scales
         if previous is not None:
-            assert all(a <= p for a, p in zip(s["sigma"], previous, strict=True))
-        previous = s["sigma"]
+            assert all(a <= p for a, p in zip(s.sigma, previous, strict=True))
+        previous = s.sigma
 
 
 def test_difference_clip_is_twice_lipschitz_when_smoothness_is_large():
@@ -578,17 +577,17 @@ def test_difference_clip_is_twice_lipschitz_when_smoothness_is_large():
                        alpha=0.0, row_norm_ord=math.inf)
     del rng
     plan = PrivateFrankWolfe(n_phases=3).plan(spec, BUDGET, "pure", "replace_one")
-    s = plan.settings
-    L, b, b1 = s["clip_norm"], s["batch_size"], s["vertex_sizes"][1]
+    s = plan
+    L, b, b1 = s.clip_norm, s.batch_size, s.vertex_sizes[1]
     # Here a depth-1 vertex, not the root, is the worst: the ledger must record it.
-    assert s["vertex_epsilon"][0][1] > s["vertex_epsilon"][0][0]
+    assert s.vertex_epsilon[0][1] > s.vertex_epsilon[0][0]
     spent = epsilon_spent(plan.event, 0.0, accountant="pure", relation="replace_one")
     assert 0.99 <= spent <= 1.0
     assert L == 1.0
-    assert s["difference_clips"][0][1] == pytest.approx(2 * L)
-    assert s["laplace_scales"][0] == pytest.approx(8 * r * L / b1, rel=1e-9)
+    assert s.difference_clips[0][1] == pytest.approx(2 * L)
+    assert s.laplace_scales[0] == pytest.approx(8 * r * L / b1, rel=1e-9)
     paper = 2 * L * (2 * r) * 2 / b
-    assert s["laplace_scales"][0] / paper == pytest.approx(2.0 * (b / 2) / b1, rel=1e-9)
+    assert s.laplace_scales[0] / paper == pytest.approx(2.0 * (b / 2) / b1, rel=1e-9)
 
 
 def test_plan_uses_public_quantities_only():
@@ -597,7 +596,7 @@ def test_plan_uses_public_quantities_only():
     solver = PrivateFrankWolfe()
     pa = solver.plan(a.spec, BUDGET, "pure", "replace_one")
     pb = solver.plan(b.spec, BUDGET, "pure", "replace_one")
-    assert pa.settings == pb.settings and pa.n_iter == pb.n_iter and pa.event == pb.event
+    assert pa.constants() == pb.constants() and pa.n_iter == pb.n_iter and pa.event == pb.event
 
 
 # --------------------------------------------------------------------------------------
@@ -653,9 +652,9 @@ def test_estimator_end_to_end_and_delta_positive():
 
 
 @pytest.mark.parametrize("constraint, match", [
-    (Unconstrained(), "constraint='l1'"),
-    (L2Ball(1.0), "finitely many vertices"),
-    (LpBall(1.0, 1.5), "finitely many vertices"),
+    (Unconstrained(), "constraint one of 'l1', 'simplex'"),
+    (L2Ball(1.0), "does not accept the constraint L2Ball"),
+    (LpBall(1.0, 1.5), "does not accept the constraint LpBall"),
 ])
 def test_incompatible_constraints(constraint, match):
     problem, _ = lasso_problem(n=100, d=5, constraint=constraint)
@@ -686,13 +685,13 @@ def test_simplex_and_multiclass():
     problem = Problem.build(X, Y, spec, data_norm=1.0)
     res = PrivateFrankWolfe().solve(problem, Budget(math.inf, 0.0), 0)
     assert res.coef.shape == (d, K) and np.abs(res.coef).sum() <= 5.0 + 1e-12
-    assert res.plan.settings["n_candidates"] == 2 * d * K
+    assert res.plan.n_candidates == 2 * d * K
     acc = np.mean(np.argmax(X @ res.coef, axis=1) == labels)
     assert acc > 0.8
     # Simplex: d K vertices radius e_j; iterates stay in the simplex.
     problem_s, _ = lasso_problem(n=400, d=6, constraint=Simplex(1.0))
     res = PrivateFrankWolfe().solve(problem_s, BUDGET, 0)
-    assert res.plan.settings["n_candidates"] == 6
+    assert res.plan.n_candidates == 6
     assert np.all(res.coef >= 0) and res.coef.sum() == pytest.approx(1.0)
 
 
@@ -719,7 +718,7 @@ def test_vertex_mean_of_huge_gradients_does_not_overflow():
     problem = Problem.build(X, np.full((n, 1), big), spec, data_norm=big)
     solver = PrivateFrankWolfe(n_phases=1, batch_size=180)
     plan = solver.plan(spec, Budget(1.0, 0.0), "pure", "replace_one")
-    clip = plan.settings["clip_norm"]
+    clip = plan.clip_norm
     index = np.arange(180)
     v = vertex_contribution(problem, index, np.zeros((2, 1)), None, clip, 180,
                             problem.row_norms_in(math.inf))

@@ -97,7 +97,7 @@ def test_certified_point_is_within_the_radius_of_the_optimum(name):
     plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
     W = solver.certified_minimizer(problem, plan)
     ref = _reference_minimizer(problem)
-    assert np.linalg.norm(W - ref) <= plan.settings["certified_radius"]
+    assert np.linalg.norm(W - ref) <= plan.certified_radius
 
 
 def test_hinge_duality_gap_certificate_bounds_the_distance():
@@ -118,7 +118,7 @@ def test_hinge_duality_gap_certificate_bounds_the_distance():
     ref = ((X * Y).T @ a / (alpha * n))[:, None]
     # The gap certificate of the reference itself is tiny (weak duality is tight).
     objective = _Objective(problem)
-    assert np.linalg.norm(W - ref) <= plan.settings["certified_radius"]
+    assert np.linalg.norm(W - ref) <= plan.certified_radius
     # And a small gap certifies a small radius: the certificate is not vacuous.
     _, dist = objective.hinge_gap_bound(ref, 1e-6)
     assert dist < 1e-2
@@ -232,9 +232,9 @@ def test_pure_ledger_and_noise_scale():
         assert plan.event == PureDpEvent(eps)
         assert epsilon_spent(plan.event, 0.0, accountant="pure",
                              relation="replace_one") == eps
-        assert plan.settings["laplace_scale"] == pytest.approx(
-            plan.settings["sensitivity"] / eps)
-    scales = [p.settings["laplace_scale"] for p in plans]
+        assert plan.laplace_scale == pytest.approx(
+            plan.sensitivity / eps)
+    scales = [p.laplace_scale for p in plans]
     assert scales == sorted(scales, reverse=True)
 
 
@@ -260,18 +260,18 @@ def test_output_uses_the_recorded_noise_exactly():
         source = Fixed(np.random.default_rng(3))
         res = OutputPerturbation(shrinkage=shrinkage).solve(problem, Budget(2.0, 0.0), source)
         W = _reference_minimizer(problem)
-        settings = res.plan.settings
+        plan = res.plan
         # Public noise power E||z||^2 = m (m + 1) b^2 of the l2 Laplace.
-        m, b = W.size, settings["laplace_scale"]
-        assert settings["noise_power"] == pytest.approx(m * (m + 1) * b**2, rel=1e-12)
+        m, b = W.size, plan.laplace_scale
+        assert plan.noise_power == pytest.approx(m * (m + 1) * b**2, rel=1e-12)
         noisy = W + source.last
-        c = 1.0 if shrinkage is None else max(0.0, 1 - settings["noise_power"]
+        c = 1.0 if shrinkage is None else max(0.0, 1 - plan.noise_power
                                                    / np.sum(noisy**2))
-        expected = L2Ball(settings["domain_radius"]).project(c * noisy)
+        expected = L2Ball(plan.domain_radius).project(c * noisy)
         # The certified minimiser is within r_max of W; v -> (1 - P/||v||^2)_+ v is
         # 2-Lipschitz (Jacobian eigenvalues 1 -+ P/||v||^2 where it is not 0) and the
         # projection 1-Lipschitz, so the release is within 2 r_max of the reference.
-        assert np.linalg.norm(res.coef - expected) <= 2 * settings["certified_radius"]
+        assert np.linalg.norm(res.coef - expected) <= 2 * plan.certified_radius
 
 
 def test_shrinkage_is_post_processing_of_the_noisy_point():
@@ -289,7 +289,7 @@ def test_shrinkage_is_post_processing_of_the_noisy_point():
     np.testing.assert_array_equal(OutputPerturbation(shrinkage=None).shrink(noisy, 3.0), noisy)
     problem = _case("logistic")
     inf = OutputPerturbation().plan(problem.spec, Budget(math.inf, 0.0), "pure", "replace_one")
-    assert inf.settings["noise_power"] == 0.0
+    assert inf.noise_power == 0.0
     with pytest.raises(ValueError, match="shrinkage"):
         OutputPerturbation(shrinkage="yes").solve(problem, Budget(1.0, 0.0), 0)
 
@@ -351,8 +351,10 @@ def test_bad_objective_settings_have_clear_errors():
         DPLogisticRegression(solver="output_perturbation", tilt=-1.0).fit(X, Y[:, 0])
     with pytest.raises(ValueError, match="binary"):
         DPLogisticRegression(solver="output_perturbation", adversarial_radius=0.1).fit(X, y3)
+    # The generic check lists the solvers whose declarations accept the problem as built
+    # for gd (a free intercept is built for gd, a penalised one for output_perturbation).
     with pytest.raises(IncompatibleSolverError, match="output_perturbation"):
-        DPLogisticRegression(solver="gd", tilt=1.0).fit(X, Y[:, 0])
+        DPLogisticRegression(solver="gd", tilt=1.0, fit_intercept=False).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="clip"):
         DPLinearRegression(solver="gd", delta=1e-5).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="alpha > 0"):
@@ -381,9 +383,9 @@ def test_subgradient_inner_on_a_smooth_objective_uses_its_own_sure_count():
     problem = _case("logistic", n=200)
     solver = OutputPerturbation(inner="subgradient", max_iter=10**6)
     plan = solver.plan(problem.spec, Budget(1.0, 0.0), "pure", "replace_one")
-    assert plan.settings["fallback"] == "subgradient"
+    assert plan.fallback == "subgradient"
     W = solver.certified_minimizer(problem, plan)  # never raises: the count is sure
-    assert np.linalg.norm(W - _reference_minimizer(problem)) <= plan.settings["certified_radius"]
+    assert np.linalg.norm(W - _reference_minimizer(problem)) <= plan.certified_radius
 
 
 def test_loss_built_for_another_output_count_is_rejected():
@@ -410,4 +412,4 @@ def test_sure_gradient_fallback_never_aborts_and_meets_its_radius(kind, loss, ti
         plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
         W = solver.certified_minimizer(problem, plan)
         distance = np.linalg.norm(W - _reference_minimizer(problem))
-        assert distance <= 0.5 * plan.settings["certified_radius"]
+        assert distance <= 0.5 * plan.certified_radius
