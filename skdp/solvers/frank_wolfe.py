@@ -196,13 +196,6 @@ class PrivateFrankWolfe(BaseDPSolver):
         self.batch_size = batch_size
         self.clip_norm = clip_norm
 
-    def _check_params(self) -> None:
-        # Booleans are Integral to the declarations above; they were never numbers here.
-        for name in ("n_phases", "batch_size", "clip_norm"):
-            if isinstance(getattr(self, name), bool):
-                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be "
-                                 f"a number or None, got {getattr(self, name)!r}.")
-
     # The declaration covers the constraint (a polytope with finitely many vertices: the
     # l1 ball or the simplex; l2/lp balls have a continuum of extreme points and no finite
     # candidate set with a known score sensitivity) and the intercept (every coefficient

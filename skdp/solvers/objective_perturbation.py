@@ -279,13 +279,6 @@ class ObjectivePerturbation(BaseDPSolver):
         self.max_iter = max_iter
         self.shrinkage = shrinkage
 
-    def _check_params(self) -> None:
-        # Booleans are Integral to the declarations above; they were never numbers here.
-        for name in ("noise_radius", "radius_fraction", "certified_radius", "max_iter"):
-            if isinstance(getattr(self, name), bool):
-                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be "
-                                 f"a number or None, got {getattr(self, name)!r}.")
-
     # -- plan ------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
              ) -> ObjectivePerturbationPlan:

@@ -192,13 +192,6 @@ class OutputPerturbation(BaseDPSolver):
         self.max_iter = max_iter
         self.shrinkage = shrinkage
 
-    def _check_params(self) -> None:
-        # Booleans are Integral to the declarations above; they were never numbers here.
-        for name in ("certified_radius", "max_iter"):
-            if isinstance(getattr(self, name), bool):
-                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be "
-                                 f"a number or None, got {getattr(self, name)!r}.")
-
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         # The declaration covers the constraint (none or l2: the sensitivity uses an l2
         # domain) and the penalised intercept; these depend on the objective's numbers.
