@@ -9,6 +9,7 @@ only for data-free numeric conditions that no declaration expresses.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
@@ -249,8 +250,15 @@ def check_capabilities(solver, spec, accountant: str, relation: str) -> None:
     if "(see below)" in reason:
         from skdp.solvers import SOLVERS  # the registry imports every solver module
 
+        def as_built_for(caps: Capabilities):
+            # The estimators penalise the intercept for the solvers that need it so.
+            if caps.intercept == "penalized":
+                return dataclasses.replace(spec, n_penalized=spec.n_params)
+            return spec
+
         fits = [key for key, cls in SOLVERS.items() if key != solver.name and incompatibility(
-            cls.capabilities, key, spec, cls.capabilities.default_accountant
+            cls.capabilities, key, as_built_for(cls.capabilities),
+            cls.capabilities.default_accountant
             if accountant not in cls.capabilities.accountants else accountant,
             relation) is None]
         reason = reason.replace(

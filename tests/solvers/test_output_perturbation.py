@@ -354,7 +354,7 @@ def test_bad_objective_settings_have_clear_errors():
     # The generic check lists the solvers whose declarations accept the problem as built
     # for gd (a free intercept is built for gd, a penalised one for output_perturbation).
     with pytest.raises(IncompatibleSolverError, match="output_perturbation"):
-        DPLogisticRegression(solver="gd", tilt=1.0, fit_intercept=False).fit(X, Y[:, 0])
+        DPLogisticRegression(solver="gd", tilt=1.0).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="clip"):
         DPLinearRegression(solver="gd", delta=1e-5).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="alpha > 0"):
