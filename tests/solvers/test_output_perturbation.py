@@ -351,8 +351,8 @@ def test_bad_objective_settings_have_clear_errors():
         DPLogisticRegression(solver="output_perturbation", tilt=-1.0).fit(X, Y[:, 0])
     with pytest.raises(ValueError, match="binary"):
         DPLogisticRegression(solver="output_perturbation", adversarial_radius=0.1).fit(X, y3)
-    # The generic check lists the solvers whose declarations accept the problem as built
-    # for gd (a free intercept is built for gd, a penalised one for output_perturbation).
+    # The generic check lists the solvers whose declarations accept the problem as the
+    # estimator would build it for them (a penalised intercept for output_perturbation).
     with pytest.raises(IncompatibleSolverError, match="output_perturbation"):
         DPLogisticRegression(solver="gd", tilt=1.0).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="clip"):
