@@ -151,13 +151,6 @@ class NoisyGD(BaseDPSolver):
         self.clip_norm = clip_norm
         self.iterate = iterate
 
-    def _check_params(self) -> None:
-        # Interval accepts booleans (ints); the numeric parameters refuse them.
-        for name in ("n_iter", "step_size", "clip_norm"):
-            if isinstance(getattr(self, name), bool):
-                raise ValueError(f"{type(self).__name__}.{name} must be None or a number, "
-                                 f"not a bool; got {getattr(self, name)!r}.")
-
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, sensitivity: float) -> int:
         """Data-independent default ``T`` (derivation: docs/algorithms/gd.md)."""
         if self.n_iter is not None:

@@ -188,13 +188,6 @@ class PhasedDPSGD(BaseDPSolver):
         self.batch_size = batch_size
         self.n_phases = n_phases
 
-    def _check_params(self) -> None:
-        # Interval accepts booleans (ints); the numeric parameters refuse them.
-        for name in ("step_size", "batch_size", "n_phases"):
-            if isinstance(getattr(self, name), bool):
-                raise ValueError(f"{type(self).__name__}.{name} must be None or a number, "
-                                 f"not a bool; got {getattr(self, name)!r}.")
-
     # -- plan ------------------------------------------------------------------------------
     def _noise_ratio(self, spec: ProblemSpec, budget: Budget, accountant: str, z: float
                      ) -> float:

@@ -197,13 +197,6 @@ class SufficientStatistics(BaseDPSolver):
         self.ridge = ridge
         self.max_iter = max_iter
 
-    def _check_params(self) -> None:
-        # Interval accepts booleans (ints); the numeric parameters refuse them.
-        for name in ("ridge", "max_iter"):
-            if isinstance(getattr(self, name), bool):
-                raise ValueError(f"{type(self).__name__}.{name} must be a number, not a "
-                                 f"bool; got {getattr(self, name)!r}.")
-
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
         # The public row and label bounds must keep X'X and its noise in float range.

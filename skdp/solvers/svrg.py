@@ -194,14 +194,6 @@ class DPSVRG(BaseDPSolver):
         self.correction_clip = correction_clip
         self.sampling = sampling
 
-    def _check_params(self) -> None:
-        # Interval accepts booleans (ints); the numeric parameters refuse them.
-        for name in ("n_epochs", "inner_steps", "batch_size", "step_size", "clip_norm",
-                     "correction_clip"):
-            if isinstance(getattr(self, name), bool):
-                raise ValueError(f"{type(self).__name__}.{name} must be None or a number, "
-                                 f"not a bool; got {getattr(self, name)!r}.")
-
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         # Poisson batches: the PLD accountant is tight where RDP is not (section 6.3 of
         # the calibration note); sampling without replacement is accounted by RDP only.
