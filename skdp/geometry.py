@@ -14,6 +14,15 @@ strong-convexity modulus, while the dimension-free ``constraint.mirror_map`` ret
 :class:`L1PNormMirrorMap`, which reads ``d`` from the size of each argument and states the
 dimension-free modulus ``e^{-2}``. Solvers that know the parameter's size should call
 ``mirror_map_for``.
+
+Mirror-descent geometry: each set owns it, so solvers call methods and never branch on
+the set's type. ``constraint.mirror_geometry(d)`` returns a :class:`MirrorGeometry` (the
+map, norm and dual exponents, modulus, Bregman radius, radius and map exponent) whose
+``mirror_step`` is the set's exact Bregman step (:meth:`Constraint.mirror_step`) and whose
+``gradient_step`` is the exact (or model-decreasing) step in the geometry's norm
+(:meth:`Constraint.gradient_step`); ``support_pairing`` gives Hoelder's bound on the
+support function. The mirror maps live in :mod:`skdp._geometry_maps`, the step
+algorithms in :mod:`skdp._geometry_steps`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -24,8 +33,22 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import xlogy
 
+from skdp._geometry_maps import (
+    EntropyMirrorMap,
+    EuclideanMirrorMap,
+    L1PNormMirrorMap,
+    MirrorMap,
+    PNormMirrorMap,
+    _check_dim,
+    pnorm,
+)
+from skdp._geometry_steps import (
+    _l1_pnorm_step,
+    _lp_gradient_step,
+    l1_ball_gradient_step,
+    simplex_gradient_step,
+)
 from skdp.exceptions import IncompatibleSolverError
 
 __all__ = [
@@ -36,11 +59,14 @@ __all__ = [
     "L1PNormMirrorMap",
     "L2Ball",
     "LpBall",
+    "MirrorGeometry",
     "MirrorMap",
     "PNormMirrorMap",
     "Simplex",
     "Unconstrained",
+    "l1_ball_gradient_step",
     "pnorm",
+    "simplex_gradient_step",
 ]
 
 
@@ -62,19 +88,6 @@ def _check_norm_order(norm: float) -> float:
     return s
 
 
-def _check_dim(dim: int) -> int:
-    if isinstance(dim, bool) or int(dim) != dim or dim < 1:
-        raise ValueError(f"dim must be a positive integer, got {dim}.")
-    return int(dim)
-
-
-def pnorm(x: np.ndarray, p: float) -> float:
-    """``||x||_p`` of the flattened array, scaled by ``max |x_j|`` against overflow."""
-    a = np.abs(np.ravel(np.asarray(x, dtype=float)))
-    m = float(a.max(initial=0.0))
-    if p == math.inf or m == 0 or not math.isfinite(m):
-        return m
-    return m * float(np.sum((a / m) ** p)) ** (1.0 / p)
 
 
 def _ball_diameter(radius: float, p: float, norm: float, dim: int | None, name: str) -> float:
@@ -130,210 +143,6 @@ def _solve_power_linear(a: np.ndarray, c_pow: float, c_lin: float, alpha: float)
     return z
 
 
-# --------------------------------------------------------------------------------------
-# Mirror maps
-# --------------------------------------------------------------------------------------
-
-
-class MirrorMap(ABC):
-    """A strongly convex distance-generating function ``w`` for mirror descent.
-
-    Attributes
-    ----------
-    strong_convexity : float
-        Modulus ``mu`` of strong convexity of ``w`` with respect to the set's norm:
-        ``bregman(x, y) >= mu / 2 ||x - y||^2`` on the set.
-    """
-
-    strong_convexity: float
-
-    @abstractmethod
-    def value(self, x: np.ndarray) -> float:
-        """``w(x)``."""
-
-    @abstractmethod
-    def grad(self, x: np.ndarray) -> np.ndarray:
-        """``nabla w(x)``: primal to dual."""
-
-    @abstractmethod
-    def grad_conjugate(self, theta: np.ndarray) -> np.ndarray:
-        """``nabla w^*(theta)``: dual to primal (the inverse of :meth:`grad`)."""
-
-    def bregman(self, x: np.ndarray, y: np.ndarray) -> float:
-        """``D_w(x, y) = w(x) - w(y) - <nabla w(y), x - y>``."""
-        diff = np.ravel(np.asarray(x, dtype=float) - np.asarray(y, dtype=float))
-        return self.value(x) - self.value(y) - float(np.ravel(self.grad(y)) @ diff)
-
-
-class EuclideanMirrorMap(MirrorMap):
-    """``w(x) = ||x||_2^2 / 2``: mirror descent reduces to gradient descent.
-
-    ``strong_convexity = 1`` with respect to l2, and with respect to every l_p with
-    ``p >= 2`` (``||x||_p <= ||x||_2``), which is how :class:`LpBall` uses it for p > 2.
-    """
-
-    strong_convexity = 1.0
-
-    def value(self, x: np.ndarray) -> float:
-        return 0.5 * float(np.sum(np.square(x)))
-
-    def grad(self, x: np.ndarray) -> np.ndarray:
-        return np.array(x, dtype=float, copy=True)
-
-    def grad_conjugate(self, theta: np.ndarray) -> np.ndarray:
-        return np.array(theta, dtype=float, copy=True)
-
-
-def _pnorm_grad(x: np.ndarray, p: float, scale: float) -> np.ndarray:
-    """``scale * nabla (||x||_p^2 / 2) = scale ||x||_p^{2-p} sign(x) |x|^{p-1}``.
-
-    The map is positively homogeneous of degree 1, so it is evaluated on ``x / max|x_j|``
-    and scaled back (no overflow or underflow of ``|x|^{p-1}``).
-    """
-    x = np.asarray(x, dtype=float)
-    m = float(np.max(np.abs(x), initial=0.0))
-    if m == 0:
-        return np.zeros_like(x)
-    y = x / m
-    return (scale * m * pnorm(y, p) ** (2.0 - p)) * np.sign(y) * np.abs(y) ** (p - 1.0)
-
-
-@dataclass(frozen=True)
-class PNormMirrorMap(MirrorMap):
-    """The p-norm map ``w(x) = ||x||_p^2 / (2 (p - 1))`` for ``1 < p <= 2``.
-
-    ``||x||_p^2 / 2`` is ``(p - 1)``-strongly convex with respect to ``||.||_p`` (Ball,
-    Carlen and Lieb 1994; Ben-Tal, Margalit and Nemirovski 2001), so ``w`` is 1-strongly
-    convex with respect to ``||.||_p``.
-
-    With ``q = p / (p - 1)`` (so ``(p - 1)(q - 1) = 1``), the conjugate of
-    ``c ||x||_p^2 / 2`` is ``||theta||_q^2 / (2 c)``; for ``c = 1 / (p - 1) = q - 1``:
-    ``w^*(theta) = ||theta||_q^2 / (2 (q - 1))``. Hence
-
-    - ``grad(x) = ||x||_p^{2-p} sign(x) |x|^{p-1} / (p - 1)``,
-    - ``grad_conjugate(theta) = (p - 1) ||theta||_q^{2-q} sign(theta) |theta|^{q-1}``,
-
-    inverse to each other (``||grad(x)||_q = ||x||_p / (p - 1)``).
-
-    Parameters
-    ----------
-    p : float
-        The exponent, ``1 < p <= 2``.
-    strong_convexity : float, default=1.0
-        The modulus with respect to the owning set's norm. ``1`` is the modulus with
-        respect to ``||.||_p``; a set measured in another norm passes its own (see
-        :meth:`L1Ball.mirror_map_for`).
-    """
-
-    p: float
-    strong_convexity: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not (1 < self.p <= 2):  # also rejects nan
-            raise ValueError(f"PNormMirrorMap requires 1 < p <= 2, got p={self.p}.")
-        mu = self.strong_convexity
-        if not (mu > 0 and math.isfinite(mu)):
-            raise ValueError(f"strong_convexity must be positive and finite, got {mu}.")
-
-    @property
-    def q(self) -> float:
-        """The conjugate exponent ``p / (p - 1)``."""
-        return self.p / (self.p - 1.0)
-
-    def value(self, x: np.ndarray) -> float:
-        return pnorm(x, self.p) ** 2 / (2.0 * (self.p - 1.0))
-
-    def grad(self, x: np.ndarray) -> np.ndarray:
-        return _pnorm_grad(x, self.p, 1.0 / (self.p - 1.0))
-
-    def grad_conjugate(self, theta: np.ndarray) -> np.ndarray:
-        return _pnorm_grad(theta, self.q, self.p - 1.0)
-
-
-class L1PNormMirrorMap(MirrorMap):
-    """The p-norm map for the l1 geometry, ``p`` chosen from the argument's size ``d``.
-
-    Uses :class:`PNormMirrorMap` with ``p(d) = 1 + 1 / ln d`` for ``d >= 3`` and
-    ``p(d) = 2`` for ``d <= 2`` (where ``1 + 1 / ln d`` would exceed 2), after Ben-Tal,
-    Margalit and Nemirovski (2001). ``grad`` and ``grad_conjugate`` read ``d`` from the
-    size of their argument (primal and dual have the same size), so they stay inverse.
-
-    Strong convexity with respect to l1: ``||v||_1 <= d^{1 - 1/p} ||v||_p`` and the
-    p-norm map is 1-strongly convex in l_p, so the modulus in l1 is
-    ``d^{-2 (1 - 1/p)}``. For ``d >= 3`` that is ``exp(-2 ln d / (1 + ln d)) > e^{-2}``,
-    and ``1 / d >= 1 / 2`` for ``d <= 2``: ``strong_convexity = e^{-2}`` holds in every
-    dimension. :meth:`L1Ball.mirror_map_for` gives the exact modulus for a known ``d``.
-    """
-
-    strong_convexity = math.exp(-2.0)
-
-    @staticmethod
-    def exponent(dim: int) -> float:
-        """``p(d)``: ``2`` for ``d <= 2``, else ``1 + 1 / ln d``."""
-        dim = _check_dim(dim)
-        return 2.0 if dim <= 2 else 1.0 + 1.0 / math.log(dim)
-
-    @classmethod
-    def for_dim(cls, dim: int) -> PNormMirrorMap:
-        """The p-norm map for dimension ``dim`` with its exact l1 modulus."""
-        p = cls.exponent(dim)
-        return PNormMirrorMap(p, strong_convexity=float(dim) ** (-2.0 * (1.0 - 1.0 / p)))
-
-    def value(self, x: np.ndarray) -> float:
-        return self.for_dim(max(np.size(x), 1)).value(x)
-
-    def grad(self, x: np.ndarray) -> np.ndarray:
-        return self.for_dim(max(np.size(x), 1)).grad(x)
-
-    def grad_conjugate(self, theta: np.ndarray) -> np.ndarray:
-        return self.for_dim(max(np.size(theta), 1)).grad_conjugate(theta)
-
-
-@dataclass(frozen=True)
-class EntropyMirrorMap(MirrorMap):
-    """Negative entropy ``w(x) = sum_j x_j log x_j`` on the simplex of mass ``total``.
-
-    ``grad(x) = 1 + log x`` and ``grad_conjugate(theta) = total * softmax(theta)``: with
-    ``x = total a``, ``sup_{x in simplex} <theta, x> - w(x) = total logsumexp(theta) -
-    total log(total)`` (the sup over probability vectors ``a`` of ``<theta, a> + H(a)`` is
-    ``logsumexp(theta)``), whose gradient is ``total * softmax(theta)``.
-    ``grad_conjugate(grad(x)) = total x / sum(x) = x`` for ``x`` in the simplex;
-    ``grad(grad_conjugate(theta))`` equals ``theta`` up to an additive constant (the
-    dual is defined modulo the normal of the simplex's affine hull).
-
-    Strong convexity with respect to l1: for ``x = total a``, ``y = total b`` with ``a``,
-    ``b`` probability vectors, ``D_w(x, y) = total KL(a || b) >= total ||a - b||_1^2 / 2``
-    (Pinsker) ``= ||x - y||_1^2 / (2 total)``, so ``strong_convexity = 1 / total``.
-    Matrices are treated as flattened vectors (one simplex over all entries).
-
-    Parameters
-    ----------
-    total : float, default=1.0
-        The simplex's total mass (``Simplex.radius``).
-    """
-
-    total: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not (self.total > 0 and math.isfinite(self.total)):
-            raise ValueError(f"total must be positive and finite, got {self.total}.")
-
-    @property
-    def strong_convexity(self) -> float:  # type: ignore[override]
-        return 1.0 / self.total
-
-    def value(self, x: np.ndarray) -> float:
-        x = np.asarray(x, dtype=float)
-        return float(np.sum(xlogy(x, x)))  # 0 log 0 = 0
-
-    def grad(self, x: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):  # log 0 = -inf on the boundary
-            return 1.0 + np.log(np.asarray(x, dtype=float))
-
-    def grad_conjugate(self, theta: np.ndarray) -> np.ndarray:
-        theta = np.asarray(theta, dtype=float)
-        e = np.exp(theta - np.max(theta))  # shift-invariant; max term is exp(0) = 1
-        return self.total * e / np.sum(e)
 
 
 # --------------------------------------------------------------------------------------
@@ -406,9 +215,135 @@ class Constraint(ABC):
         """
         return None
 
+    def support_pairing(self) -> tuple[float, float]:
+        """``(radius, q)`` with ``sup_{u in set} <x, u> <= radius ||x||_q`` (Hoelder).
+
+        ``(inf, 2)`` for an unbounded set. Unlike :meth:`score_exponent`, the l2 ball and
+        the simplex state their pairing too (``q = 2`` and ``q = inf``).
+        """
+        return math.inf, 2.0
+
     def contains(self, w: np.ndarray, tol: float = 1e-10) -> bool:
         """Whether ``w`` lies in the set up to ``tol``."""
         return bool(np.allclose(self.project(w), w, atol=tol, rtol=0))
+
+    # -- mirror-descent geometry ----------------------------------------------------------
+    def mirror_geometry(self, dim: int) -> MirrorGeometry:
+        """The norm, mirror map and constants mirror-descent solvers run in, for
+        parameters of ``dim`` coordinates (see :class:`MirrorGeometry`)."""
+        raise IncompatibleSolverError(
+            f"{type(self).__name__} has no mirror-descent geometry (norm, mirror map and "
+            "exact steps); use constraint='l2', 'l1', 'lp' or the simplex."
+        )
+
+    def mirror_step(self, mirror_map: MirrorMap, x: np.ndarray, g: np.ndarray,
+                    eta: float) -> np.ndarray:
+        """One exact constrained mirror step.
+
+        ``x_+ = argmin_{x' in C} <g, x'> + D_w(x', x) / eta``; equivalently
+        ``argmin_{x' in C} w(x') - <theta, x'>`` with ``theta = nabla w(x) - eta g`` (the
+        Bregman projection of ``nabla w^*(theta)`` onto ``C``).
+
+        Supported pairs (each exact; a ``1-D`` root where there is no closed form):
+
+        * Euclidean map, any set: the Euclidean projection of ``x - eta g``.
+        * p-norm map ``||x||_p^2 / (2(p-1))`` and the origin-centred l_p ball of the same
+          ``p`` (or the l2 ball for ``p = 2``, or no constraint): for a fixed norm
+          ``||x'||_p = s`` the objective is minimised along Hoelder's direction of
+          ``theta``, which is the direction of ``nabla w^*(theta)``, and the remaining
+          convex function ``s^2 / (2(p-1)) - s ||theta||_q`` of ``s`` is minimised at
+          ``(p-1) ||theta||_q = ||nabla w^*(theta)||_p`` clipped to ``[0, R]``: rescale
+          ``nabla w^*(theta)`` onto the ball if it lies outside.
+        * p-norm map and the l1 ball (the l1 geometry, ``p = 1 + 1/ln d``):
+          soft-thresholding in the dual (:func:`skdp._geometry_steps._l1_pnorm_step`).
+        * Negative entropy and the simplex: the multiplicative-weights update.
+
+        Parameters
+        ----------
+        mirror_map : MirrorMap
+            The map ``w`` (``self.mirror_map_for(x.size)`` for the set's own geometry).
+        x : ndarray
+            Current point, in the set.
+        g : ndarray of the shape of ``x``
+            The (noisy) gradient.
+        eta : float
+            Step size, ``> 0``.
+
+        Returns
+        -------
+        ndarray of the shape of ``x``
+
+        Raises
+        ------
+        IncompatibleSolverError
+            For a pair of map and set without an exact step.
+        """
+        x = np.asarray(x, dtype=float)
+        g = np.asarray(g, dtype=float)
+        mm = mirror_map.for_size(x.size)
+        if isinstance(mm, EuclideanMirrorMap):
+            return np.asarray(self.project(x - eta * g), dtype=float)
+        out = self._bregman_step(mm, x, g, eta)
+        if out is not None:
+            return out
+        if isinstance(mm, EntropyMirrorMap):
+            raise IncompatibleSolverError(
+                "the entropy mirror map has an exact step on the simplex only; use "
+                "constraint Simplex, or the constraint's own mirror_map_for(dim)."
+            )
+        raise IncompatibleSolverError(
+            f"no exact mirror step for {type(mm).__name__} on {type(self).__name__}; use "
+            "the constraint's own mirror map (constraint.mirror_map_for(dim))."
+        )
+
+    def _bregman_step(self, mm: MirrorMap, x: np.ndarray, g: np.ndarray,
+                      eta: float) -> np.ndarray | None:
+        """The exact step for a non-Euclidean map ``mm``, or ``None`` if the set has none.
+
+        Default: the p-norm map's Bregman projection of ``theta = nabla w(x) - eta g``
+        where the set has one (:meth:`bregman_projection`).
+        """
+        if isinstance(mm, PNormMirrorMap):
+            return self._pnorm_projection(mm, mm.grad(x) - eta * g)
+        return None
+
+    def bregman_projection(self, mirror_map: PNormMirrorMap, theta: np.ndarray) -> np.ndarray:
+        """``argmin_{x in set} w(x) - <theta, x>`` for the p-norm map ``w`` (exact).
+
+        The prox of a linear term, ``argmin_{x in set} <c, x> + s w(x)``, is this at
+        ``theta = -c / s``. Defined for no constraint (``nabla w^*(theta)``), the l_p ball
+        of the map's own ``p`` (and the l2 ball for ``p = 2``: ``nabla w^*(theta)``
+        rescaled onto the ball) and the l1 ball (soft-thresholding in the dual); see
+        :meth:`mirror_step`.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            For a set and map without an exact projection.
+        """
+        theta = np.asarray(theta, dtype=float)
+        out = self._pnorm_projection(mirror_map, theta)
+        if out is None:
+            raise IncompatibleSolverError(
+                f"no exact Bregman projection for {type(mirror_map).__name__}(p="
+                f"{mirror_map.p:g}) on {type(self).__name__}."
+            )
+        return out
+
+    def _pnorm_projection(self, mm: PNormMirrorMap, theta: np.ndarray) -> np.ndarray | None:
+        """:meth:`bregman_projection`, or ``None`` where the set has none."""
+        return None
+
+    def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
+                      anchor: np.ndarray) -> np.ndarray:
+        """``argmin_{y in set} (L/2) ||y - x||^2 + <g, y - x>`` in the norm ``||.||`` of the
+        set's mirror geometry, ``L = smooth``.
+
+        ``anchor`` is a feasible point whose model value the step must not exceed (used
+        where the step has no closed form: the l_p ball). Default (l2 geometry): the
+        projected gradient step ``project(x - g / L)``.
+        """
+        return self.project(x - g / smooth)
 
 
 class _EuclideanGeometry:
@@ -453,6 +388,14 @@ class Unconstrained(_EuclideanGeometry, Constraint):
     def mirror_map(self) -> MirrorMap:
         return EuclideanMirrorMap()
 
+    def mirror_geometry(self, dim: int) -> MirrorGeometry:
+        """The Euclidean geometry, unbounded."""
+        _check_dim(dim)
+        return _euclidean_geometry(self, dim, math.inf)
+
+    def _pnorm_projection(self, mm: PNormMirrorMap, theta: np.ndarray) -> np.ndarray:
+        return mm.grad_conjugate(theta)  # no constraint: nabla w^*(theta)
+
 
 @dataclass(frozen=True)
 class L2Ball(_EuclideanGeometry, Constraint):
@@ -482,9 +425,20 @@ class L2Ball(_EuclideanGeometry, Constraint):
         # 2 radius in every l_s with s >= 2; 2 radius d^{1/s - 1/2} below (needs dim).
         return _ball_diameter(self.radius, 2.0, norm, dim, "L2Ball")
 
+    def support_pairing(self) -> tuple[float, float]:
+        return float(self.radius), 2.0
+
     @property
     def mirror_map(self) -> MirrorMap:
         return EuclideanMirrorMap()
+
+    def mirror_geometry(self, dim: int) -> MirrorGeometry:
+        """The Euclidean geometry of radius ``radius``."""
+        _check_dim(dim)
+        return _euclidean_geometry(self, dim, self.l2_bound(dim))
+
+    def _pnorm_projection(self, mm: PNormMirrorMap, theta: np.ndarray) -> np.ndarray | None:
+        return _radial_projection(mm, theta, float(self.radius)) if mm.p == 2.0 else None
 
 
 @dataclass(frozen=True)
@@ -528,6 +482,9 @@ class L1Ball(_L1Geometry, Constraint):
     def score_exponent(self) -> float:
         return math.inf
 
+    def support_pairing(self) -> tuple[float, float]:
+        return float(self.radius), math.inf
+
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         # ||x||_s <= ||x||_1 for every s >= 1; +-radius e_1 attain 2 radius.
         return _ball_diameter(self.radius, 1.0, norm, dim, "L1Ball")
@@ -539,6 +496,19 @@ class L1Ball(_L1Geometry, Constraint):
     def mirror_map_for(self, dim: int) -> MirrorMap:
         """:class:`PNormMirrorMap` with ``p(d)`` and modulus ``d^{-2 (1 - 1/p)}`` in l1."""
         return L1PNormMirrorMap.for_dim(dim)
+
+    def mirror_geometry(self, dim: int) -> MirrorGeometry:
+        """The l1 norm with the p-norm map ``p = 1 + 1/ln d`` and its exact l1 modulus."""
+        mm = L1PNormMirrorMap.for_dim(dim)
+        return _pnorm_geometry(self, dim, "l1", mm, 1.0, math.inf, mm.strong_convexity)
+
+    def _pnorm_projection(self, mm: PNormMirrorMap, theta: np.ndarray) -> np.ndarray:
+        return _l1_pnorm_step(theta, mm, float(self.radius)).reshape(theta.shape)
+
+    def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
+                      anchor: np.ndarray) -> np.ndarray:
+        """The exact l1 step (:func:`l1_ball_gradient_step`)."""
+        return l1_ball_gradient_step(x, g, smooth, float(self.radius))
 
 
 @dataclass(frozen=True)
@@ -629,6 +599,9 @@ class LpBall(Constraint):
         p = float(self.p)
         return p / (p - 1.0)
 
+    def support_pairing(self) -> tuple[float, float]:
+        return float(self.radius), float(self.q)
+
     def diameter(self, norm: float = 2, dim: int | None = None) -> float:
         # 2 radius in every l_s with s >= p; 2 radius d^{1/s - 1/p} below (needs dim).
         return _ball_diameter(self.radius, self.p, norm, dim, "LpBall")
@@ -642,6 +615,30 @@ class LpBall(Constraint):
     @property
     def mirror_map(self) -> MirrorMap:
         return PNormMirrorMap(self.p) if self.p <= 2 else EuclideanMirrorMap()
+
+    def mirror_geometry(self, dim: int) -> MirrorGeometry:
+        """The l_p norm with the p-norm map for ``p <= 2``; for ``p > 2`` the Euclidean
+        geometry of the ball (``||x||_p^2`` has no dimension-free modulus in l_p), whose
+        l2 radius is ``radius d^(1/2 - 1/p)``."""
+        _check_dim(dim)
+        if self.p > 2:
+            return _euclidean_geometry(self, dim, self.l2_bound(dim))
+        mm = PNormMirrorMap(self.p)
+        return _pnorm_geometry(self, dim, "lp", mm, mm.p, mm.p / (mm.p - 1.0), 1.0)
+
+    def _pnorm_projection(self, mm: PNormMirrorMap, theta: np.ndarray) -> np.ndarray | None:
+        if abs(self.p - mm.p) < 1e-12:
+            return _radial_projection(mm, theta, float(self.radius))
+        return None
+
+    def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
+                      anchor: np.ndarray) -> np.ndarray:
+        """Euclidean for ``p > 2``; else the l_p step, exact when the unconstrained step is
+        feasible, otherwise the best of three feasible candidates and ``anchor``
+        (see :func:`skdp._geometry_steps._lp_gradient_step`)."""
+        if self.p > 2:
+            return self.project(x - g / smooth)
+        return _lp_gradient_step(x, g, smooth, self, anchor)
 
 
 @dataclass(frozen=True)
@@ -680,9 +677,37 @@ class Simplex(_L1Geometry, Constraint):
         # 2^{1/s} radius (l1: 2 radius, l2: sqrt(2) radius, l_inf: radius), d >= 2.
         return 2.0 ** (1.0 / s) * self.radius
 
+    def support_pairing(self) -> tuple[float, float]:
+        return float(self.radius), math.inf
+
     @property
     def mirror_map(self) -> MirrorMap:
         return EntropyMirrorMap(self.radius)
+
+    def mirror_geometry(self, dim: int) -> MirrorGeometry:
+        """The l1 norm with negative entropy (modulus ``1 / radius``), from the uniform point:
+        ``D(x, uniform) = sum x log(x d / R) <= R ln d``."""
+        _check_dim(dim)
+        mm = EntropyMirrorMap(self.radius)
+        r = float(self.radius)
+        return MirrorGeometry(self, dim, "simplex", mm, 1.0, math.inf, mm.strong_convexity,
+                              r * math.log(max(dim, 1)), r, 2.0)
+
+    def _bregman_step(self, mm: MirrorMap, x: np.ndarray, g: np.ndarray,
+                      eta: float) -> np.ndarray | None:
+        if not isinstance(mm, EntropyMirrorMap):
+            return None
+        # x_+ proportional to x exp(-eta g), normalised to the simplex's mass: the step
+        # argmin <g, x'> + KL(x', x) / eta over {x' >= 0, sum x' = R}.
+        logits = np.log(np.maximum(x, np.finfo(float).tiny)) - eta * g
+        logits -= logits.max()
+        e = np.exp(logits)
+        return self.radius * e / e.sum()
+
+    def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
+                      anchor: np.ndarray) -> np.ndarray:
+        """The exact l1 step on the simplex (:func:`simplex_gradient_step`)."""
+        return simplex_gradient_step(x, g, smooth)
 
     def feasible_point(self, shape: int | tuple[int, ...]) -> np.ndarray:
         """The uniform point ``radius / size``."""
@@ -690,3 +715,117 @@ class Simplex(_L1Geometry, Constraint):
         if size == 0:
             raise ValueError("the simplex of an empty parameter is empty.")
         return np.full(shape, self.radius / size)
+
+
+# --------------------------------------------------------------------------------------
+# The geometry mirror-descent solvers run in
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MirrorGeometry:
+    """Public constants and exact steps of mirror descent on a constraint (no privacy role).
+
+    Built by :meth:`Constraint.mirror_geometry` for parameters of ``dim`` coordinates.
+
+    Attributes
+    ----------
+    constraint : Constraint
+        The set.
+    dim : int
+        Number of constrained coordinates.
+    kind : {"euclidean", "l1", "lp", "simplex"}
+        The geometry: Euclidean (l2 ball, no constraint, l_p ball with ``p > 2``), the l1
+        ball with the p-norm map, an l_p ball with ``p <= 2`` and its p-norm map, or the
+        simplex with negative entropy.
+    mirror_map : MirrorMap
+        The map ``w`` (``constraint.mirror_map_for(dim)``; Euclidean for ``kind ==
+        "euclidean"``).
+    norm_ord : float
+        The geometry's norm ``||.||``: entrywise l_s, ``s = norm_ord`` (1 for the l1 ball
+        and the simplex, ``p`` for an l_p ball with ``p <= 2``, 2 for the Euclidean map).
+    dual_ord : float
+        Its dual exponent (gradients are measured in it).
+    modulus : float
+        Strong convexity ``mu`` of the map in ``||.||``.
+    bregman_radius : float
+        ``sup_{x in C} D_w(x, x_0)`` from the start ``x_0 = constraint.feasible_point``
+        (``inf`` if unbounded).
+    radius : float
+        ``sup_{x in C} ||x||`` (``inf`` if unbounded); also bounds ``||x||_dual`` for
+        ``dual_ord >= 2``.
+    map_p : float
+        The exponent of the p-norm map (2 for the Euclidean map and for entropy).
+    """
+
+    constraint: Constraint
+    dim: int
+    kind: str
+    mirror_map: MirrorMap
+    norm_ord: float
+    dual_ord: float
+    modulus: float
+    bregman_radius: float
+    radius: float
+    map_p: float
+
+    def scaled_bregman_radius(self) -> float:
+        """``sup_{x in C} D_w(x, x_0) / mu``: the Bregman radius of the 1-strongly convex
+        ``w / mu`` (``inf`` if unbounded).
+
+        Euclidean: ``R_2^2 / 2``. p-norm map: ``w(x) <= R^2 / (2 (p - 1))`` from
+        ``x_0 = 0`` (``||x||_p <= ||x||_1`` on the l1 ball). Entropy from the uniform
+        point: ``R ln d`` with ``mu = 1 / R``.
+        """
+        r = self.radius
+        if not math.isfinite(r):
+            return math.inf
+        if self.kind == "euclidean":
+            return 0.5 * r**2
+        if self.kind == "simplex":
+            return r**2 * math.log(self.dim) if self.dim > 1 else 0.0
+        return r**2 / (2.0 * (self.map_p - 1.0) * self.modulus)
+
+    def mirror_step(self, x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+        """The exact constrained step ``argmin_{x' in C} <g, x'> + D_w(x', x) / eta``
+        (:meth:`Constraint.mirror_step` with :attr:`mirror_map`)."""
+        return self.constraint.mirror_step(self.mirror_map, x, g, eta)
+
+    def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
+                      anchor: np.ndarray) -> np.ndarray:
+        """``argmin_{y in C} (L/2) ||y - x||^2 + <g, y - x>`` in :attr:`norm_ord`
+        (:meth:`Constraint.gradient_step`)."""
+        return self.constraint.gradient_step(x, g, smooth, anchor)
+
+    def ball(self, radius: float) -> Constraint:
+        """The origin-centred ball ``{||x||_{map_p} <= radius}`` of the map's own norm, on
+        which :meth:`Constraint.mirror_step` with :attr:`mirror_map` is exact (no
+        constraint for an infinite radius)."""
+        if not math.isfinite(radius):
+            return Unconstrained()
+        if self.map_p == 2.0:
+            return L2Ball(radius)
+        return LpBall(radius, self.map_p)
+
+
+def _euclidean_geometry(constraint: Constraint, dim: int, r2: float) -> MirrorGeometry:
+    """The Euclidean map measured in l2, for a set of l2 radius ``r2`` around 0."""
+    return MirrorGeometry(constraint, dim, "euclidean", EuclideanMirrorMap(), 2.0, 2.0, 1.0,
+                          0.5 * r2 * r2, r2, 2.0)
+
+
+def _pnorm_geometry(ball: L1Ball | LpBall, dim: int, kind: str, mm: PNormMirrorMap,
+                    norm_ord: float, dual_ord: float, modulus: float) -> MirrorGeometry:
+    """The p-norm map on an origin-centred ball: ``w(x) <= R^2 / (2(p-1))`` on it."""
+    r = float(ball.radius)
+    return MirrorGeometry(ball, dim, kind, mm, norm_ord, dual_ord, modulus,
+                          r * r / (2.0 * (mm.p - 1.0)), r, mm.p)
+
+
+def _radial_projection(mm: PNormMirrorMap, theta: np.ndarray, radius: float) -> np.ndarray:
+    """The p-norm map's Bregman projection on the l_p ball of its own ``p``:
+    ``nabla w^*(theta)`` rescaled onto the ball when outside (see
+    :meth:`Constraint.mirror_step`)."""
+    y = mm.grad_conjugate(theta)
+    norm = pnorm(y, mm.p)
+    return y * (radius / norm) if norm > radius else y

@@ -1,4 +1,5 @@
-"""Constraint sets and mirror maps: projections, LMOs, diameters, moduli, validation."""
+"""Constraint sets and mirror maps: projections, LMOs, diameters, moduli, validation, and
+the mirror-descent geometry each set owns (map, constants, exact steps)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
 
+from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import (
+    Constraint,
     EntropyMirrorMap,
     EuclideanMirrorMap,
     L1Ball,
     L1PNormMirrorMap,
     L2Ball,
     LpBall,
+    MirrorGeometry,
     PNormMirrorMap,
     Simplex,
     Unconstrained,
+    l1_ball_gradient_step,
+    simplex_gradient_step,
 )
 
 SETS = [
@@ -507,3 +513,145 @@ def test_sets_are_frozen_and_hashable():
         c.p = 2.0  # type: ignore[misc]
     assert len({L1Ball(1.0), L1Ball(1.0), Simplex(), LpBall(1.0, 3.0), c}) == 3
     assert all(s.bounded for s in SETS)
+
+
+# ---------------------------------------------------------------------------------------
+# The mirror-descent geometry owned by each set
+# ---------------------------------------------------------------------------------------
+def test_mirror_geometry_constants():
+    d = 50
+    p1 = 1.0 + 1.0 / math.log(d)
+    mu1 = d ** (-2.0 * (1.0 - 1.0 / p1))
+    cases = [
+        # set, kind, norm, dual, modulus, sup D_w(x, x_0), sup ||x||, map p
+        (Unconstrained(), "euclidean", 2.0, 2.0, 1.0, math.inf, math.inf, 2.0),
+        (L2Ball(1.5), "euclidean", 2.0, 2.0, 1.0, 1.125, 1.5, 2.0),
+        (LpBall(1.2, 3.0), "euclidean", 2.0, 2.0, 1.0, 0.5 * (1.2 * d ** (1 / 6)) ** 2,
+         1.2 * d ** (1 / 6), 2.0),
+        (LpBall(1.3, 1.5), "lp", 1.5, 3.0, 1.0, 1.69, 1.3, 1.5),
+        (L1Ball(0.7), "l1", 1.0, math.inf, mu1, 0.49 / (2 * (p1 - 1)), 0.7, p1),
+        (Simplex(2.5), "simplex", 1.0, math.inf, 0.4, 2.5 * math.log(d), 2.5, 2.0),
+    ]
+    for c, kind, s, s_dual, mu, breg, radius, map_p in cases:
+        g = c.mirror_geometry(d)
+        assert isinstance(g, MirrorGeometry) and g.constraint is c and g.dim == d
+        assert g.kind == kind
+        assert (g.norm_ord, g.dual_ord, g.map_p) == pytest.approx((s, s_dual, map_p))
+        assert g.modulus == pytest.approx(mu, rel=1e-12)
+        assert g.bregman_radius == pytest.approx(breg, rel=1e-12)
+        assert g.radius == pytest.approx(radius, rel=1e-12)
+        assert g.scaled_bregman_radius() == pytest.approx(breg / mu, rel=1e-12)
+        if math.isfinite(g.radius):
+            assert g.mirror_map.strong_convexity == pytest.approx(mu, rel=1e-12)
+    with pytest.raises(ValueError, match="dim"):
+        L2Ball(1.0).mirror_geometry(0)
+
+
+def test_a_set_without_geometry_is_incompatible():
+    class Box(Constraint):
+        bounded, kind = True, "box"
+
+        def project(self, w):
+            return np.clip(w, -1, 1)
+
+        def lmo(self, g):
+            return -np.sign(g)
+
+        def diameter(self, norm=2, dim=None):
+            return 2.0
+
+        def norm(self, w):
+            return float(np.abs(w).max())
+
+        def dual_norm(self, g):
+            return float(np.abs(g).sum())
+
+        @property
+        def mirror_map(self):
+            return EuclideanMirrorMap()
+
+    box = Box()
+    with pytest.raises(IncompatibleSolverError, match="Box"):
+        box.mirror_geometry(3)
+    x = np.array([0.5, 2.0, -3.0])
+    np.testing.assert_array_equal(box.mirror_step(EuclideanMirrorMap(), x, x, 0.5),
+                                  np.clip(0.5 * x, -1, 1))
+    with pytest.raises(IncompatibleSolverError, match="mirror map"):
+        box.mirror_step(PNormMirrorMap(1.5), x, x, 0.5)
+
+
+def test_support_pairing_is_the_support_function_bound():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=6)
+    assert Unconstrained().support_pairing() == (math.inf, 2.0)
+    for c in [L2Ball(1.5), L1Ball(0.7), LpBall(1.3, 1.5), LpBall(1.2, 3.0), Simplex(2.5)]:
+        radius, q = c.support_pairing()
+        support = -float(np.ravel(c.lmo(-x)) @ x)  # sup_{u in C} <x, u>
+        assert support <= radius * float(np.linalg.norm(x, q)) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("c", [L2Ball(0.5), L1Ball(0.5), LpBall(0.5, 1.5), LpBall(0.5, 3.0),
+                               Simplex(1.0), Unconstrained()], ids=_ids)
+def test_geometry_steps_are_the_sets_exact_steps(c):
+    rng = np.random.default_rng(1)
+    d = 8
+    geom = c.mirror_geometry(d)
+    x = c.project(rng.normal(size=d) * 0.1) if c.bounded else rng.normal(size=d)
+    g = rng.normal(size=d)
+    z = geom.mirror_step(x, g, 0.3)
+    np.testing.assert_array_equal(z, c.mirror_step(c.mirror_map_for(d), x, g, 0.3))
+    y = geom.gradient_step(x, g, 2.0, x)
+    if geom.kind == "euclidean":
+        np.testing.assert_array_equal(y, c.project(x - g / 2.0))
+    elif geom.kind == "l1":
+        np.testing.assert_array_equal(y, l1_ball_gradient_step(x, g, 2.0, 0.5))
+    elif geom.kind == "simplex":
+        np.testing.assert_array_equal(y, simplex_gradient_step(x, g, 2.0))
+    if c.bounded:
+        assert c.contains(z, tol=1e-10) and c.contains(y, tol=1e-10)
+
+
+def test_geometry_ball_is_the_maps_own_ball():
+    assert isinstance(L2Ball(1.0).mirror_geometry(5).ball(math.inf), Unconstrained)
+    assert L2Ball(1.0).mirror_geometry(5).ball(0.3) == L2Ball(0.3)
+    assert LpBall(1.0, 1.5).mirror_geometry(5).ball(0.3) == LpBall(0.3, 1.5)
+    geom = L1Ball(1.0).mirror_geometry(20)
+    ball = geom.ball(0.3)
+    assert ball == LpBall(0.3, geom.map_p)
+    x = np.zeros(20)
+    g = np.linspace(-1.0, 1.0, 20)
+    assert ball.contains(ball.mirror_step(geom.mirror_map, x, g, 10.0), tol=1e-12)
+
+
+def test_l1_pnorm_map_is_fixed_per_size():
+    mm = L1PNormMirrorMap()
+    assert mm.for_size(30) == L1PNormMirrorMap.for_dim(30)
+    assert mm.for_size(0) == L1PNormMirrorMap.for_dim(1)
+    p = PNormMirrorMap(1.5)
+    assert p.for_size(30) is p
+
+
+def test_bregman_projection_is_the_mirror_steps_projection():
+    rng = np.random.default_rng(2)
+    x = L1Ball(0.5).project(rng.normal(size=9) * 0.2)
+    g = rng.normal(size=9)
+    for c, mm in [(LpBall(0.5, 1.5), PNormMirrorMap(1.5)), (L2Ball(0.5), PNormMirrorMap(2.0)),
+                  (L1Ball(0.5), L1PNormMirrorMap.for_dim(9)),
+                  (Unconstrained(), PNormMirrorMap(1.3))]:
+        theta = mm.grad(x) - 0.7 * g
+        np.testing.assert_array_equal(c.bregman_projection(mm, theta),
+                                      c.mirror_step(mm, x, g, 0.7))
+    # The prox of a linear term: argmin <C, w> + s w(w) over the ball.
+    ball, mm = LpBall(0.3, 1.5), PNormMirrorMap(1.5)
+    w = ball.bregman_projection(mm, -g / 2.0)
+    assert ball.contains(w, tol=1e-12)
+    def phi(v):
+        return float(g @ v) + 2.0 * mm.value(v)
+
+    for _ in range(50):
+        v = ball.project(w + 0.05 * rng.normal(size=9))
+        assert phi(w) <= phi(v) + 1e-12
+    with pytest.raises(IncompatibleSolverError, match="Bregman projection"):
+        LpBall(1.0, 1.5).bregman_projection(PNormMirrorMap(1.3), g)
+    with pytest.raises(IncompatibleSolverError, match="Bregman projection"):
+        Simplex(1.0).bregman_projection(PNormMirrorMap(1.3), g)

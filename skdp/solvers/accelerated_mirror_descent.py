@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import gammaln
 
-from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import (
-    Constraint,
-    EuclideanMirrorMap,
-    L1Ball,
-    L2Ball,
-    LpBall,
-    MirrorMap,
-    PNormMirrorMap,
-    Simplex,
-    Unconstrained,
-    _pnorm_grad,
-)
+from skdp._geometry_steps import _dual_grad as _dual_grad  # re-exported
+from skdp._geometry_steps import _lp_gradient_step as _lp_gradient_step  # re-exported
+from skdp._sklearn_compat import Interval, StrOptions
+from skdp.geometry import MirrorGeometry, l1_ball_gradient_step, simplex_gradient_step
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
     check_sensitivity,
@@ -40,82 +33,21 @@ from skdp.solvers._base import (
     Plan,
     Problem,
     ProblemSpec,
-    _legacy_plan,
 )
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.gd import full_batch_gaussian
-from skdp.solvers.mirror_descent import mirror_step
 
-__all__ = ["DPAccMD", "l1_ball_gradient_step", "simplex_gradient_step"]
+__all__ = ["AccMDPlan", "DPAccMD", "l1_ball_gradient_step", "simplex_gradient_step"]
 
 # Upper limit of the automatic iteration count (each iteration is one pass over the data).
 MAX_AUTO_ITER = 2000
 GEOMETRIES = ("euclidean", "l1", "lp", "simplex")
 
-
-# --------------------------------------------------------------------------------------
-# Geometry
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """The norm, mirror map and modulus the algorithm runs in (public, from the set).
-
-    Attributes
-    ----------
-    kind : {"euclidean", "l1", "lp", "simplex"}
-    norm_ord : float
-        ``s``: the geometry's norm is the entrywise l_s norm of ``W[:n_penalized]``.
-    dual_ord : float
-        ``s* = s / (s - 1)``: the norm gradients are measured in.
-    mirror_map : MirrorMap
-        The constraint's mirror map (for ``dim`` coordinates).
-    modulus : float
-        Strong convexity ``mu`` of ``mirror_map`` with respect to the l_s norm; the
-        algorithm uses the 1-strongly convex ``w / mu``.
-    """
-
-    kind: str
-    norm_ord: float
-    dual_ord: float
-    mirror_map: MirrorMap
-    modulus: float
-
-    @classmethod
-    def of(cls, constraint: Constraint, dim: int) -> Geometry:
-        """The geometry of ``constraint`` for parameters of ``dim`` coordinates."""
-        if isinstance(constraint, L2Ball | Unconstrained) or (
-            isinstance(constraint, LpBall) and constraint.p > 2
-        ):
-            # l2 (and, for p > 2, the l2 geometry of the lp ball: ||.||_p^2 has no
-            # dimension-free modulus in l_p, so the Euclidean map and norm are used).
-            return cls("euclidean", 2.0, 2.0, EuclideanMirrorMap(), 1.0)
-        if isinstance(constraint, L1Ball):
-            # p-norm map with p = 1 + 1/ln d and its exact l1 modulus d^(-2 (1 - 1/p)).
-            mm = constraint.mirror_map_for(dim)
-            return cls("l1", 1.0, math.inf, mm, float(mm.strong_convexity))
-        if isinstance(constraint, LpBall):
-            p = float(constraint.p)
-            return cls("lp", p, p / (p - 1.0), PNormMirrorMap(p), 1.0)
-        if isinstance(constraint, Simplex):
-            mm = constraint.mirror_map_for(dim)
-            return cls("simplex", 1.0, math.inf, mm, float(mm.strong_convexity))
-        raise IncompatibleSolverError(
-            f"solver 'accelerated_mirror_descent' has no geometry for "
-            f"{type(constraint).__name__}; use constraint='l2', 'l1' or 'lp'."
-        )
-
-
-def _set_radius_dual(constraint: Constraint) -> tuple[float, float]:
-    """``(radius, q)``: ``sup_{u in C} <x, u> <= radius ||x||_q`` (Hoelder), or ``(inf, 2)``."""
-    if isinstance(constraint, L2Ball):
-        return float(constraint.radius), 2.0
-    if isinstance(constraint, L1Ball | Simplex):
-        return float(constraint.radius), math.inf
-    if isinstance(constraint, LpBall):
-        return float(constraint.radius), float(constraint.q)
-    return math.inf, 2.0
+#: The geometry the algorithm runs in: norm, mirror map, modulus and exact steps, owned by
+#: the constraint (:meth:`skdp.geometry.Constraint.mirror_geometry`). The y-step helpers
+#: ``l1_ball_gradient_step``, ``simplex_gradient_step``, ``_lp_gradient_step`` and
+#: ``_dual_grad`` live in :mod:`skdp._geometry_steps` and are re-exported here.
+Geometry = MirrorGeometry
 
 
 def _expected_dual_sq(dual_ord: float, dim: int) -> float:
@@ -140,181 +72,43 @@ def _expected_dual_sq(dual_ord: float, dim: int) -> float:
 
 
 # --------------------------------------------------------------------------------------
-# The y-step: argmin_{y in C} (L/2) ||y - x||^2 + <g, y - x> in the geometry's norm
-# --------------------------------------------------------------------------------------
-
-
-def l1_ball_gradient_step(x: np.ndarray, g: np.ndarray, smooth: float, radius: float
-                          ) -> np.ndarray:
-    """Exact ``argmin_{||y||_1 <= radius} (L/2) ||y - x||_1^2 + <g, y - x>``.
-
-    Derivation. With ``d = y - x``, ``t = ||d||_1`` and multipliers ``lambda = L t`` (for
-    the l1 length) and ``nu >= 0`` (for the ball), KKT separates per coordinate into a
-    linear programme over unit "activities", each costing one unit of length:
-
-    - *A_j* (``sign x_j = sign g_j``): move ``x_j`` towards 0; gain ``|g_j|``, frees one
-      unit of norm; capacity ``|x_j|``; used iff ``|g_j| + nu > lambda``.
-    - *C_j* (otherwise, ``x_j != 0``): move ``x_j`` towards 0 against the gradient; gain
-      ``-|g_j|``, frees one unit of norm; capacity ``|x_j|``; used iff
-      ``nu - |g_j| > lambda``.
-    - *B* (any ``j`` with ``|g_j| = G = ||g||_inf``): move away from 0 along ``-g``; gain
-      ``G``, uses one unit of norm; unlimited, so ``lambda + nu >= G``.
-
-    If the unconstrained l1 step (``t = G / L`` along the largest ``|g_j|``, shrinking
-    coordinates of the same sign first) is feasible, it is the answer (``nu = 0``).
-    Otherwise the ball is tight, ``nu = G - lambda > 0`` and ``B`` is used at the margin:
-    its length ``b`` balances the norm, ``b = S + (radius - ||x||_1)`` with ``S`` the
-    length of the A/C moves, and ``t = S + b``, i.e. ``lambda / L = 2 S(lambda) + s_0``.
-    Each coordinate enters ``S`` below its breakpoint ``(G + |g_j|) / 2`` (A) or
-    ``(G - |g_j|) / 2`` (C), so ``S`` is a non-increasing step function and the root is
-    found exactly after one sort (the breakpoint coordinate is moved partially).
-
-    Parameters
-    ----------
-    x : ndarray
-        Current point, ``||x||_1 <= radius`` (any shape; treated as a flat vector).
-    g : ndarray
-        Gradient (same shape).
-    smooth : float
-        ``L > 0``.
-    radius : float
-
-    Returns
-    -------
-    ndarray of the shape of ``x``
-    """
-    shape = x.shape
-    x, g = np.ravel(np.asarray(x, dtype=float)), np.ravel(np.asarray(g, dtype=float))
-    a = np.abs(g)
-    G = float(a.max(initial=0.0))
-    if G == 0.0:
-        return x.reshape(shape).copy()
-    slack = max(radius - float(np.abs(x).sum()), 0.0)
-    top = int(np.argmax(a))
-    same = (x != 0) & (np.sign(x) == np.sign(g))
-    # nu = 0: the unconstrained step, shrinking same-sign top coordinates first.
-    t_free = G / smooth
-    is_top_a = same & (a == G)
-    top_mass = float(np.abs(x[is_top_a]).sum())
-    d = np.zeros_like(x)
-    if t_free - 2.0 * min(top_mass, t_free) <= slack:
-        shrink = min(top_mass, t_free)
-        idx = np.flatnonzero(is_top_a)
-        mags = np.abs(x[idx])
-        cum = np.cumsum(mags)
-        used = np.clip(shrink - (cum - mags), 0.0, mags)  # fill in order
-        d[idx] = -np.sign(x[idx]) * used
-        rest = t_free - shrink
-        if rest > 0:
-            j = int(idx[-1]) if idx.size else top
-            d[j] -= np.sign(g[j]) * rest
-        y = x + d
-    else:
-        # nu > 0: solve lambda / L = 2 S(lambda) + slack, lambda in [0, G).
-        nz = np.flatnonzero(x != 0)
-        brk = np.where(same[nz], 0.5 * (G + a[nz]), 0.5 * (G - a[nz]))
-        order = np.argsort(-brk, kind="stable")
-        nz, brk = nz[order], brk[order]
-        w = np.abs(x[nz])
-        cum = np.concatenate([[0.0], np.cumsum(w)])  # W_0 .. W_M
-        upper = np.concatenate([[G], brk])  # beta_0 = G, beta_1.. beta_M
-        lower = np.concatenate([brk, [0.0]])  # beta_1 .. beta_M, beta_{M+1} = 0
-        cand = smooth * (2.0 * cum + slack)
-        k = int(np.flatnonzero(cand >= lower)[0])
-        if cand[k] <= upper[k]:
-            lam, full, part = float(cand[k]), k, 0.0
-        else:  # the root sits on breakpoint k: coordinate k moves partially
-            lam = float(upper[k])
-            full = k - 1
-            part = min(max(0.5 * (lam / smooth - slack) - cum[k - 1], 0.0), w[k - 1])
-        moved = nz[:full]
-        d[moved] = -x[moved]
-        if part > 0:
-            j = nz[full]
-            d[j] = -np.sign(x[j]) * part
-        s_len = float(cum[full] + part)
-        b = lam / smooth - s_len  # the B length: t - S
-        d[top] -= np.sign(g[top]) * max(b, 0.0)
-        y = x + d
-    norm = float(np.abs(y).sum())
-    if norm > radius:  # rounding only
-        y *= radius / norm
-    return y.reshape(shape)
-
-
-def simplex_gradient_step(x: np.ndarray, g: np.ndarray, smooth: float) -> np.ndarray:
-    """Exact ``argmin_{y in simplex} (L/2) ||y - x||_1^2 + <g, y - x>``.
-
-    On the simplex ``sum_j d_j = 0``: moving mass ``m`` costs l1 length ``2 m``, and is best
-    moved into one coordinate ``j0`` of smallest gradient, taken from the coordinates of
-    largest gradient first (gain ``g_i - g_min`` per unit). Minimising
-    ``2 L m^2 - gain(m)`` (``gain`` concave, piecewise linear) gives ``4 L m = g_src(m) -
-    g_min`` with ``g_src(m)`` the gradient of the coordinate drained at ``m``: a threshold
-    ``theta = g_min + 4 L m`` such that every coordinate with ``g_i > theta`` is emptied
-    (the one at ``theta`` partially), found exactly after one sort.
-    """
-    shape = x.shape
-    x, g = np.ravel(np.asarray(x, dtype=float)), np.ravel(np.asarray(g, dtype=float))
-    j0 = int(np.argmin(g))
-    gmin = float(g[j0])
-    src = np.flatnonzero((x > 0) & (g > gmin))
-    src = src[src != j0]
-    y = x.copy()
-    if src.size == 0:
-        return y.reshape(shape)
-    order = np.argsort(-g[src], kind="stable")
-    src = src[order]
-    gs, w = g[src], x[src]
-    cum = np.concatenate([[0.0], np.cumsum(w)])
-    upper = np.concatenate([[math.inf], gs])
-    lower = np.concatenate([gs, [gmin]])
-    cand = gmin + 4.0 * smooth * cum
-    k = int(np.flatnonzero(cand >= lower)[0])
-    if cand[k] <= upper[k]:
-        full, part = k, 0.0
-    else:
-        full = k - 1
-        theta = float(upper[k])
-        part = min(max((theta - gmin) / (4.0 * smooth) - cum[k - 1], 0.0), w[k - 1])
-    y[src[:full]] = 0.0
-    if part > 0:
-        y[src[full]] -= part
-    y[j0] += float(cum[full] + part)
-    return y.reshape(shape)
-
-
-def _dual_grad(g: np.ndarray, q: float) -> np.ndarray:
-    """``nabla (||g||_q^2 / 2)``: the unconstrained l_p gradient direction (``1/p+1/q=1``)."""
-    return _pnorm_grad(g, q, 1.0)
-
-
-def _lp_gradient_step(x, g, smooth, ball: LpBall, v):
-    """The l_p gradient step: exact when the unconstrained step is feasible.
-
-    Unconstrained, ``argmin (L/2) ||d||_p^2 + <g, d>`` is ``d = -nabla(||.||_q^2/2)(g) /
-    L``. When it leaves the ball there is no closed form; the step returns the candidate
-    of smallest model value ``(L/2) ||y - x||_p^2 + <g, y - x>`` among the radial rescaling
-    and the Euclidean projection of the unconstrained step and the coupling point ``v =
-    r z_{k+1} + (1 - r) y_k``. The convergence proof (supplement, (52)-(56)) only uses that
-    the model value at ``y_{k+1}`` is at most the one at ``v``, which this guarantees.
-    """
-    p = float(ball.p)
-    q = p / (p - 1.0)
-    y_free = x - _dual_grad(g, q) / smooth
-    norm = ball.norm(y_free)
-    if norm <= ball.radius:
-        return y_free
-    cands = [y_free * (ball.radius / norm), ball.project(y_free), v]
-
-    def model(y):
-        return 0.5 * smooth * ball.norm(y - x) ** 2 + float(np.sum(g * (y - x)))
-
-    return min(cands, key=model)
-
-
-# --------------------------------------------------------------------------------------
 # The solver
 # --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AccMDPlan(Plan):
+    """The public constants of one run of :class:`DPAccMD`.
+
+    Attributes
+    ----------
+    sigma : float
+        Standard deviation of the Gaussian noise added to each coordinate of every mean
+        gradient release.
+    noise_multiplier : float
+        ``sigma / sensitivity``.
+    sensitivity : float
+        l2 sensitivity ``2G/n`` of one mean clipped gradient (replace-one).
+    clip_norm : float
+        ``G``: per-example l2 gradient clip.
+    smoothness : float
+        ``L``: smoothness of the objective in the geometry's norm.
+    geometry : {"euclidean", "l1", "lp", "simplex"}
+        The geometry's kind (:attr:`skdp.geometry.MirrorGeometry.kind`).
+    mirror_modulus : float
+        ``mu``: strong convexity of the mirror map in the geometry's norm.
+    restart_every : int
+        Restart period ``T0`` of the coupling (0: never).
+    """
+
+    sigma: float
+    noise_multiplier: float
+    sensitivity: float
+    clip_norm: float
+    smoothness: float
+    geometry: str
+    mirror_modulus: float
+    restart_every: int
 
 
 class DPAccMD(BaseDPSolver):
@@ -330,19 +124,18 @@ class DPAccMD(BaseDPSolver):
       in the norm ``||.||`` of the constraint's geometry, and
     - the mirror step ``z_{k+1} = argmin_{z in C} D_w(z, z_k) / mu + a_{k+1} <g_k, z>``,
 
-    and returns ``y_T``. Geometries: l2 ball (Euclidean map, projected gradient step), l1
-    ball (p-norm map, ``p = 1 + 1/ln d``, exact l1 gradient step, see
-    :func:`l1_ball_gradient_step`), l_p ball (p-norm map for ``1 < p <= 2``; the l2
-    geometry for ``p > 2``), simplex (entropy, exact step :func:`simplex_gradient_step`),
-    and the unconstrained problem (Euclidean). A free intercept (``n_penalized <
-    n_params``) is unconstrained and takes Euclidean steps in both updates (the norm is
-    ``sqrt(||W_pen||^2 + ||b||_2^2)``, the map ``w / mu + ||b||^2 / 2``).
+    and returns ``y_T``. The geometry (norm, map, modulus and both exact steps) is the
+    constraint's :meth:`~skdp.geometry.Constraint.mirror_geometry`: l2 ball and no
+    constraint (Euclidean), l1 ball (p-norm map, ``p = 1 + 1/ln d``), l_p ball (p-norm map
+    for ``1 < p <= 2``; the l2 geometry for ``p > 2``), simplex (entropy). A free
+    intercept (``n_penalized < n_params``) is unconstrained and takes Euclidean steps in
+    both updates.
 
     Parameters
     ----------
     n_iter : int, optional
         Number of iterations ``T`` (one noisy gradient each). Default: from public
-        quantities (see Notes).
+        quantities (see the algorithm page).
     clip_norm : float, optional
         Per-example l2 gradient clip ``G``. Default: the public gradient bound
         ``spec.gradient_bound``, which makes clipping lossless.
@@ -366,32 +159,14 @@ class DPAccMD(BaseDPSolver):
     delta)``, ``sigma_B1`` the analytic Gaussian calibration (Balle & Wang 2018): exact.
     With ``"rdp"``/``"pld"`` the same ledger is calibrated by ``dp_accounting`` (looser).
     Both steps, the regulariser, the mirror map and the restarts are post-processing of
-    the releases. Reference: Wang, Ye & Xu, "Differentially private empirical risk
-    minimization revisited: faster and more general", NeurIPS 2017, Algorithm 3 and
-    Theorem 5.3 (whose constant ``c`` is replaced by the exact calibration).
+    the releases.
 
-    **Smoothness in the geometry.** For a GLM with ``phi'' <= c``, ``v^T H v <= c
-    ||X v||^2 + alpha ||v||_2^2``; Hoelder with the dual exponent ``s*`` gives the
-    smoothness ``L = c X_{s*}^2 + alpha`` in the entrywise l_s norm (``s <= 2``), with
-    ``X_{s*}`` the public bound on ``||x_i||_{s*}`` (``spec.row_bound(s*)``; with a free
-    intercept ``c`` the bound on ``||x_pen||_{s*}^2 + c^2``). For l2 this is
-    ``spec.smoothness``; the paper's ``L ||C||_2^2`` is the same quantity for the
-    Minkowski norm of ``C`` (the algorithm is invariant to rescaling the norm).
-
-    **Iteration count.** With the noisy ``y``-step the paper's utility proof (Thm. 5.4)
-    does not apply verbatim: the smoothness inequality at ``y_{k+1}`` now carries
-    ``<b_k, x_{k+1} - y_{k+1}> <= ||b_k||_*^2 / (2L) + (L/2) ||y_{k+1} - x_{k+1}||^2``,
-    which roughly doubles the noise term of the supplement's (57). Heuristically (not a
-    theorem), ``E F(y_T) - F* ~ 8 L D / T^2 + T^2 s1^2 E||xi||_*^2 / (3 L)`` with
-    ``sigma^2 = T s1^2`` (``s1`` the one-release noise), ``D`` the public bound on
-    ``D_w(x*, x_0) / mu`` (``sup_{z in C} D_w(z, x_0) / mu``; ``initial_gap / alpha`` in
-    the strongly convex Euclidean case; a unit-score heuristic for unbounded sets and the
-    intercept) and ``E||xi||_*^2`` the expected squared dual norm of a standard Gaussian.
-    The balance is ``T = (24 L^2 D / (s1^2 E||xi||_*^2))^(1/4)``. With restarts every
-    ``T0`` iterations (each contracts ``F - F*`` by ``e^-2``), ``Delta0 e^(-2T/T0) + T0 T
-    s1^2 E||xi||_*^2 / (3 L)`` is balanced at ``T = (T0 / 2) ln(6 L Delta0 / (T0^2 s1^2
-    E||xi||_*^2))``. ``epsilon = inf`` aims at ``1e-12`` of the initial gap. Capped at
-    2000.
+    Assumptions: a GLM loss with bounded curvature and public row bounds (the smoothness
+    ``L`` in the geometry's norm is ``c X_{s*}^2 + alpha``). Reference: Wang, Ye & Xu,
+    "Differentially private empirical risk minimization revisited: faster and more
+    general", NeurIPS 2017, Algorithm 3 and Theorem 5.3 (whose constant ``c`` is replaced
+    by the exact calibration). Smoothness, the exact gradient steps and the iteration
+    count: ``docs/algorithms/accelerated_mirror_descent.md``.
     """
 
     name = "accelerated_mirror_descent"
@@ -400,32 +175,31 @@ class DPAccMD(BaseDPSolver):
         accountants=("gaussian", "rdp", "pld"), default_accountant="gaussian",
         constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
     )
+    _parameter_constraints: ClassVar[dict] = {
+        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "clip_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
+        "restart_every": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"),
+                          None],
+    }
 
     def __init__(self, n_iter=None, clip_norm=None, restart_every="auto"):
         self.n_iter = n_iter
         self.clip_norm = clip_norm
         self.restart_every = restart_every
 
-    def _validate_params(self) -> None:
-        self._check_positive_int("n_iter")
-        self._check_positive_real("clip_norm")
-        r = self.restart_every
-        if not (r is None or (isinstance(r, str) and r == "auto")):
-            if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
-                raise ValueError(
-                    "DPAccMD.restart_every must be 'auto', None or an int >= 1, "
-                    f"got {r!r}."
-                )
-
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)
-        Geometry.of(spec.constraint, max(spec.n_penalized * spec.n_outputs, 1))
+    def _check_params(self) -> None:
+        # Interval(Integral/Real) takes True/False as 1/0: refuse them by name.
+        for name in ("n_iter", "clip_norm", "restart_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool | np.bool_):
+                raise ValueError(f"The {name!r} parameter of DPAccMD must be a number, "
+                                 f"not a bool; got {value!r}.")
 
     # -- public constants ------------------------------------------------------------------
     @staticmethod
-    def geometry(spec: ProblemSpec) -> Geometry:
+    def geometry(spec: ProblemSpec) -> MirrorGeometry:
         """The geometry of ``spec.constraint`` for the penalised coordinates."""
-        return Geometry.of(spec.constraint, max(spec.n_penalized * spec.n_outputs, 1))
+        return spec.constraint.mirror_geometry(max(spec.n_penalized * spec.n_outputs, 1))
 
     @staticmethod
     def _free_feature(spec: ProblemSpec) -> float:
@@ -436,7 +210,7 @@ class DPAccMD(BaseDPSolver):
         return c if c > 0 else spec.row_bound(2.0)
 
     def smoothness(self, spec: ProblemSpec) -> float:
-        """Smoothness ``L`` of ``F`` in the geometry's norm (see the class Notes).
+        """Smoothness ``L`` of ``F`` in the geometry's norm (see the algorithm page).
 
         ``(x^T u + c b)^2 <= (||x_pen||_{s*}^2 + c^2)(||u||_s^2 + b^2)`` (Hoelder and
         Cauchy-Schwarz), and ``alpha ||u||_2^2 <= alpha ||u||_s^2`` for ``s <= 2``.
@@ -459,29 +233,19 @@ class DPAccMD(BaseDPSolver):
         return float(spec.loss.curvature_bound * row_sq + spec.alpha)
 
     def distance_bound(self, spec: ProblemSpec) -> float:
-        """Public bound ``D`` on ``D_w(x*, x_0) / mu`` (see the class Notes)."""
+        """Public bound ``D`` on ``D_w(x*, x_0) / mu`` (see the algorithm page)."""
         geom = self.geometry(spec)
-        c = spec.constraint
-        m = max(spec.n_penalized * spec.n_outputs, 1)
-        if isinstance(c, L2Ball):
-            dist = 0.5 * float(c.radius) ** 2
-        elif isinstance(c, LpBall) and geom.kind == "euclidean":
-            dist = 0.5 * (float(c.radius) * m ** (0.5 - 1.0 / float(c.p))) ** 2
-        elif geom.kind in ("l1", "lp"):
-            # w(z) = ||z||_p^2 / (2 (p - 1)) <= radius^2 / (2 (p - 1)) on the ball, x_0 = 0.
-            p = geom.mirror_map.p
-            dist = float(c.radius) ** 2 / (2.0 * (p - 1.0) * geom.modulus)
-        elif geom.kind == "simplex":
-            # D_w(z, uniform) = radius KL(z / radius || uniform) <= radius ln m, mu = 1/radius.
-            dist = float(c.radius) ** 2 * math.log(m) if m > 1 else 0.0
-        else:
+        # sup_{z in C} D_w(z, x_0) / mu: R_2^2 / 2 (Euclidean), R^2 / (2 (p - 1) mu) for the
+        # p-norm map (x_0 = 0), radius^2 ln m on the simplex (mu = 1/radius).
+        dist = geom.scaled_bregman_radius()
+        if not math.isfinite(dist):
             # Unbounded set: parameters of "unit score" (||w||_2 = 1 / X_2), a heuristic.
             dist = 0.5 / spec.row_bound(2.0) ** 2
         free = self._free_feature(spec)
         if free > 0:
             # Heuristic intercept scale: it offsets scores of size up to the features'
             # Hoelder bound sup_{u in C} <x, u> (plus one unit), divided by c.
-            radius, q = _set_radius_dual(c)
+            radius, q = spec.constraint.support_pairing()
             score = radius * spec.row_bound(q) if math.isfinite(radius) else 1.0
             dist += 0.5 * spec.n_outputs * (spec.n_params - spec.n_penalized) * (
                 (1.0 + score) / free) ** 2
@@ -507,7 +271,7 @@ class DPAccMD(BaseDPSolver):
                    - 1)
 
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, sensitivity: float) -> int:
-        """Data-independent default ``T`` (see the class Notes)."""
+        """Data-independent default ``T`` (see the algorithm page)."""
         if self.n_iter is not None:
             return int(self.n_iter)
         L = self.smoothness(spec)
@@ -541,35 +305,33 @@ class DPAccMD(BaseDPSolver):
         # T releases, each (2G/n)-sensitive, compose exactly (the same ledger as DP-GD).
         z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
         geom = self.geometry(spec)
-        return _legacy_plan(
+        return AccMDPlan(
             n_iter=n_iter,
             event=event,
             accountant=accountant,
             relation=relation,
-            settings={
-                "sigma": sigma,
-                "noise_multiplier": z,
-                "sensitivity": sensitivity,
-                "clip_norm": clip,
-                "smoothness": self.smoothness(spec),
-                "geometry": geom.kind,
-                "mirror_modulus": geom.modulus,
-                "restart_every": self.restart_period(spec),
-            },
+            sigma=sigma,
+            noise_multiplier=z,
+            sensitivity=sensitivity,
+            clip_norm=clip,
+            smoothness=self.smoothness(spec),
+            geometry=geom.kind,
+            mirror_modulus=geom.modulus,
+            restart_every=self.restart_period(spec),
         )
 
     # -- the algorithm -----------------------------------------------------------------------
-    def release_noise_scale(self, plan: Plan) -> float:
+    def release_noise_scale(self, plan: AccMDPlan) -> float:
         # Each gradient step moves the iterate by (noisy gradient) / L: sigma / L.
-        return plan.settings["sigma"] / plan.settings["smoothness"]
+        return plan.sigma / plan.smoothness
 
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: AccMDPlan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
         p, constraint = spec.n_penalized, spec.constraint
         geom = self.geometry(spec)
-        sigma, clip, L = (plan.settings[k] for k in ("sigma", "clip_norm", "smoothness"))
-        mu = plan.settings["mirror_modulus"]
-        period = plan.settings["restart_every"]
+        sigma, clip, L = plan.sigma, plan.clip_norm, plan.smoothness
+        mu = plan.mirror_modulus
+        period = plan.restart_every
         shape = (spec.n_params, spec.n_outputs)
         W0 = np.zeros(shape)
         W0[:p] = constraint.feasible_point((p, spec.n_outputs))
@@ -581,17 +343,16 @@ class DPAccMD(BaseDPSolver):
             x = r * z + (1.0 - r) * y
             g = problem.clipped_gradient(x, clip) + noise.gaussian(shape, sigma)
             g[:p] += spec.alpha * x[:p]
-            # Mirror step with the 1-strongly convex map w / mu: eta = mu a_{k+1}.
-            # (the exact constrained Bregman step of mirror_descent.mirror_step: Euclidean
-            # projection; p-norm map rescaled onto the l_p sphere or soft-thresholded in
-            # the dual for the l1 ball; multiplicative weights on the simplex).
+            # Mirror step with the 1-strongly convex map w / mu: eta = mu a_{k+1} (the
+            # constraint's exact Bregman step: Euclidean projection; p-norm map rescaled
+            # onto the l_p sphere or soft-thresholded in the dual for the l1 ball;
+            # multiplicative weights on the simplex).
             z_new = np.empty(shape)
-            z_new[:p] = mirror_step(constraint, geom.mirror_map, z[:p], g[:p], mu * a_next)
+            z_new[:p] = geom.mirror_step(z[:p], g[:p], mu * a_next)
             z_new[p:] = z[p:] - a_next * g[p:]
             # Gradient step in the geometry's norm with smoothness L.
             y_new = np.empty(shape)
-            y_new[:p] = self._gradient_step(geom, constraint, x[:p], g[:p], L,
-                                            r * z_new[:p] + (1.0 - r) * y[:p])
+            y_new[:p] = geom.gradient_step(x[:p], g[:p], L, r * z_new[:p] + (1.0 - r) * y[:p])
             y_new[p:] = x[p:] - g[p:] / L
             y, z = y_new, z_new
             k += 1
@@ -599,14 +360,3 @@ class DPAccMD(BaseDPSolver):
                 k = 0
                 z = y.copy()
         return y
-
-    @staticmethod
-    def _gradient_step(geom: Geometry, constraint: Constraint, x: np.ndarray, g: np.ndarray,
-                       L: float, v: np.ndarray) -> np.ndarray:
-        if geom.kind == "euclidean":
-            return constraint.project(x - g / L)
-        if geom.kind == "l1":
-            return l1_ball_gradient_step(x, g, L, float(constraint.radius))
-        if geom.kind == "simplex":
-            return simplex_gradient_step(x, g, L)
-        return _lp_gradient_step(x, g, L, constraint, v)

@@ -8,34 +8,37 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import EuclideanMirrorMap, L1Ball, L2Ball, LpBall, Unconstrained
+from skdp.geometry import MirrorGeometry
 from skdp.privacy.accounting import add_remove_budget, epsilon_spent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers.mirror_descent import (
+    _POSITIVE_INT,
+    _POSITIVE_REAL,
     MAX_AUTO_ITER,
     SAMPLINGS,
-    MDGeometry,
     MDPhase,
     NoisyMirrorDescent,
+    _refuse_bools,
     calibrate_md_phase,
     capped_schedule,
     dual_gradient_bound,
-    md_geometry,
     md_gradient_clip,
-    mirror_step,
     paper_batch_size,
     run_noisy_md,
 )
 
-__all__ = ["LocalizedMirrorDescent", "PhaseSpec"]
+__all__ = ["LocalizedMirrorDescent", "LocalizedMirrorDescentPlan", "PhaseSpec"]
 
 PHASE_BUDGETS = ("full", "halving")
 
@@ -69,6 +72,56 @@ class PhaseSpec:
     epsilon: float
 
 
+@dataclass(frozen=True, kw_only=True)
+class LocalizedMirrorDescentPlan(Plan):
+    """The public constants of one run of :class:`LocalizedMirrorDescent`, one tuple entry
+    per phase (the phases of every round of the strongly convex reduction, in order).
+
+    Attributes
+    ----------
+    phase_starts : tuple of int
+        Offset of each phase's block in the data-independent permutation.
+    phase_sizes : tuple of int
+        ``n_i``: records in each block.
+    batch_sizes : tuple of int
+        ``b_i``.
+    phase_iters : tuple of int
+        ``T_i``: noisy steps of each phase.
+    noise_multiplier : tuple of float
+        ``z_i``: noise in units of the phase's batch-mean sensitivity.
+    sigma : tuple of float
+        Standard deviation of each phase's Gaussian noise, ``z_i * sensitivity_i``.
+    sensitivity : tuple of float
+        l2 sensitivity of each phase's batch mean (``2C/b_i``; ``C/b_i`` with Poisson).
+    phase_epsilons : tuple of float
+        Each phase's target epsilon.
+    step_sizes : tuple of float
+        ``eta_i = 2^{-4i} eta``.
+    lambdas : tuple of float
+        ``lambda_i = 2 / (eta_i n_i)``: weight of the localisation regulariser.
+    radii : tuple of float
+        ``r_i``: radius of the localisation ball, in the map's norm (``inf``: none).
+    worst_phase : int
+        Index of the phase whose event is the ledger (the largest epsilon spent).
+    clip_norm : float
+        ``C``: per-example l2 gradient clip.
+    """
+
+    phase_starts: tuple[int, ...]
+    phase_sizes: tuple[int, ...]
+    batch_sizes: tuple[int, ...]
+    phase_iters: tuple[int, ...]
+    noise_multiplier: tuple[float, ...]
+    sigma: tuple[float, ...]
+    sensitivity: tuple[float, ...]
+    phase_epsilons: tuple[float, ...]
+    step_sizes: tuple[float, ...]
+    lambdas: tuple[float, ...]
+    radii: tuple[float, ...]
+    worst_phase: int
+    clip_norm: float
+
+
 def _log_dim(dim: int) -> float:
     return max(math.log(max(dim, 1)), 1.0)
 
@@ -94,7 +147,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
     n_phases : int, optional
         ``k``. Default ``ceil(log2 n)`` (per round).
     step_size : float, optional
-        The base ``eta``. Default: Theorem 4 / 13 (see Notes); required when the
+        The base ``eta``. Default: Theorem 4 / 13 (see the page); required when the
         constraint is unbounded.
     step_scale : float, default=1.0
         Multiplier of the automatic base ``eta`` (ignored with ``step_size``). The
@@ -144,34 +197,14 @@ class LocalizedMirrorDescent(BaseDPSolver):
     composition over the replace-one blocks then gives the worst phase. (Group privacy is
     applied per phase, not to the whole run: adding a record would shift the positions
     of the permutation and change several blocks.)
-    Correction to the paper (privacy-calibration.md section 4.2): Algorithm 2 as printed
-    runs phase ``i`` on the leading records ``z_1..z_{n_i}``, i.e. the same records in
-    every phase, so its phases compose sequentially and its ``delta`` adds up to
-    ``k delta``; here the blocks are disjoint, each phase may use the full budget, and no
-    phase gets a separate ``delta``. The strongly convex reduction (section 4.5) also uses
-    disjoint rounds, so its ledger is again the worst single phase. Noise constant and
-    sampling: as in Algorithm 1 (section 4.1). Reference: Asi, Feldman, Koren & Talwar,
-    ICML 2021, Algorithms 2 and 6, Theorems 4, 8 and 13.
+    The paper's Algorithm 2 runs every phase on the same leading records (sequential
+    composition, ``k delta``); the disjoint blocks fix it (see the page).
 
-    **Other deviations (utility only).** (i) The paper's phase set is ``X_i = X cap
-    {||x - x_{i-1}||_p <= r_i}``; the exact Bregman step of a map centred at ``x_{i-1}``
-    onto that intersection has no closed form, so the steps are exact on the
-    localisation ball alone (closed form) and the phase output is then projected onto
-    ``X``. (ii) Lemma 3.3 bounds ``||.||_1 <= 2 ||.||_p`` for ``p = 1 + 1/ln d``; the
-    exact constant is ``d^{1 - 1/p} = d^{1/(1 + ln d)}``, which tends to ``e``, so
-    ``kappa = d^{1-1/p}`` is used in ``r_i`` (keeping the phase minimiser inside the
-    ball). (iii) ``T_i`` is capped (``max_iter``) by enlarging ``b_i``.
-
-    **Step size.** Theorem 4 (l1): ``eta = (D/L) min(sqrt(ln d / n), eps / sqrt(d ln d
-    ln(1/delta)))``; Theorem 13 (l_p): ``eta = (D/L) min(1/sqrt((p-1) n),
-    eps / sqrt(d ln(1/delta)(1 + ln d 1{p<2})))``, ``D`` the diameter in the geometry's
-    norm, ``L`` the dual-norm bound of a clipped gradient plus the L2 term. Inside a phase
-    ``F_i`` is ``lambda_i``-strongly convex relative to ``w(. - x_{i-1})``, so Theorem 3's
-    second part applies: ``eta_{i,k} = 2 / (lambda_i (k+1))`` and the weighted average.
-    Strongly convex reduction: round ``r`` of ``N_r`` records uses ``D_r``, with
-    ``D_{r+1} = min(D_r, sqrt(2 e_r / lambda))``, ``e_r`` the round's Theorem 4/13 bound
-    (constant 1) and ``lambda = alpha d^{1 - 2/p}`` the strong convexity of the L2 term
-    in the geometry's norm.
+    Assumptions: a GLM loss with public gradient bounds (or a public ``clip_norm``), the
+    l1 ball, an l_p ball with ``1 < p <= 2``, the l2 ball, or no constraint with a public
+    ``step_size``. Reference: Asi, Feldman, Koren & Talwar, ICML 2021, Algorithms 2 and
+    6, Theorems 4, 8 and 13. Step sizes, the strongly convex reduction, corrections and
+    deviations from the paper: ``docs/algorithms/mirror_descent.md``.
     """
 
     name = "localized_mirror_descent"
@@ -180,6 +213,18 @@ class LocalizedMirrorDescent(BaseDPSolver):
         losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
         constraints=("none", "l2", "l1", "lp"), max_lp=2.0,
     )
+    _parameter_constraints: ClassVar[dict] = {
+        "n_phases": _POSITIVE_INT,
+        "step_size": _POSITIVE_REAL,
+        "step_scale": [Interval(Real, 0, math.inf, closed="neither")],
+        "batch_size": _POSITIVE_INT,
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "phase_budget": [StrOptions(set(PHASE_BUDGETS))],
+        "strongly_convex": ["boolean"],
+        "n_rounds": _POSITIVE_INT,
+        "clip_norm": _POSITIVE_REAL,
+        "sampling": [StrOptions(set(SAMPLINGS))],
+    }
 
     def __init__(
         self,
@@ -206,21 +251,9 @@ class LocalizedMirrorDescent(BaseDPSolver):
         self.sampling = sampling
 
     # -- checks ----------------------------------------------------------------------------
-    def _validate_params(self) -> None:
-        for name in ("n_phases", "batch_size", "max_iter", "n_rounds"):
-            self._check_positive_int(name)
-        for name in ("step_size", "clip_norm", "step_scale"):
-            self._check_positive_real(name)
-        if self.step_scale is None:
-            raise ValueError(f"{type(self).__name__}.step_scale must be a positive finite "
-                             "number, got None.")
-        for name, allowed in (("phase_budget", PHASE_BUDGETS), ("sampling", SAMPLINGS)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, "
-                                 f"got {getattr(self, name)!r}.")
-        if not isinstance(self.strongly_convex, bool | np.bool_):
-            raise ValueError(f"{type(self).__name__}.strongly_convex must be a bool, got "
-                             f"{self.strongly_convex!r}.")
+    def _check_params(self) -> None:
+        _refuse_bools(self, ("n_phases", "batch_size", "max_iter", "n_rounds", "step_size",
+                             "step_scale", "clip_norm"))
 
     resolve_accountant = NoisyMirrorDescent.resolve_accountant
 
@@ -236,15 +269,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
                 "solver option sampling='poisson'."
             )
         super().check_compatible(spec, accountant, relation)
-        c = spec.constraint
-        if not (isinstance(c, L1Ball | L2Ball | Unconstrained)
-                or (isinstance(c, LpBall) and c.p <= 2)):
-            raise IncompatibleSolverError(
-                f"solver {self.name!r} supports the l1 ball, l_p balls with 1 < p <= 2, the "
-                f"l2 ball or no constraint, not {type(c).__name__}; use "
-                "solver='mirror_descent' for other sets."
-            )
-        if self.step_size is None and not c.bounded:
+        if self.step_size is None and not spec.constraint.bounded:
             raise IncompatibleSolverError(
                 f"solver {self.name!r} needs a bounded constraint for its default step "
                 "size; set constraint='l1'/'l2'/'lp' with a radius, or the solver's "
@@ -256,14 +281,14 @@ class LocalizedMirrorDescent(BaseDPSolver):
 
     # -- plan ------------------------------------------------------------------------------
     @staticmethod
-    def _kappa(spec: ProblemSpec, geometry: MDGeometry, dim: int) -> float:
+    def _kappa(geometry: MirrorGeometry, dim: int) -> float:
         # ||v||_1 <= d^{1 - 1/p} ||v||_p (Hoelder); other geometries measure in l_p itself.
-        if isinstance(spec.constraint, L1Ball):
+        if geometry.kind == "l1":
             return float(dim) ** (1.0 - 1.0 / geometry.map_p)
         return 1.0
 
     @staticmethod
-    def _rates(spec: ProblemSpec, geometry: MDGeometry, dim: int, n: int,
+    def _rates(geometry: MirrorGeometry, dim: int, n: int,
                budget: Budget) -> tuple[float, float]:
         """The statistical and privacy terms ``(a, b)`` of Theorems 4 / 13 (constant 1).
 
@@ -273,7 +298,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
         ld = _log_dim(dim)
         private = budget.is_private and delta > 0
         log_delta = math.log(1.0 / delta) if private else 0.0
-        if isinstance(spec.constraint, L1Ball):
+        if geometry.kind == "l1":  # Theorem 4; else Theorem 13 (l_p)
             stat = math.sqrt(ld / n)
             priv = math.sqrt(dim * ld * log_delta) / (n * eps) if private else 0.0
         else:
@@ -283,8 +308,8 @@ class LocalizedMirrorDescent(BaseDPSolver):
             priv = math.sqrt(dim * log_delta * (1.0 + extra)) / (pm1 * n * eps) if private else 0.0
         return stat, priv
 
-    def _base_eta(self, spec: ProblemSpec, geometry: MDGeometry, dim: int, n: int,
-                  budget: Budget, diameter: float, lip: float) -> float:
+    def _base_eta(self, geometry: MirrorGeometry, dim: int, n: int, budget: Budget,
+                  diameter: float, lip: float) -> float:
         """``eta = (D/L) min(a, eps / sqrt(d ln(1/delta) c))`` of Theorems 4 / 13.
 
         With ``(a, b)`` from :meth:`_rates`, the second argument is ``1 / (n b)`` (l1) and
@@ -292,8 +317,8 @@ class LocalizedMirrorDescent(BaseDPSolver):
         """
         if self.step_size is not None:
             return float(self.step_size)
-        stat, priv = self._rates(spec, geometry, dim, n, budget)
-        scale = 1.0 if isinstance(spec.constraint, L1Ball) else geometry.map_p - 1.0
+        stat, priv = self._rates(geometry, dim, n, budget)
+        scale = 1.0 if geometry.kind == "l1" else geometry.map_p - 1.0
         second = 1.0 / (scale * n * priv) if priv > 0 else math.inf
         return float(self.step_scale) * diameter / lip * min(stat, second)
 
@@ -313,10 +338,10 @@ class LocalizedMirrorDescent(BaseDPSolver):
         """Every phase of every round, calibrated (public quantities only)."""
         n = spec.n_samples
         dim = max(spec.n_penalized * spec.n_outputs, 1)
-        geometry = md_geometry(spec.constraint, dim)
+        geometry = spec.constraint.mirror_geometry(dim)
         clip = self.gradient_clip(spec)
         lip = dual_gradient_bound(spec, clip, geometry)
-        kappa = self._kappa(spec, geometry, dim)
+        kappa = self._kappa(geometry, dim)
         pm1 = geometry.map_p - 1.0
         if spec.constraint.bounded:
             diameter = spec.constraint.diameter(geometry.norm_ord, dim=dim)
@@ -328,7 +353,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
         out: list[PhaseSpec] = []
         start = 0
         for size in self._round_sizes(n):
-            eta = self._base_eta(spec, geometry, dim, size, budget, diameter, lip)
+            eta = self._base_eta(geometry, dim, size, budget, diameter, lip)
             k = self.n_phases or max(1, math.ceil(math.log2(max(size, 2))))
             for i in range(1, k + 1):
                 n_i = max(1, size >> i)
@@ -354,7 +379,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
                 start += n_i
             # Strongly convex reduction: shrink the diameter for the next round.
             if self.strongly_convex and self.step_size is None and lam_geom > 0:
-                stat, priv = self._rates(spec, geometry, dim, size, budget)
+                stat, priv = self._rates(geometry, dim, size, budget)
                 err = lip * diameter * (stat + priv)
                 diameter = min(diameter, math.sqrt(2.0 * err / lam_geom))
         if start > n:
@@ -366,7 +391,8 @@ class LocalizedMirrorDescent(BaseDPSolver):
             )
         return out
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str,
+             relation: str) -> LocalizedMirrorDescentPlan:
         phases = self.phases(spec, budget, accountant, relation)
         worst = 0
         if budget.is_private:
@@ -380,63 +406,55 @@ class LocalizedMirrorDescent(BaseDPSolver):
             event = phases[worst].md.event
         else:
             event = dpe.NonPrivateDpEvent()
-        return _legacy_plan(
+        return LocalizedMirrorDescentPlan(
             n_iter=sum(ph.md.n_iter for ph in phases),
             event=event,
             accountant=accountant,
             relation=relation,
             via_add_remove=self.sampling == "poisson",
-            settings={
-                "phase_starts": tuple(ph.start for ph in phases),
-                "phase_sizes": tuple(ph.md.n for ph in phases),
-                "batch_sizes": tuple(ph.md.batch_size for ph in phases),
-                "phase_iters": tuple(ph.md.n_iter for ph in phases),
-                "noise_multiplier": tuple(ph.md.noise_multiplier for ph in phases),
-                "sigma": tuple(ph.md.sigma for ph in phases),
-                "sensitivity": tuple(ph.md.sensitivity for ph in phases),
-                "phase_epsilons": tuple(ph.epsilon for ph in phases),
-                "step_sizes": tuple(ph.eta for ph in phases),
-                "lambdas": tuple(ph.lam for ph in phases),
-                "radii": tuple(ph.radius for ph in phases),
-                "worst_phase": worst,
-                "clip_norm": self.gradient_clip(spec),
-            },
+            phase_starts=tuple(ph.start for ph in phases),
+            phase_sizes=tuple(ph.md.n for ph in phases),
+            batch_sizes=tuple(ph.md.batch_size for ph in phases),
+            phase_iters=tuple(ph.md.n_iter for ph in phases),
+            noise_multiplier=tuple(ph.md.noise_multiplier for ph in phases),
+            sigma=tuple(ph.md.sigma for ph in phases),
+            sensitivity=tuple(ph.md.sensitivity for ph in phases),
+            phase_epsilons=tuple(ph.epsilon for ph in phases),
+            step_sizes=tuple(ph.eta for ph in phases),
+            lambdas=tuple(ph.lam for ph in phases),
+            radii=tuple(ph.radius for ph in phases),
+            worst_phase=worst,
+            clip_norm=self.gradient_clip(spec),
         )
 
     # -- run -------------------------------------------------------------------------------
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: LocalizedMirrorDescentPlan,
+             noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
-        s = plan.settings
         p, alpha = spec.n_penalized, spec.alpha
-        dim = max(p * spec.n_outputs, 1)
-        geometry = md_geometry(spec.constraint, dim)
+        geometry = spec.constraint.mirror_geometry(max(p * spec.n_outputs, 1))
         mm = geometry.mirror_map
-        euclid = isinstance(mm, EuclideanMirrorMap)
-        clip = s["clip_norm"]
+        clip = plan.clip_norm
         # The blocks: disjoint slices of a permutation drawn before the data is read.
         perm = noise.permutation(spec.n_samples)
         W = np.zeros((spec.n_params, spec.n_outputs))
         W[:p] = spec.constraint.feasible_point((p, spec.n_outputs))
-        for j, start in enumerate(s["phase_starts"]):
-            n_i, t = s["phase_sizes"][j], s["phase_iters"][j]
-            lam, radius = s["lambdas"][j], s["radii"][j]
-            md = MDPhase(n_i, s["batch_sizes"][j], t, s["noise_multiplier"][j],
-                         s["sensitivity"][j], s["sigma"][j], plan.event, math.nan)
+        for j, start in enumerate(plan.phase_starts):
+            n_i, t = plan.phase_sizes[j], plan.phase_iters[j]
+            lam, radius = plan.lambdas[j], plan.radii[j]
+            md = MDPhase(n_i, plan.batch_sizes[j], t, plan.noise_multiplier[j],
+                         plan.sensitivity[j], plan.sigma[j], plan.event, math.nan)
             center = W.copy()
-            if not math.isfinite(radius):  # unbounded problem: no localisation ball
-                ball = Unconstrained()
-            elif geometry.map_p == 2.0:
-                ball = L2Ball(radius)
-            else:
-                ball = LpBall(radius, geometry.map_p)
+            # The localisation ball ||x - c||_{map_p} <= r_i (none when unbounded), on which
+            # the map's step is exact.
+            ball = geometry.ball(radius)
 
             def step(x, g, eta, c=center[:p], ball=ball):
-                return c + mirror_step(ball, mm, x - c, g, eta)
+                return c + ball.mirror_step(mm, x - c, g, eta)
 
             def extra(Wk, c=center, lam=lam):
                 out = np.empty_like(Wk)
-                y = Wk[:p] - c[:p]
-                out[:p] = lam * (y if euclid else mm.grad(y)) + alpha * Wk[:p]
+                out[:p] = lam * mm.grad(Wk[:p] - c[:p]) + alpha * Wk[:p]
                 out[p:] = lam * (Wk[p:] - c[p:])
                 return out
 

@@ -1,10 +1,11 @@
 """Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Algorithms 1 and 5).
 
-Also the shared pieces of the mirror-descent family: the exact constrained mirror step
-:func:`mirror_step`, the public geometry constants of a constraint (:func:`md_geometry`),
-the phase ledger and its calibration (:func:`md_event`, :func:`calibrate_md_phase`) and
-the vectorised noisy loop (:func:`run_noisy_md`), imported by
-:mod:`skdp.solvers.localized_mirror_descent`.
+Also the shared pieces of the mirror-descent family: :func:`mirror_step` and
+:func:`md_geometry` (thin names for the constraint's own
+:meth:`~skdp.geometry.Constraint.mirror_step` and
+:meth:`~skdp.geometry.Constraint.mirror_geometry`), the phase ledger and its
+calibration (:func:`md_event`, :func:`calibrate_md_phase`) and the vectorised noisy loop
+(:func:`run_noisy_md`), imported by :mod:`skdp.solvers.localized_mirror_descent`.
 """
 
 from __future__ import annotations
@@ -12,27 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from dp_accounting import dp_event as dpe
-from scipy.optimize import brentq
 from scipy.special import gammaln
 
+from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import (
-    Constraint,
-    EntropyMirrorMap,
-    EuclideanMirrorMap,
-    L1Ball,
-    L1PNormMirrorMap,
-    L2Ball,
-    LpBall,
-    MirrorMap,
-    PNormMirrorMap,
-    Simplex,
-    Unconstrained,
-    pnorm,
-)
+from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
 from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
@@ -43,11 +33,12 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, _legacy_plan
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 
 __all__ = [
     "MDGeometry",
+    "MirrorDescentPlan",
     "MDPhase",
     "NoisyMirrorDescent",
     "batch_gradient",
@@ -62,194 +53,35 @@ __all__ = [
 SAMPLINGS = ("without_replacement", "poisson")
 SCHEDULES = ("auto", "convex", "strongly_convex")
 ITERATES = ("average", "last")
-#: Default cap on the number of noisy steps of one run of Algorithm 1 (see the Notes of
-#: :class:`NoisyMirrorDescent`: the paper's ``T = n^2 / b^2`` is enlarged-b to fit).
+#: Default cap on the number of noisy steps of one run of Algorithm 1: the paper's
+#: ``T = n^2 / b^2`` is met by enlarging ``b`` (docs/algorithms/mirror_descent.md).
 MAX_AUTO_ITER = 1000
 
 
 # ---------------------------------------------------------------------------------------
-# The exact mirror step
+# The exact mirror step and the geometry constants (owned by the constraint sets)
 # ---------------------------------------------------------------------------------------
-def _as_pnorm_map(mirror_map: MirrorMap, size: int) -> MirrorMap:
-    # The dimension-free l1 map reads d from its argument: fix it once for the step.
-    if isinstance(mirror_map, L1PNormMirrorMap):
-        return L1PNormMirrorMap.for_dim(max(size, 1))
-    return mirror_map
-
-
-def _l1_pnorm_step(theta: np.ndarray, mm: PNormMirrorMap, radius: float) -> np.ndarray:
-    """``argmin_{||x||_1 <= R} w(x) - <theta, x>`` for the p-norm map ``w``.
-
-    Derivation. KKT with a multiplier ``mu >= 0`` for ``||x||_1 <= R``:
-    ``theta - mu s = nabla w(x)``, ``s`` in the subdifferential of ``||.||_1`` at ``x``.
-    ``nabla w(x)_j`` has the sign of ``x_j`` and vanishes exactly where ``x_j = 0``, so
-    ``x_j != 0`` forces ``s_j = sign(x_j) = sign(theta_j)`` and ``|theta_j| > mu``, with
-    ``nabla w(x)_j = sign(theta_j)(|theta_j| - mu)``; ``x_j = 0`` needs ``|theta_j| <= mu``.
-    Hence ``nabla w(x) = S_mu(theta)`` (soft-thresholding), i.e.
-    ``x(mu) = nabla w^*(S_mu(theta))``. ``mu = 0`` if ``x(0)`` is feasible; otherwise the
-    constraint is active and ``||x(mu)||_1 = (p-1) ||u||_q^(2-q) ||u||_(q-1)^(q-1)`` with
-    ``u = S_mu(theta)`` is continuous and decreasing from ``||x(0)||_1 > R`` to 0 at
-    ``mu = ||theta||_inf``: a one-dimensional root, found by Brent's method to machine
-    precision (the iterate is finally rescaled onto the sphere, feasible by construction).
-    """
-    x = mm.grad_conjugate(theta)
-    if float(np.sum(np.abs(x))) <= radius:
-        return x
-    a = np.abs(theta)
-    sign = np.sign(theta)
-    top = float(a.max())
-
-    def excess(mu: float) -> float:
-        u = sign * np.maximum(a - mu, 0.0)
-        return float(np.sum(np.abs(mm.grad_conjugate(u)))) - radius
-
-    mu = brentq(excess, 0.0, top, xtol=1e-15 * top, rtol=4 * np.finfo(float).eps, maxiter=300)
-    x = mm.grad_conjugate(sign * np.maximum(a - mu, 0.0))
-    total = float(np.sum(np.abs(x)))
-    return x * (radius / total) if total > 0 else x
+#: The public geometry constants of mirror descent on a constraint (``skdp.geometry``).
+MDGeometry = MirrorGeometry
 
 
 def mirror_step(
     constraint: Constraint, mirror_map: MirrorMap, x: np.ndarray, g: np.ndarray, eta: float
 ) -> np.ndarray:
-    """One exact constrained mirror step.
+    """One exact constrained mirror step: ``constraint.mirror_step(mirror_map, x, g, eta)``.
 
-    ``x_+ = argmin_{x' in C} <g, x'> + D_w(x', x) / eta``; equivalently
-    ``argmin_{x' in C} w(x') - <theta, x'>`` with ``theta = nabla w(x) - eta g`` (the
-    Bregman projection of ``nabla w^*(theta)`` onto ``C``).
-
-    Supported pairs (each exact; a ``1-D`` root where there is no closed form):
-
-    * Euclidean map, any constraint: the Euclidean projection of ``x - eta g``.
-    * p-norm map ``||x||_p^2 / (2(p-1))`` and the origin-centred l_p ball of the same
-      ``p`` (or the l2 ball for ``p = 2``, or no constraint): for a fixed norm
-      ``||x'||_p = s`` the objective is minimised along Hoelder's direction of ``theta``,
-      which is the direction of ``nabla w^*(theta)``, and the remaining convex function
-      ``s^2 / (2(p-1)) - s ||theta||_q`` of ``s`` is minimised at ``(p-1) ||theta||_q =
-      ||nabla w^*(theta)||_p`` clipped to ``[0, R]``: rescale ``nabla w^*(theta)`` onto the
-      ball if it lies outside.
-    * p-norm map and the l1 ball (the l1 geometry, ``p = 1 + 1/ln d``): soft-thresholding
-      in the dual, see :func:`_l1_pnorm_step`.
-    * Negative entropy and the simplex: the multiplicative-weights update (closed form).
-
-    Parameters
-    ----------
-    constraint : Constraint
-        The feasible set ``C`` (of the flattened parameter).
-    mirror_map : MirrorMap
-        The map ``w`` (``constraint.mirror_map_for(x.size)`` for the paper's algorithm).
-    x : ndarray
-        Current point, in ``C``.
-    g : ndarray of the shape of ``x``
-        The (noisy) gradient.
-    eta : float
-        Step size, ``> 0``.
-
-    Returns
-    -------
-    ndarray of the shape of ``x``
-
-    Raises
-    ------
-    IncompatibleSolverError
-        For a pair of map and set without an exact step.
+    ``x_+ = argmin_{x' in C} <g, x'> + D_w(x', x) / eta``; see
+    :meth:`skdp.geometry.Constraint.mirror_step` for the supported pairs and their
+    derivations. Raises :class:`IncompatibleSolverError` for a pair of map and set
+    without an exact step.
     """
-    x = np.asarray(x, dtype=float)
-    g = np.asarray(g, dtype=float)
-    mm = _as_pnorm_map(mirror_map, x.size)
-    if isinstance(mm, EuclideanMirrorMap):
-        return np.asarray(constraint.project(x - eta * g), dtype=float)
-    if isinstance(mm, EntropyMirrorMap):
-        if not isinstance(constraint, Simplex):
-            raise IncompatibleSolverError(
-                "the entropy mirror map has an exact step on the simplex only; use "
-                "constraint Simplex, or the constraint's own mirror_map_for(dim)."
-            )
-        # x_+ proportional to x exp(-eta g), normalised to the simplex's mass: the step
-        # argmin <g, x'> + KL(x', x) / eta over {x' >= 0, sum x' = R}.
-        logits = np.log(np.maximum(x, np.finfo(float).tiny)) - eta * g
-        logits -= logits.max()
-        e = np.exp(logits)
-        return constraint.radius * e / e.sum()
-    if isinstance(mm, PNormMirrorMap):
-        theta = mm.grad(x) - eta * g
-        if isinstance(constraint, Unconstrained):
-            return mm.grad_conjugate(theta)
-        if isinstance(constraint, L1Ball):
-            return _l1_pnorm_step(theta, mm, float(constraint.radius)).reshape(x.shape)
-        same_ball = (isinstance(constraint, LpBall) and abs(constraint.p - mm.p) < 1e-12) or (
-            isinstance(constraint, L2Ball) and mm.p == 2.0)
-        if same_ball:
-            y = mm.grad_conjugate(theta)
-            norm = pnorm(y, mm.p)
-            radius = float(constraint.radius)
-            return y * (radius / norm) if norm > radius else y
-    raise IncompatibleSolverError(
-        f"no exact mirror step for {type(mm).__name__} on {type(constraint).__name__}; use "
-        "the constraint's own mirror map (constraint.mirror_map_for(dim))."
-    )
+    return constraint.mirror_step(mirror_map, x, g, eta)
 
 
-# ---------------------------------------------------------------------------------------
-# Public geometry constants
-# ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MDGeometry:
-    """Public constants of mirror descent on a constraint (utility only, no privacy role).
-
-    Attributes
-    ----------
-    mirror_map : MirrorMap
-        ``constraint.mirror_map_for(dim)``.
-    norm_ord : float
-        The geometry's norm ``||.||`` (1 for the l1 ball and the simplex, ``p`` for an l_p
-        ball with ``p <= 2``, 2 for the Euclidean map).
-    dual_ord : float
-        Its dual exponent.
-    modulus : float
-        Strong convexity of the map in ``||.||``.
-    bregman_radius : float
-        ``sup_{x in C} D_w(x, x_0)`` from the start ``x_0`` (``inf`` if unbounded).
-    radius : float
-        ``sup_{x in C} ||x||`` (``inf`` if unbounded); also bounds ``||x||_dual`` for
-        ``dual_ord >= 2``.
-    map_p : float
-        The exponent of the p-norm map (2 for the Euclidean map).
-    """
-
-    mirror_map: MirrorMap
-    norm_ord: float
-    dual_ord: float
-    modulus: float
-    bregman_radius: float
-    radius: float
-    map_p: float
-
-
-def md_geometry(constraint: Constraint, dim: int) -> MDGeometry:
-    """The :class:`MDGeometry` of ``constraint`` for ``dim`` constrained coordinates."""
-    mm = _as_pnorm_map(constraint.mirror_map_for(dim), dim)
-    if isinstance(mm, EntropyMirrorMap):
-        # D(x, uniform) = sum x log(x d / R) <= R ln d.
-        r = float(constraint.radius)
-        return MDGeometry(mm, 1.0, math.inf, mm.strong_convexity, r * math.log(max(dim, 1)),
-                          r, 2.0)
-    if isinstance(mm, PNormMirrorMap):
-        r = float(constraint.radius)
-        # w(x) = ||x||_p^2 / (2(p-1)) <= R^2 / (2(p-1)): ||x||_p <= ||x||_1 on the l1 ball.
-        h = r * r / (2.0 * (mm.p - 1.0))
-        if isinstance(constraint, L1Ball):
-            return MDGeometry(mm, 1.0, math.inf, mm.strong_convexity, h, r, mm.p)
-        return MDGeometry(mm, mm.p, mm.p / (mm.p - 1.0), 1.0, h, r, mm.p)
-    # Euclidean map: measure everything in l2.
-    if isinstance(constraint, Unconstrained):
-        r2 = math.inf
-    elif isinstance(constraint, LpBall):
-        r2 = float(constraint.radius) * (dim ** (0.5 - 1.0 / constraint.p)
-                                         if constraint.p > 2 else 1.0)
-    else:
-        r2 = 0.5 * constraint.diameter(2.0, dim=dim)
-    return MDGeometry(mm, 2.0, 2.0, 1.0, 0.5 * r2 * r2, r2, 2.0)
+def md_geometry(constraint: Constraint, dim: int) -> MirrorGeometry:
+    """The geometry of ``constraint`` for ``dim`` constrained coordinates
+    (:meth:`skdp.geometry.Constraint.mirror_geometry`)."""
+    return constraint.mirror_geometry(dim)
 
 
 def noise_dual_moment(sigma: float, dim: int, q: float) -> float:
@@ -270,7 +102,7 @@ def noise_dual_moment(sigma: float, dim: int, q: float) -> float:
     return sigma**2 * math.exp((2.0 / q) * (math.log(dim) + log_moment))
 
 
-def dual_gradient_bound(spec: ProblemSpec, clip: float, geometry: MDGeometry) -> float:
+def dual_gradient_bound(spec: ProblemSpec, clip: float, geometry: MirrorGeometry) -> float:
     """Public bound on the dual norm of one clipped gradient plus the L2 term.
 
     For ``q >= 2``, ``||v||_q <= ||v||_2 <= C``; the loss bound ``gradient_bound_in(q)``
@@ -454,15 +286,65 @@ def capped_schedule(n: int, b_paper: float, max_iter: int) -> tuple[int, int]:
     return b, t
 
 
+@dataclass(frozen=True, kw_only=True)
+class MirrorDescentPlan(Plan):
+    """The public constants of one run of :class:`NoisyMirrorDescent`.
+
+    Attributes
+    ----------
+    batch_size : int
+        ``b``: records per step (the expected batch size under Poisson sampling).
+    noise_multiplier : float
+        ``z``: noise standard deviation in units of the batch mean's sensitivity.
+    sigma : float
+        Standard deviation of the Gaussian noise added to each coordinate of the batch
+        mean gradient, ``z * sensitivity``.
+    sensitivity : float
+        l2 sensitivity of the batch mean: ``2C/b`` (replace-one) or ``C/b`` (Poisson,
+        add/remove).
+    clip_norm : float
+        ``C``: per-example l2 gradient clip.
+    schedule : {"convex", "strongly_convex"}
+        The resolved step schedule.
+    step_size : float
+        The first step ``eta_1`` (constant for the convex schedule).
+    map_p : float
+        Exponent of the p-norm mirror map (2 for the Euclidean map and entropy).
+    """
+
+    batch_size: int
+    noise_multiplier: float
+    sigma: float
+    sensitivity: float
+    clip_norm: float
+    schedule: str
+    step_size: float
+    map_p: float
+
+
+#: Shared declarations of the noisy mirror-descent solvers' parameters.
+_POSITIVE_INT = [Interval(Integral, 1, None, closed="left"), None]
+_POSITIVE_REAL = [Interval(Real, 0, math.inf, closed="neither"), None]
+
+
+def _refuse_bools(solver: BaseDPSolver, names: tuple[str, ...]) -> None:
+    """Numeric parameters refuse ``True``/``False`` (``Interval`` takes them as 1/0)."""
+    for name in names:
+        value = getattr(solver, name)
+        if isinstance(value, bool | np.bool_):
+            raise ValueError(f"The {name!r} parameter of {type(solver).__name__} must be a "
+                             f"number, not a bool; got {value!r}.")
+
+
 class NoisyMirrorDescent(BaseDPSolver):
     """Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Alg. 1 and 5).
 
     Each of ``T`` steps releases ``g_k = (1/b) sum_{i in B_k} clip_C(grad f(x_k; z_i)) +
     N(0, sigma^2 I_d)`` on a batch ``B_k`` and takes the exact constrained mirror step
     ``x_{k+1} = argmin_{x in X} <g_k + alpha x_k, x> + D_w(x, x_k) / eta_k``
-    (:func:`mirror_step`) with the constraint's map ``w = constraint.mirror_map_for(d)``:
-    the p-norm map with ``p = 1 + 1/ln d`` for the l1 ball (Algorithm 1), with the ball's
-    own ``p`` for an l_p ball, ``1 < p <= 2`` (Algorithm 5), the Euclidean map for the l2
+    (:meth:`skdp.geometry.MirrorGeometry.mirror_step`) with the constraint's map: the
+    p-norm map with ``p = 1 + 1/ln d`` for the l1 ball (Algorithm 1), with the ball's own
+    ``p`` for an l_p ball, ``1 < p <= 2`` (Algorithm 5), the Euclidean map for the l2
     ball, negative entropy for the simplex. Output: the average of ``x_1..x_T``, or with
     the strongly convex schedule the weighted average ``2/(T(T+1)) sum_k k x_k``.
 
@@ -470,20 +352,19 @@ class NoisyMirrorDescent(BaseDPSolver):
     ----------
     n_iter : int, optional
         Number of steps ``T``. Default: the paper's ``n^2 / b^2``, capped at ``max_iter``
-        by enlarging ``b`` (see Notes).
+        by enlarging ``b``.
     batch_size : int, optional
         Batch size ``b``. Default: the paper's ``max(sqrt(n / ln d), sqrt(d / eps))``,
         enlarged to ``ceil(n / sqrt(max_iter))`` when ``T`` would exceed ``max_iter``.
     max_iter : int, default=1000
         Cap of the automatic ``T``.
     step_size : float, optional
-        A constant step ``eta``. Default: from the schedule (see Notes).
+        A constant step ``eta``. Default: from the schedule.
     step_scale : float, default=1.0
         Multiplier of the automatic convex step (ignored with ``step_size`` and by the
-        strongly convex schedule). The theorem's step uses worst-case constants (the
-        Lipschitz bound of the loss, the largest Bregman distance on the set); typical
-        gradients are far smaller, and a public scale of 10-100 often helps (tune it on
-        public data: choosing it on the private data leaks).
+        strongly convex schedule). The theorem's step uses worst-case constants; a public
+        scale of 10-100 often helps (tune it on public data: choosing it on the private
+        data leaks).
     schedule : {"auto", "convex", "strongly_convex"}, default="auto"
         ``"convex"``: constant ``eta`` of Theorem 3; ``"strongly_convex"``:
         ``eta_k = 2 / (alpha (k + 1))`` and the weighted average (Theorem 3, second part;
@@ -497,7 +378,7 @@ class NoisyMirrorDescent(BaseDPSolver):
         bounds (the recipe's ``L sqrt(d)``, or the l2 bound if tighter): lossless.
     sampling : {"without_replacement", "poisson"}, default="without_replacement"
         Uniform batches of exactly ``b`` records (RDP accountant), or Poisson sampling at
-        rate ``b/n`` (add/remove, PLD by default; see Notes).
+        rate ``b/n`` (add/remove, PLD by default).
 
     Notes
     -----
@@ -512,24 +393,14 @@ class NoisyMirrorDescent(BaseDPSolver):
     with sensitivity ``C/b`` is accounted under add/remove at ``(e, delta/(1+e^e))``,
     ``e = min(eps/2, 5)``, which gives replace-one ``(eps, delta)`` by group privacy. The
     mirror step, the L2 term, the projection and the averaging are post-processing; ``T``,
-    ``b`` and the step sizes come from public quantities only.
-    Corrections to the paper (privacy-calibration.md section 4.1): the paper samples with
-    replacement (``S_i ~ Unif(S)``: no accountant supports it, and a record drawn twice
-    doubles the sensitivity), uses the moments accountant (Poisson, add/remove) and the
-    constant ``sigma = 100 L sqrt(d ln(1/delta)) / (b eps)`` (about 25x the noise needed).
-    The noise is Gaussian in ``R^d`` (its dual norm grows like ``sqrt(ln d)`` in the l1
-    geometry); no dimension-free noise is claimed. Reference: Asi, Feldman, Koren &
-    Talwar, "Private stochastic convex optimization: optimal rates in l1 geometry", ICML
-    2021, Algorithms 1 and 5, Theorems 3 and 12.
+    ``b`` and the step sizes come from public quantities only. The paper samples with
+    replacement and calibrates with a loose constant; both are corrected (see the page).
 
-    **Schedule.** Theorem 3 takes ``T = n^2 / b^2``; for large ``n`` that is millions of
-    steps, so the automatic ``b`` is enlarged to ``ceil(n / sqrt(max_iter))`` when needed
-    (the optimisation term ``b/n`` of the bound grows accordingly). Convex step (Lemma
-    3.1 with a map ``mu``-strongly convex in ``||.||``): ``E F(x_bar) - F* <=
-    H / (T eta) + eta G^2 / (2 mu)`` with ``H >= D_w(x*, x_0)`` and ``G^2 >= E||g||_*^2 <=
-    L_*^2 + E||zeta||_*^2``; minimised at ``eta = sqrt(2 mu H / (T G^2))``. A free
-    intercept is not bounded by the constraint: ``H`` then adds ``R_2^2 / 2`` for it (a
-    public heuristic for the step only).
+    Assumptions: a GLM loss with public gradient bounds (or a public ``clip_norm``); the
+    default convex step needs a bounded constraint. Reference: Asi, Feldman, Koren &
+    Talwar, "Private stochastic convex optimization: optimal rates in l1 geometry", ICML
+    2021, Algorithms 1 and 5, Theorems 3 and 12. Schedules, step sizes, corrections to the
+    paper and tuning: ``docs/algorithms/mirror_descent.md``.
     """
 
     name = "mirror_descent"
@@ -538,6 +409,17 @@ class NoisyMirrorDescent(BaseDPSolver):
         losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
         constraints=("none", "l2", "l1", "lp", "simplex"),
     )
+    _parameter_constraints: ClassVar[dict] = {
+        "n_iter": _POSITIVE_INT,
+        "batch_size": _POSITIVE_INT,
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "step_size": _POSITIVE_REAL,
+        "step_scale": [Interval(Real, 0, math.inf, closed="neither")],
+        "schedule": [StrOptions(set(SCHEDULES))],
+        "iterate": [StrOptions(set(ITERATES))],
+        "clip_norm": _POSITIVE_REAL,
+        "sampling": [StrOptions(set(SAMPLINGS))],
+    }
 
     def __init__(
         self,
@@ -562,19 +444,9 @@ class NoisyMirrorDescent(BaseDPSolver):
         self.sampling = sampling
 
     # -- checks ----------------------------------------------------------------------------
-    def _validate_params(self) -> None:
-        for name in ("n_iter", "batch_size", "max_iter"):
-            self._check_positive_int(name)
-        for name in ("step_size", "clip_norm", "step_scale"):
-            self._check_positive_real(name)
-        if self.step_scale is None:
-            raise ValueError(f"{type(self).__name__}.step_scale must be a positive finite "
-                             "number, got None.")
-        for name, allowed in (("schedule", SCHEDULES), ("iterate", ITERATES),
-                              ("sampling", SAMPLINGS)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, "
-                                 f"got {getattr(self, name)!r}.")
+    def _check_params(self) -> None:
+        _refuse_bools(self, ("n_iter", "batch_size", "max_iter", "step_size", "step_scale",
+                             "clip_norm"))
 
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         if accountant == "auto":
@@ -589,18 +461,13 @@ class NoisyMirrorDescent(BaseDPSolver):
                 "solver option sampling='poisson'."
             )
         super().check_compatible(spec, accountant, relation)
-        geometry = md_geometry(spec.constraint, spec.n_penalized * spec.n_outputs)
-        try:  # every supported (map, set) pair has an exact step
-            x0 = spec.constraint.feasible_point(spec.n_penalized * spec.n_outputs)
-            mirror_step(spec.constraint, geometry.mirror_map, x0, np.zeros_like(x0), 1.0)
-        except IncompatibleSolverError as exc:
-            raise IncompatibleSolverError(f"solver {self.name!r}: {exc}") from None
+        geometry = spec.constraint.mirror_geometry(spec.n_penalized * spec.n_outputs)
         schedule = self._schedule(spec, geometry)
         if schedule == "strongly_convex":
             if spec.alpha <= 0:
                 raise IncompatibleSolverError(
                     f"solver {self.name!r} with schedule='strongly_convex' needs alpha > 0.")
-            if not isinstance(geometry.mirror_map, EuclideanMirrorMap):
+            if geometry.kind != "euclidean":
                 raise IncompatibleSolverError(
                     f"solver {self.name!r}: the L2 term is not strongly convex relative to "
                     f"{type(geometry.mirror_map).__name__}; use schedule='convex' (or an "
@@ -616,19 +483,20 @@ class NoisyMirrorDescent(BaseDPSolver):
         """``min(clip_norm, sqrt(d) L_inf, L_2)``: the recipe's ``L sqrt(d)`` or tighter."""
         return md_gradient_clip(spec, self.clip_norm, self.name)
 
-    def _schedule(self, spec: ProblemSpec, geometry: MDGeometry) -> str:
+    def _schedule(self, spec: ProblemSpec, geometry: MirrorGeometry) -> str:
         if self.schedule != "auto":
             return self.schedule
-        euclid = isinstance(geometry.mirror_map, EuclideanMirrorMap)
+        euclid = geometry.kind == "euclidean"
         full = spec.n_penalized == spec.n_params
         return "strongly_convex" if (spec.alpha > 0 and euclid and full
                                      and self.step_size is None) else "convex"
 
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str,
+             relation: str) -> MirrorDescentPlan:
         n = spec.n_samples
         dim = spec.n_penalized * spec.n_outputs
-        geometry = md_geometry(spec.constraint, dim)
+        geometry = spec.constraint.mirror_geometry(dim)
         clip = self.gradient_clip(spec)
         if self.batch_size is not None:
             b = int(min(self.batch_size, n))
@@ -643,25 +511,23 @@ class NoisyMirrorDescent(BaseDPSolver):
                                    accountant=accountant, relation=relation)
         schedule = self._schedule(spec, geometry)
         steps = self._step_sizes(spec, geometry, schedule, clip, phase)
-        return _legacy_plan(
+        return MirrorDescentPlan(
             n_iter=t,
             event=phase.event,
             accountant=accountant,
             relation=relation,
             via_add_remove=self.sampling == "poisson",
-            settings={
-                "batch_size": b,
-                "noise_multiplier": phase.noise_multiplier,
-                "sigma": phase.sigma,
-                "sensitivity": phase.sensitivity,
-                "clip_norm": clip,
-                "schedule": schedule,
-                "step_size": float(steps[0]),
-                "map_p": geometry.map_p,
-            },
+            batch_size=b,
+            noise_multiplier=phase.noise_multiplier,
+            sigma=phase.sigma,
+            sensitivity=phase.sensitivity,
+            clip_norm=clip,
+            schedule=schedule,
+            step_size=float(steps[0]),
+            map_p=geometry.map_p,
         )
 
-    def _step_sizes(self, spec: ProblemSpec, geometry: MDGeometry, schedule: str,
+    def _step_sizes(self, spec: ProblemSpec, geometry: MirrorGeometry, schedule: str,
                     clip: float, phase: MDPhase) -> np.ndarray:
         t = phase.n_iter
         if self.step_size is not None:
@@ -680,34 +546,29 @@ class NoisyMirrorDescent(BaseDPSolver):
                                                              / (t * g2)))
 
     # -- run -------------------------------------------------------------------------------
-    def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
+    def _run(self, problem: Problem, plan: MirrorDescentPlan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
-        s = plan.settings
-        dim = spec.n_penalized * spec.n_outputs
-        geometry = md_geometry(spec.constraint, dim)
-        phase = MDPhase(spec.n_samples, s["batch_size"], plan.n_iter, s["noise_multiplier"],
-                        s["sensitivity"], s["sigma"], plan.event, math.nan)
-        steps = self._step_sizes(spec, geometry, s["schedule"], s["clip_norm"], phase)
+        geometry = spec.constraint.mirror_geometry(spec.n_penalized * spec.n_outputs)
+        phase = MDPhase(spec.n_samples, plan.batch_size, plan.n_iter, plan.noise_multiplier,
+                        plan.sensitivity, plan.sigma, plan.event, math.nan)
+        steps = self._step_sizes(spec, geometry, plan.schedule, plan.clip_norm, phase)
         t = plan.n_iter
         if self.iterate == "last":
             weights = None
-        elif s["schedule"] == "strongly_convex":
+        elif plan.schedule == "strongly_convex":
             weights = 2.0 * np.arange(1, t + 1) / (t * (t + 1.0))
         else:
             weights = np.full(t, 1.0 / t)
         W0 = np.zeros((spec.n_params, spec.n_outputs))
         W0[: spec.n_penalized] = spec.constraint.feasible_point(
             (spec.n_penalized, spec.n_outputs))
-        constraint, mm = spec.constraint, geometry.mirror_map
         p, alpha = spec.n_penalized, spec.alpha
-
-        def step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
-            return mirror_step(constraint, mm, x, g, eta)
 
         def l2_term(W: np.ndarray) -> np.ndarray:
             out = np.zeros_like(W)
             out[:p] = alpha * W[:p]
             return out
 
-        return run_noisy_md(problem, None, W0, phase, s["clip_norm"], steps, weights, step,
-                            l2_term if alpha > 0 else None, noise, self.sampling)
+        return run_noisy_md(problem, None, W0, phase, plan.clip_norm, steps, weights,
+                            geometry.mirror_step, l2_term if alpha > 0 else None, noise,
+                            self.sampling)

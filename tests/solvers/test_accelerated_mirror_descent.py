@@ -8,7 +8,15 @@ import scipy.sparse as sp
 from scipy.optimize import brentq, linprog, minimize, minimize_scalar
 
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Simplex, Unconstrained
+from skdp.geometry import (
+    Constraint,
+    L1Ball,
+    L2Ball,
+    LpBall,
+    MirrorGeometry,
+    Simplex,
+    Unconstrained,
+)
 from skdp.losses import LogisticLoss
 from skdp.privacy import Budget, epsilon_spent
 from skdp.privacy.accounting import analytic_gaussian_multiplier
@@ -63,11 +71,11 @@ def _ref_mirror_step_l1(z, g, eta, R, p):
     return u * min(1.0, R / np.abs(u).sum())
 
 
-def reference_accmd(X, y, alpha, settings, replay, n_iter, geometry, radius, intercept):
+def reference_accmd(X, y, alpha, plan, replay, n_iter, geometry, radius, intercept):
     """Algorithm 3 with the noisy y-step, for binary logistic regression."""
     n, m = X.shape
     d = m - 1 if intercept else m  # penalised / constrained coordinates
-    L, mu, clip = settings["smoothness"], settings["mirror_modulus"], settings["clip_norm"]
+    L, mu, clip = plan.smoothness, plan.mirror_modulus, plan.clip_norm
     p = 1.0 + 1.0 / math.log(d) if geometry == "l1" else 2.0
     yk, zk = np.zeros(m), np.zeros(m)
     for k in range(n_iter):
@@ -105,14 +113,14 @@ def test_matches_numpy_reference(geometry, intercept, clip):
     noise = RecordingNoiseSource(np.random.default_rng(0))
     res = solver.solve(problem, Budget(2.0, 1e-5), noise)
     replay = ReplayNoiseSource(noise.draws)
-    ref = reference_accmd(problem.design_matrix(), problem.Y[:, 0], 0.05, res.plan.settings,
+    ref = reference_accmd(problem.design_matrix(), problem.Y[:, 0], 0.05, res.plan,
                           replay, 9, geometry, radius, intercept)
     assert replay.exhausted()
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-12)
     # The smoothness in the geometry: 0.25 X^2 + alpha, X^2 bounding ||x_pen||_{s*}^2 + c^2
     # (||x'||_2 <= sqrt(2) with the intercept; c is not declared in the spec: 2^(1-2/s*)).
     row_sq = 1.0 if not intercept else (2.0 if geometry == "l2" else 4.0)
-    assert res.plan.settings["smoothness"] == pytest.approx(0.25 * row_sq + 0.05)
+    assert res.plan.smoothness == pytest.approx(0.25 * row_sq + 0.05)
 
 
 def test_restart_schedule_matches_reference_prefix():
@@ -122,17 +130,17 @@ def test_restart_schedule_matches_reference_prefix():
     res = DPAccMD(n_iter=7, restart_every=4).solve(problem, BUDGET, noise)
     draws = [v for _, v in noise.draws]
     X, Y = problem.design_matrix(), problem.Y[:, 0]
-    s = res.plan.settings
+    s = res.plan
     first = reference_accmd(X, Y, 0.2, s, ReplayNoiseSource([("gaussian", v) for v in draws[:4]]),
                             4, "l2", 0.5, False)
 
     # Second block: the same algorithm from y_4 (the reference starts from 0: shift it).
-    L = s["smoothness"]
+    L = s.smoothness
     yk = zk = first.copy()
     for k, v in enumerate(draws[4:]):
         a, r = (k + 2) / (4 * L), 2.0 / (k + 2)
         xk = r * zk + (1 - r) * yk
-        g = sum(_example_gradient(xk, X[i], Y[i], s["clip_norm"]) for i in range(40)) / 40
+        g = sum(_example_gradient(xk, X[i], Y[i], s.clip_norm) for i in range(40)) / 40
         g = g + v[:, 0] + 0.2 * xk
         zk = zk - a * g
         zk *= min(1.0, 0.5 / np.linalg.norm(zk))
@@ -378,17 +386,17 @@ def test_one_clipped_gradient_per_iteration_and_feasible_iterates(monkeypatch, c
 
         return guarded
 
-    original_step = DPAccMD._gradient_step
+    original_step = MirrorGeometry.gradient_step
 
-    def recording_step(geom, constraint, x, g, L, v):
-        out = original_step(geom, constraint, x, g, L, v)
+    def recording_step(geom, x, g, L, v):
+        out = original_step(geom, x, g, L, v)
         points.append(("y", out.copy()))
         return out
 
-    original_mirror = amd.mirror_step
+    original_mirror = MirrorGeometry.mirror_step
 
-    def recording_mirror(constraint, mm, x, g, eta):
-        out = original_mirror(constraint, mm, x, g, eta)
+    def recording_mirror(geom, x, g, eta):
+        out = original_mirror(geom, x, g, eta)
         points.append(("z", out.copy()))
         return out
 
@@ -396,8 +404,8 @@ def test_one_clipped_gradient_per_iteration_and_feasible_iterates(monkeypatch, c
     for name in ("objective", "gradient", "scores", "gradient_sum", "rows", "design_matrix",
                  "row_norms_in"):
         monkeypatch.setattr(Problem, name, guard(name))
-    monkeypatch.setattr(DPAccMD, "_gradient_step", staticmethod(recording_step))
-    monkeypatch.setattr(amd, "mirror_step", recording_mirror)
+    monkeypatch.setattr(MirrorGeometry, "gradient_step", recording_step)
+    monkeypatch.setattr(MirrorGeometry, "mirror_step", recording_mirror)
     res = DPAccMD(n_iter=15).solve(problem, Budget(0.5, 1e-5), 0)
     monkeypatch.undo()
     assert len(calls) == res.n_iter == 15
@@ -436,9 +444,9 @@ def test_ledger_reaccounts_within_budget(accountant, eps):
     plan = DPAccMD(n_iter=25).plan(problem.spec, budget, accountant, "replace_one")
     spent = epsilon_spent(plan.event, 1e-5, accountant=accountant, relation="replace_one")
     assert 0.99 * eps <= spent <= eps
-    s = plan.settings
-    assert s["sensitivity"] == pytest.approx(2 * s["clip_norm"] / 200)
-    assert s["clip_norm"] == pytest.approx(problem.spec.gradient_bound)
+    s = plan
+    assert s.sensitivity == pytest.approx(2 * s.clip_norm / 200)
+    assert s.clip_norm == pytest.approx(problem.spec.gradient_bound)
 
 
 def test_closed_form_and_accountant_calibrations():
@@ -446,11 +454,11 @@ def test_closed_form_and_accountant_calibrations():
     for eps in (0.3, 3.0):
         budget = Budget(eps, 1e-5)
         sig = {a: DPAccMD(n_iter=40).plan(problem.spec, budget, a, "replace_one")
-               .settings["sigma"] for a in ("gaussian", "rdp", "pld")}
-        s = DPAccMD(n_iter=40).plan(problem.spec, budget, "gaussian", "replace_one").settings
+               .sigma for a in ("gaussian", "rdp", "pld")}
+        s = DPAccMD(n_iter=40).plan(problem.spec, budget, "gaussian", "replace_one")
         # Exact closed form: sigma = sqrt(T) (2G/n) sigma_B1(eps, delta).
         assert sig["gaussian"] == pytest.approx(
-            analytic_gaussian_multiplier(budget, 1) * math.sqrt(40) * s["sensitivity"], rel=1e-9)
+            analytic_gaussian_multiplier(budget, 1) * math.sqrt(40) * s.sensitivity, rel=1e-9)
         # RDP and PLD are upper bounds: never less noise, and not grossly more.
         assert sig["gaussian"] <= sig["rdp"] <= 1.35 * sig["gaussian"]
         assert sig["gaussian"] <= sig["pld"] * (1 + 1e-6) and sig["pld"] <= 1.05 * sig["gaussian"]
@@ -462,7 +470,7 @@ def test_noise_non_increasing_in_epsilon(accountant):
     previous = math.inf
     for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
         plan = DPAccMD().plan(problem.spec, Budget(eps, 1e-5), accountant, "replace_one")
-        sigma = plan.settings["sigma"]
+        sigma = plan.sigma
         assert sigma <= previous
         previous = sigma
 
@@ -473,8 +481,8 @@ def test_auto_iterations_are_public_and_grow_with_epsilon():
               for e in (0.1, 1.0, 10.0)]
     assert counts == sorted(counts) and counts[0] >= 1 and counts[-1] <= amd.MAX_AUTO_ITER
     other = make_problem(n=5000, d=20, alpha=0.0, constraint=L1Ball(1.0), seed=9).spec
-    assert DPAccMD().plan(other, BUDGET, "gaussian", "replace_one").settings == DPAccMD().plan(
-        spec, BUDGET, "gaussian", "replace_one").settings
+    assert DPAccMD().plan(other, BUDGET, "gaussian", "replace_one").constants() == DPAccMD().plan(
+        spec, BUDGET, "gaussian", "replace_one").constants()
 
 
 def test_private_fit_is_close_at_large_n():
@@ -490,7 +498,8 @@ def test_private_fit_is_close_at_large_n():
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("params", [{"n_iter": 0}, {"n_iter": 2.5}, {"clip_norm": -1.0},
                                     {"restart_every": 0}, {"restart_every": "never"},
-                                    {"restart_every": True}])
+                                    {"restart_every": True}, {"n_iter": True},
+                                    {"clip_norm": math.inf}, {"clip_norm": math.nan}])
 def test_bad_parameters_raise(params):
     name = next(iter(params))
     with pytest.raises(ValueError, match=name):

@@ -188,7 +188,7 @@ def test_batch_gradient_sensitivity_is_never_exceeded(row_ord, constraint):
     base = _problem(X, y, SquaredLoss(1.0), constraint=constraint, row_ord=row_ord)
     solver = NoisyMirrorDescent(batch_size=b, n_iter=2)
     plan = solver.plan(base.spec, BUDGET, "rdp", "replace_one")
-    declared, clip = plan.settings["sensitivity"], plan.settings["clip_norm"]
+    declared, clip = plan.sensitivity, plan.clip_norm
     assert declared == pytest.approx(2 * clip / b)
     # Adversarial replacements: extreme rows (clipped to the bound) and labels.
     replacements = [(np.full(d, 1.0), 1.0), (np.full(d, -1.0), -1.0), (np.zeros(d), 1.0),
@@ -259,12 +259,12 @@ def test_ledger_is_the_documented_event():
     problem = make_problem(n=300, constraint=L1Ball(1.0), alpha=0.0)
     plan = NoisyMirrorDescent(batch_size=20, n_iter=40).plan(problem.spec, BUDGET, "rdp",
                                                              "replace_one")
-    s = plan.settings
+    s = plan
     ev = plan.event
     assert ev.count == 40
     assert ev.event.source_dataset_size == 300 and ev.event.sample_size == 20
-    assert ev.event.event.noise_multiplier == pytest.approx(s["noise_multiplier"])
-    assert s["sigma"] == pytest.approx(s["noise_multiplier"] * 2 * s["clip_norm"] / 20)
+    assert ev.event.event.noise_multiplier == pytest.approx(s.noise_multiplier)
+    assert s.sigma == pytest.approx(s.noise_multiplier * 2 * s.clip_norm / 20)
 
 
 @pytest.mark.parametrize("solver", [NoisyMirrorDescent(batch_size=10, n_iter=30),
@@ -274,7 +274,7 @@ def test_noise_non_increasing_in_epsilon(solver):
     previous = None
     for eps in (0.3, 3.0) if isinstance(solver, LocalizedMirrorDescent) else (0.1, 0.7, 5.0):
         sigma = np.asarray(solver.plan(problem.spec, Budget(eps, 1e-5), "rdp",
-                                       "replace_one").settings["sigma"])
+                                       "replace_one").sigma)
         if previous is not None:
             assert np.all(sigma <= previous)
         previous = sigma
@@ -286,7 +286,7 @@ def test_plan_is_public():
     for solver in (NoisyMirrorDescent(), LocalizedMirrorDescent(n_phases=2)):
         pa = solver.plan(a.spec, BUDGET, "rdp", "replace_one")
         pb = solver.plan(b.spec, BUDGET, "rdp", "replace_one")
-        assert pa.settings == pb.settings and pa.n_iter == pb.n_iter
+        assert pa.constants() == pb.constants() and pa.n_iter == pb.n_iter
 
 
 def test_step_scale_multiplies_the_automatic_step():
@@ -296,16 +296,16 @@ def test_step_scale_multiplies_the_automatic_step():
                             NoisyMirrorDescent(batch_size=20, n_iter=40, step_scale=7.0),
                             LocalizedMirrorDescent(batch_size=20, n_phases=2),
                             LocalizedMirrorDescent(batch_size=20, n_phases=2, step_scale=7.0))]
-    assert plans[1].settings["step_size"] == pytest.approx(7 * plans[0].settings["step_size"])
-    np.testing.assert_allclose(plans[3].settings["step_sizes"],
-                               7 * np.array(plans[2].settings["step_sizes"]))
-    assert plans[1].settings["sigma"] == plans[0].settings["sigma"]  # privacy unchanged
+    assert plans[1].step_size == pytest.approx(7 * plans[0].step_size)
+    np.testing.assert_allclose(plans[3].step_sizes,
+                               7 * np.array(plans[2].step_sizes))
+    assert plans[1].sigma == plans[0].sigma  # privacy unchanged
 
 
 def test_automatic_schedule_is_capped():
     problem = make_problem(n=20000, d=3, constraint=L1Ball(1.0))
     plan = NoisyMirrorDescent(max_iter=500).plan(problem.spec, BUDGET, "rdp", "replace_one")
-    b = plan.settings["batch_size"]
+    b = plan.batch_size
     assert plan.n_iter <= 500
     assert plan.n_iter == math.ceil(20000**2 / b**2) or plan.n_iter == 500
 
@@ -319,8 +319,8 @@ def test_localized_blocks_are_disjoint_and_the_ledger_is_one_phase(strongly_conv
     solver = LocalizedMirrorDescent(batch_size=8, max_iter=20, strongly_convex=strongly_convex)
     noise = PermutationRecorder(np.random.default_rng(3))
     res = solver.solve(problem, BUDGET, noise)
-    s = res.plan.settings
-    starts, sizes = np.array(s["phase_starts"]), np.array(s["phase_sizes"])
+    s = res.plan
+    starts, sizes = np.array(s.phase_starts), np.array(s.phase_sizes)
     assert np.all(starts[1:] == starts[:-1] + sizes[:-1])  # consecutive, disjoint
     assert starts[-1] + sizes[-1] <= 200
     # The permutation is drawn first; every batch lies in its phase's block.
@@ -330,7 +330,7 @@ def test_localized_blocks_are_disjoint_and_the_ledger_is_one_phase(strongly_conv
     batches = [v for k, v in noise.draws if k == "batch"]
     used = set()
     pos = 0
-    for start, size, t in zip(starts, sizes, s["phase_iters"], strict=True):
+    for start, size, t in zip(starts, sizes, s.phase_iters, strict=True):
         pool = perm[start:start + size]
         block = set(pool.tolist())
         assert not block & used
@@ -341,16 +341,16 @@ def test_localized_blocks_are_disjoint_and_the_ledger_is_one_phase(strongly_conv
         pos += t
     assert pos == len(batches) == res.n_iter
     # Ledger: exactly the worst phase's event (parallel composition), not a composition.
-    spent = [epsilon_spent(calibrate_md_phase(n, b, t, s["clip_norm"], BUDGET,
+    spent = [epsilon_spent(calibrate_md_phase(n, b, t, s.clip_norm, BUDGET,
                                               sampling="without_replacement",
                                               accountant="rdp",
                                               relation="replace_one").event,
                            BUDGET.delta, accountant="rdp", relation="replace_one")
-             for n, b, t in zip(sizes, s["batch_sizes"], s["phase_iters"], strict=True)]
-    worst = s["worst_phase"]
+             for n, b, t in zip(sizes, s.batch_sizes, s.phase_iters, strict=True)]
+    worst = s.worst_phase
     assert res.spent.epsilon == pytest.approx(max(spent)) == pytest.approx(spent[worst])
     assert res.spent.epsilon <= BUDGET.epsilon
-    assert res.plan.event.count == s["phase_iters"][worst]
+    assert res.plan.event.count == s.phase_iters[worst]
     if strongly_convex:
         assert len(sizes) > math.ceil(math.log2(200)) - 1  # several rounds of phases
 
@@ -360,9 +360,9 @@ def test_localized_halving_schedule():
     plan = LocalizedMirrorDescent(batch_size=8, max_iter=20, n_phases=4,
                                   phase_budget="halving").plan(
         problem.spec, BUDGET, "rdp", "replace_one")
-    eps = np.array(plan.settings["phase_epsilons"])
+    eps = np.array(plan.phase_epsilons)
     np.testing.assert_allclose(eps, 2.0 ** (1 - np.arange(1, eps.size + 1)))
-    assert plan.settings["worst_phase"] == 0
+    assert plan.worst_phase == 0
     spent = epsilon_spent(plan.event, BUDGET.delta, accountant="rdp", relation="replace_one")
     assert 0.99 <= spent <= 1.0
 
@@ -411,12 +411,12 @@ def _clipped(w, x, y, clip):
     return g if nrm <= clip else g * clip / nrm
 
 
-def reference_md(X, y, radius, settings, replay, n_iter, alpha):
+def reference_md(X, y, radius, plan, replay, n_iter, alpha):
     n, d = X.shape
     p = 1 + 1 / math.log(d)
     w = np.zeros(d)
     total = np.zeros(d)
-    b, eta, clip = settings["batch_size"], settings["step_size"], settings["clip_norm"]
+    b, eta, clip = plan.batch_size, plan.step_size, plan.clip_norm
     for _ in range(n_iter):
         batch = replay.next("batch")
         g = sum(_clipped(w, X[i], y[i], clip) for i in batch) / b
@@ -432,29 +432,29 @@ def test_mirror_descent_matches_reference(clip):
     solver = NoisyMirrorDescent(n_iter=25, batch_size=7, clip_norm=clip)
     noise = RecordingNoiseSource(np.random.default_rng(11))
     res = solver.solve(problem, Budget(2.0, 1e-5), noise)
-    assert res.plan.settings["schedule"] == "convex"
+    assert res.plan.schedule == "convex"
     replay = ReplayNoiseSource(noise.draws)
-    ref = reference_md(problem.design_matrix(), problem.Y[:, 0], 0.5, res.plan.settings,
+    ref = reference_md(problem.design_matrix(), problem.Y[:, 0], 0.5, res.plan,
                        replay, 25, 0.02)
     assert replay.exhausted()
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-8, atol=1e-11)
 
 
-def reference_localized(X, y, settings, replay, alpha, radius_x):
+def reference_localized(X, y, plan, replay, alpha, radius_x):
     """Algorithm 2 with the p-norm map centred at the previous output (l1 geometry)."""
     n, d = X.shape
     p = 1 + 1 / math.log(d)
     perm = replay.next("permutation")
     w = np.zeros(d)
-    for j, start in enumerate(settings["phase_starts"]):
-        size, t = settings["phase_sizes"][j], settings["phase_iters"][j]
-        b, lam, r = settings["batch_sizes"][j], settings["lambdas"][j], settings["radii"][j]
+    for j, start in enumerate(plan.phase_starts):
+        size, t = plan.phase_sizes[j], plan.phase_iters[j]
+        b, lam, r = plan.batch_sizes[j], plan.lambdas[j], plan.radii[j]
         c = w.copy()
         x = c.copy()
         avg = np.zeros(d)
         for k in range(1, t + 1):
             batch = perm[start:start + size][replay.next("batch")]
-            g = sum(_clipped(x, X[i], y[i], settings["clip_norm"]) for i in batch) / b
+            g = sum(_clipped(x, X[i], y[i], plan.clip_norm) for i in batch) / b
             g = g + replay.next("gaussian")[:, 0] + alpha * x + lam * _grad_w(x - c, p)
             eta = 2.0 / (lam * (k + 1))
             z = _grad_w_conj(_grad_w(x - c, p) - eta * g, p)
@@ -471,7 +471,7 @@ def test_localized_matches_reference():
     noise = PermutationRecorder(np.random.default_rng(2))
     res = solver.solve(problem, Budget(3.0, 1e-5), noise)
     replay = ReplayNoiseSource(noise.draws)
-    ref = reference_localized(problem.design_matrix(), problem.Y[:, 0], res.plan.settings,
+    ref = reference_localized(problem.design_matrix(), problem.Y[:, 0], res.plan,
                               replay, 0.01, 0.7)
     assert replay.exhausted()
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-8, atol=1e-11)
@@ -605,6 +605,8 @@ def test_seeds_reproduce_and_differ():
     ({"iterate": "best"}, "iterate"), ({"sampling": "shuffle"}, "sampling"),
     ({"clip_norm": math.nan}, "clip_norm"), ({"max_iter": 0}, "max_iter"),
     ({"step_scale": 0.0}, "step_scale"), ({"step_scale": None}, "step_scale"),
+    ({"n_iter": True}, "n_iter"), ({"step_size": math.inf}, "step_size"),
+    ({"step_scale": np.float64(math.inf)}, "step_scale"), ({"clip_norm": False}, "clip_norm"),
 ])
 def test_bad_parameters_raise(params, name):
     with pytest.raises(ValueError, match=name):
@@ -614,7 +616,8 @@ def test_bad_parameters_raise(params, name):
 @pytest.mark.parametrize("params, name", [
     ({"n_phases": 0}, "n_phases"), ({"phase_budget": "thirds"}, "phase_budget"),
     ({"strongly_convex": "yes"}, "strongly_convex"), ({"n_rounds": -2}, "n_rounds"),
-    ({"step_scale": -1.0}, "step_scale"),
+    ({"step_scale": -1.0}, "step_scale"), ({"max_iter": False}, "max_iter"),
+    ({"strongly_convex": 1}, "strongly_convex"), ({"step_size": math.inf}, "step_size"),
 ])
 def test_localized_bad_parameters_raise(params, name):
     with pytest.raises(ValueError, match=name):
@@ -650,7 +653,7 @@ def test_poisson_sampling_runs_and_is_accounted_via_add_remove():
     res = NoisyMirrorDescent(batch_size=10, n_iter=3, sampling="poisson").solve(
         problem, BUDGET, 0, accountant="rdp")
     assert res.plan.via_add_remove
-    assert res.plan.settings["sensitivity"] == pytest.approx(res.plan.settings["clip_norm"] / 10)
+    assert res.plan.sensitivity == pytest.approx(res.plan.clip_norm / 10)
     assert res.spent.epsilon <= 1.0
 
 
@@ -660,7 +663,7 @@ def test_zero_signal_noise_level():
     d = 2000
     problem = make_problem(n=50, d=d, zero=True, alpha=0.0)
     res = NoisyMirrorDescent(n_iter=1, batch_size=5, step_size=0.7).solve(problem, BUDGET, 5)
-    var = (0.7 * res.plan.settings["sigma"]) ** 2
+    var = (0.7 * res.plan.sigma) ** 2
     stat = float(np.sum(res.coef**2) / var)
     assert chi2.ppf(5e-7, d) < stat < chi2.ppf(1 - 5e-7, d)
 
