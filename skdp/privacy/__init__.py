@@ -18,6 +18,7 @@ from skdp.privacy.accounting import (
     gaussian_log_delta,
     gaussian_noise_multiplier,
     make_accountant,
+    reaccount,
     subsampled_gaussian_event,
 )
 from skdp.privacy.budget import Budget, check_budget
@@ -46,5 +47,6 @@ __all__ = [
     "gaussian_log_delta",
     "gaussian_noise_multiplier",
     "make_accountant",
+    "reaccount",
     "subsampled_gaussian_event",
 ]

@@ -801,12 +801,24 @@ class BaseDPSolver(ABC):
 
         Reads no data: a budget accountant is charged with this ledger before ``fit``
         reads any value of ``X``, and :meth:`solve` runs exactly this plan.
+
+        ``budget`` is trusted (validated once, by :func:`~skdp.privacy.check_budget`).
+        The plan's ledger is re-accounted by :meth:`PrivacyLedger.reaccount
+        <skdp.privacy.PrivacyLedger.reaccount>`: a fresh accountant composes the events
+        the plan records, on a code path that shares no cache with the calibration that
+        chose the noise (see :func:`skdp.privacy.reaccount`). Its result is the ledger's
+        ``spent()`` from then on.
+
+        Raises
+        ------
+        PrivacyAccountingError
+            If the re-accounted ``(epsilon, delta)`` exceeds ``budget``.
         """
         accountant = self.check(spec, budget, accountant=accountant, relation=relation)
         plan = self.plan(spec, budget, accountant, relation)
         ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)
-        spent = ledger.spent()
-        # The calibrated noise is re-accounted BEFORE any noise is drawn.
+        # The calibrated noise is re-accounted independently BEFORE any noise is drawn.
+        spent = ledger.reaccount()
         if budget.is_private and not spent.within(budget):
             raise PrivacyAccountingError(
                 f"solver {self.name!r} planned a ledger spending {tuple(spent)} beyond "
@@ -840,15 +852,27 @@ class BaseDPSolver(ABC):
             Neighbouring relation of the guarantee.
         prepared : tuple, optional
             The output of :meth:`prepare` for ``problem.spec`` (planned once, before the
-            data was read); planned here otherwise.
+            data was read, and its ledger re-accounted then); planned here otherwise.
 
         Returns
         -------
         SolverResult
+
+        Raises
+        ------
+        PrivacyAccountingError
+            If the planned ledger exceeds ``budget`` (see :meth:`prepare`), or if
+            ``prepared`` was planned for another budget.
         """
         if prepared is None:
             prepared = self.prepare(problem.spec, budget, accountant=accountant,
                                     relation=relation)
         plan, ledger, spent = prepared
+        if ledger.budget != budget:
+            raise PrivacyAccountingError(
+                f"solver {self.name!r} was given a plan for the budget "
+                f"({ledger.budget.epsilon}, {ledger.budget.delta}), not for "
+                f"({budget.epsilon}, {budget.delta}); refusing to run."
+            )
         coef = self._run(problem, plan, as_noise_source(random_state))
         return SolverResult(coef=coef, n_iter=plan.n_iter, ledger=ledger, spent=spent, plan=plan)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -59,13 +60,12 @@ def test_secure_release_lies_on_the_grid_and_barely_moves(est):
 
 def test_secure_mode_without_declared_scale_is_refused():
     class Anonymous(NoisyGD):
+        # A solver that does not declare its release's noise scale (capabilities.secure
+        # False, the base release_noise_scale) cannot run in secure mode.
         name = "anonymous"
+        capabilities = dataclasses.replace(NoisyGD.capabilities, secure=False)
+        release_noise_scale = NoisyGD.__mro__[1].release_noise_scale
 
-        def release_noise_scale(self, plan):  # pragma: no cover - replaced below
-            return None
-
-    # A solver that does not override the base method cannot run in secure mode.
-    Anonymous.release_noise_scale = NoisyGD.__mro__[1].release_noise_scale
     X, y = make_classification(n_samples=50, n_features=3, n_informative=2, n_redundant=0,
                                random_state=0)
     with pytest.raises(IncompatibleSolverError, match="secure"):

@@ -1,0 +1,186 @@
+"""What a fit ran (:class:`PrivacyLedger`) and its independent re-accounting.
+
+:func:`reaccount` recomputes the ``(epsilon, delta)`` of a ledger from the events it
+records, with a fresh accountant and no cache. It deliberately does not import the
+calibration (:mod:`skdp.privacy.calibration`): the check of a plan against its budget
+must not be a cache hit on the code path that chose the noise. It shares with the
+calibration only the accountant classes (:func:`~skdp.privacy.accountants.make_accountant`),
+so both read an event the same way and report identical numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from dp_accounting import dp_event as dpe
+
+from skdp.exceptions import IncompatibleSolverError
+from skdp.privacy.accountants import make_accountant
+from skdp.privacy.budget import Budget
+
+__all__ = [
+    "MAX_ADD_REMOVE_EPSILON",
+    "PrivacyLedger",
+    "PrivacySpent",
+    "add_remove_budget",
+    "reaccount",
+]
+
+
+class PrivacySpent(NamedTuple):
+    """``(epsilon, delta)`` actually spent, from re-accounting a ledger."""
+
+    epsilon: float
+    delta: float
+
+    def within(self, budget: Budget) -> bool:
+        """Whether both ``epsilon`` and ``delta`` meet ``budget``.
+
+        ``delta`` is forgiven the rounding of its own arithmetic (``1e-12`` relative, as
+        for split deltas): a ledger converted by group privacy reports
+        ``(1 + e^e) delta / (1 + e^h)``, exactly ``delta`` at ``e = h`` in real arithmetic.
+        """
+        return (self.epsilon <= budget.epsilon
+                and self.delta <= budget.delta * (1.0 + 1e-12))
+
+
+@dataclass(frozen=True)
+class PrivacyLedger:
+    """What a fit actually ran, with everything needed to re-account it.
+
+    Attributes
+    ----------
+    event : dp_accounting.DpEvent
+        The composed event of every noisy release of the fit.
+    accountant : str
+        The accountant that reads ``event`` (``"gaussian"``, ``"rdp"``, ``"pld"``,
+        ``"pure"`` or ``"basic"``).
+    relation : str
+        Neighbouring relation of the guarantee (``"replace_one"`` or ``"add_remove"``).
+    budget : Budget
+        The target budget.
+    via_add_remove : bool, default=False
+        ``event`` is accounted under add/remove at :func:`add_remove_budget` and converted
+        to ``relation`` (replace-one) by group privacy.
+    """
+
+    event: dpe.DpEvent
+    accountant: str
+    relation: str
+    budget: Budget
+    via_add_remove: bool = False
+    #: The result of the last :meth:`reaccount` of THIS ledger (not shared with any other
+    #: ledger or with the calibration); excluded from equality, hashing and ``repr``.
+    _spent: PrivacySpent | None = field(default=None, init=False, repr=False, compare=False)
+
+    def reaccount(self) -> PrivacySpent:
+        """Re-account ``event`` now, with a fresh accountant and no cache.
+
+        See :func:`reaccount`. The result is remembered by this ledger: later calls of
+        :meth:`spent` return it without accounting again.
+        """
+        spent = reaccount(self)
+        object.__setattr__(self, "_spent", spent)
+        return spent
+
+    def spent(self) -> PrivacySpent:
+        """The ``(epsilon, delta)`` spent under ``relation``.
+
+        The first call re-accounts the ledger (:meth:`reaccount`: a fresh accountant, no
+        cache shared with the calibration); later calls on the same ledger return that
+        result.
+        """
+        spent = self._spent
+        return self.reaccount() if spent is None else spent
+
+
+def reaccount(ledger: PrivacyLedger) -> PrivacySpent:
+    """The ``(epsilon, delta)`` of ``ledger``, recomputed from its events from scratch.
+
+    An accounting path independent of the calibration that chose the noise: a FRESH
+    accountant of the ledger's kind (:func:`~skdp.privacy.accountants.make_accountant`)
+    composes ``ledger.event`` itself (the event the solver says it runs, not the
+    calibration's ``factory(z, *args)``) and converts its epsilon; no result is read from
+    or written to any cache (:func:`~skdp.privacy.calibration.epsilon_spent`'s memo and the
+    calibration's ``lru_cache`` are not consulted). The numbers are those of the
+    calibration's accountant, exactly: both read the event with the same accountant class.
+
+    Parameters
+    ----------
+    ledger : PrivacyLedger
+        The ledger to re-account. Its ``budget`` is trusted (validated once, by
+        :func:`~skdp.privacy.budget.check_budget`, or derived from a validated budget);
+        only its ``delta`` is read, as the point of the privacy curve to evaluate.
+
+    Returns
+    -------
+    PrivacySpent
+        ``(epsilon, budget.delta)``; with ``via_add_remove``, the add/remove guarantee at
+        ``d = add_remove_budget(budget).delta`` converted to replace-one by group privacy,
+        ``(2 e, (1 + e^e) d)``. ``(inf, budget.delta)`` for a non-private budget.
+
+    Raises
+    ------
+    IncompatibleSolverError
+        If the ledger's accountant cannot read its event under the relation.
+
+    Notes
+    -----
+    Cost: one accountant evaluation of the whole ledger, on every call (a warm fit, whose
+    calibration is cached, pays it too). Measured for the default configuration of every
+    solver (20 features, budget ``(1, 1e-5)``, ``n = 10^5``; localized mirror descent at
+    ``n = 10^4``): about 1 ms with the ``"gaussian"``, ``"pure"`` and ``"basic"``
+    accountants, at most 0.2 s with ``"rdp"`` and 0.7 s with ``"pld"`` (DP-SVRG with
+    Poisson batches), against 1 to 10 s for the cold PLD calibration of the same ledgers
+    (70 s for localized mirror descent).
+    """
+    budget = ledger.budget
+    if not budget.is_private:
+        return PrivacySpent(math.inf, budget.delta)
+    if ledger.via_add_remove:
+        inner_delta = add_remove_budget(budget).delta
+        eps = _fresh_epsilon(ledger.event, inner_delta, ledger.accountant, "add_remove")
+        # Replacing a record = removing it, then adding another: (eps, d) for
+        # add/remove gives (2 eps, (1 + e^eps) d) for replace-one.
+        factor = 1.0 + math.exp(eps) if eps < _MAX_EXP_ARGUMENT else math.inf
+        return PrivacySpent(2.0 * eps, factor * inner_delta)
+    eps = _fresh_epsilon(ledger.event, budget.delta, ledger.accountant, ledger.relation)
+    return PrivacySpent(eps, budget.delta)
+
+
+# Above it math.exp overflows: the converted delta is then infinite (never within budget).
+_MAX_EXP_ARGUMENT = 700.0
+
+
+def _fresh_epsilon(event: dpe.DpEvent, delta: float, accountant: str, relation: str) -> float:
+    """Epsilon of ``event`` at ``delta`` from a new accountant (deliberately not shared
+    with :func:`~skdp.privacy.calibration.epsilon_spent`)."""
+    acc = make_accountant(accountant, relation)
+    if not acc.supports(event):
+        raise IncompatibleSolverError(
+            f"the {accountant!r} accountant cannot account this mechanism under the "
+            f"{relation!r} relation: {event}. Choose another accountant."
+        )
+    acc.compose(event)
+    return float(acc.get_epsilon(delta))
+
+
+def add_remove_budget(budget: Budget) -> Budget:
+    """The add/remove budget whose replace-one image (group privacy) is ``budget``.
+
+    An ``(e, d)`` add/remove guarantee gives ``(2 e, (1 + e^e) d)`` under replace-one
+    (P[M(D) in S] <= e^e P[M(D - x) in S] + d <= e^(2e) P[M(D - x + x') in S] + (1 + e^e) d),
+    so ``e = min(epsilon / 2, 5)`` and ``d = delta / (1 + e^e)``.
+    """
+    # Capped at 5: beyond it delta / (1 + e^(eps/2)) becomes so small (1e-16 at eps = 50)
+    # that the PLD accountant's truncation can certify it only with huge noise, and the
+    # noise would grow with epsilon. The cap keeps the noise non-increasing in epsilon;
+    # the guarantee is then (10, delta), stronger than asked.
+    half = min(budget.epsilon / 2.0, MAX_ADD_REMOVE_EPSILON)
+    return Budget(half, budget.delta / (1.0 + math.exp(half)))
+
+
+#: Largest add/remove epsilon used by :func:`add_remove_budget`.
+MAX_ADD_REMOVE_EPSILON = 5.0
