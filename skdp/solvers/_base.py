@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
-from skdp._sklearn_compat import validate_parameter_constraints
+from skdp._sklearn_compat import Interval, validate_parameter_constraints
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
 from skdp.geometry import Constraint
 from skdp.losses import NORM_SAFETY, GLMLoss, clip_coefficients, row_norms, vector_norms
@@ -725,8 +725,15 @@ class BaseDPSolver(ABC):
     def _validate_params(self) -> None:
         """Check the constructor parameters against :attr:`_parameter_constraints`, then
         the cross-parameter rules of :meth:`_check_params` (raise naming the bad one)."""
-        validate_parameter_constraints(self._parameter_constraints, self.get_params(),
+        params = self.get_params()
+        validate_parameter_constraints(self._parameter_constraints, params,
                                        caller_name=type(self).__name__)
+        for key, value in params.items():
+            # scikit-learn's Interval admits bools (they are Integral): refuse them.
+            if isinstance(value, bool | np.bool_) and any(
+                    isinstance(c, Interval) for c in self._parameter_constraints.get(key, ())):
+                raise ValueError(f"{type(self).__name__}.{key} must be a number, got "
+                                 f"{value!r}.")
         self._check_params()
 
     def _check_params(self) -> None:  # noqa: B027 (optional hook)
