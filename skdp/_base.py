@@ -99,8 +99,9 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     _intercept_constrained = False
 
     _parameter_constraints: dict = {
-        "epsilon": [Interval(Real, 0, None, closed="right")],
-        "delta": [Interval(Real, 0, 1, closed="left")],
+        # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
+        "epsilon": "no_validation",
+        "delta": "no_validation",
         "solver": [StrOptions(SOLVERS.keys()), BaseDPSolver],  # live: registry additions count
         "alpha": [Interval(Real, 0, None, closed="left")],
         # Squared bounds enter the smoothness constant: keep them representable.
@@ -416,8 +417,9 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             shape = X.shape
         progress = Progress(self, getattr(self, "verbose", 0))
         auto = self._auto_bounds()
-        progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon:g}, "
-                 f"delta={self.delta:g}, solver {get_solver(self.solver).name!r}")
+        # The budget is validated once, by check_budget in the plan below.
+        progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon!s}, "
+                 f"delta={self.delta!s}, solver {get_solver(self.solver).name!r}")
         if auto:
             total, shares, fit_budget, reservation = self._bounds_plan(*shape, y)
             planned = reservation
