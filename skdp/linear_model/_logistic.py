@@ -91,7 +91,7 @@ class DPLogisticRegression(BaseDPClassifier):
     n_iter_ : int
         Number of noisy gradient steps run, fixed in advance and data-independent (for
         ``"svrg"``/``"svrg++"``: the inner steps; their per-epoch snapshot releases are
-        listed in ``privacy_plan_.settings``).
+        listed in the typed ``privacy_plan_``).
     privacy_spent_ : PrivacySpent
         ``(epsilon, delta)`` spent, from re-accounting the ledger.
     privacy_ledger_ : PrivacyLedger or CompositeLedger
