@@ -23,15 +23,6 @@ from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource, as_noise_source
 from skdp.solvers._capabilities import Capabilities, check_capabilities
-from skdp.solvers._problem import (  # re-exported: solvers import them from here
-    _NON_PRIVATE_SNR as _NON_PRIVATE_SNR,
-)
-from skdp.solvers._problem import (
-    ROW_BOUND_TOLERANCE as ROW_BOUND_TOLERANCE,
-)
-from skdp.solvers._problem import (
-    UNIT_ROUNDOFF as UNIT_ROUNDOFF,
-)
 from skdp.solvers._problem import (
     Problem,
     ProblemSpec,

@@ -19,7 +19,7 @@ from scipy.optimize import brentq
 from scipy.special import gammaincc, log_ndtr, ndtr
 
 from skdp.exceptions import BudgetError
-from skdp.solvers._base import UNIT_ROUNDOFF, ProblemSpec
+from skdp.solvers._problem import UNIT_ROUNDOFF, ProblemSpec
 
 __all__ = [
     "DEFAULT_JACOBIAN_SHARE",

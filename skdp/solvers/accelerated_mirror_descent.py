@@ -28,13 +28,13 @@ from skdp.privacy.accounting import (
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
-    _NON_PRIVATE_SNR,
     BaseDPSolver,
     Plan,
     Problem,
     ProblemSpec,
 )
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._problem import _NON_PRIVATE_SNR
 from skdp.solvers.gd import full_batch_gaussian
 
 __all__ = ["AccMDPlan", "DPAccMD", "l1_ball_gradient_step", "simplex_gradient_step"]

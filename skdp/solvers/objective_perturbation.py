@@ -44,7 +44,6 @@ from skdp.privacy.accounting import (
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
-    UNIT_ROUNDOFF,
     BaseDPSolver,
     Plan,
     Problem,
@@ -76,6 +75,7 @@ from skdp.solvers._perturbed_objective import (
     certified_argmin,
     supports_loss,
 )
+from skdp.solvers._problem import UNIT_ROUNDOFF
 from skdp.solvers.output_perturbation import CertificateError
 
 __all__ = [

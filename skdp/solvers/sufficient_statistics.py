@@ -26,13 +26,13 @@ from skdp.privacy.accounting import check_sensitivity, single_release
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
-    ROW_BOUND_TOLERANCE,
     BaseDPSolver,
     Plan,
     Problem,
     ProblemSpec,
 )
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._problem import ROW_BOUND_TOLERANCE
 
 __all__ = ["SufficientStatistics", "SufficientStatisticsPlan", "statistics_sensitivities"]
 
