@@ -1,0 +1,147 @@
+"""Sphinx configuration of the skdp documentation site.
+
+Build (offline, warnings are errors)::
+
+    pip install -e ".[docs]"
+    sphinx-build -W -b html docs docs/_build/html
+
+The build needs no network: intersphinx reads the inventories committed in
+``docs/inventories`` (refresh them with ``python docs/inventories/refresh.py``), and the
+gallery runs on bundled or generated data. MathJax is loaded by the reader's browser
+(set ``SKDP_DOCS_MATHJAX`` to a local ``tex-chtml.js`` to read the formulas offline too).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import skdp
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(DOCS))  # for the sphinx-gallery sort key below
+
+project = "skdp"
+author = "skdp developers"
+copyright = "skdp developers"  # noqa: A001 (Sphinx's name)
+version = release = skdp.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+# Math: rendered as images when a LaTeX toolchain exists (nothing is fetched either
+# way); otherwise MathJax, which the reader's browser loads (or a local copy).
+if shutil.which("latex") and shutil.which("dvipng"):
+    extensions.append("sphinx.ext.imgmath")
+    imgmath_image_format = "png"
+else:
+    extensions.append("sphinx.ext.mathjax")
+    if os.environ.get("SKDP_DOCS_MATHJAX"):
+        mathjax_path = os.environ["SKDP_DOCS_MATHJAX"]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = [
+    "_build",
+    "inventories",
+    "auto_examples/*.ipynb",
+    "auto_examples/*.py",
+    "auto_examples/*.zip",
+    "auto_examples/*.md5",
+    "auto_examples/*.json",
+    "**.ipynb_checkpoints",
+]
+templates_path = ["_templates"]
+
+# -- MyST (the markdown pages) -----------------------------------------------------------
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# -- autodoc / autosummary / numpydoc ----------------------------------------------------
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_typehints = "none"  # numpydoc's Parameters section says it, once
+autodoc_member_order = "groupwise"
+autodoc_default_options: dict[str, object] = {}  # the class template asks for members
+# dp_accounting's abstract methods carry docstrings that are not reStructuredText
+autodoc_inherit_docstrings = False
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_validation_checks: set[str] = set()
+
+
+def _skip_foreign_members(app, what, name, obj, skip, options):
+    """Document only what skdp defines: members inherited from scikit-learn or the
+    standard library (``get_params``, ``set_fit_request``, ``__init__`` of dataclasses)
+    are documented there, with cross-references this site does not hold."""
+    if skip or what not in ("class", "exception"):
+        return skip
+    target = obj.fget if isinstance(obj, property) else obj
+    target = getattr(target, "__func__", target)
+    module = getattr(target, "__module__", None)
+    if module is None or inspect.isbuiltin(target):
+        return True
+    if not module.startswith("skdp"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_foreign_members)
+
+
+# -- intersphinx: committed inventories, never the network -------------------------------
+_INV = DOCS / "inventories"
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3/", str(_INV / "python.inv")),
+    "numpy": ("https://numpy.org/doc/stable/", str(_INV / "numpy.inv")),
+    "scipy": ("https://docs.scipy.org/doc/scipy/", str(_INV / "scipy.inv")),
+    "sklearn": ("https://scikit-learn.org/stable/", str(_INV / "sklearn.inv")),
+}
+intersphinx_timeout = 1
+
+# -- sphinx-gallery ----------------------------------------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",  # every plot_*.py is executed
+    "ignore_pattern": r"__init__\.py",
+    "download_all_examples": False,
+    "plot_gallery": "True",
+    "abort_on_example_error": True,
+    "only_warn_on_example_error": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "doc_module": ("skdp",),
+    "reference_url": {"skdp": None},
+    "backreferences_dir": "gen_modules/backreferences",
+    "matplotlib_animations": False,
+    "show_memory": False,
+    "min_reported_time": 0,
+}
+
+# -- HTML --------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"skdp {release}"
+html_static_path = ["_static"]
+html_css_files = ["skdp.css"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 6,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_sidebars = {"index": []}
+html_show_sourcelink = False
