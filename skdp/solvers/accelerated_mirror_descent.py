@@ -17,8 +17,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import gammaln
 
-from skdp._geometry_steps import _dual_grad as _dual_grad  # re-exported
-from skdp._geometry_steps import _lp_gradient_step as _lp_gradient_step  # re-exported
+from skdp.geometry._steps import _dual_grad as _dual_grad  # re-exported
+from skdp.geometry._steps import _lp_gradient_step as _lp_gradient_step  # re-exported
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import MirrorGeometry, l1_ball_gradient_step, simplex_gradient_step
 from skdp.privacy.accounting import (
@@ -46,7 +46,7 @@ GEOMETRIES = ("euclidean", "l1", "lp", "simplex")
 #: The geometry the algorithm runs in: norm, mirror map, modulus and exact steps, owned by
 #: the constraint (:meth:`skdp.geometry.Constraint.mirror_geometry`). The y-step helpers
 #: ``l1_ball_gradient_step``, ``simplex_gradient_step``, ``_lp_gradient_step`` and
-#: ``_dual_grad`` live in :mod:`skdp._geometry_steps` and are re-exported here.
+#: ``_dual_grad`` live in :mod:`skdp.geometry._steps` and are re-exported here.
 Geometry = MirrorGeometry
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.optimize import brentq
 
-from skdp._geometry_maps import PNormMirrorMap, _pnorm_grad
+from skdp.geometry._maps import PNormMirrorMap, _pnorm_grad
 
 if TYPE_CHECKING:
     from skdp.geometry import LpBall

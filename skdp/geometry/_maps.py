@@ -89,6 +89,9 @@ class EuclideanMirrorMap(MirrorMap):
 
     strong_convexity = 1.0
 
+    def __repr__(self) -> str:
+        return "EuclideanMirrorMap()"
+
     def value(self, x: np.ndarray) -> float:
         return 0.5 * float(np.sum(np.square(x)))
 
@@ -181,6 +184,9 @@ class L1PNormMirrorMap(MirrorMap):
     """
 
     strong_convexity = math.exp(-2.0)
+
+    def __repr__(self) -> str:
+        return "L1PNormMirrorMap()"
 
     @staticmethod
     def exponent(dim: int) -> float:

@@ -1,29 +1,4 @@
-"""Constraint sets: projection, linear minimisation oracle, diameters and mirror maps.
-
-Every set offers the whole interface (so that a solver's requirements are checked up
-front, never discovered at run time): Euclidean ``project``, ``lmo`` (Frank-Wolfe),
-``diameter`` in a norm, the ``norm`` and ``dual_norm`` of the set's geometry, a
-``mirror_map`` and a ``feasible_point`` to start from. Parameters may be matrices (one
-column per class); sets act on them as flattened vectors (Frobenius geometry for the l2
-ball) and ``project``/``lmo`` return arrays of the input's shape.
-
-Mirror maps and the dimension: the p-norm map suited to the l1 ball uses
-``p = 1 + 1 / ln d``, so it depends on the number of coordinates ``d``. Two entry points:
-``constraint.mirror_map_for(d)`` returns the map for that dimension with its exact
-strong-convexity modulus, while the dimension-free ``constraint.mirror_map`` returns
-:class:`L1PNormMirrorMap`, which reads ``d`` from the size of each argument and states the
-dimension-free modulus ``e^{-2}``. Solvers that know the parameter's size should call
-``mirror_map_for``.
-
-Mirror-descent geometry: each set owns it, so solvers call methods and never branch on
-the set's type. ``constraint.mirror_geometry(d)`` returns a :class:`MirrorGeometry` (the
-map, norm and dual exponents, modulus, Bregman radius, radius and map exponent) whose
-``mirror_step`` is the set's exact Bregman step (:meth:`Constraint.mirror_step`) and whose
-``gradient_step`` is the exact (or model-decreasing) step in the geometry's norm
-(:meth:`Constraint.gradient_step`); ``support_pairing`` gives Hoelder's bound on the
-support function. The mirror maps live in :mod:`skdp._geometry_maps`, the step
-algorithms in :mod:`skdp._geometry_steps`; both are re-exported here.
-"""
+"""The constraint sets (see :mod:`skdp.geometry`)."""
 
 from __future__ import annotations
 
@@ -34,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from skdp._geometry_maps import (
+from skdp.exceptions import IncompatibleSolverError
+from skdp.geometry._maps import (
     EntropyMirrorMap,
     EuclideanMirrorMap,
     L1PNormMirrorMap,
@@ -43,32 +19,18 @@ from skdp._geometry_maps import (
     _check_dim,
     pnorm,
 )
-from skdp._geometry_steps import (
+from skdp.geometry._mirror import (
+    MirrorGeometry,
+    _euclidean_geometry,
+    _pnorm_geometry,
+    _radial_projection,
+)
+from skdp.geometry._steps import (
     _l1_pnorm_step,
     _lp_gradient_step,
     l1_ball_gradient_step,
     simplex_gradient_step,
 )
-from skdp.exceptions import IncompatibleSolverError
-
-__all__ = [
-    "Constraint",
-    "EntropyMirrorMap",
-    "EuclideanMirrorMap",
-    "L1Ball",
-    "L1PNormMirrorMap",
-    "L2Ball",
-    "LpBall",
-    "MirrorGeometry",
-    "MirrorMap",
-    "PNormMirrorMap",
-    "Simplex",
-    "Unconstrained",
-    "l1_ball_gradient_step",
-    "pnorm",
-    "simplex_gradient_step",
-]
-
 
 # --------------------------------------------------------------------------------------
 # Helpers
@@ -371,6 +333,9 @@ class Unconstrained(_EuclideanGeometry, Constraint):
 
     bounded = False
     kind = "none"
+
+    def __repr__(self) -> str:
+        return "Unconstrained()"
 
     def project(self, w: np.ndarray) -> np.ndarray:
         return w
@@ -720,112 +685,3 @@ class Simplex(_L1Geometry, Constraint):
 # --------------------------------------------------------------------------------------
 # The geometry mirror-descent solvers run in
 # --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MirrorGeometry:
-    """Public constants and exact steps of mirror descent on a constraint (no privacy role).
-
-    Built by :meth:`Constraint.mirror_geometry` for parameters of ``dim`` coordinates.
-
-    Attributes
-    ----------
-    constraint : Constraint
-        The set.
-    dim : int
-        Number of constrained coordinates.
-    kind : {"euclidean", "l1", "lp", "simplex"}
-        The geometry: Euclidean (l2 ball, no constraint, l_p ball with ``p > 2``), the l1
-        ball with the p-norm map, an l_p ball with ``p <= 2`` and its p-norm map, or the
-        simplex with negative entropy.
-    mirror_map : MirrorMap
-        The map ``w`` (``constraint.mirror_map_for(dim)``; Euclidean for ``kind ==
-        "euclidean"``).
-    norm_ord : float
-        The geometry's norm ``||.||``: entrywise l_s, ``s = norm_ord`` (1 for the l1 ball
-        and the simplex, ``p`` for an l_p ball with ``p <= 2``, 2 for the Euclidean map).
-    dual_ord : float
-        Its dual exponent (gradients are measured in it).
-    modulus : float
-        Strong convexity ``mu`` of the map in ``||.||``.
-    bregman_radius : float
-        ``sup_{x in C} D_w(x, x_0)`` from the start ``x_0 = constraint.feasible_point``
-        (``inf`` if unbounded).
-    radius : float
-        ``sup_{x in C} ||x||`` (``inf`` if unbounded); also bounds ``||x||_dual`` for
-        ``dual_ord >= 2``.
-    map_p : float
-        The exponent of the p-norm map (2 for the Euclidean map and for entropy).
-    """
-
-    constraint: Constraint
-    dim: int
-    kind: str
-    mirror_map: MirrorMap
-    norm_ord: float
-    dual_ord: float
-    modulus: float
-    bregman_radius: float
-    radius: float
-    map_p: float
-
-    def scaled_bregman_radius(self) -> float:
-        """``sup_{x in C} D_w(x, x_0) / mu``: the Bregman radius of the 1-strongly convex
-        ``w / mu`` (``inf`` if unbounded).
-
-        Euclidean: ``R_2^2 / 2``. p-norm map: ``w(x) <= R^2 / (2 (p - 1))`` from
-        ``x_0 = 0`` (``||x||_p <= ||x||_1`` on the l1 ball). Entropy from the uniform
-        point: ``R ln d`` with ``mu = 1 / R``.
-        """
-        r = self.radius
-        if not math.isfinite(r):
-            return math.inf
-        if self.kind == "euclidean":
-            return 0.5 * r**2
-        if self.kind == "simplex":
-            return r**2 * math.log(self.dim) if self.dim > 1 else 0.0
-        return r**2 / (2.0 * (self.map_p - 1.0) * self.modulus)
-
-    def mirror_step(self, x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
-        """The exact constrained step ``argmin_{x' in C} <g, x'> + D_w(x', x) / eta``
-        (:meth:`Constraint.mirror_step` with :attr:`mirror_map`)."""
-        return self.constraint.mirror_step(self.mirror_map, x, g, eta)
-
-    def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
-                      anchor: np.ndarray) -> np.ndarray:
-        """``argmin_{y in C} (L/2) ||y - x||^2 + <g, y - x>`` in :attr:`norm_ord`
-        (:meth:`Constraint.gradient_step`)."""
-        return self.constraint.gradient_step(x, g, smooth, anchor)
-
-    def ball(self, radius: float) -> Constraint:
-        """The origin-centred ball ``{||x||_{map_p} <= radius}`` of the map's own norm, on
-        which :meth:`Constraint.mirror_step` with :attr:`mirror_map` is exact (no
-        constraint for an infinite radius)."""
-        if not math.isfinite(radius):
-            return Unconstrained()
-        if self.map_p == 2.0:
-            return L2Ball(radius)
-        return LpBall(radius, self.map_p)
-
-
-def _euclidean_geometry(constraint: Constraint, dim: int, r2: float) -> MirrorGeometry:
-    """The Euclidean map measured in l2, for a set of l2 radius ``r2`` around 0."""
-    return MirrorGeometry(constraint, dim, "euclidean", EuclideanMirrorMap(), 2.0, 2.0, 1.0,
-                          0.5 * r2 * r2, r2, 2.0)
-
-
-def _pnorm_geometry(ball: L1Ball | LpBall, dim: int, kind: str, mm: PNormMirrorMap,
-                    norm_ord: float, dual_ord: float, modulus: float) -> MirrorGeometry:
-    """The p-norm map on an origin-centred ball: ``w(x) <= R^2 / (2(p-1))`` on it."""
-    r = float(ball.radius)
-    return MirrorGeometry(ball, dim, kind, mm, norm_ord, dual_ord, modulus,
-                          r * r / (2.0 * (mm.p - 1.0)), r, mm.p)
-
-
-def _radial_projection(mm: PNormMirrorMap, theta: np.ndarray, radius: float) -> np.ndarray:
-    """The p-norm map's Bregman projection on the l_p ball of its own ``p``:
-    ``nabla w^*(theta)`` rescaled onto the ball when outside (see
-    :meth:`Constraint.mirror_step`)."""
-    y = mm.grad_conjugate(theta)
-    norm = pnorm(y, mm.p)
-    return y * (radius / norm) if norm > radius else y

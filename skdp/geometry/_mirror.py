@@ -1,0 +1,129 @@
+"""The mirror-descent geometry a constraint set gives its solvers (see :mod:`skdp.geometry`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from skdp.geometry._maps import (
+    EuclideanMirrorMap,
+    MirrorMap,
+    PNormMirrorMap,
+    pnorm,
+)
+
+if TYPE_CHECKING:
+    from skdp.geometry._constraints import Constraint, L1Ball, LpBall
+
+@dataclass(frozen=True)
+class MirrorGeometry:
+    """Public constants and exact steps of mirror descent on a constraint (no privacy role).
+
+    Built by :meth:`Constraint.mirror_geometry` for parameters of ``dim`` coordinates.
+
+    Attributes
+    ----------
+    constraint : Constraint
+        The set.
+    dim : int
+        Number of constrained coordinates.
+    kind : {"euclidean", "l1", "lp", "simplex"}
+        The geometry: Euclidean (l2 ball, no constraint, l_p ball with ``p > 2``), the l1
+        ball with the p-norm map, an l_p ball with ``p <= 2`` and its p-norm map, or the
+        simplex with negative entropy.
+    mirror_map : MirrorMap
+        The map ``w`` (``constraint.mirror_map_for(dim)``; Euclidean for ``kind ==
+        "euclidean"``).
+    norm_ord : float
+        The geometry's norm ``||.||``: entrywise l_s, ``s = norm_ord`` (1 for the l1 ball
+        and the simplex, ``p`` for an l_p ball with ``p <= 2``, 2 for the Euclidean map).
+    dual_ord : float
+        Its dual exponent (gradients are measured in it).
+    modulus : float
+        Strong convexity ``mu`` of the map in ``||.||``.
+    bregman_radius : float
+        ``sup_{x in C} D_w(x, x_0)`` from the start ``x_0 = constraint.feasible_point``
+        (``inf`` if unbounded).
+    radius : float
+        ``sup_{x in C} ||x||`` (``inf`` if unbounded); also bounds ``||x||_dual`` for
+        ``dual_ord >= 2``.
+    map_p : float
+        The exponent of the p-norm map (2 for the Euclidean map and for entropy).
+    """
+
+    constraint: Constraint
+    dim: int
+    kind: str
+    mirror_map: MirrorMap
+    norm_ord: float
+    dual_ord: float
+    modulus: float
+    bregman_radius: float
+    radius: float
+    map_p: float
+
+    def scaled_bregman_radius(self) -> float:
+        """``sup_{x in C} D_w(x, x_0) / mu``: the Bregman radius of the 1-strongly convex
+        ``w / mu`` (``inf`` if unbounded).
+
+        Euclidean: ``R_2^2 / 2``. p-norm map: ``w(x) <= R^2 / (2 (p - 1))`` from
+        ``x_0 = 0`` (``||x||_p <= ||x||_1`` on the l1 ball). Entropy from the uniform
+        point: ``R ln d`` with ``mu = 1 / R``.
+        """
+        r = self.radius
+        if not math.isfinite(r):
+            return math.inf
+        if self.kind == "euclidean":
+            return 0.5 * r**2
+        if self.kind == "simplex":
+            return r**2 * math.log(self.dim) if self.dim > 1 else 0.0
+        return r**2 / (2.0 * (self.map_p - 1.0) * self.modulus)
+
+    def mirror_step(self, x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+        """The exact constrained step ``argmin_{x' in C} <g, x'> + D_w(x', x) / eta``
+        (:meth:`Constraint.mirror_step` with :attr:`mirror_map`)."""
+        return self.constraint.mirror_step(self.mirror_map, x, g, eta)
+
+    def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
+                      anchor: np.ndarray) -> np.ndarray:
+        """``argmin_{y in C} (L/2) ||y - x||^2 + <g, y - x>`` in :attr:`norm_ord`
+        (:meth:`Constraint.gradient_step`)."""
+        return self.constraint.gradient_step(x, g, smooth, anchor)
+
+    def ball(self, radius: float) -> Constraint:
+        """The origin-centred ball ``{||x||_{map_p} <= radius}`` of the map's own norm, on
+        which :meth:`Constraint.mirror_step` with :attr:`mirror_map` is exact (no
+        constraint for an infinite radius)."""
+        from skdp.geometry._constraints import L2Ball, LpBall, Unconstrained
+
+        if not math.isfinite(radius):
+            return Unconstrained()
+        if self.map_p == 2.0:
+            return L2Ball(radius)
+        return LpBall(radius, self.map_p)
+
+
+def _euclidean_geometry(constraint: Constraint, dim: int, r2: float) -> MirrorGeometry:
+    """The Euclidean map measured in l2, for a set of l2 radius ``r2`` around 0."""
+    return MirrorGeometry(constraint, dim, "euclidean", EuclideanMirrorMap(), 2.0, 2.0, 1.0,
+                          0.5 * r2 * r2, r2, 2.0)
+
+
+def _pnorm_geometry(ball: L1Ball | LpBall, dim: int, kind: str, mm: PNormMirrorMap,
+                    norm_ord: float, dual_ord: float, modulus: float) -> MirrorGeometry:
+    """The p-norm map on an origin-centred ball: ``w(x) <= R^2 / (2(p-1))`` on it."""
+    r = float(ball.radius)
+    return MirrorGeometry(ball, dim, kind, mm, norm_ord, dual_ord, modulus,
+                          r * r / (2.0 * (mm.p - 1.0)), r, mm.p)
+
+
+def _radial_projection(mm: PNormMirrorMap, theta: np.ndarray, radius: float) -> np.ndarray:
+    """The p-norm map's Bregman projection on the l_p ball of its own ``p``:
+    ``nabla w^*(theta)`` rescaled onto the ball when outside (see
+    :meth:`Constraint.mirror_step`)."""
+    y = mm.grad_conjugate(theta)
+    norm = pnorm(y, mm.p)
+    return y * (radius / norm) if norm > radius else y
