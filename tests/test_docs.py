@@ -23,5 +23,8 @@ def test_every_solver_has_a_privacy_section():
 def test_readme_gives_the_two_setup_commands_and_ci_runs_the_tests():
     readme = (ROOT / "README.md").read_text()
     assert "pip install . && python -m skdp demo" in readme
-    assert 'pip install ".[test]" && python -m pytest' in readme
-    assert "python -m pytest" in (ROOT / ".ci" / "run").read_text()
+    assert 'pip install ".[test]" && python -m pytest -n auto' in readme
+    assert "python -m pytest -n auto" in (ROOT / ".ci" / "run").read_text()
+    docs_command = "python -m sphinx -W -b html docs docs/_build/html"
+    assert f'pip install ".[docs]" && {docs_command}' in readme
+    assert docs_command in (ROOT / ".ci" / "docs").read_text()

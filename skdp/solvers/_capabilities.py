@@ -233,7 +233,7 @@ def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
                 f"has {spec.n_params}; set solver to one without that limit (see below).")
     if spec.n_samples < caps.min_samples:
         return (f"solver {name!r} needs at least {caps.min_samples} samples, got "
-                f"{spec.n_samples}.")
+                f"{spec.n_samples} sample{'' if spec.n_samples == 1 else 's'}.")
     return None
 
 

@@ -31,8 +31,9 @@ from skdp.solvers.truncated_mirror_descent import (
 )
 from tests.conftest import make_problem
 
-#: Relative slack of four units in the last place.
-ULPS_4 = 1.0 + 4.0 * np.finfo(float).eps
+#: Relative slack of eight units in the last place: z * (c / z) is constant only in exact
+#: arithmetic, and its rounding follows the root finder behind the calibration.
+ULPS_8 = 1.0 + 8.0 * np.finfo(float).eps
 
 class _OrDefaults(dict):
     """Fast configurations by name; a solver without one runs with its defaults."""
@@ -193,9 +194,9 @@ def test_noise_non_increasing_in_epsilon(name):
         assert scales, "a solver's plan must expose its noise levels as fields sigma*"
         if previous is not None:
             for key, value in scales.items():
-                # Non-increasing up to 4 ulps: the noise levels come out of root finders
+                # Non-increasing up to 8 ulps: the noise levels come out of root finders
                 # and closed forms whose last bits vary across numpy/scipy releases.
-                assert np.all(np.asarray(value) <= np.asarray(previous[key]) * ULPS_4)
+                assert np.all(np.asarray(value) <= np.asarray(previous[key]) * ULPS_8)
         previous = scales
 
 
