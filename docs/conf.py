@@ -27,7 +27,7 @@ sys.path.insert(0, str(DOCS))  # for the sphinx-gallery sort key below
 
 project = "skdp"
 author = "skdp developers"
-copyright = "skdp developers"  # noqa: A001 (Sphinx's name)
+copyright = "skdp developers"
 version = release = skdp.__version__
 
 extensions = [

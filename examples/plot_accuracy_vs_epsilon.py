@@ -2,9 +2,10 @@
 Accuracy against epsilon, one solver per family
 ===============================================
 
-How much accuracy does privacy cost? This example fits :class:`~skdp.linear_model.DPLogisticRegression`
-on scikit-learn's breast-cancer data with one solver of each paper family and a range
-of privacy budgets epsilon (delta = 1e-5), and draws scikit-learn's non-private
+How much accuracy does privacy cost? This example fits
+:class:`~skdp.linear_model.DPLogisticRegression` on scikit-learn's breast-cancer data
+with one solver of each paper family and a range of privacy budgets epsilon
+(delta = 1e-5), and draws scikit-learn's non-private
 :class:`~sklearn.linear_model.LogisticRegression` as a line.
 
 - ``"gd"``: DP-GD (Wang, Ye & Xu 2017), the default;

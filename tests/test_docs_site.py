@@ -113,7 +113,8 @@ def test_example_is_a_gallery_script(script):
     assert re.search(pattern, f"examples/{script.name}")
 
 
-@pytest.mark.skipif(not BUILD.is_dir(), reason="docs not built (sphinx-build docs docs/_build/html)")
+@pytest.mark.skipif(not BUILD.is_dir(),
+                    reason="docs not built (sphinx-build docs docs/_build/html)")
 def test_built_site_has_every_page_and_every_example_ran():
     for name in _api_entries():
         assert (BUILD / "generated" / f"{name}.html").is_file(), f"no API page for {name}"

@@ -92,7 +92,7 @@ def _members(obj):
     for name in _public(names):
         try:
             out.append((name, getattr(obj, name)))
-        except Exception:  # noqa: BLE001 (lazy attributes may fail; skip them)
+        except Exception:
             continue
     return out
 
@@ -159,7 +159,7 @@ def python_entries():
             warnings.simplefilter("ignore")
             try:
                 module = importlib.import_module(modname)
-            except Exception:  # noqa: BLE001 (platform-specific modules)
+            except Exception:
                 continue
         page = f"library/{modname}.html"
         entries.append((modname, "py:module", f"{page}#module-{modname}"))
@@ -193,7 +193,8 @@ def numpy_entries():
             entries.append((full, _role(obj), f"{gen}{full}.html#{full}"))
             if members and isinstance(obj, type):
                 for member, role in _class_members(obj):
-                    entries.append((f"{full}.{member}", role, f"{gen}{full}.{member}.html#{full}.{member}"))
+                    entries.append((f"{full}.{member}", role,
+                                    f"{gen}{full}.{member}.html#{full}.{member}"))
 
     add("numpy", np, members=False)
     for member, role in _class_members(np.ndarray):
@@ -204,7 +205,8 @@ def numpy_entries():
             module = importlib.import_module(f"numpy.{sub}")
         except ImportError:
             continue
-        entries.append((f"numpy.{sub}", "py:module", f"reference/routines.{sub}.html#module-numpy.{sub}"))
+        entries.append((f"numpy.{sub}", "py:module",
+                        f"reference/routines.{sub}.html#module-numpy.{sub}"))
         add(f"numpy.{sub}", module, members=False)
     # numpy.random: the Generator API has its own pages
     entries.append(("numpy.random", "py:module", "reference/random/index.html#module-numpy.random"))
@@ -255,8 +257,8 @@ def scipy_entries():
             entries.append((full, _role(obj), f"reference/generated/{full}.html#{full}"))
             if isinstance(obj, type):
                 for member, role in _class_members(obj):
-                    entries.append((f"{full}.{member}", role,
-                                    f"reference/generated/{full}.{member}.html#{full}.{member}"))  # fmt: skip
+                    page = f"reference/generated/{full}.{member}.html"
+                    entries.append((f"{full}.{member}", role, f"{page}#{full}.{member}"))
     return entries, scipy.__version__
 
 
@@ -269,13 +271,14 @@ def sklearn_entries():
         entries.append((full, "py:function", f"modules/generated/{full}.html#{full}"))
     for info in pkgutil.walk_packages(sklearn.__path__, "sklearn."):
         modname = info.name
-        if any(part.startswith("_") or part in {"tests", "externals"} for part in modname.split(".")):
+        parts = modname.split(".")
+        if any(part.startswith("_") or part in {"tests", "externals"} for part in parts):
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 module = importlib.import_module(modname)
-            except Exception:  # noqa: BLE001 (experimental or optional)
+            except Exception:
                 continue
         if not hasattr(module, "__all__"):
             continue
@@ -303,7 +306,7 @@ def sklearn_entries():
 
 # --------------------------------------------------------------------------------------
 def download(name: str, base: str) -> bytes:
-    with urllib.request.urlopen(base + "objects.inv", timeout=60) as response:  # noqa: S310
+    with urllib.request.urlopen(base + "objects.inv", timeout=60) as response:
         data = response.read()
     if not data.startswith(b"# Sphinx inventory version 2"):
         raise RuntimeError(f"{name}: {base}objects.inv is not a v2 inventory")

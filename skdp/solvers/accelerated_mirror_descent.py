@@ -17,10 +17,10 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import gammaln
 
-from skdp.geometry._steps import _dual_grad as _dual_grad  # re-exported
-from skdp.geometry._steps import _lp_gradient_step as _lp_gradient_step  # re-exported
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import MirrorGeometry, l1_ball_gradient_step, simplex_gradient_step
+from skdp.geometry._steps import _dual_grad as _dual_grad  # re-exported
+from skdp.geometry._steps import _lp_gradient_step as _lp_gradient_step  # re-exported
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
     check_sensitivity,
