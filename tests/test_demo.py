@@ -36,7 +36,7 @@ def test_demo_shows_the_private_workflow_and_its_total(capsys, tmp_path):
 
 @pytest.mark.slow
 def test_demo_runs_every_solver(capsys, tmp_path):
-    rows = run_demo(seed=1, plot=str(tmp_path / "demo.png"), all_solvers=True)
+    rows = run_demo(seed=1, plot=str(tmp_path / "demo.png"), all_solvers=True, repeats=1)
     out = capsys.readouterr().out
     assert {r["solver"] for r in rows} == set(SOLVERS)
     for r in rows:

@@ -27,4 +27,4 @@ def test_readme_gives_the_two_setup_commands_and_ci_runs_the_tests():
     assert "python -m pytest -n auto" in (ROOT / ".ci" / "run").read_text()
     docs_command = "python -m sphinx -W -b html docs docs/_build/html"
     assert f'pip install ".[docs]" && {docs_command}' in readme
-    assert docs_command in (ROOT / ".ci" / "docs").read_text()
+    assert docs_command.removeprefix("python ") in (ROOT / ".ci" / "docs").read_text()
