@@ -22,11 +22,13 @@ map, norm and dual exponents, modulus, Bregman radius, radius and map exponent) 
 ``gradient_step`` is the exact (or model-decreasing) step in the geometry's norm
 (:meth:`Constraint.gradient_step`); ``support_pairing`` gives Hoelder's bound on the
 support function. The package's modules: the sets (``_constraints``), the mirror maps
-(``_maps``), the step algorithms (``_steps``) and the mirror geometry (``_mirror``);
+(``_maps``), the step algorithms (``_steps``), the mirror geometry (``_mirror``) and
+the split l_p geometry of the l_p solvers (``_lp``);
 every public name is exported here.
 """
 
 from skdp.geometry._constraints import Constraint, L1Ball, L2Ball, LpBall, Simplex, Unconstrained
+from skdp.geometry._lp import LpGeometry, default_exponent
 from skdp.geometry._maps import (
     EntropyMirrorMap,
     EuclideanMirrorMap,
@@ -46,11 +48,13 @@ __all__ = [
     "L1PNormMirrorMap",
     "L2Ball",
     "LpBall",
+    "LpGeometry",
     "MirrorGeometry",
     "MirrorMap",
     "PNormMirrorMap",
     "Simplex",
     "Unconstrained",
+    "default_exponent",
     "l1_ball_gradient_step",
     "pnorm",
     "simplex_gradient_step",

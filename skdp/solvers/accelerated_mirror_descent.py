@@ -187,14 +187,6 @@ class DPAccMD(BaseDPSolver):
         self.clip_norm = clip_norm
         self.restart_every = restart_every
 
-    def _check_params(self) -> None:
-        # Interval(Integral/Real) takes True/False as 1/0: refuse them by name.
-        for name in ("n_iter", "clip_norm", "restart_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool | np.bool_):
-                raise ValueError(f"The {name!r} parameter of DPAccMD must be a number, "
-                                 f"not a bool; got {value!r}.")
-
     # -- public constants ------------------------------------------------------------------
     @staticmethod
     def geometry(spec: ProblemSpec) -> MirrorGeometry:

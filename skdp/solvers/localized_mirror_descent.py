@@ -29,7 +29,6 @@ from skdp.solvers.mirror_descent import (
     SAMPLINGS,
     MDPhase,
     NoisyMirrorDescent,
-    _refuse_bools,
     calibrate_md_phase,
     capped_schedule,
     dual_gradient_bound,
@@ -251,10 +250,6 @@ class LocalizedMirrorDescent(BaseDPSolver):
         self.sampling = sampling
 
     # -- checks ----------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        _refuse_bools(self, ("n_phases", "batch_size", "max_iter", "n_rounds", "step_size",
-                             "step_scale", "clip_norm"))
-
     resolve_accountant = NoisyMirrorDescent.resolve_accountant
 
     def gradient_clip(self, spec: ProblemSpec) -> float:

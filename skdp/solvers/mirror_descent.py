@@ -327,15 +327,6 @@ _POSITIVE_INT = [Interval(Integral, 1, None, closed="left"), None]
 _POSITIVE_REAL = [Interval(Real, 0, math.inf, closed="neither"), None]
 
 
-def _refuse_bools(solver: BaseDPSolver, names: tuple[str, ...]) -> None:
-    """Numeric parameters refuse ``True``/``False`` (``Interval`` takes them as 1/0)."""
-    for name in names:
-        value = getattr(solver, name)
-        if isinstance(value, bool | np.bool_):
-            raise ValueError(f"The {name!r} parameter of {type(solver).__name__} must be a "
-                             f"number, not a bool; got {value!r}.")
-
-
 class NoisyMirrorDescent(BaseDPSolver):
     """Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Alg. 1 and 5).
 
@@ -444,10 +435,6 @@ class NoisyMirrorDescent(BaseDPSolver):
         self.sampling = sampling
 
     # -- checks ----------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        _refuse_bools(self, ("n_iter", "batch_size", "max_iter", "step_size", "step_scale",
-                             "clip_norm"))
-
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
         if accountant == "auto":
             return "pld" if self.sampling == "poisson" else "rdp"

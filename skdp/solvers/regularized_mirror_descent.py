@@ -8,7 +8,6 @@ smooth norm ``l_r`` of the generalized Gaussian noise (design note B5) and the m
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import ClassVar
@@ -18,7 +17,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import PNormMirrorMap, pnorm
+from skdp.geometry import LpGeometry, default_exponent
 from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
@@ -42,89 +41,6 @@ __all__ = [
 
 # Upper limit of the automatic iteration count (each iteration is one pass over the data).
 MAX_AUTO_ITER = 1000
-
-
-def default_exponent(dim: int) -> float:
-    """``p = 1 + 1 / ln d``, capped at ``2`` (``d <= 2``).
-
-    Ben-Tal, Margalit & Nemirovski's choice for l1-like geometry: ``||.||_p`` is within a
-    factor ``e`` of ``||.||_1`` on ``R^d`` and the p-norm map has modulus ``1`` in l_p.
-    For ``d <= 2`` (``1 + 1/ln d >= 2.4``) the Euclidean ``p = 2`` is used.
-    """
-    return 2.0 if dim <= 2 else min(2.0, 1.0 + 1.0 / math.log(dim))
-
-
-@dataclass(frozen=True)
-class LpGeometry:
-    """The l_p geometry of a problem: exponent, dual exponent, mirror map and radius.
-
-    The mirror map is ``Phi(W) = ||W[:k]||_p^2 / (2 (p - 1)) + ||W[k:]||_2^2 / 2`` with
-    ``k = n_penalized`` (entrywise norms; ``p = 2`` is the Euclidean map): the p-norm map
-    (1-strongly convex in l_p) on the penalised and constrained rows, the Euclidean map on
-    the free intercept row. It is separable, so the constrained mirror step has a closed
-    form (:meth:`prox`). All of it acts on released (noisy) quantities: post-processing.
-
-    Attributes
-    ----------
-    p : float
-        Exponent, ``1 < p <= 2``.
-    n_penalized : int
-        Rows of ``W`` that carry the l_p geometry (and the constraint, if any).
-    radius : float or None
-        Radius of the l_p ball constraining ``W[:n_penalized]`` (``None``: unconstrained).
-    """
-
-    p: float
-    n_penalized: int
-    radius: float | None
-
-    @property
-    def q(self) -> float:
-        """Dual exponent ``p / (p - 1)`` (``2`` for ``p = 2``)."""
-        return self.p / (self.p - 1.0)
-
-    def _map(self) -> PNormMirrorMap | None:
-        return None if self.p == 2.0 else PNormMirrorMap(self.p)
-
-    def grad(self, W: np.ndarray) -> np.ndarray:
-        """``nabla Phi(W)``."""
-        out = np.array(W, dtype=float)
-        k, pmap = self.n_penalized, self._map()
-        if pmap is not None:
-            out[:k] = pmap.grad(W[:k])
-        return out
-
-    def value(self, W: np.ndarray) -> float:
-        """``Phi(W)``."""
-        k, pmap = self.n_penalized, self._map()
-        head = 0.5 * float(np.sum(W[:k] ** 2)) if pmap is None else pmap.value(W[:k])
-        return head + 0.5 * float(np.sum(W[k:] ** 2))
-
-    def prox(self, C: np.ndarray, c: float) -> np.ndarray:
-        """``argmin_{W feasible} <C, W> + c Phi(W)`` (``c > 0``), in closed form.
-
-        The objective separates over the two blocks. Intercept block: ``-C[k:] / c``.
-        Head block: unconstrained minimiser ``U = nabla phi*(-C[:k] / c)`` (``phi*`` the
-        conjugate of the p-norm map). On the sphere ``||w||_p = rho``, ``<C, w>`` is
-        minimised by Hoelder's equality case, which is the direction of ``U`` for every
-        ``rho``; the remaining function of ``rho``, ``-rho ||C||_q + c rho^2 / (2 (p-1))``,
-        is convex with minimiser ``||U||_p = (p - 1) ||C||_q / c``. So the constrained
-        minimiser is ``U`` scaled radially onto the ball when ``||U||_p > radius``.
-        """
-        k, pmap = self.n_penalized, self._map()
-        W = -np.asarray(C, dtype=float) / c
-        if pmap is not None:
-            W[:k] = pmap.grad_conjugate(W[:k])
-        if self.radius is not None:
-            head = W[:k]
-            norm = pnorm(head, self.p)
-            if norm > self.radius:
-                W[:k] = head * (self.radius / norm)
-        return W
-
-    def scale_radius(self) -> float:
-        """Radius used by step-size heuristics (1 when unconstrained)."""
-        return 1.0 if self.radius is None else float(self.radius)
 
 
 def lp_geometry(spec: ProblemSpec, p: float | None, solver_name: str) -> LpGeometry:
@@ -202,19 +118,6 @@ def calibrate_gg_multiplier(budget: Budget, count: int, relation: str) -> float:
         _rdp_gaussian_event, (count, relation), budget, accountant="rdp", relation=relation,
         lower_bound=analytic_gaussian_multiplier(budget, count),
     )
-
-
-def _refuse_bools(solver: BaseDPSolver, names: Iterable[str]) -> None:
-    """Refuse ``True``/``False`` for numeric parameters.
-
-    scikit-learn's ``Interval`` admits bools (``bool`` is an ``int``); these solvers have
-    always refused them.
-    """
-    for name in names:
-        value = getattr(solver, name)
-        if isinstance(value, bool | np.bool_):
-            raise ValueError(f"{type(solver).__name__}.{name} must be a number or None, "
-                             f"got {value!r}.")
 
 
 def clipped_mean_gradient(
@@ -344,9 +247,6 @@ class RegularizedMirrorDescent(BaseDPSolver):
         "clip_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
         "p": [Interval(Real, 1, 2, closed="right"), None],
     }
-
-    def _check_params(self) -> None:
-        _refuse_bools(self, self._parameter_constraints)
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)

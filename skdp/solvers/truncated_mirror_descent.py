@@ -43,7 +43,6 @@ from skdp.solvers._shuffle_amplification import (  # re-exported: public import 
 )
 from skdp.solvers.regularized_mirror_descent import (
     LpGeometry,
-    _refuse_bools,
     calibrate_gg_multiplier,
     gg_noise_geometry,
     lp_geometry,
@@ -222,9 +221,6 @@ class _TruncatedBase(BaseDPSolver):
         self.step_size = step_size
         self.p = p
         self.iterate = iterate
-
-    def _check_params(self) -> None:
-        _refuse_bools(self, [k for k in self._parameter_constraints if k != "iterate"])
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
         super().check_compatible(spec, accountant, relation)
