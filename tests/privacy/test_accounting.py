@@ -278,6 +278,7 @@ def test_pld_refuses_to_mix_randomized_response_with_other_events():
             epsilon_spent(event, 1e-6, accountant="pld", relation="replace_one")
 
 
+@pytest.mark.slow  # long PLD compositions
 @pytest.mark.parametrize("e, count, delta", [(0.0016837632489423212, 8192, 1e-12),
                                              (0.001, 4096, 1e-12), (3e-4, 65536, 1e-9)])
 def test_pld_randomized_response_is_an_upper_bound_at_small_delta(e, count, delta):

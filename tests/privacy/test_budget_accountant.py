@@ -189,6 +189,7 @@ def _race(path, barrier, out):
         out.put("refused")
 
 
+@pytest.mark.slow  # spawns processes, repeated races
 def test_two_processes_racing_for_the_last_budget(tmp_path):
     path = str(tmp_path / "race.sqlite")
     acc = BudgetAccountant(1.0, path=path)

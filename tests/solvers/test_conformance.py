@@ -144,7 +144,9 @@ def test_registry_names_match_classes():
 def _accountant_cases():
     for name in NAMES:
         for acc in SOLVERS[name].capabilities.accountants:
-            yield name, acc
+            # PLD calibrations of subsampled ledgers take 5-15 s each: slow (run in CI).
+            slow = acc == "pld" and name in SAMPLED
+            yield pytest.param(name, acc, marks=pytest.mark.slow) if slow else (name, acc)
 
 
 @pytest.mark.parametrize("name, accountant", list(_accountant_cases()))

@@ -922,6 +922,7 @@ def test_threshold_releases_zero_or_the_unshrunk_point(solver_cls, budget):
     assert branches == {True, False}
 
 
+@pytest.mark.slow  # statistical: a Monte Carlo mean over many draws
 @pytest.mark.parametrize("intercept", [False, True], ids=["no_intercept", "intercept"])
 @pytest.mark.parametrize("budget", [Budget(1.0, 0.0), Budget(1.0, 1e-5)],
                          ids=["pure", "gaussian"])
