@@ -217,7 +217,7 @@ class Constraint(ABC):
           ``(p-1) ||theta||_q = ||nabla w^*(theta)||_p`` clipped to ``[0, R]``: rescale
           ``nabla w^*(theta)`` onto the ball if it lies outside.
         * p-norm map and the l1 ball (the l1 geometry, ``p = 1 + 1/ln d``):
-          soft-thresholding in the dual (:func:`skdp._geometry_steps._l1_pnorm_step`).
+          soft-thresholding in the dual (:func:`skdp.geometry._steps._l1_pnorm_step`).
         * Negative entropy and the simplex: the multiplicative-weights update.
 
         Parameters
@@ -600,7 +600,7 @@ class LpBall(Constraint):
                       anchor: np.ndarray) -> np.ndarray:
         """Euclidean for ``p > 2``; else the l_p step, exact when the unconstrained step is
         feasible, otherwise the best of three feasible candidates and ``anchor``
-        (see :func:`skdp._geometry_steps._lp_gradient_step`)."""
+        (see :func:`skdp.geometry._steps._lp_gradient_step`)."""
         if self.p > 2:
             return self.project(x - g / smooth)
         return _lp_gradient_step(x, g, smooth, self, anchor)

@@ -15,6 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from skdp.exceptions import IncompatibleSolverError
+from skdp.losses import (
+    HingeLoss,
+    HuberLoss,
+    LogisticLoss,
+    MultinomialLogisticLoss,
+    SmoothedHingeLoss,
+    SquaredLoss,
+)
 
 __all__ = [
     "CONSTRAINT_KINDS",
@@ -37,6 +45,9 @@ LOSS_NAMES = ("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "
 #: the problem so), ``"constrained"`` (every coefficient must lie in the constraint: a
 #: free intercept is refused).
 INTERCEPT_RULES = ("free", "penalized", "constrained")
+#: The built-in loss class of each name (a subclass counts as the built-in loss).
+BUILTIN_LOSSES = {cls.name: cls for cls in (LogisticLoss, MultinomialLogisticLoss, HingeLoss,
+                                            SmoothedHingeLoss, SquaredLoss, HuberLoss)}
 _OBJECTIVES = ("erm", "tilted", "adversarial", "tilted_adversarial")
 
 
@@ -172,11 +183,13 @@ def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
     The reason names the one setting to change; every condition reads public
     quantities only (sizes, declared bounds, the loss and constraint objects).
     """
-    # Imported here: the geometry and loss modules sit below this one, but this keeps
-    # the declaration importable without them.
     constraint, loss = spec.constraint, spec.loss
     kind = getattr(constraint, "kind", None)
     loss_name = getattr(loss, "name", None)
+    if not isinstance(loss, BUILTIN_LOSSES.get(loss_name, ())):
+        # A loss is built-in by its class, not its name: solvers rely on the built-in
+        # classes' methods (objective perturbation's Hessians).
+        loss_name = None
     if accountant not in caps.accountants:
         return (f"solver {name!r} cannot be accounted by {accountant!r}; set accounting to "
                 f"one of {caps.accountants} (or 'auto').")
@@ -190,8 +203,8 @@ def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
         # A user-defined GLMLoss, judged by its smoothness: accepted by the solvers that
         # accept every built-in loss of that kind (their arguments use only the declared
         # derivative and curvature bounds).
-        kind = set(LOSS_NAMES) - ({"hinge"} if loss.smooth else set())
-        if not kind <= set(caps.losses):
+        needed = set(LOSS_NAMES) - ({"hinge"} if loss.smooth else set())
+        if not needed <= set(caps.losses):
             return (f"solver {name!r} accepts only the losses {caps.losses}, and "
                     f"{type(loss).__name__} declares no name among them; set solver to one "
                     "that accepts any loss (see below).")

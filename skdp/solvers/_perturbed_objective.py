@@ -96,7 +96,7 @@ class PerturbedObjective:
             return s * (1.0 - s)
         if _is_huber(loss):
             return np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0)
-        # pragma: no cover - rejected by check_compatible
+        # pragma: no cover - refused before planning by the declared capabilities
         raise IncompatibleSolverError(f"no Hessian for {type(loss).__name__}")
 
     def hessian_operator(self, W: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

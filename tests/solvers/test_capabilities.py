@@ -144,3 +144,41 @@ def test_plans_are_typed_and_readable():
     text = repr(plan)
     assert text.startswith(type(plan).__name__ + "(n_iter=")
     assert "event" not in text and math.isfinite(plan.n_iter)
+
+
+def _custom_spec(loss, constraint):
+    from skdp.solvers import ProblemSpec
+
+    return ProblemSpec(n_samples=50, n_params=3, n_outputs=1, n_penalized=3,
+                       row_norm_bound=1.0, loss=loss, constraint=constraint, alpha=0.1)
+
+
+def test_user_defined_losses_are_judged_by_smoothness_and_class():
+    from skdp.geometry import L2Ball, Unconstrained
+    from skdp.losses import LogisticLoss
+    from skdp.privacy import Budget
+
+    class MyLoss(LogisticLoss):  # a smooth user loss with its own name
+        name = "mine"
+
+    class NamedLikeLogistic(LogisticLoss.__base__):  # not a LogisticLoss, named like one
+        name = "logistic"
+        derivative_bound = derivative_diameter = curvature_bound = 1.0
+        value = LogisticLoss.value
+        derivative = LogisticLoss.derivative
+        label_error = LogisticLoss.label_error
+        value_range = LogisticLoss.value_range
+        initial_gap = LogisticLoss.initial_gap
+
+    budget = Budget(1.0, 1e-5)
+    for constraint in (Unconstrained(), L2Ball(1.0)):
+        # Accepted by the solvers that accept every smooth built-in loss ...
+        SOLVERS["gd"]().check(_custom_spec(MyLoss(), constraint), budget)
+        # ... and refused, naming the losses, by those that need a built-in one.
+        with pytest.raises(IncompatibleSolverError, match="accepts only the losses"):
+            SOLVERS["sufficient_statistics"]().check(_custom_spec(MyLoss(), constraint),
+                                                     budget)
+    # Objective perturbation needs the built-in classes' Hessians: a name is not enough.
+    with pytest.raises(IncompatibleSolverError, match="accepts only the losses"):
+        SOLVERS["objective_perturbation"]().check(
+            _custom_spec(NamedLikeLogistic(), Unconstrained()), budget)
