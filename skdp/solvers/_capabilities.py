@@ -38,8 +38,6 @@ __all__ = [
 
 #: ``Constraint.kind`` of every constraint set in :mod:`skdp.geometry`.
 CONSTRAINT_KINDS = ("none", "l2", "l1", "lp", "simplex")
-#: ``GLMLoss.name`` of every loss in :mod:`skdp.losses`.
-LOSS_NAMES = ("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber")
 #: How the intercept enters: ``"free"`` (unpenalised, outside the constraint),
 #: ``"penalized"`` (the solver penalises it like every coefficient: the estimator builds
 #: the problem so), ``"constrained"`` (every coefficient must lie in the constraint: a
@@ -48,6 +46,8 @@ INTERCEPT_RULES = ("free", "penalized", "constrained")
 #: The built-in loss class of each name (a subclass counts as the built-in loss).
 BUILTIN_LOSSES = {cls.name: cls for cls in (LogisticLoss, MultinomialLogisticLoss, HingeLoss,
                                             SmoothedHingeLoss, SquaredLoss, HuberLoss)}
+#: ``GLMLoss.name`` of every loss in :mod:`skdp.losses`.
+LOSS_NAMES = tuple(BUILTIN_LOSSES)
 _OBJECTIVES = ("erm", "tilted", "adversarial", "tilted_adversarial")
 
 

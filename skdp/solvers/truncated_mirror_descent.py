@@ -109,7 +109,33 @@ def _capped_by_alpha(eta: float, alpha: float) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TruncatedMirrorDescentPlan(Plan):
+class _TruncatedPlan(Plan):
+    """Constants both truncated methods have (their shared batch loop reads them).
+
+    Attributes
+    ----------
+    sigma : float
+        The noise scale (see each subclass).
+    truncation : float
+        Threshold ``tau`` on the per-example gradient's l_q norm.
+    min_batch : int
+        Size ``floor(n / T)`` of the smallest batches.
+    p, q : float
+        Exponent of the geometry and its dual ``p / (p - 1)``.
+    step_size : float
+        Mirror step ``eta = 1 / gamma``.
+    """
+
+    sigma: float
+    truncation: float
+    min_batch: int
+    p: float
+    q: float
+    step_size: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TruncatedMirrorDescentPlan(_TruncatedPlan):
     """Plan of :class:`TruncatedMirrorDescent` (``n_iter = epochs * batches`` steps).
 
     Attributes
@@ -132,33 +158,19 @@ class TruncatedMirrorDescentPlan(Plan):
         l_q sensitivity ``2 tau / min_batch`` of the smallest batches' mean.
     sensitivity_r : float
         Its l_r sensitivity (Hoelder).
-    truncation : float
-        Threshold ``tau`` on the per-example gradient's l_q norm.
-    min_batch : int
-        Size ``floor(n / T)`` of the smallest batches.
-    p, q : float
-        Exponent of the geometry and its dual ``p / (p - 1)``.
-    step_size : float
-        Mirror step ``eta = 1 / gamma``.
     """
 
     batches: int
     epochs: int
-    sigma: float
     noise_multiplier: float
     noise_order: float
     kappa_plus: float
     sensitivity_q: float
     sensitivity_r: float
-    truncation: float
-    min_batch: int
-    p: float
-    q: float
-    step_size: float
 
 
 @dataclass(frozen=True, kw_only=True)
-class ShuffledTruncatedMirrorDescentPlan(Plan):
+class ShuffledTruncatedMirrorDescentPlan(_TruncatedPlan):
     """Plan of :class:`ShuffledTruncatedMirrorDescent` (one pass of ``n_iter`` batches).
 
     Attributes
@@ -168,26 +180,12 @@ class ShuffledTruncatedMirrorDescentPlan(Plan):
         privacy.
     local_epsilon : float
         Pure local DP parameter ``eps_0`` of each report (``inf`` without privacy).
-    truncation : float
-        Threshold ``tau`` on the per-example gradient's l_q norm.
     local_sensitivity : float
         l_q distance ``2 tau`` between any two truncated gradients.
-    min_batch : int
-        Size ``floor(n / T)`` of the smallest batches.
-    p, q : float
-        Exponent of the geometry and its dual ``p / (p - 1)``.
-    step_size : float
-        Mirror step ``eta = 1 / gamma``.
     """
 
-    sigma: float
     local_epsilon: float
-    truncation: float
     local_sensitivity: float
-    min_batch: int
-    p: float
-    q: float
-    step_size: float
 
     @property
     def batches(self) -> int:
