@@ -22,6 +22,7 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
@@ -73,32 +74,119 @@ def truncated_coefficients(
     threshold (and of records whose gradient is not finite). Vectorised; a per-record map.
     """
     with np.errstate(all="ignore"):
-        norms = row_norms_q * vector_norms(D, q)
-    keep = np.isfinite(norms) & (norms <= threshold * NORM_SAFETY)
+        return _truncate(D, row_norms_q[:, None], threshold * NORM_SAFETY, q)
+
+
+def _truncate(D: np.ndarray, row_norms_q: np.ndarray, limit: float, q: float) -> np.ndarray:
+    """:func:`truncated_coefficients` with the target ``limit = tau * NORM_SAFETY`` and
+    the row norms as a column, inside the caller's ``np.errstate``.
+
+    One output (``K = 1``): ``||d_i||_q = |d_i|`` (what ``vector_norms`` returns), and
+    ``norm <= limit`` is False for a NaN or infinite norm (``limit`` is finite), so the
+    finiteness test is implied.
+    """
+    if D.shape[1] == 1:
+        return np.where(row_norms_q * np.abs(D) <= limit, D, 0.0)
+    norms = row_norms_q[:, 0] * vector_norms(D, q)
+    keep = np.isfinite(norms) & (norms <= limit)
     return np.where(keep[:, None], D, 0.0)
+
+
+#: Elements (rows x parameters) of one gathered chunk of records, about 2 MB of float64:
+#: the rows of many small batches are gathered in one copy, and a batch larger than this
+#: is summed in pieces of this size (no n x d temporary).
+_CHUNK_ELEMENTS = 1 << 18
 
 
 def _truncated_batch_sum(
     problem: Problem, W: np.ndarray, index: np.ndarray, threshold: float, q: float,
-    row_norms_q: np.ndarray,
+    row_norms_q: np.ndarray, piece: int,
 ) -> np.ndarray:
-    """``sum_{i in batch} g_i 1{||g_i||_q <= tau}`` (one product with the batch's rows).
+    """``sum_{i in batch} g_i 1{||g_i||_q <= tau}`` (products with the batch's rows).
 
     A batch of all ``n`` records (``n_iter=1``) is summed by the blocked full pass
-    (:meth:`Problem.row_blocks`, views of ``X``): the same sum without gathering ``X`` into
-    a copy on every epoch.
+    (:meth:`Problem.row_blocks`, views of ``X``); other batches are gathered in pieces of
+    at most ``piece`` rows.
     """
     loss = problem.spec.loss
     if index.size == problem.spec.n_samples:
         blocks = problem.row_blocks()
     else:
-        blocks = [(index, problem.rows(index))]
+        blocks = ((part, problem.rows(part))
+                  for part in (index[s:s + piece] for s in range(0, index.size, piece)))
     total = np.zeros((problem.spec.n_params, problem.spec.n_outputs))
     for block, rows in blocks:
         D = loss.derivative(problem.scores(W, rows), problem.Y[block])
         total += problem.gradient_sum(
             truncated_coefficients(D, row_norms_q[block], threshold, q), rows)
     return total
+
+
+def _augmented_rows(problem: Problem, index: np.ndarray) -> np.ndarray:
+    """The augmented clipped rows ``x'_i = [s_i x_i, c]`` of ``index`` as one dense copy
+    (dense ``X`` only; ``index.size x n_params``, a chunk, never all ``n`` rows)."""
+    d = problem.X.shape[1]
+    A = np.empty((index.size, problem.spec.n_params))
+    np.multiply(problem.X[index], problem.row_scale[index, None], out=A[:, :d])
+    if problem.intercept:
+        A[:, d] = problem.intercept
+    return A
+
+
+class _LpDualIterate:
+    """An iterate ``W`` of mirror descent in an :class:`LpGeometry`, kept with its dual
+    point ``theta = nabla Phi(W)`` (the mirror map's gradient).
+
+    The step ``W+ = argmin_{W in C} <eta g - nabla Phi(W), W> + Phi(W)``
+    (``LpGeometry.prox(eta g - grad(W), 1)``) is computed as in the geometry's closed
+    form: ``theta' = theta - eta g``, ``U = nabla Phi*(theta')`` and ``U`` scaled onto the
+    ball when outside it. Keeping ``theta`` saves recomputing ``nabla Phi(W)`` each step:
+    on the head block ``Phi`` is 2-homogeneous, so ``nabla Phi(c U) = c theta'`` for the
+    radial scaling ``c > 0`` (the intercept block is Euclidean and never scaled). The head
+    map is ``nabla Phi*(theta) = (p - 1) ||theta||_q^(2-q) sign(theta) |theta|^(q-1)``,
+    evaluated on ``theta / m``, ``m = max |theta_j|`` (no under/overflow):
+    ``(p - 1) m s^((2-q)/q) sign(theta) y^(q-1)`` with ``y = |theta| / m`` and
+    ``s = sum y^q``; and ``||U||_p = (p - 1) ||theta||_q = (p - 1) m s^(1/q)``, since
+    ``sum (y^(q-1))^p = s``. Post-processing of released quantities only.
+    """
+
+    def __init__(self, geometry: LpGeometry, shape: tuple[int, int]) -> None:
+        self.p, self.q = geometry.p, geometry.q
+        self.k, self.radius = geometry.n_penalized, geometry.radius
+        self.W = np.zeros(shape)
+        self.theta = np.zeros(shape)
+
+    def step(self, direction: np.ndarray) -> np.ndarray:
+        """``theta -= direction``; returns the new primal iterate ``W`` (a fresh array)."""
+        theta = self.theta
+        theta -= direction
+        k, p, q = self.k, self.p, self.q
+        W = theta.copy()
+        if k == 0 or (p == 2.0 and self.radius is None):
+            return self._set(W)  # Euclidean and unconstrained: W = theta
+        head = theta[:k]
+        a = np.abs(head)
+        m = float(np.maximum.reduce(a, axis=None))
+        if not m > 0.0:  # theta = 0 (or NaN, kept as is)
+            return self._set(W)
+        a *= 1.0 / m
+        if p == 2.0:  # W = theta on the head too
+            norm = m * math.sqrt(float(np.vdot(a, a)))
+        else:
+            y = a ** (q - 1.0)
+            s = float(np.vdot(y, a))  # sum y^q, >= 1
+            y *= (p - 1.0) * m * s ** ((2.0 - q) / q)
+            np.copysign(y, head, out=W[:k])
+            norm = (p - 1.0) * m * s ** (1.0 / q)
+        if self.radius is not None and norm > self.radius:
+            factor = self.radius / norm
+            W[:k] *= factor
+            head *= factor
+        return self._set(W)
+
+    def _set(self, W: np.ndarray) -> np.ndarray:
+        self.W = W
+        return W
 
 
 def _capped_by_alpha(eta: float, alpha: float) -> float:
@@ -294,36 +382,110 @@ class _TruncatedBase(BaseDPSolver):
         q, tau, eta = plan.q, plan.truncation, plan.step_size
         n, T = spec.n_samples, plan.batches
         epochs = plan.epochs
+        k, alpha = spec.n_penalized, spec.alpha
         row_norms_q = problem.row_norms_in(q)
-        W = np.zeros((spec.n_params, spec.n_outputs))
-        total = np.zeros_like(W)
+        shape = (spec.n_params, spec.n_outputs)
+        iterate = _LpDualIterate(geometry, shape)
+        W = iterate.W
+        total = np.zeros(shape)
         # Constant gamma_t: the paper's weights gamma_t^{-1} make a uniform average of the
         # E T iterates; "tail" averages the last half of them (post-processing).
         n_steps = T * epochs
         first = averaged_from(self.iterate, n_steps)
+        # np.array_split(order, T): the first n % T batches hold floor(n / T) + 1 records.
+        sizes = np.full(T, n // T, dtype=np.intp)
+        sizes[: n % T] += 1
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        # Chunks of consecutive whole batches with at most `piece` records (at least one
+        # batch): public, a function of n, T and the shape only.
+        piece = max(1, _CHUNK_ELEMENTS // (spec.n_params * spec.n_outputs))
+        dense = not sp.issparse(problem.X)
         step = 0
         for _ in range(epochs):
             # Data-independent random order, drawn independently of the data (a fresh one
             # per epoch); T disjoint batches.
             order = noise.permutation(n)
-            # Sorted rows: faster CSR/dense gathers, same batch. A single batch holds every
-            # record and is summed over views of X in storage order, so it is not sorted.
-            for index in (np.array_split(order, T) if T > 1 else [order]):
-                if T > 1:
-                    index = np.sort(index)
-                g_sum = _truncated_batch_sum(problem, W, index, tau, q, row_norms_q)
-                g = self._privatize(g_sum, index.size, W.shape, plan, noise) / index.size
-                g[: spec.n_penalized] += spec.alpha * W[: spec.n_penalized]
-                # w_t = argmin_{w in C} <g, w> + gamma D_Phi(w, w_{t-1}), gamma = 1 / eta.
-                W = geometry.prox(eta * g - geometry.grad(W), 1.0)
+            j0 = 0
+            while j0 < T:
+                j1 = max(j0 + 1, int(np.searchsorted(bounds, bounds[j0] + piece,
+                                                     side="right")) - 1)
+                j1 = min(j1, T)
+                chunk = order[bounds[j0]:bounds[j1]]
+                # The local noise of the chunk's batches, drawn before its steps
+                # (Algorithm 4; None for the central release, drawn per batch).
+                local = self._chunk_noise(sizes[j0:j1], shape, plan, noise, piece)
+                offsets = (bounds[j0:j1 + 1] - bounds[j0]).tolist()
+                if dense and j1 - j0 > 1:
+                    # Several small batches: their rows in one dense copy, steps on views.
+                    W, step = self._dense_chunk(problem, plan, noise, iterate, chunk,
+                                                offsets, local, row_norms_q, total, step,
+                                                first)
+                    j0 = j1
+                    continue
+                for j in range(j1 - j0):
+                    a, b = offsets[j], offsets[j + 1]
+                    # Sorted rows: faster CSR/dense gathers, same batch. A single batch
+                    # holds every record and is summed over views of X in storage order,
+                    # so it is not sorted.
+                    index = chunk[a:b] if T == 1 else np.sort(chunk[a:b])
+                    g_sum = _truncated_batch_sum(problem, W, index, tau, q, row_norms_q,
+                                                 piece)
+                    g = self._privatize(g_sum, b - a, shape, plan, noise,
+                                        None if local is None else local[j])
+                    # eta (privatised batch mean + the L2 term on the penalised rows).
+                    g *= eta / (b - a)
+                    if alpha:
+                        g[:k] += (eta * alpha) * W[:k]
+                    # w_t = argmin_{w in C} <g, w> + gamma D_Phi(w, w_{t-1}), gamma = 1/eta.
+                    W = iterate.step(g)
+                    if step >= first:
+                        total += W
+                    step += 1
+                j0 = j1
+        return total / (n_steps - first)
+
+    def _dense_chunk(self, problem: Problem, plan: _TruncatedPlan, noise: NoiseSource,
+                     iterate: _LpDualIterate, chunk: np.ndarray, offsets: list[int],
+                     local: np.ndarray | None, row_norms_q: np.ndarray, total: np.ndarray,
+                     step: int, first: int) -> tuple[np.ndarray, int]:
+        """The steps of a chunk of small batches of dense rows: the same batch sums and
+        mirror steps as the general loop of :meth:`_one_pass`, on views of one gathered
+        copy of the chunk's augmented rows (no per-step gathers or validation). Adds the
+        averaged iterates to ``total``; returns the last iterate and the step count."""
+        spec = problem.spec
+        loss, k, alpha = spec.loss, spec.n_penalized, spec.alpha
+        eta, q = plan.step_size, plan.q
+        limit = plan.truncation * NORM_SAFETY
+        shape = (spec.n_params, spec.n_outputs)
+        A = _augmented_rows(problem, chunk)
+        Yc, norms_c = problem.Y[chunk], row_norms_q[chunk][:, None]
+        ridge = eta * alpha
+        W = iterate.W
+        with np.errstate(all="ignore"):
+            for j in range(len(offsets) - 1):
+                a, b = offsets[j], offsets[j + 1]
+                rows = A[a:b]
+                D = _truncate(loss.derivative(rows @ W, Yc[a:b]), norms_c[a:b], limit, q)
+                g = self._privatize(rows.T @ D, b - a, shape, plan, noise,
+                                    None if local is None else local[j])
+                g *= eta / (b - a)
+                if ridge:
+                    g[:k] += ridge * W[:k]
+                W = iterate.step(g)
                 if step >= first:
                     total += W
                 step += 1
-        return total / (n_steps - first)
+        return W, step
+
+    def _chunk_noise(self, sizes: np.ndarray, shape: tuple[int, int], plan: _TruncatedPlan,
+                     noise: NoiseSource, piece: int) -> np.ndarray | None:
+        """Noise of a chunk of batches drawn before its steps (``None``: per batch)."""
+        return None
 
     @abstractmethod
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
-                   plan: _TruncatedPlan, noise: NoiseSource) -> np.ndarray:
+                   plan: _TruncatedPlan, noise: NoiseSource,
+                   local: np.ndarray | None) -> np.ndarray:
         """The privatised batch sum (central or local noise; see the subclasses)."""
 
     def _run(self, problem: Problem, plan: _TruncatedPlan, noise: NoiseSource) -> np.ndarray:
@@ -452,11 +614,13 @@ class TruncatedMirrorDescent(_TruncatedBase):
         )
 
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
-                   plan: TruncatedMirrorDescentPlan, noise: NoiseSource) -> np.ndarray:
+                   plan: TruncatedMirrorDescentPlan, noise: NoiseSource,
+                   local: np.ndarray | None) -> np.ndarray:
         # Same multiplier z for every batch: sigma_t = z sqrt(kappa_+) s_+(|B_t|), and the
         # noise is added to the batch mean (here: size * noise on the batch sum).
         sigma_t = plan.sigma * plan.min_batch / size
-        return g_sum + size * noise.generalized_gaussian(shape, sigma_t, plan.noise_order)
+        g_sum += size * noise.generalized_gaussian(shape, sigma_t, plan.noise_order)
+        return g_sum
 
 
 class ShuffledTruncatedMirrorDescent(_TruncatedBase):
@@ -559,9 +723,30 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
             min_batch=min_batch, p=geometry.p, q=q, step_size=eta,
         )
 
+    def _chunk_noise(self, sizes: np.ndarray, shape: tuple[int, int],
+                     plan: ShuffledTruncatedMirrorDescentPlan, noise: NoiseSource,
+                     piece: int) -> np.ndarray:
+        """Per-batch sums of the reports' K-norm noise for a chunk of batches.
+
+        Every record gets one independent draw ``Z_x`` (``sum(sizes)`` draws, in pieces of
+        at most ``piece`` records, one ``k_norm`` call each); only its batch sum enters the
+        step. The count and the scale are public; the draws do not depend on the data.
+        """
+        total = int(sizes.sum())
+        if sizes.size == 1:
+            out = np.zeros((1, *shape))
+            for start in range(0, total, piece):
+                out[0] += noise.k_norm(shape, plan.sigma, plan.q,
+                                       count=min(piece, total - start)).sum(axis=0)
+            return out
+        # A chunk of several batches has at most `piece` records: one draw.
+        draws = noise.k_norm(shape, plan.sigma, plan.q, count=total)
+        return np.add.reduceat(draws, np.concatenate([[0], np.cumsum(sizes[:-1])]), axis=0)
+
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
                    plan: ShuffledTruncatedMirrorDescentPlan, noise: NoiseSource,
-                   ) -> np.ndarray:
-        # Each record's report is g_x + Z_x; the step uses the sum of the batch's reports.
-        local = noise.k_norm(shape, plan.sigma, plan.q, count=size)
-        return g_sum + local.sum(axis=0)
+                   local: np.ndarray | None) -> np.ndarray:
+        # Each record's report is g_x + Z_x; the step uses the sum of the batch's reports
+        # (the sum of the batch's Z_x was drawn with its chunk, _chunk_noise).
+        g_sum += local
+        return g_sum

@@ -15,6 +15,7 @@ from skdp.losses import GLMLoss, SquaredLoss
 from skdp.privacy import Budget, epsilon_spent
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
+from skdp.solvers import truncated_mirror_descent as tmd
 from skdp.solvers.regularized_mirror_descent import LpGeometry
 from skdp.solvers.truncated_mirror_descent import (
     ShuffledTruncatedMirrorDescent,
@@ -220,17 +221,48 @@ def _reference(problem, plan, draws, shuffled, iterate="average"):
                      if spec.constraint.kind == "lp" else None)
     w = np.zeros((spec.n_params, 1))
     iterates = []
-    draws = iter(draws)
+    draws = _LocalReports(draws)
     for _ in range(epochs):
-        kind, order = next(draws)
+        kind, order = draws.next()
         assert kind == "perm"
         w = _reference_epoch(X, Y, np.array_split(order, batches), draws, w, iterates,
                              s, geo, shuffled)
-    assert next(draws, None) is None
+    assert draws.exhausted()
     assert len(iterates) == plan.n_iter
     # "average": all E T iterates; "tail": the last ceil(E T / 2).
     kept = iterates if iterate == "average" else iterates[len(iterates) // 2:]
     return np.mean(kept, axis=0)
+
+
+class _LocalReports:
+    """The recorded draws in order; the local (K-norm) reports are a stream of per-record
+    rows, drawn by the solver in blocks of several records (several batches, or part of
+    one): each record takes the next row, and a block is drawn when the last one is used
+    up, before the steps that use it."""
+
+    def __init__(self, draws):
+        self._draws = iter(draws)
+        self._rows = []
+        self._scale = None
+
+    def next(self):
+        assert not self._rows, "a new draw before the local noise block was used up"
+        return next(self._draws)
+
+    def reports(self, count):
+        rows = []
+        while len(rows) < count:
+            if not self._rows:
+                kind, (scale, _order, block) = next(self._draws)
+                assert kind == "k"
+                assert self._scale in (None, scale)
+                self._scale = scale
+                self._rows = list(block)
+            rows.append(self._rows.pop(0))
+        return np.array(rows)
+
+    def exhausted(self):
+        return not self._rows and next(self._draws, None) is None
 
 
 def _reference_epoch(X, Y, batches, draws, w, iterates, s, geo, shuffled):
@@ -241,11 +273,11 @@ def _reference_epoch(X, Y, batches, draws, w, iterates, s, geo, shuffled):
             gi = X[i][:, None] * (X[i] @ w - Y[i])
             if _norm(gi, q) <= tau * (1 - 1e-12):
                 g += gi
-        kind, (scale, _order, noise) = next(draws)
         if shuffled:
-            assert kind == "k" and noise.shape[0] == len(batch)
+            noise = draws.reports(len(batch))
             g = (g + noise.sum(axis=0)) / len(batch)
         else:
+            kind, (scale, _order, noise) = draws.next()
             assert kind == "gg"
             assert scale == pytest.approx(s.sigma * s.min_batch / len(batch))
             g = g / len(batch) + noise
@@ -274,6 +306,45 @@ def test_matches_reference_fed_the_same_noise(cls, epochs, radius, iterate):
     np.testing.assert_allclose(coef, expected, rtol=1e-9, atol=1e-12)
     if radius:
         assert _norm(coef, 1.5) <= radius * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.3, 1.05])
+@pytest.mark.parametrize("radius", [None, 0.7])
+@pytest.mark.parametrize("k", [4, 3])
+def test_dual_iterate_is_the_geometry_step(p, radius, k):
+    """The solvers' kept dual point gives LpGeometry's step prox(eta g - grad(W), 1)."""
+    geo = LpGeometry(p, k, radius)
+    rng = np.random.default_rng(0)
+    it = tmd._LpDualIterate(geo, (4, 2))
+    W = np.zeros((4, 2))
+    for scale in [1.0, 1e-3, 30.0, 1e-200, 1e200, 2.0]:
+        g = scale * rng.standard_normal((4, 2))
+        expected = geo.prox(g - geo.grad(W), 1.0)
+        W = it.step(g)
+        np.testing.assert_allclose(W, expected, rtol=1e-9, atol=1e-300)
+        np.testing.assert_allclose(it.theta, geo.grad(W), rtol=1e-9, atol=1e-300)
+        if radius is not None:
+            assert _norm(W[:k], p) <= radius * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("cls", [TruncatedMirrorDescent, ShuffledTruncatedMirrorDescent])
+@pytest.mark.parametrize("n_iter", [7, 700])
+@pytest.mark.parametrize("radius", [0.5, None])
+def test_chunked_steps_match_reference(monkeypatch, cls, n_iter, radius):
+    """Small chunks: several chunks of batches (n_iter=700, ~3 records per batch), and
+    batches larger than a chunk whose rows and local noise come in pieces (n_iter=7)."""
+    monkeypatch.setattr(tmd, "_CHUNK_ELEMENTS", 3 * 50)
+    problem = _heavy_problem(n=2000, d=3, radius=radius, seed=5)
+    solver = cls(n_iter=n_iter, truncation=4.0, p=None if radius else 1.5)
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"),
+                       "replace_one")
+    rec = Recorder(np.random.default_rng(3))
+    coef = solver._run(problem, plan, rec)
+    if cls is ShuffledTruncatedMirrorDescent:
+        counts = [draw[2].shape[0] for kind, draw in rec.draws if kind == "k"]
+        assert sum(counts) == 2000 and max(counts) <= 50
+    expected = _reference(problem, plan, rec.draws, cls is ShuffledTruncatedMirrorDescent)
+    np.testing.assert_allclose(coef, expected, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("cls", [TruncatedMirrorDescent, ShuffledTruncatedMirrorDescent])
