@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
-from skdp.losses import clip_coefficients
+from skdp.losses import NORM_SAFETY, clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -307,35 +308,112 @@ class DPSVRG(BaseDPSolver):
 
     def _run(self, problem: Problem, plan: SVRGPlan, noise: NoiseSource) -> np.ndarray:
         spec = problem.spec
-        Y, norms = problem.Y, problem.norms
         n, p, alpha = spec.n_samples, spec.n_penalized, spec.alpha
-        b, step, g, c = plan.batch_size, plan.step_size, plan.clip_norm, plan.correction_clip
-        sigma_in = plan.sigma_inner
+        step, g = plan.step_size, plan.clip_norm
+        shape = (spec.n_params, spec.n_outputs)
         shrink = 1.0 / (1.0 + step * alpha)  # prox of (eta alpha / 2) ||.||^2
-        poisson = self.sampling == "poisson"
-        snapshot = np.zeros((spec.n_params, spec.n_outputs))
+        # The inner noise of up to `block` steps is drawn in one call (about 2 MB).
+        block = max(1, _NOISE_BLOCK_ELEMENTS // (spec.n_params * spec.n_outputs))
+        batch = _InnerBatches(problem, plan, self.sampling)
+        snapshot = np.zeros(shape)
         x = snapshot
         for m, sigma_snap in zip(plan.epoch_lengths, plan.sigma_snapshots, strict=True):
             coef_snap = np.empty((n, spec.n_outputs))
             v_snap = problem.clipped_gradient(snapshot, g, out_coefficients=coef_snap)
-            v_snap += noise.gaussian(snapshot.shape, sigma_snap)
+            v_snap += noise.gaussian(shape, sigma_snap)
             if self.restart_at_snapshot:
                 x = snapshot
-            total = np.zeros_like(snapshot)
-            for _ in range(m):
-                if poisson:
-                    idx = noise.batch_poisson(n, b / n)
-                else:
-                    idx = noise.batch_without_replacement(n, b)
-                Xb = problem.rows(idx)
-                scores = problem.scores(x, Xb)
-                coef_x = clip_coefficients(spec.loss.derivative(scores, Y[idx]), norms[idx], g)
-                diff = clip_coefficients(coef_x - coef_snap[idx], norms[idx], c)
-                # Mean over the batch with the public denominator b.
-                v = problem.gradient_sum(diff, Xb) / b + v_snap
-                v += noise.gaussian(x.shape, sigma_in)
-                x = x - step * v
-                x[:p] = spec.constraint.project(shrink * x[:p])
-                total += x
+            total = np.zeros(shape)
+            for first in range(0, m, block):
+                steps = min(block, m - first)
+                # N(0, sigma_in^2 I) of each of the next `steps` corrections, drawn before
+                # their batches (independent of the data and of each other).
+                inner_noise = noise.gaussian((steps, *shape), plan.sigma_inner)
+                for t in range(steps):
+                    # v = mean_{i in B} clip_C(grad_i(x) - grad_i(w~)) + v~ + noise.
+                    v = batch.correction_mean(x, coef_snap, noise)
+                    v += v_snap
+                    v += inner_noise[t]
+                    x = x - step * v
+                    x[:p] = spec.constraint.project(shrink * x[:p])
+                    total += x
             snapshot = total / m
         return snapshot
+
+
+#: Elements of one block of pre-drawn inner noise (steps x parameters), about 2 MB.
+_NOISE_BLOCK_ELEMENTS = 1 << 18
+
+
+def _clip_rows(D: np.ndarray, norms: np.ndarray, clip: float) -> np.ndarray:
+    """:func:`~skdp.losses.clip_coefficients` (target ``clip * NORM_SAFETY``) with the row
+    norms as a column, inside the caller's ``np.errstate``.
+
+    One output (``K = 1``): ``||x_i d_i^T|| = ||x_i|| |d_i|``, and
+    ``min(1, target / norm)`` equals ``clip_coefficients``' factor (1 up to the target,
+    ``target / norm`` above; 1 for a zero norm); a non-finite norm drops the row.
+    """
+    if D.shape[1] != 1:
+        return clip_coefficients(D, norms[:, 0], clip)
+    target = clip * NORM_SAFETY
+    grad_norms = norms * np.abs(D)
+    clipped = D * np.minimum(1.0, target / grad_norms)
+    return np.where(np.isfinite(grad_norms), clipped, 0.0)
+
+
+class _InnerBatches:
+    """The inner mini-batch corrections of one DP-SVRG(++) run.
+
+    Each call draws one batch from the :class:`NoiseSource` (uniform ``b``-subset without
+    replacement, or Poisson at rate ``b/n``; data-independent) and returns
+    ``(1/b) sum_{i in B} clip_C(c_i(x) - c_i(w~)) x'_i`` with ``c_i`` the clipped loss
+    derivative (public denominator ``b``). For dense rows the clipping factor ``s_i`` and
+    the intercept ``c`` of the augmented rows ``x'_i = [s_i x_i, c]`` are applied to the
+    ``b x K`` scores and coefficients, as :meth:`Problem.scores` and
+    :meth:`Problem.gradient_sum` do, without their per-call checks; sparse rows use those
+    methods.
+    """
+
+    def __init__(self, problem: Problem, plan: SVRGPlan, sampling: str) -> None:
+        self.problem = problem
+        spec = problem.spec
+        self.n, self.b = spec.n_samples, plan.batch_size
+        self.poisson = sampling == "poisson"
+        self.clip, self.correction_clip = plan.clip_norm, plan.correction_clip
+        self.d = problem.X.shape[1]
+        self.dense = not sp.issparse(problem.X)
+
+    def correction_mean(self, x: np.ndarray, coef_snap: np.ndarray,
+                        noise: NoiseSource) -> np.ndarray:
+        """One batch's mean clipped correction at ``x`` (the batch drawn from ``noise``)."""
+        problem, n, b = self.problem, self.n, self.b
+        idx = noise.batch_poisson(n, b / n) if self.poisson else \
+            noise.batch_without_replacement(n, b)
+        loss = problem.spec.loss
+        norms = problem.norms[idx][:, None]
+        if not self.dense:
+            rows = problem.rows(idx)
+            with np.errstate(all="ignore"):
+                coef_x = _clip_rows(loss.derivative(problem.scores(x, rows), problem.Y[idx]),
+                                    norms, self.clip)
+                diff = _clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
+            v = problem.gradient_sum(diff, rows)
+            v *= 1.0 / b
+            return v
+        d = self.d
+        rows = problem.X[idx]
+        scale = problem.row_scale[idx][:, None]
+        scores = rows @ x[:d]
+        scores *= scale
+        if problem.intercept:
+            scores += problem.intercept * x[d]
+        with np.errstate(all="ignore"):
+            coef_x = _clip_rows(loss.derivative(scores, problem.Y[idx]), norms, self.clip)
+            diff = _clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
+        # Mean over the batch with the public denominator b.
+        diff *= 1.0 / b
+        v = np.empty_like(x)
+        v[:d] = rows.T @ (diff * scale)
+        if problem.intercept:
+            v[d] = problem.intercept * diff.sum(axis=0)
+        return v

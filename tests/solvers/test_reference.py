@@ -6,10 +6,12 @@ they check the library's vectorised clipping, batching, prox and averaging exact
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from skdp.geometry import L2Ball
 from skdp.privacy import Budget
-from skdp.solvers import DPSVRG, DPSVRGPlusPlus, NoisyGD
+from skdp.solvers import DPSVRG, DPSVRGPlusPlus, NoisyGD, Problem
+from skdp.solvers import svrg as svrg_module
 from tests.conftest import RecordingNoiseSource, ReplayNoiseSource, make_problem
 
 
@@ -26,8 +28,13 @@ def _clip(v, c):
     return v if n <= c else v * (c / n)
 
 
-def reference_svrg(X, y, alpha, radius, plan, replay, restart_at_snapshot):
+def reference_svrg(X, y, alpha, radius, plan, replay, restart_at_snapshot, p=None):
+    """The inner noise of an epoch is drawn in blocks of steps (one Gaussian draw of shape
+    (steps, d, 1)) before those steps' batches: each step takes the next row, a block is
+    read when the previous one is used up. ``p``: penalised (shrunk and constrained)
+    leading coordinates, all by default."""
     n, d = X.shape
+    p = d if p is None else p
     eta, b = plan.step_size, plan.batch_size
     G, C = plan.clip_norm, plan.correction_clip
     snapshot = np.zeros(d)
@@ -38,18 +45,24 @@ def reference_svrg(X, y, alpha, radius, plan, replay, restart_at_snapshot):
         if restart_at_snapshot:
             x = snapshot.copy()
         total = np.zeros(d)
+        inner = []
         for _ in range(m):
+            if not inner:
+                inner = list(replay.next("gaussian")[:, :, 0])
+            noise = inner.pop(0)
             batch = replay.next("batch")
             corr = np.zeros(d)
             for i in batch:
                 corr += _clip(
                     _example_gradient(x, X[i], y[i], G)
                     - _example_gradient(snapshot, X[i], y[i], G), C)
-            v = corr / b + v_snap + replay.next("gaussian")[:, 0]
-            x = (x - eta * v) / (1.0 + eta * alpha)
-            if radius is not None and np.linalg.norm(x) > radius:
-                x = x * (radius / np.linalg.norm(x))
+            v = corr / b + v_snap + noise
+            x = x - eta * v
+            x[:p] = x[:p] / (1.0 + eta * alpha)
+            if radius is not None and np.linalg.norm(x[:p]) > radius:
+                x[:p] = x[:p] * (radius / np.linalg.norm(x[:p]))
             total += x
+        assert not inner
         snapshot = total / m
     return snapshot
 
@@ -83,6 +96,32 @@ def test_svrg_matches_reference(cls, radius, clip):
     assert s.epoch_lengths[0] == (4 if cls is DPSVRG else 8)
     assert s.sigma_snapshots[0] == pytest.approx(
         s.sigma_inner / np.sqrt(s.epoch_lengths[0]))
+
+
+@pytest.mark.parametrize("cls", [DPSVRG, DPSVRGPlusPlus])
+@pytest.mark.parametrize("sampling", ["without_replacement", "poisson"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_svrg_blocks_of_inner_noise_match_reference(monkeypatch, cls, sampling, sparse):
+    """Inner noise drawn in blocks of 3 steps (epochs of 5 and 10 steps end mid-block),
+    an intercept, clipped rows, Poisson batches and CSR rows."""
+    monkeypatch.setattr(svrg_module, "_NOISE_BLOCK_ELEMENTS", 3 * 5)
+    problem = make_problem(n=60, d=4, alpha=0.05, seed=6, intercept=True)
+    if sparse:
+        problem = Problem.build(sp.csr_matrix(problem.X), problem.Y, problem.spec,
+                                data_norm=1.0, intercept=1.0)
+    assert np.any(problem.row_scale < 1)
+    solver = cls(n_epochs=2, inner_steps=5, batch_size=7, step_size=0.3, sampling=sampling,
+                 correction_clip=0.05)
+    noise = RecordingNoiseSource(np.random.default_rng(2))
+    res = solver.solve(problem, Budget(1.0, 1e-5), noise,
+                       accountant="rdp" if sampling == "poisson" else "auto")
+    shapes = [value.shape for kind, value in noise.draws if kind == "gaussian"]
+    assert (3, 5, 1) in shapes and max(shape[0] for shape in shapes) == 5
+    replay = ReplayNoiseSource(noise.draws)
+    ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, None, res.plan,
+                         replay, restart_at_snapshot=cls is DPSVRG, p=4)
+    assert replay.exhausted()
+    np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
 
 
 def test_svrg_correction_clip_is_applied():
