@@ -17,13 +17,14 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from scipy.special import gammaln
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
-from skdp.losses import clip_coefficients
+from skdp.losses import NORM_SAFETY, clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -43,6 +44,7 @@ __all__ = [
     "NoisyMirrorDescent",
     "batch_gradient",
     "calibrate_md_phase",
+    "clip_rows",
     "md_event",
     "md_geometry",
     "md_gradient_clip",
@@ -204,6 +206,26 @@ def calibrate_md_phase(
 # ---------------------------------------------------------------------------------------
 # The vectorised noisy loop (shared by both solvers)
 # ---------------------------------------------------------------------------------------
+#: Elements of one block of pre-drawn step noise (steps x parameters), about 2 MB.
+NOISE_BLOCK_ELEMENTS = 1 << 18
+
+
+def clip_rows(D: np.ndarray, norms: np.ndarray, clip: float) -> np.ndarray:
+    """:func:`~skdp.losses.clip_coefficients` in l2 (target ``clip * NORM_SAFETY``) with
+    the row norms as a column, inside the caller's ``np.errstate``.
+
+    One output (``K = 1``): ``||x_i d_i^T||_2 = ||x_i|| |d_i|``, and
+    ``min(1, target / norm)`` is ``clip_coefficients``' factor (1 up to the target,
+    ``target / norm`` above, 1 for a zero norm); a non-finite norm drops the row. Several
+    outputs: ``clip_coefficients`` itself.
+    """
+    if D.shape[1] != 1:
+        return clip_coefficients(D, norms[:, 0], clip)
+    grad_norms = norms * np.abs(D)
+    clipped = D * np.minimum(1.0, (clip * NORM_SAFETY) / grad_norms)
+    return np.where(np.isfinite(grad_norms), clipped, 0.0)
+
+
 def batch_gradient(
     problem: Problem, W: np.ndarray, idx: np.ndarray, clip: float, batch_size: int
 ) -> np.ndarray:
@@ -213,13 +235,36 @@ def batch_gradient(
     coefficients (no ``b x d`` array; CSR rows stay sparse). The denominator is the public
     ``b`` (not ``len(idx)``, which is random under Poisson sampling): replacing one record
     moves one clipped summand, so the replace-one sensitivity is ``2C/b`` (add/remove:
-    ``C/b``).
+    ``C/b``). Dense rows: the clipping factor ``s_i`` and intercept ``c`` of the augmented
+    rows ``x'_i = [s_i x_i, c]`` are applied to the ``b x K`` scores and coefficients, as
+    :meth:`Problem.scores` and :meth:`Problem.gradient_sum` do, without their per-call
+    checks.
     """
-    rows = problem.rows(idx)
     loss = problem.spec.loss
-    D = clip_coefficients(loss.derivative(problem.scores(W, rows), problem.Y[idx]),
-                          problem.norms[idx], clip)
-    return problem.gradient_sum(D, rows) / batch_size
+    norms = problem.norms[idx][:, None]
+    if sp.issparse(problem.X):
+        rows = problem.rows(idx)
+        with np.errstate(all="ignore"):
+            D = clip_rows(loss.derivative(problem.scores(W, rows), problem.Y[idx]), norms,
+                          clip)
+        G = problem.gradient_sum(D, rows)
+        G *= 1.0 / batch_size
+        return G
+    d = problem.X.shape[1]
+    rows = problem.X[idx]
+    scale = problem.row_scale[idx][:, None]
+    scores = rows @ W[:d]
+    scores *= scale
+    if problem.intercept:
+        scores += problem.intercept * W[d]
+    with np.errstate(all="ignore"):
+        D = clip_rows(loss.derivative(scores, problem.Y[idx]), norms, clip)
+    D *= 1.0 / batch_size
+    G = np.empty_like(W, dtype=float)
+    G[:d] = rows.T @ (D * scale)
+    if problem.intercept:
+        G[d] = problem.intercept * D.sum(axis=0)
+    return G
 
 
 def run_noisy_md(
@@ -243,28 +288,36 @@ def run_noisy_md(
     localisation regulariser: post-processing). The constrained rows take ``step(W_pen,
     G_pen, eta)``, the intercept row (if any) a Euclidean step. Returns the
     ``weights``-average of the iterates ``W_1..W_T`` (the last iterate if ``None``).
+
+    The Gaussian noise of up to :data:`NOISE_BLOCK_ELEMENTS` worth of steps is drawn in
+    one call before those steps' batches (i.i.d. ``N(0, sigma^2)``, independent of the
+    data: the same release, drawn earlier).
     """
     p = problem.spec.n_penalized
     n, b, sigma = phase.n, phase.batch_size, phase.sigma
     W = np.array(W0, dtype=float, copy=True)
     total = np.zeros_like(W) if weights is not None else None
-    for k in range(phase.n_iter):
-        if sampling == "poisson":
-            local = noise.batch_poisson(n, b / n)
-        else:
-            local = noise.batch_without_replacement(n, b)
-        idx = local if pool is None else pool[local]
-        G = batch_gradient(problem, W, idx, clip, b)
-        G += noise.gaussian(W.shape, sigma)
-        if extra_gradient is not None:
-            G += extra_gradient(W)
-        eta = float(step_sizes[k])
-        W_new = np.empty_like(W)
-        W_new[:p] = step(W[:p], G[:p], eta)
-        W_new[p:] = W[p:] - eta * G[p:]
-        W = W_new
-        if total is not None:
-            total += weights[k] * W
+    block = max(1, NOISE_BLOCK_ELEMENTS // max(W.size, 1))
+    for first in range(0, phase.n_iter, block):
+        steps = min(block, phase.n_iter - first)
+        draws = noise.gaussian((steps, *W.shape), sigma)
+        for k in range(first, first + steps):
+            if sampling == "poisson":
+                local = noise.batch_poisson(n, b / n)
+            else:
+                local = noise.batch_without_replacement(n, b)
+            idx = local if pool is None else pool[local]
+            G = batch_gradient(problem, W, idx, clip, b)
+            G += draws[k - first]
+            if extra_gradient is not None:
+                G += extra_gradient(W)
+            eta = float(step_sizes[k])
+            W_new = np.empty_like(W)
+            W_new[:p] = step(W[:p], G[:p], eta)
+            W_new[p:] = W[p:] - eta * G[p:]
+            W = W_new
+            if total is not None:
+                total += weights[k] * W
     return W if total is None else total
 
 

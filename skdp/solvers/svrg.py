@@ -12,7 +12,6 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
-from skdp.losses import NORM_SAFETY, clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -24,6 +23,7 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers.mirror_descent import NOISE_BLOCK_ELEMENTS, clip_rows
 
 __all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
 
@@ -342,23 +342,7 @@ class DPSVRG(BaseDPSolver):
 
 
 #: Elements of one block of pre-drawn inner noise (steps x parameters), about 2 MB.
-_NOISE_BLOCK_ELEMENTS = 1 << 18
-
-
-def _clip_rows(D: np.ndarray, norms: np.ndarray, clip: float) -> np.ndarray:
-    """:func:`~skdp.losses.clip_coefficients` (target ``clip * NORM_SAFETY``) with the row
-    norms as a column, inside the caller's ``np.errstate``.
-
-    One output (``K = 1``): ``||x_i d_i^T|| = ||x_i|| |d_i|``, and
-    ``min(1, target / norm)`` equals ``clip_coefficients``' factor (1 up to the target,
-    ``target / norm`` above; 1 for a zero norm); a non-finite norm drops the row.
-    """
-    if D.shape[1] != 1:
-        return clip_coefficients(D, norms[:, 0], clip)
-    target = clip * NORM_SAFETY
-    grad_norms = norms * np.abs(D)
-    clipped = D * np.minimum(1.0, target / grad_norms)
-    return np.where(np.isfinite(grad_norms), clipped, 0.0)
+_NOISE_BLOCK_ELEMENTS = NOISE_BLOCK_ELEMENTS
 
 
 class _InnerBatches:
@@ -394,9 +378,9 @@ class _InnerBatches:
         if not self.dense:
             rows = problem.rows(idx)
             with np.errstate(all="ignore"):
-                coef_x = _clip_rows(loss.derivative(problem.scores(x, rows), problem.Y[idx]),
+                coef_x = clip_rows(loss.derivative(problem.scores(x, rows), problem.Y[idx]),
                                     norms, self.clip)
-                diff = _clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
+                diff = clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
             v = problem.gradient_sum(diff, rows)
             v *= 1.0 / b
             return v
@@ -408,8 +392,8 @@ class _InnerBatches:
         if problem.intercept:
             scores += problem.intercept * x[d]
         with np.errstate(all="ignore"):
-            coef_x = _clip_rows(loss.derivative(scores, problem.Y[idx]), norms, self.clip)
-            diff = _clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
+            coef_x = clip_rows(loss.derivative(scores, problem.Y[idx]), norms, self.clip)
+            diff = clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
         # Mean over the batch with the public denominator b.
         diff *= 1.0 / b
         v = np.empty_like(x)

@@ -24,6 +24,7 @@ from skdp.losses import SquaredLoss
 from skdp.privacy import Budget, add_remove_budget, epsilon_spent
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
+from skdp.solvers import mirror_descent as md_module
 from skdp.solvers.localized_mirror_descent import LocalizedMirrorDescent
 from skdp.solvers.mirror_descent import (
     NoisyMirrorDescent,
@@ -411,23 +412,47 @@ def _clipped(w, x, y, clip):
     return g if nrm <= clip else g * clip / nrm
 
 
+class _StepNoise:
+    """The steps' Gaussian noise, drawn by the solver in blocks of steps (one draw of shape
+    (steps, d, 1)) before those steps' batches: a step takes the next row, and a block is
+    read when the previous one is used up (blocks never span two runs of the loop)."""
+
+    def __init__(self, replay):
+        self.replay = replay
+        self.rows = []
+
+    def next(self):
+        if not self.rows:
+            self.rows = list(self.replay.next("gaussian")[:, :, 0])
+        return self.rows.pop(0)
+
+    def used_up(self):
+        return not self.rows
+
+
 def reference_md(X, y, radius, plan, replay, n_iter, alpha):
     n, d = X.shape
     p = 1 + 1 / math.log(d)
     w = np.zeros(d)
     total = np.zeros(d)
     b, eta, clip = plan.batch_size, plan.step_size, plan.clip_norm
+    step_noise = _StepNoise(replay)
     for _ in range(n_iter):
+        z = step_noise.next()
         batch = replay.next("batch")
         g = sum(_clipped(w, X[i], y[i], clip) for i in batch) / b
-        g = g + replay.next("gaussian")[:, 0] + alpha * w
+        g = g + z + alpha * w
         w = _ref_l1_step(w, g, eta, p, radius)
         total += w
+    assert step_noise.used_up()
     return total / n_iter
 
 
 @pytest.mark.parametrize("clip", [None, 0.3])
-def test_mirror_descent_matches_reference(clip):
+@pytest.mark.parametrize("block_steps", [None, 4])
+def test_mirror_descent_matches_reference(monkeypatch, clip, block_steps):
+    if block_steps:  # noise blocks of 4 steps: the 25 steps end mid-block
+        monkeypatch.setattr(md_module, "NOISE_BLOCK_ELEMENTS", 6 * block_steps)
     problem = make_problem(n=60, d=6, alpha=0.02, seed=3, constraint=L1Ball(0.5))
     solver = NoisyMirrorDescent(n_iter=25, batch_size=7, clip_norm=clip)
     noise = RecordingNoiseSource(np.random.default_rng(11))
@@ -446,6 +471,7 @@ def reference_localized(X, y, plan, replay, alpha, radius_x):
     p = 1 + 1 / math.log(d)
     perm = replay.next("permutation")
     w = np.zeros(d)
+    step_noise = _StepNoise(replay)
     for j, start in enumerate(plan.phase_starts):
         size, t = plan.phase_sizes[j], plan.phase_iters[j]
         b, lam, r = plan.batch_sizes[j], plan.lambdas[j], plan.radii[j]
@@ -453,19 +479,24 @@ def reference_localized(X, y, plan, replay, alpha, radius_x):
         x = c.copy()
         avg = np.zeros(d)
         for k in range(1, t + 1):
+            z = step_noise.next()
             batch = perm[start:start + size][replay.next("batch")]
             g = sum(_clipped(x, X[i], y[i], plan.clip_norm) for i in batch) / b
-            g = g + replay.next("gaussian")[:, 0] + alpha * x + lam * _grad_w(x - c, p)
+            g = g + z + alpha * x + lam * _grad_w(x - c, p)
             eta = 2.0 / (lam * (k + 1))
             z = _grad_w_conj(_grad_w(x - c, p) - eta * g, p)
             nrm = np.sum(np.abs(z) ** p) ** (1 / p)
             x = c + (z * r / nrm if nrm > r else z)
             avg += 2.0 * k / (t * (t + 1.0)) * x
+        assert step_noise.used_up()
         w = L1Ball(radius_x).project(avg)
     return w
 
 
-def test_localized_matches_reference():
+@pytest.mark.parametrize("block_steps", [None, 2])
+def test_localized_matches_reference(monkeypatch, block_steps):
+    if block_steps:  # noise blocks of 2 steps within each phase
+        monkeypatch.setattr(md_module, "NOISE_BLOCK_ELEMENTS", 5 * block_steps)
     problem = make_problem(n=80, d=5, alpha=0.01, seed=4, constraint=L1Ball(0.7))
     solver = LocalizedMirrorDescent(n_phases=4, batch_size=5, max_iter=12, step_size=30.0)
     noise = PermutationRecorder(np.random.default_rng(2))
