@@ -10,6 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "BREAST_CANCER_RANGES",
+    "DIABETES_RANGES",
+    "load_bundled",
+    "make_lp_instance",
+    "make_sparse_regression",
+    "make_student_t",
     "COVERTYPE_QUANTITATIVE",
     "COVERTYPE_ROW_SCALE",
     "make_covertype_like",
@@ -147,3 +153,118 @@ def make_covertype_like(n_samples: int = 200000, random_state: int = 0):
     logit -= np.median(logit)
     y = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float64)
     return np.ascontiguousarray(X), y
+
+
+# Bundled data with PUBLIC feature bounds ------------------------------------------------
+
+#: Published ranges of the 30 breast-cancer features (Wisconsin Diagnostic data set
+#: description), used as public bounds by ``PublicBoundsScaler``.
+BREAST_CANCER_RANGES = np.array([
+    (6.981, 28.11), (9.71, 39.28), (43.79, 188.5), (143.5, 2501.0), (0.053, 0.163),
+    (0.019, 0.345), (0.0, 0.427), (0.0, 0.201), (0.106, 0.304), (0.05, 0.097),
+    (0.112, 2.873), (0.36, 4.885), (0.757, 21.98), (6.802, 542.2), (0.002, 0.031),
+    (0.002, 0.135), (0.0, 0.396), (0.0, 0.053), (0.008, 0.079), (0.001, 0.03),
+    (7.93, 36.04), (12.02, 49.54), (50.41, 251.2), (185.2, 4254.0), (0.071, 0.223),
+    (0.027, 1.058), (0.0, 1.252), (0.0, 0.291), (0.156, 0.664), (0.055, 0.208),
+])
+
+#: Physiological ranges of the 10 raw diabetes features (``load_diabetes(scaled=False)``):
+#: age (years), sex (1/2), bmi, mean blood pressure (mm Hg), total cholesterol, LDL, HDL
+#: (mg/dL), cholesterol/HDL ratio, log triglycerides, blood sugar (mg/dL).
+DIABETES_RANGES = np.array([
+    (0.0, 100.0), (1.0, 2.0), (10.0, 60.0), (40.0, 160.0), (50.0, 400.0), (20.0, 300.0),
+    (10.0, 120.0), (1.0, 12.0), (3.0, 7.0), (40.0, 200.0),
+])
+#: The documented range of the diabetes target (disease progression, 25-346).
+DIABETES_Y_RANGE = (25.0, 346.0)
+
+
+def load_bundled(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Breast cancer (labels 0/1) or diabetes (target mapped to [-1, 1] by its public range),
+    features mapped to [-1, 1] by :class:`skdp.preprocessing.PublicBoundsScaler`."""
+    from sklearn.datasets import load_breast_cancer, load_diabetes
+
+    from skdp.preprocessing import PublicBoundsScaler
+
+    if name == "breast_cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+        bounds = BREAST_CANCER_RANGES
+    else:
+        X, y = load_diabetes(return_X_y=True, scaled=False)
+        bounds = DIABETES_RANGES
+        lo, hi = DIABETES_Y_RANGE
+        y = np.clip((y - 0.5 * (lo + hi)) / (0.5 * (hi - lo)), -1.0, 1.0)
+    scaler = PublicBoundsScaler(bounds=(bounds[:, 0], bounds[:, 1]))
+    return scaler.fit_transform(X), y.astype(np.float64)
+
+
+# Synthetic regression ------------------------------------------------------------------
+
+def make_sparse_regression(n_samples: int, n_features: int, random_state: int = 0,
+                           n_informative: int = 10, density: float = 0.01,
+                           noise: float = 0.1, label_bound: float = 1.5):
+    """Sparse high-dimensional regression in CSR (rows bounded by 1 in l-infinity).
+
+    The first ``n_informative`` columns are dense Rademacher, the others non-zero with
+    probability ``density`` and then uniform on [-1, 1]. ``w*`` has ``n_informative``
+    entries ``+-0.1`` (``||w*||_1 = 1`` for 10), ``y = <w*, x> + N(0, noise^2)`` clipped to
+    ``[-label_bound, label_bound]``.
+
+    Returns
+    -------
+    X : csr_matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    """
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(np.random.SeedSequence([4, int(random_state)]))
+    k, m = n_informative, n_features - n_informative
+    dense = sp.csr_matrix(rng.choice([-1.0, 1.0], size=(n_samples, k)))
+    nnz = int(rng.binomial(m * n_samples, density))
+    rest = sp.csr_matrix((rng.uniform(-1.0, 1.0, nnz), (rng.integers(0, n_samples, nnz),
+                                                         rng.integers(0, m, nnz))),
+                         shape=(n_samples, m))
+    rest.sum_duplicates()
+    np.clip(rest.data, -1.0, 1.0, out=rest.data)
+    X = sp.hstack([dense, rest], format="csr")
+    w = np.zeros(n_features)
+    w[:k] = rng.choice([-1.0, 1.0], k) / k
+    y = np.clip(X @ w + noise * rng.standard_normal(n_samples), -label_bound, label_bound)
+    return X, y
+
+
+def make_student_t(n_samples: int, n_features: int = 50, random_state: int = 0,
+                   df: float = 2.5):
+    """Heavy-tailed regression: i.i.d. Student-t(``df``) features and noise (finite
+    variance, infinite fourth moment for ``df = 2.5``), ``theta`` with 5 non-zeros.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([5, int(random_state)]))
+    theta = np.zeros(n_features)
+    theta[:5] = [1.0, -1.0, 0.5, -0.5, 0.25]
+    X = rng.standard_t(df, size=(n_samples, n_features))
+    return X, X @ theta + rng.standard_t(df, size=n_samples)
+
+
+def make_lp_instance(n_samples: int, n_features: int, p: float, random_state: int = 0):
+    """The rank-one instance on which the ``d^(1 - 2/p)`` factor of Su, Zhao & Wang's
+    phased DP-SGD bound is attained: rows ``x_i = t_i e`` with ``e_j = s_j d^(-1/q)``
+    (``||x_i||_q = |t_i| <= 1``, ``q = p / (p - 1)``), ``t_i ~ U[-1, 1]``, labels
+    ``y_i = t_i + U[-1/2, 1/2]``. The population risk of ``w`` depends on ``<w, e>`` only
+    and is minimal at ``<w, e> = 1``.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    e : ndarray of shape (n_features,)
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([6, int(random_state)]))
+    q = p / (p - 1.0)
+    e = rng.choice([-1.0, 1.0], size=n_features) * n_features ** (-1.0 / q)
+    t = rng.uniform(-1.0, 1.0, size=n_samples)
+    return np.outer(t, e), t + rng.uniform(-0.5, 0.5, size=n_samples), e

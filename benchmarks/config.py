@@ -1,0 +1,196 @@
+"""The benchmark configuration: profiles x scenarios x solvers, and the declared targets.
+
+Solvers are not listed here: every solver of :data:`skdp.solvers.SOLVERS` runs on every
+scenario its :class:`~skdp.solvers._capabilities.Capabilities` declaration accepts (the
+runner tries the scenario's constraint options in order and records why a solver is
+skipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.linear_model import Lasso, LogisticRegression, Ridge
+
+from benchmarks import datasets
+from skdp.linear_model import DPLinearRegression, DPLogisticRegression
+
+Split = tuple[object, np.ndarray, object, np.ndarray]
+
+
+def _split(X, y, n_test: int) -> Split:
+    """The last ``n_test`` rows are the test set (every generator is i.i.d. in the rows)."""
+    return X[:-n_test], y[:-n_test], X[-n_test:], y[-n_test:]
+
+
+def _bundled(name: str) -> Callable[[int, int], Split]:
+    def load(n: int, d: int, seed: int) -> Split:
+        from sklearn.model_selection import train_test_split
+
+        X, y = datasets.load_bundled(name)
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=seed,
+                                              stratify=y if name == "breast_cancer" else None)
+        return Xtr, ytr, Xte, yte
+    return load
+
+
+def _regression_options(radius: float) -> tuple:
+    """Unconstrained, then public balls (the squared loss's gradients are bounded only
+    over a ball without a free intercept: solvers that do not clip need that)."""
+    return (("none", {}), ("l2", dict(constraint="l2", radius=radius)),
+            ("l2", dict(constraint="l2", radius=radius, fit_intercept=False)),
+            ("l1", dict(constraint="l1", radius=radius, fit_intercept=False)))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One benchmark problem.
+
+    Attributes
+    ----------
+    name, title : str
+        Key (file and table names) and one-line description.
+    load : callable (n, d, seed) -> (X_train, y_train, X_test, y_test)
+        The data (``n`` rows from :attr:`sizes`, ``d`` the profile's ``sparse_d``; each
+        scenario uses what it needs).
+    estimator : type
+        The skdp estimator fitted with ``solver=<name>``.
+    params : dict
+        Its parameters (``epsilon`` and ``random_state`` are added per fit).
+    loss : {"logistic", "squared"}
+        Loss of the reference objective ``mean loss + alpha/2 ||w||^2`` (free intercept).
+    constraints : tuple of (str, dict)
+        Constraint options ``(kind, estimator parameters)``, tried in order for each
+        solver (the first its declaration and the estimator's check accept is used).
+    sklearn : callable (n, d) -> estimator
+        The non-private scikit-learn baseline.
+    sizes : dict
+        Profile name -> number of training rows (and ``"n_test"``).
+    """
+
+    name: str
+    title: str
+    load: Callable[[int, int], Split]
+    estimator: type
+    params: dict
+    loss: str
+    constraints: tuple
+    sklearn: Callable[[int], object]
+    sizes: dict = field(default_factory=dict)
+
+    @property
+    def alpha(self) -> float:
+        return float(self.params.get("alpha", 0.0))
+
+
+COVERTYPE = Scenario(
+    "covertype", "Covertype-shaped logistic regression (Wang, Ye & Xu 2017), ||x|| <= 1",
+    lambda n, d, seed: _split(*datasets.make_covertype_like(n + n // 4, seed), n // 4),
+    DPLogisticRegression, dict(delta=1e-3, alpha=1e-2, data_norm=1.0), "logistic",
+    (("none", {}), ("l2", dict(constraint="l2", radius=20.0)),
+     ("l1", dict(constraint="l1", radius=20.0))),
+    lambda n, d: LogisticRegression(C=1.0 / (1e-2 * n)),
+    dict(quick=20_000, full=200_000))
+
+BREAST_CANCER = Scenario(
+    "breast_cancer", "Breast cancer, public feature ranges, estimator defaults",
+    _bundled("breast_cancer"), DPLogisticRegression, dict(alpha=1e-2), "logistic",
+    (("none", {}), ("l2", dict(constraint="l2", radius=20.0)),
+     ("l1", dict(constraint="l1", radius=20.0))),
+    lambda n, d: LogisticRegression(C=1.0 / (1e-2 * n)))
+
+DIABETES = Scenario(
+    "diabetes", "Diabetes (raw), public feature and target ranges, estimator defaults",
+    _bundled("diabetes"), DPLinearRegression, dict(alpha=1e-2), "squared",
+    _regression_options(5.0),
+    lambda n, d: Ridge(alpha=1e-2 * n))
+
+SPARSE = Scenario(
+    "sparse", "Sparse high-dimensional regression (CSR, 1% dense), l1 ball of radius 1",
+    lambda n, d, seed: _split(*datasets.make_sparse_regression(n + 2000, d, seed), 2000),
+    DPLinearRegression,
+    dict(alpha=0.0, fit_intercept=False, data_norm=1.0, y_bound=1.5),
+    "squared", (("l1", dict(constraint="l1", radius=1.0)),),
+    # Non-private, penalised: the theory value sigma sqrt(2 ln d / n) of the penalty.
+    lambda n, d: Lasso(alpha=0.1 * np.sqrt(2 * np.log(d) / n)),
+    dict(quick=5_000, full=10_000))
+
+HEAVY_TAILS = Scenario(
+    "heavy_tails", "Student-t(2.5) features and noise, d = 50, estimator defaults",
+    lambda n, d, seed: _split(*datasets.make_student_t(n + 5000, 50, seed), 5000),
+    DPLinearRegression, dict(alpha=1e-2), "squared",
+    _regression_options(10.0),
+    lambda n, d: Ridge(alpha=1e-2 * n), dict(quick=20_000, full=20_000))
+
+SCENARIOS = {s.name: s for s in (COVERTYPE, BREAST_CANCER, DIABETES, SPARSE, HEAVY_TAILS)}
+#: Scenarios large enough for the time and memory targets (the bundled data sets have a
+#: few hundred rows: fixed costs dominate their ratios, and their memory is not traced).
+MEASURED = ("covertype", "sparse", "heavy_tails")
+
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much of everything to run."""
+
+    name: str
+    epsilons: tuple[float, ...]
+    seeds: tuple[int, ...]
+    repeats: int  # timed fits per cell (fewer when one fit takes over a second)
+    sparse_d: int  # features of the sparse scenario
+    scaling_n: tuple[int, ...]  # covertype-shaped rows
+    scaling_d: tuple[int, ...]  # sparse features (n = SCALING_D_ROWS)
+    rates_d: tuple[int, ...]
+    rates_n: int
+
+
+PROFILES = {
+    "quick": Profile("quick", (1.0,), (0,), 3, 10_000, (10_000, 30_000, 100_000),
+                     (10, 100, 1_000, 10_000), (100, 1_000), 5_000),
+    "full": Profile("full", (0.2, 0.5, 1.0), (0, 1, 2, 3, 4), 5, 100_000,
+                    (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000),
+                    (10, 100, 1_000, 10_000, 100_000), (100, 1_000, 10_000), 20_000),
+}
+SCALING_D_ROWS = 5_000
+#: Solvers of the scaling curves and the gradient complexity their papers claim, as the
+#: log-log slope of fit time against n ("passes": n times the fitted number of passes).
+SCALING_SOLVERS = {
+    "frank_wolfe": ("O(n) gradients (Asi et al. 2021)", 1.0),
+    "gd": ("n per pass x n_iter_ passes", "passes"),
+    "phased_sgd": ("O(n) gradients, one pass (Feldman et al. 2020)", 1.0),
+}
+SCALING_D_SOLVERS = ("frank_wolfe", "gd")
+#: l_p rates (Su, Zhao & Wang): p -> solver; claimed d-exponent of the privacy term.
+RATES = {1.25: ("regularized_mirror_descent", 0.2), 1.5: ("regularized_mirror_descent", 0.2),
+         2.0: ("phased_sgd", 0.5), 4.0: ("phased_sgd", 1.0)}
+RATES_EPSILON, RATES_DELTA = 1.0, 1e-5
+
+#: Cold-start fits: rows, and the scenarios tried in order for each solver.
+COLD_ROWS = 500
+COLD_SCENARIOS = ("covertype", "diabetes")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A declared target of the threshold check (issue 21)."""
+
+    name: str
+    bound: float
+    kind: str  # "max": value <= bound; "abs": |value - centre| <= bound
+    centre: float = 0.0
+
+
+TARGETS = (
+    Target("gd excess risk on covertype (epsilon = 1)", 1e-5, "max"),
+    Target("gd fit time / sklearn on covertype", 3.0, "max"),
+    Target("svrg fit time / sklearn on covertype", 5.0, "max"),
+    Target("svrg++ fit time / sklearn on covertype", 5.0, "max"),
+    Target("every solver's default fit time / sklearn (worst)", 10.0, "max"),
+    Target("500-row cold fit, seconds (worst solver)", 0.2, "max"),
+    Target("peak extra memory / dense X (worst solver)", 0.5, "max"),
+    Target("peak extra memory / dense size, CSR input (worst)", 0.5, "max"),
+    Target("peak extra memory / float32 X (worst solver)", 1.0, "max"),
+    Target("frank_wolfe time-vs-n slope", 0.15, "abs", 1.0),
+)

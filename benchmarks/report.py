@@ -1,0 +1,273 @@
+"""The one results writer (markdown, plots, README tables) and the threshold check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import config
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results"
+START, END = "<!-- suite-results: written by `python -m benchmarks` -->", \
+    "<!-- end of suite-results -->"
+
+
+def _median(rows: list[dict], key: str) -> float:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return float(np.median(values)) if values else float("nan")
+
+
+def _cells(results: dict) -> dict:
+    """``(scenario, solver, epsilon) -> runs over seeds`` (and the baselines)."""
+    cells: dict = {}
+    for block in results["scenarios"]:
+        for r in block["runs"]:
+            cells.setdefault((block["scenario"], r["solver"], r["epsilon"]), []).append(r)
+    return cells
+
+
+def evaluate(results: dict) -> list[dict]:
+    """Every declared target with its measured value and whether it passes."""
+    cells = _cells(results)
+    eps = max(e for (_, _, e) in cells)
+
+    def worst(values: dict) -> tuple[float, str]:
+        """Largest value and the solvers above the bound's row (filled by the caller)."""
+        if not values:
+            return float("nan"), "no measurement"
+        name = max(values, key=values.get)
+        return values[name], f"worst: {name}"
+
+    ratio = {s: _median(cells.get(("covertype", s, eps), []), "time_ratio")
+             for s in ("gd", "svrg", "svrg++")}
+    per_solver_time: dict = {}
+    dense_mem: dict = {}
+    sparse_mem: dict = {}
+    for (sc, solver, e), rows in cells.items():
+        if sc not in config.MEASURED or e != eps:
+            continue
+        per_solver_time[solver] = max(per_solver_time.get(solver, 0), _median(rows, "time_ratio"))
+        if sc == "sparse":
+            sparse_mem[solver] = _median(rows, "peak_dense_ratio")
+        else:
+            dense_mem[solver] = max(dense_mem.get(solver, 0), _median(rows, "peak_ratio"))
+    cold = {r["solver"]: r["fit_seconds"] for r in results.get("cold", [])}
+    f32 = {r["solver"]: r["peak_ratio"] for r in results.get("float32", [])}
+    fw = [s for s in results.get("scaling", {}).get("slopes", [])
+          if s["solver"] == "frank_wolfe" and s["axis"] == "n"]
+    measured = [
+        (_median(cells.get(("covertype", "gd", eps), []), "excess_risk"), "median over seeds"),
+        (ratio["gd"], ""), (ratio["svrg"], ""), (ratio["svrg++"], ""),
+        worst(per_solver_time), worst(cold), worst(dense_mem), worst(sparse_mem), worst(f32),
+        (fw[0]["time_slope"], f"n = {fw[0]['sizes'][0]:g}..{fw[0]['sizes'][-1]:g}") if fw
+        else (float("nan"), "not run"),
+    ]
+    by_solver = [None, None, None, None, per_solver_time, cold, dense_mem, sparse_mem, f32,
+                 None]
+    out = []
+    for target, (value, detail), table in zip(config.TARGETS, measured, by_solver, strict=True):
+        if target.kind == "abs":
+            ok = abs(value - target.centre) <= target.bound
+            bound = f"{target.centre:g} +/- {target.bound:g}"
+        else:
+            ok = value <= target.bound
+            bound = f"<= {target.bound:g}"
+        if table:
+            misses = sorted(k for k, v in table.items() if not v <= target.bound)
+            detail += f"; misses: {', '.join(misses)}" if misses else "; all pass"
+        out.append(dict(target=target.name, bound=bound, value=value, passed=bool(ok),
+                        detail=detail))
+    return out
+
+
+def check(path: Path | None = None) -> int:
+    """Print every target and its value; ``1`` when one misses (or nothing was run)."""
+    path = path or latest()
+    if path is None:
+        print("no results: run `python -m benchmarks run --profile quick` first")
+        return 1
+    results = json.loads(path.read_text())
+    rows = evaluate(results)
+    print(f"{path.name} ({results['meta']['profile']} profile, {results['meta']['date']}, "
+          f"commit {results['meta']['commit']})")
+    for r in rows:
+        print(f"{'PASS' if r['passed'] else 'MISS'}  {r['target']}: {r['value']:.4g} "
+              f"(target {r['bound']}; {r['detail']})")
+    print(f"{sum(r['passed'] for r in rows)} of {len(rows)} targets met")
+    return 0 if all(r["passed"] for r in rows) else 1
+
+
+def latest() -> Path | None:
+    """The most recently written results JSON."""
+    found = sorted(RESULTS.glob("suite_*.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+# Markdown ------------------------------------------------------------------------------
+
+def _f(value, fmt: str = ".3g") -> str:
+    return "-" if value is None or (isinstance(value, float) and np.isnan(value)) \
+        else format(value, fmt)
+
+
+def _table(head: list[str], rows: list[list]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+            *("| " + " | ".join(map(str, r)) + " |" for r in rows), ""]
+
+
+def markdown(results: dict, stem: str) -> str:
+    """The results page: targets, one table per scenario, scaling, rates, cold starts."""
+    meta = results["meta"]
+    cells = _cells(results)
+    lines = [f"# Benchmark suite ({meta['profile']} profile)", "",
+             f"`python -m benchmarks run --profile {meta['profile']}`: {meta['date']}, skdp "
+             f"commit {meta['commit']}, {meta['cpus']} CPUs, one BLAS thread, "
+             f"{meta['seconds']:.0f} s in all ({meta.get('cpu_seconds', 0):.0f} s of CPU; "
+             f"load average {meta.get('load_before', 0):.1f} before, "
+             f"{meta.get('load_after', 0):.1f} after: other jobs stretch the times). "
+             f"Python {meta['python']}, numpy "
+             f"{meta['numpy']}, scikit-learn {meta['sklearn']}.", "",
+             "## Targets", "", "<!-- targets -->", ""]
+    lines += _table(["target", "bound", "value", "pass", "detail"],
+                    [[r["target"], r["bound"], _f(r["value"], ".4g"),
+                      "pass" if r["passed"] else "**miss**", r["detail"]]
+                     for r in evaluate(results)])
+    lines += ["<!-- end targets -->", ""]
+    for name, sc in config.SCENARIOS.items():
+        blocks = [b for b in results["scenarios"] if b["scenario"] == name]
+        if not blocks:
+            continue
+        b0 = blocks[0]
+        lines += [f"<!-- scenario {name} -->", f"## {sc.title}", "",
+                  f"n = {b0['n']}, d = {b0['d']}{' (CSR)' if b0['sparse'] else ''}, "
+                  f"{len(blocks)} seed(s); excess risk `F(w) - F*` of the objective the "
+                  "solver's options define (see README); time as a ratio to scikit-learn's "
+                  f"fit ({_median(blocks, 'sklearn_seconds'):.3g} s); peak extra memory "
+                  "over the input size.", ""]
+        rows = []
+        for (sc_name, solver, eps), runs in cells.items():
+            if sc_name != name:
+                continue
+            r = runs[0]
+            rows.append([f"`{solver}`", r["constraint"] + ("" if r["fit_intercept"] else
+                                                           ", no intercept"), _f(eps, "g"),
+                         _f(_median(runs, "metric"), ".3f"),
+                         _f(_median(runs, "excess_risk"), ".2e"),
+                         _f(_median(runs, "fit_seconds")), _f(_median(runs, "time_ratio")),
+                         _f(_median(runs, "peak_ratio"), ".2f"), r["n_iter"]])
+        for base in b0["baselines"]:
+            label = base["method"] + (f" (`{base['estimator']}`)" if "estimator" in base
+                                      else "")
+            if "skipped" in base:
+                rows.append([label, f"skipped: {base['skipped']}", *["-"] * 7])
+            else:
+                rows.append([label, "-", _f(base.get("epsilon"), "g"),
+                             _f(base["metric"], ".3f"), _f(base.get("excess_risk"), ".2e"),
+                             _f(base.get("fit_seconds")), "1" if base["method"] == "sklearn"
+                             else "-", "-", "-"])
+        metric = "accuracy" if sc.loss == "logistic" else "R^2"
+        lines += _table(["solver", "constraint", "epsilon", f"test {metric}", "excess risk",
+                         "fit (s)", "time / sklearn", "memory / X", "n_iter_"], rows)
+        if b0["skipped"]:
+            lines += ["Not run (from the declarations and the estimators' checks): "
+                      + "; ".join(f"`{s['solver']}`: {s['reason'][:160]}"
+                                  for s in b0["skipped"]), ""]
+        lines += [f"<!-- end scenario {name} -->", ""]
+    scaling = results.get("scaling")
+    if scaling:
+        lines += ["<!-- scaling -->", "## Scaling", "",
+                  "Fit time and peak extra memory against n (covertype-shaped, d = 54) and "
+                  f"d (sparse, n = {config.SCALING_D_ROWS}); log-log slopes by least "
+                  "squares. The claimed slope is the paper's gradient complexity ("
+                  "`passes`: n per pass times the passes the solver chose, `n_iter_`).", ""]
+        lines += _table(["solver", "axis", "sizes", "time slope", "claimed", "claim",
+                         "memory slope"],
+                        [[f"`{s['solver']}`", s["axis"], ", ".join(f"{v:g}" for v in s["sizes"]),
+                          _f(s["time_slope"], ".2f"), _f(s["claimed_slope"], ".2f"),
+                          s["claim"], _f(s["memory_slope"], ".2f")] for s in scaling["slopes"]])
+        lines += [f"![scaling]({stem}_scaling.png)", "", "<!-- end scaling -->", ""]
+    rates = results.get("rates")
+    if rates:
+        lines += ["<!-- rates -->", "## l_p rates", "",
+                  f"Su, Zhao & Wang's rank-one instance (n = {rates['n']}, epsilon = "
+                  f"{config.RATES_EPSILON:g}, delta = {config.RATES_DELTA:g}, Huber loss): "
+                  "excess population risk against d; the claimed exponent is that of the "
+                  "privacy term of the bound in d.", ""]
+        lines += _table(["p", "solver", "d", "excess risk", "w = 0"],
+                        [[r["p"], f"`{r['solver']}`", r["d"], _f(r["excess"], ".3e"),
+                          _f(r["trivial"], ".3f")] for r in rates["points"]])
+        lines += _table(["p", "solver", "measured slope", "claimed exponent"],
+                        [[s["p"], f"`{s['solver']}`", _f(s["measured_slope"], ".2f"),
+                          _f(s["claimed_exponent"], ".2f")] for s in rates["slopes"]])
+        lines += ["<!-- end rates -->", ""]
+    lines += ["<!-- starts -->", "## Cold starts and float32", "",
+              f"First fit of {config.COLD_ROWS} rows in a fresh interpreter (after import), "
+              "and peak extra memory of one fit on float32 covertype-shaped data (over the "
+              "float32 matrix: a float64 copy alone is 2).", ""]
+    f32 = {r["solver"]: r["peak_ratio"] for r in results.get("float32", [])}
+    lines += _table(["solver", "scenario", "first fit (s)", "import (s)", "float32 memory / X"],
+                    [[f"`{r['solver']}`", r["scenario"], _f(r["fit_seconds"]),
+                      _f(r["import_seconds"], ".2f"), _f(f32.get(r["solver"]), ".2f")]
+                     for r in results.get("cold", [])])
+    lines += ["<!-- end starts -->", "", f"![risk and time]({stem}_risk.png)", ""]
+    return "\n".join(lines)
+
+
+# Plots ---------------------------------------------------------------------------------
+
+def plots(results: dict, stem: str) -> None:
+    """``<stem>_risk.png`` (excess risk against time ratio, per scenario) and
+    ``<stem>_scaling.png`` (time against n and d)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = _cells(results)
+    eps = max(e for (_, _, e) in cells)
+    names = [n for n in config.SCENARIOS if any(k[0] == n for k in cells)]
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for (sc, solver, e), runs in cells.items():
+            if sc == name and e == eps:
+                x, y = _median(runs, "time_ratio"), max(_median(runs, "excess_risk"), 1e-12)
+                ax.scatter(x, y, s=14)
+                ax.annotate(solver, (x, y), fontsize=6)
+        ax.set(xscale="log", yscale="log", title=f"{name} (epsilon = {eps:g})",
+               xlabel="fit time / scikit-learn", ylabel="excess risk")
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"{stem}_risk.png", dpi=110)
+    plt.close(fig)
+    scaling = results.get("scaling")
+    if not scaling:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, axis in zip(axes, ("n", "d"), strict=True):
+        pts = [p for p in scaling["points"] if p["axis"] == axis]
+        for solver in dict.fromkeys(p["solver"] for p in pts):
+            sub = [p for p in pts if p["solver"] == solver]
+            ax.loglog([p["size"] for p in sub], [p["fit_seconds"] for p in sub], "o-",
+                      label=solver)
+        ax.set(xlabel=axis, ylabel="fit time (s)", title=f"fit time against {axis}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"{stem}_scaling.png", dpi=110)
+    plt.close(fig)
+
+
+def write(results: dict, readme: bool = True) -> Path:
+    """Markdown and plots next to the JSON; the quick profile's also goes into README.md."""
+    stem = f"suite_{results['meta']['profile']}"
+    page = markdown(results, stem)
+    path = RESULTS / f"{stem}.md"
+    path.write_text(page)
+    plots(results, stem)
+    if readme and results["meta"]["profile"] == "quick":
+        text = (ROOT / "README.md").read_text()
+        start, end = text.index(START) + len(START), text.index(END)
+        body = page.split("\n", 2)[2].replace("](suite_", "](results/suite_")
+        (ROOT / "README.md").write_text(text[:start] + "\n" + body + "\n" + text[end:])
+    return path

@@ -1,0 +1,501 @@
+"""Run a profile: every solver on every scenario it supports, the baselines, the scaling
+curves, the l_p rates and the cold-start fits. Reads skdp's public API only."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+import warnings
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import sklearn
+from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
+
+import skdp
+from benchmarks import config, datasets
+from benchmarks.config import Profile, Scenario
+from skdp.exceptions import IncompatibleSolverError
+from skdp.losses import LogisticLoss, SquaredLoss
+from skdp.solvers import SOLVERS
+
+ROOT = Path(__file__).resolve().parent
+
+
+# Objective and certified optimum -------------------------------------------------------
+
+def _loss(name: str):
+    return LogisticLoss() if name == "logistic" else SquaredLoss(label_bound=np.inf)
+
+
+def _labels(sc: Scenario, y: np.ndarray) -> np.ndarray:
+    """Labels as the loss reads them: {-1, +1} for the logistic loss."""
+    return (2.0 * y - 1.0 if sc.loss == "logistic" else y)[:, None]
+
+
+class Objective:
+    """``F(w, b) = mean_i loss(x_i.w + b, y_i) + alpha/2 (||w||^2 + (b / b_scale)^2)``;
+    ``b_scale = inf`` leaves the intercept free (``b`` is fixed at 0 without intercept)."""
+
+    def __init__(self, sc: Scenario, X, y, fit_intercept: bool, b_scale: float = np.inf):
+        self.X, self.Y, self.loss = X, _labels(sc, y), _loss(sc.loss)
+        self.alpha, self.intercept, self.b_scale = sc.alpha, fit_intercept, b_scale
+
+    def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """Value and gradient at ``theta = (w, b)``."""
+        w, b = theta[:-1], theta[-1] if self.intercept else 0.0
+        value, D = self.loss.value_and_derivative(np.asarray(self.X @ w)[:, None] + b, self.Y)
+        n, pen = len(D), self.alpha / self.b_scale**2
+        grad = np.append(np.asarray(self.X.T @ D[:, 0]) / n + self.alpha * w,
+                         D.mean() + pen * b if self.intercept else 0.0)
+        return (float(value.mean() + 0.5 * self.alpha * (w @ w) + 0.5 * pen * b * b),
+                grad)
+
+    def value(self, coef, intercept) -> float:
+        return self(np.append(np.ravel(coef), np.ravel(intercept)[:1] if self.intercept
+                              else 0.0))[0]
+
+
+def _project(w: np.ndarray, kind: str, radius: float) -> np.ndarray:
+    if kind == "l2":
+        return w * min(1.0, radius / max(np.linalg.norm(w), 1e-300))
+    if kind == "l1" and np.abs(w).sum() > radius:  # Duchi et al. (2008), by sorting
+        u = np.sort(np.abs(w))[::-1]
+        cs = np.cumsum(u) - radius
+        k = np.nonzero(u > cs / np.arange(1, len(u) + 1))[0][-1]
+        return np.sign(w) * np.maximum(np.abs(w) - cs[k] / (k + 1), 0.0)
+    return w
+
+
+def certified_optimum(f: Objective, kind: str = "none", radius: float = np.inf
+                      ) -> tuple[float, float]:
+    """``(F*, certificate)``: L-BFGS to gradient norm 1e-10 (certificate: the gradient
+    norm); over a ball that cuts the unconstrained optimum, FISTA with adaptive restart
+    from its projection (certificate: the Frank-Wolfe gap, an upper bound on
+    ``F(w) - F*``; the run stops below 1e-9 or after 5000 iterations)."""
+    d = f.X.shape[1] + 1
+    norm = {"l1": 1.0, "l2": 2.0}.get(kind)
+    theta = np.zeros(d)
+    for maxiter in (50, 20_000):  # a short run first: enough to see a cut ball
+        res = minimize(f, theta, jac=True, method="L-BFGS-B",
+                       options=dict(maxiter=maxiter, maxcor=10, gtol=1e-11, ftol=1e-300))
+        theta = res.x
+        if not f.intercept:
+            theta[-1] = 0.0
+        if norm is not None and np.linalg.norm(theta[:-1], norm) > radius:
+            break
+        if np.linalg.norm(res.jac) < 1e-10:
+            break
+    else:
+        return float(res.fun), float(np.linalg.norm(res.jac))
+    if norm is None or np.linalg.norm(theta[:-1], norm) <= radius:
+        return float(res.fun), float(np.linalg.norm(res.jac))
+    # Smoothness: largest eigenvalue of [X 1]^T [X 1] / n (power iteration) x curvature.
+    v = np.ones(d) / np.sqrt(d)
+    for _ in range(50):
+        u = f.X @ v[:-1] + v[-1] * f.intercept
+        v = np.append(f.X.T @ u, u.sum() * f.intercept) / len(u)
+        lip = np.linalg.norm(v)
+        v /= lip
+    step = 1.0 / (lip * (0.25 if f.loss.name == "logistic" else 1.0) + f.alpha)
+    dual = {"l1": np.inf, "l2": 2.0}[kind]
+
+    def proj(t: np.ndarray) -> np.ndarray:
+        return np.append(_project(t[:-1], kind, radius), t[-1] if f.intercept else 0.0)
+
+    x = z = proj(theta)
+    momentum = 0
+    for k in range(5000):
+        value, g = f(z)
+        x_new = proj(z - step * g)
+        # Restart the momentum when it points uphill (O'Donoghue & Candes 2015).
+        momentum = 0 if (z - x_new) @ (x_new - x) > 0 else momentum + 1
+        z, x = x_new + momentum / (momentum + 3) * (x_new - x), x_new
+        if k % 25 == 0:
+            value, g = f(x)
+            gap = g[:-1] @ x[:-1] + radius * np.linalg.norm(g[:-1], dual) + abs(g[-1])
+            if gap < 1e-9:
+                break
+    return float(value), float(gap)
+
+
+# Measurements --------------------------------------------------------------------------
+
+def input_bytes(X) -> int:
+    """Size of the training matrix as given (CSR: data + indices + indptr)."""
+    if sp.issparse(X):
+        return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    return X.nbytes
+
+
+def timed_fit(make, X, y, repeats: int) -> tuple[object, float]:
+    """The fitted estimator and the median time of up to ``repeats`` fits (one more fit
+    only while the fits so far took under a second in all)."""
+    times = []
+    while len(times) < repeats and sum(times) < 1.0:
+        est = make()
+        start = time.perf_counter()
+        est.fit(X, y)
+        times.append(time.perf_counter() - start)
+    return est, float(np.median(times))
+
+
+def peak_memory(make, X, y) -> int:
+    """Peak bytes allocated during one fit beyond those held before it (tracemalloc)."""
+    est = make()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        est.fit(X, y)
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def _options(sc: Scenario, caps) -> list[tuple[str, dict]]:
+    """The scenario's constraint options the declaration accepts, in order."""
+    out = []
+    for kind, params in sc.constraints:
+        if kind not in caps.constraints or (kind == "none" and caps.bounded_constraint):
+            continue
+        # A constrained intercept is refused unless there is none.
+        extra = {"fit_intercept": False} if caps.intercept == "constrained" else {}
+        out.append((kind, {**sc.params, **params, **extra}))
+    return out
+
+
+def _metric(est, X, y) -> float:
+    """Test accuracy (classifiers) or R^2 (regressors): ``est.score``."""
+    return float(est.score(X, y))
+
+
+def run_scenario(sc: Scenario, profile: Profile, seed: int, log) -> dict:
+    """Every solver and baseline on one scenario and seed."""
+    n = sc.sizes.get(profile.name, 0)
+    Xtr, ytr, Xte, yte = sc.load(n, profile.sparse_d, seed)
+    n, d = Xtr.shape
+    size, dense = input_bytes(Xtr), n * d * 8
+    optima: dict = {}
+
+    def excess(fit_intercept: bool, kind: str, params: dict, b_scale: float, coef, b):
+        key = (fit_intercept, kind, params.get("radius", np.inf), b_scale)
+        f = Objective(sc, Xtr, ytr, fit_intercept, b_scale)
+        if key not in optima:
+            optima[key] = certified_optimum(f, kind, key[2])
+        return f.value(coef, b) - optima[key][0], optima[key][1]
+
+    out = {"runs": [], "skipped": [], "baselines": []}
+    sk_times = []
+
+    def sklearn_fit():
+        est, t = timed_fit(lambda: sc.sklearn(n, d), Xtr, ytr, profile.repeats)
+        sk_times.append(t)
+        return est
+
+    est = sklearn_fit()
+    kind0, params0 = sc.constraints[0]
+    radius0 = params0.get("radius", np.inf)
+    fi = sc.params.get("fit_intercept", True)
+    ex, cert = excess(fi, kind0, params0, np.inf, est.coef_,
+                      getattr(est, "intercept_", 0.0))
+    out["baselines"].append(dict(method="sklearn", estimator=type(est).__name__,
+                                 metric=_metric(est, Xte, yte), excess_risk=ex))
+    zero = Objective(sc, Xtr, ytr, fi).value(np.zeros(d), 0.0) - \
+        optima[(fi, kind0, radius0, np.inf)][0]
+    yte_ = _labels(sc, yte)[:, 0]
+    out["baselines"].append(dict(
+        method="zero model", excess_risk=zero,
+        metric=float(np.mean(yte_ < 0)) if sc.loss == "logistic"
+        else float(1 - np.sum(yte_**2) / np.sum((yte_ - yte_.mean()) ** 2))))
+    out["baselines"].append(diffprivlib_baseline(sc, Xtr, ytr, Xte, yte, profile))
+    log(f"  sklearn {sk_times[0]:.3f}s, optimum certificate {cert:.1e}, radius {radius0}")
+
+    for name, cls in SOLVERS.items():
+        if sc.loss not in cls.capabilities.losses:
+            out["skipped"].append(dict(solver=name, reason=f"loss {sc.loss!r} not declared"))
+            continue
+        reasons = []
+        for kind, params in _options(sc, cls.capabilities):
+            try:  # the compatibility check runs before any data is read
+                out["runs"] += _run_solver(sc, name, cls, (kind, params), Xtr, ytr, Xte, yte,
+                                           profile, seed, excess, size, dense, log)
+                break
+            except IncompatibleSolverError as exc:
+                reasons.append(str(exc))
+            except Exception as exc:
+                reasons.append(f"error: {type(exc).__name__}: {exc}")
+                log(f"  {name}: {reasons[-1]}")
+                break
+        else:
+            out["skipped"].append(dict(solver=name, reason=" | ".join(dict.fromkeys(reasons))
+                                       or "no constraint option of the scenario declared"))
+    sklearn_fit()  # again after the solvers: the machine's load drifts
+    out["sklearn_seconds"] = float(np.median(sk_times))
+    out["baselines"][0]["fit_seconds"] = out["sklearn_seconds"]
+    for row in out["runs"]:
+        row["time_ratio"] = row["fit_seconds"] / out["sklearn_seconds"]
+    out.update(scenario=sc.name, seed=seed, n=n, d=d, sparse=sp.issparse(Xtr),
+               input_bytes=size, optimum_certificates={
+                   "/".join(map(str, k)): v[1] for k, v in optima.items()})
+    return out
+
+
+def _run_solver(sc, name, cls, chosen, Xtr, ytr, Xte, yte, profile, seed, excess, size,
+                dense, log) -> list[dict]:
+    """One solver at every epsilon of the profile (memory traced at the last one)."""
+    kind, params = chosen
+    rows = []
+    for eps in profile.epsilons:
+        make = partial(sc.estimator, epsilon=eps, solver=name, random_state=seed,
+                       **params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est, t = timed_fit(make, Xtr, ytr, profile.repeats)
+            peak = peak_memory(make, Xtr, ytr) if eps == profile.epsilons[-1] and \
+                sc.name in config.MEASURED else None
+        fi = params.get("fit_intercept", True)
+        b_scale = est.data_norm_ if cls.capabilities.intercept == "penalized" and fi \
+            else np.inf
+        ex, cert = excess(fi, kind, params, b_scale, est.coef_, est.intercept_)
+        row = dict(solver=name, constraint=kind, fit_intercept=fi, epsilon=eps,
+                   fit_seconds=t, metric=_metric(est, Xte, yte), excess_risk=ex,
+                   certificate=cert, n_iter=int(np.max(est.n_iter_)),
+                   epsilon_spent=float(est.privacy_spent_.epsilon),
+                   peak_ratio=None if peak is None else peak / size,
+                   peak_dense_ratio=None if peak is None else peak / dense)
+        rows.append(row)
+        log(f"  {name:<34} eps={eps:<4} {t:8.3f}s excess={ex:.2e} "
+            f"metric={row['metric']:.3f}"
+            + ("" if peak is None else f" mem={row['peak_ratio']:.2f}x"))
+    return rows
+
+
+def diffprivlib_baseline(sc: Scenario, Xtr, ytr, Xte, yte, profile: Profile) -> dict:
+    """diffprivlib's model at the last epsilon, or the reason it is skipped."""
+    row = dict(method="diffprivlib")
+    try:
+        import diffprivlib.models as dpl
+
+        eps = profile.epsilons[-1]
+        norm = float(np.max(np.linalg.norm(Xtr.toarray() if sp.issparse(Xtr) else Xtr,
+                                           axis=1)))  # benchmark only: not private
+        est = (dpl.LogisticRegression(epsilon=eps, data_norm=norm,
+                                      C=1.0 / (sc.alpha * len(ytr)))
+               if sc.loss == "logistic" else
+               dpl.LinearRegression(epsilon=eps, bounds_X=(-1.0, 1.0),
+                                    bounds_y=(float(ytr.min()), float(ytr.max()))))
+        start = time.perf_counter()
+        est.fit(Xtr, ytr)
+        row.update(fit_seconds=time.perf_counter() - start, metric=float(est.score(Xte, yte)),
+                   epsilon=eps)
+    except Exception as exc:
+        row["skipped"] = f"{type(exc).__name__}: {exc}"
+    return row
+
+
+# Scaling curves, rates, cold start, float32 ----------------------------------------------
+
+def slope(x, y) -> float:
+    """Least-squares slope of log y against log x."""
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def scaling(profile: Profile, log) -> dict:
+    """Fit time and peak memory against n (covertype-shaped) and d (sparse)."""
+    rows, slopes = [], []
+    sc = config.SCENARIOS["covertype"]
+    for n in profile.scaling_n:
+        X, y = datasets.make_covertype_like(n, 0)
+        for name in config.SCALING_SOLVERS:
+            rows.append(_scaling_point(sc, name, X, y, profile, "n", n))
+            log(f"  n={n:<8} {name:<12} {rows[-1]['fit_seconds']:.3f}s "
+                f"mem={rows[-1]['peak_ratio']:.2f}x passes={rows[-1]['n_iter']}")
+        del X, y
+    sc = config.SCENARIOS["sparse"]
+    for d in profile.scaling_d:
+        X, y = datasets.make_sparse_regression(config.SCALING_D_ROWS, max(d, 11), 0)
+        for name in config.SCALING_D_SOLVERS:
+            rows.append(_scaling_point(sc, name, X, y, profile, "d", X.shape[1]))
+            log(f"  d={d:<8} {name:<12} {rows[-1]['fit_seconds']:.3f}s "
+                f"mem={rows[-1]['peak_ratio']:.2f}x")
+    for axis in ("n", "d"):
+        for name in dict.fromkeys(r["solver"] for r in rows if r["axis"] == axis):
+            pts = [r for r in rows if r["axis"] == axis and r["solver"] == name]
+            sizes = [r["size"] for r in pts]
+            claim, claimed = config.SCALING_SOLVERS.get(name, ("-", None))
+            if claimed == "passes":  # n per pass times the passes the solver chose
+                claimed = 1.0 + slope(sizes, [r["n_iter"] for r in pts])
+            slopes.append(dict(solver=name, axis=axis, sizes=sizes, claim=claim if axis ==
+                               "n" else "-", claimed_slope=claimed if axis == "n" else None,
+                               time_slope=slope(sizes, [r["fit_seconds"] for r in pts]),
+                               memory_slope=slope(sizes, [max(r["peak_bytes"], 1)
+                                                          for r in pts])))
+    return {"points": rows, "slopes": slopes}
+
+
+def _scaling_point(sc: Scenario, name: str, X, y, profile: Profile, axis: str, size: int):
+    kind, params = _options(sc, SOLVERS[name].capabilities)[0]
+    make = partial(sc.estimator, epsilon=1.0, solver=name, random_state=0,
+                   **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est, t = timed_fit(make, X, y, min(profile.repeats, 3))
+        peak = peak_memory(make, X, y)
+    return dict(solver=name, axis=axis, size=size, fit_seconds=t, peak_bytes=peak,
+                peak_ratio=peak / input_bytes(X), n_iter=int(np.max(est.n_iter_)))
+
+
+def rates(profile: Profile, log) -> dict:
+    """Excess population risk against d for the l_p solvers (Su, Zhao & Wang), Huber
+    loss with threshold 1, unconstrained, rows bounded by 1 in l_q."""
+    from skdp.linear_model import DPHuberRegressor
+
+    rng = np.random.default_rng(12345)
+    t, u = rng.uniform(-1, 1, 200_000), rng.uniform(-0.5, 0.5, 200_000)
+    huber = lambda r: np.where(np.abs(r) <= 1, 0.5 * r * r, np.abs(r) - 0.5)  # noqa: E731
+    base = huber(-u).mean()
+    rows, slopes = [], []
+    for p, (name, claimed) in config.RATES.items():
+        for d in profile.rates_d:
+            excess = []
+            for seed in profile.seeds:
+                X, y, e = datasets.make_lp_instance(profile.rates_n, d, p, seed)
+                est = DPHuberRegressor(config.RATES_EPSILON, config.RATES_DELTA, solver=name,
+                                       alpha=0.0, huber_delta=1.0, y_bound=1.5, data_norm=1.0,
+                                       data_norm_ord=p / (p - 1), fit_intercept=False,
+                                       constraint="lp", p=p, radius=1.0e3, random_state=seed)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.fit(X, y)
+                a = float(np.ravel(est.coef_) @ e)  # population risk depends on <w, e>
+                excess.append(huber(t * (a - 1) - u).mean() - base)
+            rows.append(dict(p=p, d=d, solver=name, excess=float(np.mean(excess)),
+                             trivial=float(huber(-t - u).mean() - base)))
+            log(f"  p={p:<5} d={d:<6} {name:<28} excess={rows[-1]['excess']:.3e}")
+        pts = [r for r in rows if r["p"] == p]
+        slopes.append(dict(p=p, solver=name, claimed_exponent=claimed,
+                           measured_slope=slope([r["d"] for r in pts],
+                                                [r["excess"] for r in pts])))
+    return {"points": rows, "slopes": slopes, "n": profile.rates_n}
+
+
+COLD_CODE = """
+import sys, time, warnings
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+from benchmarks import config, runner
+t1 = time.perf_counter()
+name = sys.argv[1]
+for sc_name in config.COLD_SCENARIOS:
+    sc = config.SCENARIOS[sc_name]
+    X, y, _, _ = sc.load(config.COLD_ROWS + 200, 100, 0)
+    X, y = X[:config.COLD_ROWS], y[:config.COLD_ROWS]
+    caps = runner.SOLVERS[name].capabilities
+    for kind, params in runner._options(sc, caps) if sc.loss in caps.losses else ():
+        est = sc.estimator(epsilon=1.0, solver=name, random_state=0, **params)
+        t2 = time.perf_counter()
+        try:  # a refused option fails before any data is read
+            est.fit(X, y)
+        except runner.IncompatibleSolverError:
+            continue
+        print(sc_name, t1 - t0, time.perf_counter() - t2)
+        sys.exit(0)
+"""
+
+
+def cold_starts(log) -> list[dict]:
+    """The first fit of 500 rows after import, in a fresh interpreter per solver."""
+    rows = []
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT.parent)}
+    for name in SOLVERS:
+        proc = subprocess.run([sys.executable, "-c", COLD_CODE, name], capture_output=True,
+                              text=True, env=env, cwd=ROOT.parent)
+        if proc.returncode or not proc.stdout.strip():
+            log(f"  {name}: no cold fit ({proc.stderr.strip()[-200:]})")
+            continue
+        sc_name, imp, fit = proc.stdout.split()[-3:]
+        rows.append(dict(solver=name, scenario=sc_name, fit_seconds=float(fit),
+                         import_seconds=float(imp)))
+        log(f"  {name:<34} {sc_name:<10} first fit {float(fit):.3f}s "
+            f"(import {float(imp):.2f}s)")
+    return rows
+
+
+def float32_memory(profile: Profile, log) -> list[dict]:
+    """Peak extra memory of one fit on float32 covertype-shaped data, per solver."""
+    sc = config.SCENARIOS["covertype"]
+    X, y = datasets.make_covertype_like(sc.sizes[profile.name], 0)
+    X = X.astype(np.float32)
+    rows = []
+    for name, cls in SOLVERS.items():
+        if sc.loss not in cls.capabilities.losses:
+            continue
+        for kind, params in _options(sc, cls.capabilities):
+            make = partial(sc.estimator, epsilon=1.0, solver=name, random_state=0,
+                           **params)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    peak = peak_memory(make, X, y)
+            except IncompatibleSolverError:
+                continue
+            rows.append(dict(solver=name, constraint=kind, peak_ratio=peak / X.nbytes))
+            log(f"  {name:<34} float32 mem={rows[-1]['peak_ratio']:.2f}x")
+            break
+    return rows
+
+
+# The whole run ---------------------------------------------------------------------------
+
+def environment() -> dict:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=ROOT).stdout.strip()
+    return dict(date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                commit=commit, python=platform.python_version(), numpy=np.__version__,
+                sklearn=sklearn.__version__, skdp=getattr(skdp, "__version__", "?"),
+                cpus=os.cpu_count(), machine=platform.machine(), blas_threads=1)
+
+
+def run(profile: Profile, scenarios: list[str] | None = None, log=print) -> dict:
+    """Everything of one profile (one BLAS thread throughout)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    results = dict(meta=dict(profile=profile.name, load_before=os.getloadavg()[0],
+                             **environment()), scenarios=[])
+    with threadpool_limits(limits=1):
+        for name in scenarios or config.SCENARIOS:
+            sc = config.SCENARIOS[name]
+            for seed in profile.seeds:
+                log(f"{name} (seed {seed})")
+                results["scenarios"].append(run_scenario(sc, profile, seed, log))
+        log("scaling")
+        results["scaling"] = scaling(profile, log)
+        log("l_p rates")
+        results["rates"] = rates(profile, log)
+        log("float32 memory")
+        results["float32"] = float32_memory(profile, log)
+    log("cold starts")
+    results["cold"] = cold_starts(log)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Other jobs on a shared machine stretch the wall time; the CPU time does not move.
+    results["meta"].update(seconds=time.perf_counter() - start, load_after=os.getloadavg()[0],
+                           cpu_seconds=time.process_time() - cpu + children.ru_utime
+                           + children.ru_stime)
+    return results
+
+
+def save(results: dict) -> Path:
+    path = ROOT / "results" / f"suite_{results['meta']['profile']}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, default=float))
+    return path
