@@ -229,13 +229,16 @@ def plots(results: dict, stem: str) -> None:
     cells = _cells(results)
     eps = max(e for (_, _, e) in cells)
     names = [n for n in config.SCENARIOS if any(k[0] == n for k in cells)]
-    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
+    rows = -(-len(names) // 3)
+    fig, axes = plt.subplots(rows, 3, figsize=(13, 3.8 * rows), squeeze=False)
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, names, strict=False):
         for (sc, solver, e), runs in cells.items():
             if sc == name and e == eps:
                 x, y = _median(runs, "time_ratio"), max(_median(runs, "excess_risk"), 1e-12)
                 ax.scatter(x, y, s=14)
-                ax.annotate(solver, (x, y), fontsize=6)
+                ax.annotate(solver, (x, y), fontsize=7)
         ax.set(xscale="log", yscale="log", title=f"{name} (epsilon = {eps:g})",
                xlabel="fit time / scikit-learn", ylabel="excess risk")
     fig.tight_layout()
