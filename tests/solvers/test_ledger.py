@@ -23,7 +23,12 @@ def _gaussian_releases(event, count=1):
 
 
 def _draw_scales(draws):
-    return [float(np.std(v)) for kind, v in draws if kind == "gaussian"]
+    """One empirical scale per noisy release; a (steps, P, K) draw is a block of steps."""
+    scales = []
+    for kind, v in draws:
+        if kind == "gaussian":
+            scales += [float(np.std(step)) for step in (v if v.ndim == 3 else [v])]
+    return scales
 
 
 @pytest.mark.parametrize("accountant", ["gaussian", "rdp", "pld"])
