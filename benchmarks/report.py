@@ -94,8 +94,9 @@ def check(path: Path | None = None) -> int:
     print(f"{path.name} ({results['meta']['profile']} profile, {results['meta']['date']}, "
           f"commit {results['meta']['commit']})")
     for r in rows:
+        detail = f"; {r['detail']}" if r["detail"] else ""
         print(f"{'PASS' if r['passed'] else 'MISS'}  {r['target']}: {r['value']:.4g} "
-              f"(target {r['bound']}; {r['detail']})")
+              f"(target {r['bound']}{detail})")
     print(f"{sum(r['passed'] for r in rows)} of {len(rows)} targets met")
     return 0 if all(r["passed"] for r in rows) else 1
 
