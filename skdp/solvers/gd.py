@@ -248,7 +248,11 @@ class NoisyGD(BaseDPSolver):
                 c = stationary_noise_factor(kappa, momentum)
                 ratio = 2.0 * spec.initial_gap / self._step(spec) / (
                     rate * spec.dimension * c * s1**2)
-                t = 0.5 * rate * math.log(max(ratio, math.e))
+                # When the noise dominates (ratio <= e) the bound would stop at once; the
+                # floor is one contraction time r / 2, after the momentum_at ramp-up
+                # (t / (t + 3) reaches m at t = 3 m / (1 - m); 0 for gradient descent).
+                ramp = 3.0 * momentum / (1.0 - momentum)
+                t = max(0.5 * rate * math.log(max(ratio, math.e)), ramp + 0.5 * rate)
             else:
                 t = rate * math.log(spec.gap_reduction(budget, spec.gradient_bound))
         elif budget.is_private:

@@ -136,3 +136,17 @@ def test_nesterov_reaches_a_lower_excess_risk_in_fewer_passes():
         excess[momentum] = (np.median(runs), res.plan.n_iter)
     assert excess["nesterov"][1] * 3 < excess["none"][1]
     assert excess["nesterov"][0] * 1.3 < excess["none"][0]
+
+
+def test_noise_dominated_floor_covers_the_momentum_ramp():
+    """Tiny n (the bound would stop at once): T is the ramp-up 3m / (1 - m) of the
+    momentum schedule plus one contraction time sqrt(kappa) / 2; plain GD keeps kappa / 2."""
+    problem = make_problem(n=50, d=5, alpha=0.0098, seed=0)
+    spec, budget = problem.spec, Budget(0.1, 1e-5)
+    kappa = spec.smoothness / spec.alpha
+    m = nesterov_momentum(kappa)
+    sensitivity = 2.0 / spec.n_samples
+    assert NoisyGD().auto_n_iter(spec, budget, sensitivity) == math.ceil(
+        3 * m / (1 - m) + math.sqrt(kappa) / 2)
+    assert NoisyGD(momentum="none").auto_n_iter(spec, budget, sensitivity) == math.ceil(
+        kappa / 2)
