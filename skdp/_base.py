@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_y, check_is_fitted
 
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
@@ -38,6 +38,8 @@ from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 from skdp.solvers._base import snap_release
+from skdp.solvers._blocks import is_dask_array
+from skdp.solvers._capabilities import check_out_of_core
 
 __all__ = ["BOUNDS_QUANTILE", "BaseDPLinearModel", "FitBounds"]
 
@@ -410,6 +412,12 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                          0.0)
 
     def _fit(self, X, y):
+        if is_dask_array(y):
+            # The targets are O(n): gathered once (the label set is read from them as
+            # before); X stays a dask array.
+            y = np.asarray(y.compute())
+        if is_dask_array(X):
+            check_out_of_core(get_solver(self.solver))
         shape = self._public_shape(X) if y is not None else None
         if shape is None:
             # Lists, empty or malformed input: validation gives scikit-learn's errors.
@@ -491,10 +499,51 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         return self
 
     def _validate(self, X, y):
+        """``(X, y)`` checked as scikit-learn does; float32 ``X`` stays float32 (the
+        solvers convert it one block of rows at a time, every sum is in float64), and a
+        ``numpy.memmap`` stays mapped. A dask ``X`` is checked lazily
+        (:meth:`_validate_lazy`)."""
+        if is_dask_array(X):
+            return self._validate_lazy(X, y)
         return validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=self._y_numeric,
-            multi_output=False,
+            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+            y_numeric=self._y_numeric, multi_output=False,
         )
+
+    def _validate_lazy(self, X, y):
+        """Validate a dask ``X`` without gathering it: its shape and dtype, and (one pass,
+        chunk by chunk) the finiteness check with scikit-learn's error. ``y`` is already
+        in memory (:meth:`_fit`) and gets scikit-learn's checks."""
+        import dask
+        import dask.array as da
+
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2D array for X, got a {X.ndim}D dask array.")
+        if any(math.isnan(c) for c in X.chunks[0] + X.chunks[1]):
+            raise ValueError("X is a dask array with unknown chunk sizes; call "
+                             "X.compute_chunk_sizes() first.")
+        n, d = (int(v) for v in X.shape)
+        if n < 1 or d < 1:
+            raise ValueError(f"Found array with shape {X.shape}: at least one sample and "
+                             "one feature are required.")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X is a dask array of dtype {X.dtype}; skdp needs numbers.")
+        if X.dtype not in (np.float64, np.float32):
+            X = X.astype(np.float64)  # lazy, chunk by chunk
+        has_nan, has_inf = dask.compute(da.isnan(X).any(), da.isinf(X).any())
+        if has_nan:
+            raise ValueError("Input X contains NaN.")
+        if has_inf:
+            raise ValueError(f"Input X contains infinity or a value too large for "
+                             f"dtype('{X.dtype}').")
+        y = _check_y(y, multi_output=False, y_numeric=self._y_numeric, estimator=self)
+        if y.shape[0] != n:
+            raise ValueError("Found input variables with inconsistent numbers of samples: "
+                             f"[{n}, {y.shape[0]}]")
+        self.n_features_in_ = d
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return X, y
 
     def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state):
         n_features = spec.n_params - (1 if self.fit_intercept else 0)

@@ -24,6 +24,7 @@ __all__ = [
     "SmoothedHingeLoss",
     "SquaredLoss",
     "clip_coefficients",
+    "row_block_size",
     "row_norms",
     "vector_norms",
 ]
@@ -407,15 +408,54 @@ class SmoothedHingeLoss(HingeLoss):
         return -Y * np.clip((1.0 - Y * Z) / self.smoothing, 0.0, 1.0)
 
 
+#: Rows per block of :func:`row_norms`: about 2 MB of float64 values per block, so no
+#: ``n x d`` temporary (``|X|``, a float64 copy of float32 input) is ever formed.
+ROW_BLOCK_ELEMENTS = 1 << 18
+
+
+def row_block_size(n_features: int) -> int:
+    """Rows per cache-sized block of a pass over a matrix with ``n_features`` columns."""
+    return max(256, ROW_BLOCK_ELEMENTS // max(1, int(n_features)))
+
+
 def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
     """The ``ord``-norm (``1 <= ord <= inf``) of every row of a dense array or sparse matrix.
 
-    Rows whose norm overflows (entries beyond ~1e154 for ``ord = 2``) are recomputed after
-    scaling by their largest absolute entry, so that huge finite rows get a finite norm.
+    Computed by blocks of rows (:func:`row_block_size`), each converted to float64: the
+    temporaries are one block, never ``n x d`` (the input may be float32 or a
+    ``numpy.memmap``). Rows whose norm overflows (entries beyond ~1e154 for ``ord = 2``)
+    are recomputed after scaling by their largest absolute entry, so that huge finite rows
+    get a finite norm.
     """
     ord = float(ord)
-    if sp.issparse(X):
+    if type(X).__module__.startswith("dask.array"):
+        # A dask array: one task per chunk of rows (whole rows per chunk).
+        X = X.rechunk({1: -1})
+        return X.map_blocks(_chunk_row_norms, ord=ord, dtype=float,
+                            chunks=(X.chunks[0], (1,))).compute()[:, 0]
+    if sp.issparse(X) and X.format != "csr":
         X = sp.csr_matrix(X)
+    n = X.shape[0]
+    step = row_block_size(X.shape[1])
+    if n <= step:
+        return _block_row_norms(X, ord)
+    out = np.empty(n)
+    for start in range(0, n, step):
+        stop = min(start + step, n)
+        out[start:stop] = _block_row_norms(X[start:stop], ord)
+    return out
+
+
+def _chunk_row_norms(X: np.ndarray, *, ord: float) -> np.ndarray:
+    return _block_row_norms(X, ord)[:, None]
+
+
+def _block_row_norms(X: np.ndarray | sp.spmatrix, ord: float) -> np.ndarray:
+    """:func:`row_norms` of one block of rows (float64 arithmetic)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=float)
+    else:
+        X = np.asarray(X, dtype=float)
     with np.errstate(all="ignore"):
         if ord == math.inf:
             if sp.issparse(X):
@@ -435,7 +475,7 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
             scaled = sp.diags(1.0 / np.where(peak > 0, peak, 1.0)) @ abs(X)
             norms = peak * np.asarray(scaled.power(ord).sum(axis=1)).ravel() ** (1.0 / ord)
         else:
-            return vector_norms(np.asarray(X), ord)
+            return vector_norms(X, ord)
     # ord = 1, 2: squares (or sums) of huge entries overflow and of tiny ones underflow
     # (a norm of 0 would leave the row unclipped): recompute those rows scaled.
     bad = np.flatnonzero(~(norms < _SAFE_NORM_MAX) | (norms < _SAFE_NORM_MIN))

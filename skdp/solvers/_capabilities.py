@@ -31,6 +31,7 @@ __all__ = [
     "Capabilities",
     "accepts_any",
     "check_capabilities",
+    "check_out_of_core",
     "incompatibility",
     "solver_table",
     "summary",
@@ -94,6 +95,11 @@ class Capabilities:
         CSR input stays sparse (never densified).
     secure : bool
         Declares the release's noise scale, so ``secure=True`` can snap the release.
+    out_of_core : bool
+        Runs on a ``dask.array`` ``X``: every pass over the data is a
+        :meth:`~skdp.solvers.Problem` full-batch pass (or a subset gathered by public
+        indices), summed chunk by chunk where the chunks are (docs/scaling_out.md).
+        A ``numpy.memmap`` is an array: every solver takes it.
     """
 
     algorithm: str
@@ -113,6 +119,7 @@ class Capabilities:
     min_samples: int = 1
     sparse: bool = True
     secure: bool = False
+    out_of_core: bool = False
 
     def __post_init__(self) -> None:
         for name, allowed in (("losses", LOSS_NAMES), ("constraints", CONSTRAINT_KINDS),
@@ -162,11 +169,12 @@ class Capabilities:
             "accountants": listed(self.accountants) + f" (auto: `{self.default_accountant}`)",
             "sparse": "yes" if self.sparse else "densified",
             "secure": "yes" if self.secure else "no",
+            "dask": "yes" if self.out_of_core else "no",
         }
 
 
 TABLE_COLUMNS = ("algorithm", "delta > 0", "losses", "constraints", "intercept",
-                 "also needs", "objectives", "accountants", "sparse", "secure")
+                 "also needs", "objectives", "accountants", "sparse", "secure", "dask")
 
 
 def _constraint_fix(caps: Capabilities) -> str:
@@ -278,6 +286,22 @@ def check_capabilities(solver, spec, accountant: str, relation: str) -> None:
             "(see below)", f"({', '.join(map(repr, fits))})" if fits else
             "(no registered solver accepts this problem as it is)")
     raise IncompatibleSolverError(reason)
+
+
+def check_out_of_core(solver) -> None:
+    """Raise :class:`IncompatibleSolverError` when ``solver`` cannot take a dask ``X``.
+
+    Public: it reads the solver's declaration and the type of ``X`` only.
+    """
+    if solver.capabilities.out_of_core:
+        return
+    from skdp.solvers import SOLVERS  # the registry imports every solver module
+
+    capable = [key for key, cls in SOLVERS.items() if cls.capabilities.out_of_core]
+    raise IncompatibleSolverError(
+        f"solver {solver.name!r} needs X in memory, and X is a dask array; set solver to "
+        f"one of {capable}, or pass a numpy array (or a numpy.memmap)."
+    )
 
 
 def accepts_any(caps: Capabilities, losses: Iterable[str], constraints: Iterable[str]) -> bool:

@@ -21,6 +21,7 @@ from scipy.special import expit, softmax
 from skdp.exceptions import IncompatibleSolverError
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss, SmoothedHingeLoss
 from skdp.solvers._base import Problem
+from skdp.solvers._blocks import Block
 from skdp.solvers.output_perturbation import CertificateError
 
 __all__ = [
@@ -82,22 +83,8 @@ class PerturbedObjective:
         return self.value_and_gradient(W)[1]
 
     def _curvature(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        """Per-row second derivative of ``phi`` at the scores: shape ``(m, K)`` (diagonal
-        in the outputs), or the softmax probabilities ``P`` (multinomial, whose Hessian in
-        the score is ``diag(P) - P P^T``)."""
-        loss = self.loss
-        if isinstance(loss, MultinomialLogisticLoss):
-            return softmax(Z, axis=1)
-        if isinstance(loss, SmoothedHingeLoss):
-            gap = 1.0 - Y * Z
-            return np.where((gap > 0) & (gap < loss.smoothing), 1.0 / loss.smoothing, 0.0)
-        if isinstance(loss, LogisticLoss):
-            s = expit(Z)
-            return s * (1.0 - s)
-        if _is_huber(loss):
-            return np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0)
-        # pragma: no cover - refused before planning by the declared capabilities
-        raise IncompatibleSolverError(f"no Hessian for {type(loss).__name__}")
+        """Per-row second derivative of ``phi`` at the scores (see :func:`_curvature`)."""
+        return _curvature(self.loss, Z, Y)
 
     def hessian_operator(self, W: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         """``V -> nabla^2 J(W) V`` (exact), with the curvature at ``W`` computed once (a
@@ -121,20 +108,43 @@ class PerturbedObjective:
         in one blocked pass over the rows: ``sum_i (x_i x_i^T) kron h_i + diag(Lam)``,
         ``h_i`` the ``K x K`` Hessian of ``phi`` in the score (BLAS-3 instead of the
         memory-bound products of Newton-CG; for small ``p K``)."""
-        problem = self.problem
         p, k = self.shape
-        multinomial = isinstance(self.loss, MultinomialLogisticLoss)
-        pairs = [(a, b) for a in range(k) for b in range(k)] if multinomial \
-            else [(a, a) for a in range(k)]
-        H = np.zeros((p, k, p, k))
-        for block, rows in problem.row_blocks():
-            C = self._curvature(problem.scores(W, rows), problem.Y[block])
-            for a, b in pairs:
-                weight = C[:, a] * ((a == b) - C[:, b]) if multinomial else C[:, a]
-                H[:, a, :, b] += _weighted_gram(rows, weight, problem.intercept, p)
+        H = self.problem.block_sum(_hessian_block, (p, k, p, k), W, self.loss)
         H = H.reshape(p * k, p * k)
         H[np.diag_indices_from(H)] += np.repeat(self.lam[:, 0], k)
         return H
+
+
+def _curvature(loss, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Per-row second derivative of ``phi`` at the scores: shape ``(m, K)`` (diagonal
+    in the outputs), or the softmax probabilities ``P`` (multinomial, whose Hessian in
+    the score is ``diag(P) - P P^T``)."""
+    if isinstance(loss, MultinomialLogisticLoss):
+        return softmax(Z, axis=1)
+    if isinstance(loss, SmoothedHingeLoss):
+        gap = 1.0 - Y * Z
+        return np.where((gap > 0) & (gap < loss.smoothing), 1.0 / loss.smoothing, 0.0)
+    if isinstance(loss, LogisticLoss):
+        s = expit(Z)
+        return s * (1.0 - s)
+    if _is_huber(loss):
+        return np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0)
+    # pragma: no cover - refused before planning by the declared capabilities
+    raise IncompatibleSolverError(f"no Hessian for {type(loss).__name__}")
+
+
+def _hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
+    """``sum_i (x'_i x'_i^T) kron h_i`` over one block, shape ``(p, K, p, K)``."""
+    p, k = W.shape
+    multinomial = isinstance(loss, MultinomialLogisticLoss)
+    pairs = [(a, b) for a in range(k) for b in range(k)] if multinomial \
+        else [(a, a) for a in range(k)]
+    C = _curvature(loss, block.scores(W), block.Y)
+    H = np.zeros((p, k, p, k))
+    for a, b in pairs:
+        weight = C[:, a] * ((a == b) - C[:, b]) if multinomial else C[:, a]
+        H[:, a, :, b] += _weighted_gram(block, weight, block.intercept, p)
+    return H
 
 
 def _weighted_gram(rows, weight: np.ndarray, intercept: float, p: int) -> np.ndarray:

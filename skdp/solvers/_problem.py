@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,8 +12,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from skdp.geometry import Constraint
-from skdp.losses import NORM_SAFETY, GLMLoss, clip_coefficients, row_norms, vector_norms
+from skdp.losses import (
+    NORM_SAFETY,
+    GLMLoss,
+    clip_coefficients,
+    row_block_size,
+    row_norms,
+    vector_norms,
+)
 from skdp.privacy.budget import Budget
+from skdp.solvers._blocks import (
+    Block,
+    DaskBackend,
+    as_float_rows,
+    block_gradient_sum,
+    block_scores,
+    is_dask_array,
+)
+from skdp.solvers._capabilities import BUILTIN_LOSSES
 
 __all__ = [
     "ROW_BOUND_TOLERANCE",
@@ -27,8 +43,6 @@ __all__ = [
 # A full-precision optimisation target: the auto iteration counts aim at an optimisation
 # error 1e-12 times the initial one when epsilon = inf (privacy gives no noise floor).
 _NON_PRIVATE_SNR = 1e12
-# Rows per block of the full-gradient pass: about 2 MB of float64 features per block.
-_BLOCK_ELEMENTS = 1 << 18
 #: Relative slack of the declared ``row_norm_bound`` that :meth:`Problem.build` accepts
 #: (rounding of user-supplied bounds); solvers that split the bound into parts (the
 #: feature/intercept body of objective perturbation) inflate it by this much.
@@ -229,7 +243,8 @@ class ProblemSpec:
 
 @dataclass(frozen=True)
 class RowBlock:
-    """A subset of the stored rows and their lazy clipping factors (see :class:`Problem`)."""
+    """A subset of the stored rows (float64) and their lazy clipping factors (see
+    :class:`Problem`)."""
 
     X: Any
     scale: np.ndarray | None
@@ -237,6 +252,128 @@ class RowBlock:
     @property
     def shape(self) -> tuple[int, int]:
         return self.X.shape
+
+
+# Per-row columns of the clipping statistics (:func:`_clipping_statistics`).
+_SCALE, _NORM, _AUGMENTED, _RAW = range(4)
+
+
+def _clipping_statistics(X: Any, ord: float, data_norm: float | None,
+                         intercept: float) -> np.ndarray:
+    """Per-row ``[s_i, ||x'_i||_2, ||x'_i||_ord, ||x_i||_ord]`` of a float64 block.
+
+    ``s_i = min(1, data_norm NORM_SAFETY / ||x_i||_ord)`` (1 without ``data_norm``) and
+    ``x'_i = [s_i x_i, c]``. Every entry is a function of its own row only.
+    """
+    with np.errstate(all="ignore"):
+        raw = row_norms(X, ord)
+        scale = np.ones_like(raw) if data_norm is None else \
+            np.minimum(1.0, data_norm * NORM_SAFETY / raw)
+        l2 = raw if ord == 2.0 else row_norms(X, 2.0)
+        out = np.empty((raw.shape[0], 4))
+        out[:, _SCALE] = scale
+        out[:, _NORM] = with_intercept(scale * l2, intercept, 2.0)
+        out[:, _AUGMENTED] = with_intercept(scale * raw, intercept, ord)
+        out[:, _RAW] = raw
+    return out
+
+
+def _all_finite(X: Any) -> bool:
+    values = X.data if sp.issparse(X) else X
+    return bool(np.all(np.isfinite(values)))
+
+
+def _huge(raw: np.ndarray) -> np.ndarray:
+    """Rows whose products could overflow before the clipping factor is applied."""
+    return np.flatnonzero(~(raw <= _PRESCALE_NORM))
+
+
+def _prescale_targets(raw: np.ndarray, scale: np.ndarray, data_norm: float | None
+                      ) -> np.ndarray:
+    """The norms huge rows are scaled to (once, before any product)."""
+    if data_norm is None:
+        return np.minimum(raw, raw * scale)
+    return np.minimum(raw, data_norm * NORM_SAFETY)
+
+
+def _prescale_dense(X: np.ndarray, ord: float, data_norm: float | None) -> np.ndarray:
+    """A dense float64 block with its huge rows scaled (a copy if there are any).
+
+    Divides by the norm first, then scales to the target norm: a single factor
+    ``data_norm / ||x||`` can be subnormal (``data_norm`` tiny, ``||x|| ~ 1e308``) and
+    would then round the clipped row above ``data_norm``. The same map as
+    :meth:`Problem._statistics` applies to an in-memory ``X``.
+    """
+    with np.errstate(all="ignore"):
+        raw = row_norms(X, ord)
+        huge = _huge(raw)
+        if not huge.size:
+            return X
+        target = raw[huge] if data_norm is None else \
+            np.minimum(raw[huge], data_norm * NORM_SAFETY)
+        X = np.array(X, dtype=float)
+        X[huge] = (X[huge] / raw[huge, None]) * target[:, None]
+    return X
+
+
+def _chunk_statistics(X: Any, *, ord: float, data_norm: float | None, intercept: float
+                      ) -> np.ndarray:
+    """:func:`_clipping_statistics` of a dask chunk as :meth:`Problem._statistics` gives
+    them (huge rows prescaled, then unclipped), plus a status column: 1 for a non-finite
+    chunk, 2 for a chunk with huge rows (prescaled lazily in every pass)."""
+    X = as_float_rows(X)
+    out = np.zeros((X.shape[0], 5))
+    if not _all_finite(X):
+        out[:, 4] = 1.0
+        return out
+    out[:, :4] = _clipping_statistics(X, ord, data_norm, intercept)
+    huge = _huge(out[:, _RAW])
+    if huge.size:
+        if sp.issparse(X):
+            raise ValueError("rows of norm above 1e100 in a sparse dask chunk; scale them "
+                             "or pass a dense dask array.")
+        out[huge, :4] = _clipping_statistics(_prescale_dense(X, ord, data_norm)[huge], ord,
+                                             None, intercept)
+        out[:, 4] = 2.0
+    return out
+
+
+def _chunk_prescale(X: Any, *, ord: float, data_norm: float | None) -> np.ndarray:
+    return _prescale_dense(as_float_rows(X), ord, data_norm)
+
+
+def _chunk_row_norms(X: Any, *, ord: float) -> np.ndarray:
+    return row_norms(X, ord)[:, None]
+
+
+def _clipped_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss, clip_norm: float,
+                            skip: bool) -> np.ndarray:
+    """``sum_i x'_i clip(phi'_i)^T`` over one block (see :meth:`Problem.clipped_gradient`)."""
+    D = loss.derivative(block.scores(W), block.Y)
+    # A non-finite derivative (an overflowing iterate) takes the clipping path, which
+    # drops it: the skip never changes a result.
+    if not (skip and np.all(np.isfinite(D))):
+        D = clip_coefficients(D, block.norms, clip_norm)
+    return block.gradient_sum(D)
+
+
+def _loss_and_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss) -> np.ndarray:
+    """``[sum_i phi_i, vec(sum_i x'_i phi'_i^T)]`` over one block."""
+    V, D = loss.value_and_derivative(block.scores(W), block.Y)
+    G = block.gradient_sum(D)
+    out = np.empty(1 + G.size)
+    out[0] = np.sum(V)
+    out[1:] = G.ravel()
+    return out
+
+
+def _exactly_bounded(loss: GLMLoss) -> bool:
+    """Whether the computed derivative of ``loss`` never exceeds its declared global
+    ``derivative_bound`` (up to a few ulps): the built-in classes themselves, not
+    subclasses, which may override ``derivative``. See :meth:`Problem.clip_cannot_bind`.
+    """
+    return (type(loss) in BUILTIN_LOSSES.values() and math.isfinite(loss.derivative_bound)
+            and loss.derivative_bound_at(math.inf) == loss.derivative_bound)
 
 
 @dataclass(frozen=True)
@@ -251,9 +388,13 @@ class Problem:
     memory beyond ``X``. (Rows so large that a product could overflow are the exception:
     they are scaled once, in a copy, at :meth:`build`.)
 
+    ``X`` may be a float64 or float32 array, a ``numpy.memmap``, a CSR matrix or a
+    ``dask.array`` (see docs/scaling_out.md): it is stored as given and converted to
+    float64 one block of rows at a time; every product and sum is in float64.
+
     Attributes
     ----------
-    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    X : ndarray, memmap, CSR matrix or dask array of shape (n_samples, n_features)
         The stored rows (read only): the user's ``X``, or a copy with huge rows scaled.
     Y : ndarray of shape (n_samples, n_outputs)
         Targets encoded for the loss.
@@ -264,6 +405,10 @@ class Problem:
         Value ``c`` of the constant feature (0 without intercept).
     norms : ndarray of shape (n_samples,)
         Euclidean norms of the augmented rows (for l2 gradient clipping).
+    clipped_to : float or None
+        The ``data_norm`` the rows were clipped to at :meth:`build` (public), if any.
+    backend : DaskBackend or None
+        The chunked per-row arrays of a dask-backed ``X`` (``None`` in memory).
     """
 
     X: Any
@@ -272,6 +417,8 @@ class Problem:
     row_scale: np.ndarray = field(repr=False)
     intercept: float
     norms: np.ndarray = field(repr=False)
+    clipped_to: float | None = None
+    backend: DaskBackend | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(
@@ -287,6 +434,8 @@ class Problem:
 
         Clipping is in the ``spec.row_norm_ord`` norm, and the augmented row norm
         ``||[s_i x_i, c]||`` is checked against the declared ``spec.row_norm_bound``.
+        One pass over ``X`` by blocks of rows (by chunks for a dask array): no temporary
+        beyond a block and ``O(n)`` per-row statistics.
         """
         expected = X.shape[1] + (1 if intercept else 0)
         if spec.n_params != expected:
@@ -295,11 +444,6 @@ class Problem:
             # Solvers split the row bound into features and this declared constant.
             raise ValueError(f"the intercept feature {intercept} differs from the declared "
                              f"spec.intercept_feature={spec.intercept_feature}.")
-        # A non-finite entry survives clipping as NaN (inf / inf, then NaN * 0 in X^T D)
-        # and makes every later comparison deterministic; the estimators already refuse it.
-        values = X.data if sp.issparse(X) else np.asarray(X)
-        if not np.all(np.isfinite(values)):
-            raise ValueError("X contains NaN or infinity; remove or impute those entries.")
         # Every declared bound (gradient, value range) holds for labels in the loss's
         # domain only; the estimators encode or clip them, a direct caller must too.
         label_error = spec.loss.label_error(np.asarray(Y, dtype=float))
@@ -307,45 +451,17 @@ class Problem:
             raise ValueError(f"{label_error}: the declared bounds of "
                              f"{type(spec.loss).__name__} would not hold.")
         ord = float(spec.row_norm_ord)
-        with np.errstate(all="ignore"):
-            raw = row_norms(X, ord)
-            if data_norm is None:
-                scale = np.ones_like(raw)
-            else:
-                scale = np.minimum(1.0, data_norm * NORM_SAFETY / raw)
-            huge = np.flatnonzero(~(raw <= _PRESCALE_NORM))
-            if huge.size:
-                # Products with these rows could overflow before the clipping factor is
-                # applied: scale them once, in a copy (X itself is never modified).
-                # Divide by the norm first, then scale to the target norm: a single
-                # factor data_norm / ||x|| can be subnormal (data_norm tiny, ||x|| ~ 1e308)
-                # and would then round the clipped row above data_norm.
-                target = np.minimum(raw[huge], raw[huge] * scale[huge]) if data_norm is None \
-                    else np.minimum(raw[huge], data_norm * NORM_SAFETY)
-                if sp.issparse(X):
-                    rows = sp.csr_matrix(X[huge], dtype=float, copy=True)
-                    counts = np.diff(rows.indptr)
-                    rows.data = rows.data / np.repeat(raw[huge], counts)
-                    rows.data = rows.data * np.repeat(target, counts)
-                    X = X.tolil(copy=True)
-                    X[huge] = rows
-                    X = sp.csr_matrix(X)
-                else:
-                    X = np.array(X, dtype=float)
-                    X[huge] = (X[huge] / raw[huge, None]) * target[:, None]
-                raw = raw.copy()
-                raw[huge] = row_norms(X[huge], ord)
-                scale = scale.copy()
-                scale[huge] = 1.0
-            clipped = scale * (raw if ord == 2.0 else row_norms(X, 2.0))
-            norms = with_intercept(clipped, intercept, 2.0)
-            augmented = with_intercept(scale * raw, intercept, ord)
+        backend = None
+        if is_dask_array(X):
+            X, scale, norms, augmented_max = cls._dask_statistics(X, ord, data_norm, intercept)
+        else:
+            X, scale, norms, augmented_max = cls._statistics(X, ord, data_norm, intercept)
         # With data_norm given, the rows are clipped here; per-example gradients are clipped
         # with the actual norms anyway, so a rounding excess (subnormal scales) is harmless
         # and must not make the fit fail for one record. Without it, the caller's claim is
         # checked.
-        if (data_norm is None and augmented.size
-                and augmented.max() > spec.row_norm_bound * (1 + ROW_BOUND_TOLERANCE)):
+        if (data_norm is None and scale.size
+                and not augmented_max <= spec.row_norm_bound * (1 + ROW_BOUND_TOLERANCE)):
             raise ValueError(
                 "rows exceed the declared row_norm_bound; clip them (data_norm) before "
                 "building the problem (the sensitivity would not hold)."
@@ -361,63 +477,215 @@ class Problem:
                     f"row_norm_bound={spec.row_norm_bound:.6g}; declare a bound that "
                     "covers them (the sensitivity would not hold)."
                 )
+        Y = np.asarray(Y)
+        if is_dask_array(X):
+            backend = DaskBackend.build(X, Y, scale, norms)
         return cls(X=X, Y=Y, spec=spec, row_scale=scale, intercept=float(intercept),
-                   norms=norms)
+                   norms=norms, clipped_to=None if data_norm is None else float(data_norm),
+                   backend=backend)
+
+    @staticmethod
+    def _statistics(X: Any, ord: float, data_norm: float | None, intercept: float
+                    ) -> tuple[Any, np.ndarray, np.ndarray, float]:
+        """The stored ``X``, the clipping factors, the augmented l2 norms and the largest
+        augmented ``ord``-norm (:func:`_clipping_statistics`), by blocks of rows: two
+        ``n``-vectors and one block of temporaries."""
+        if not sp.issparse(X) and not isinstance(X, np.ndarray):
+            X = np.asarray(X)
+        n = X.shape[0]
+        step = row_block_size(X.shape[1])
+        scale, norms = np.empty(n), np.empty(n)
+        augmented_max = 0.0
+        huge, huge_raw = [], []
+        for start in range(0, n, step):
+            block = slice(start, min(start + step, n))
+            Xb = as_float_rows(X[block])
+            # A non-finite entry survives clipping as NaN (inf / inf, then NaN * 0 in
+            # X^T D) and makes every later comparison deterministic; the estimators
+            # already refuse it.
+            if not _all_finite(Xb):
+                raise ValueError("X contains NaN or infinity; remove or impute those "
+                                 "entries.")
+            stats = _clipping_statistics(Xb, ord, data_norm, intercept)
+            scale[block], norms[block] = stats[:, _SCALE], stats[:, _NORM]
+            augmented_max = max(augmented_max, float(stats[:, _AUGMENTED].max(initial=0.0)))
+            rows = _huge(stats[:, _RAW])
+            huge.append(rows + start)
+            huge_raw.append(stats[rows, _RAW])
+        huge = np.concatenate(huge) if huge else np.zeros(0, dtype=int)
+        if huge.size:
+            # Products with these rows could overflow before the clipping factor is
+            # applied: scale them once, in a copy (X itself is never modified).
+            raw = np.concatenate(huge_raw)
+            target = _prescale_targets(raw, scale[huge], data_norm)
+            with np.errstate(all="ignore"):
+                if sp.issparse(X):
+                    rows = sp.csr_matrix(X[huge], dtype=float, copy=True)
+                    counts = np.diff(rows.indptr)
+                    rows.data = rows.data / np.repeat(raw, counts)
+                    rows.data = rows.data * np.repeat(target, counts)
+                    X = X.tolil(copy=True)
+                    X[huge] = rows
+                    X = sp.csr_matrix(X)
+                else:
+                    X = np.array(X, dtype=float)
+                    X[huge] = (X[huge] / raw[:, None]) * target[:, None]
+            stats = _clipping_statistics(as_float_rows(X[huge]), ord, None, intercept)
+            scale[huge], norms[huge] = stats[:, _SCALE], stats[:, _NORM]
+            augmented_max = float(max(augmented_max, stats[:, _AUGMENTED].max()))
+        return X, scale, norms, augmented_max
+
+    @staticmethod
+    def _dask_statistics(X: Any, ord: float, data_norm: float | None, intercept: float
+                         ) -> tuple[Any, np.ndarray, np.ndarray, float]:
+        """:meth:`_statistics` of a dask array: one task per chunk of rows."""
+        import dask.array as da
+
+        if X.ndim != 2 or any(math.isnan(c) for c in X.chunks[0]):
+            raise ValueError("a dask X needs known chunk sizes; call X.compute_chunk_sizes() "
+                             "first.")
+        # Whole rows per chunk (the row norms need them); the row chunks are the user's.
+        X = X.rechunk({1: -1})
+        stats = da.map_blocks(_chunk_statistics, X, ord=ord, data_norm=data_norm,
+                              intercept=intercept, dtype=float,
+                              chunks=(X.chunks[0], (5,))).compute()
+        if np.any(stats[:, 4] == 1.0):
+            raise ValueError("X contains NaN or infinity; remove or impute those entries.")
+        if np.any(stats[:, 4] == 2.0):
+            # Huge rows are scaled lazily, chunk by chunk, in every pass (X is not copied).
+            X = da.map_blocks(_chunk_prescale, X, ord=ord, data_norm=data_norm, dtype=float)
+        return (X, stats[:, _SCALE].copy(), stats[:, _NORM].copy(),
+                float(stats[:, _AUGMENTED].max(initial=0.0)))
+
+    # -- public facts about the stored rows -----------------------------------------------
+    @property
+    def out_of_core(self) -> bool:
+        """Whether ``X`` is a dask array (passes run chunk by chunk, on its scheduler)."""
+        return self.backend is not None
+
+    def clip_cannot_bind(self, clip_norm: float) -> bool:
+        """Whether public quantities prove that l2 clipping at ``clip_norm`` is lossless.
+
+        True when ``clip_norm >= spec.gradient_bound``, the rows were clipped at
+        :meth:`build` to a ``data_norm`` whose augmented norm is within the declared
+        ``row_norm_bound``, and the loss is a built-in class with a globally bounded
+        derivative. Then every per-example gradient ``x'_i phi'_i^T`` has norm
+        ``||x'_i|| ||phi'_i|| <= spec.gradient_bound <= clip_norm``: the rows are clipped to
+        ``data_norm * NORM_SAFETY`` (a ``1e-12`` relative margin in the row norm; at least
+        a quarter of it survives the unclipped intercept feature and the Hoelder
+        conversion to l2), which covers the few-ulp rounding of the computed derivative
+        (``|expit - y| <= 1``, ``||softmax - e_y|| <= sqrt(2)``, ``|clip(r)| <= delta``)
+        and of the bound itself. The sensitivity of the clipped sum therefore holds
+        without the clip, and the decision reads no data.
+        """
+        spec = self.spec
+        if self.clipped_to is None or not _exactly_bounded(spec.loss):
+            return False
+        implied = float(with_intercept(np.array([self.clipped_to]), self.intercept,
+                                       float(spec.row_norm_ord))[0])
+        return implied <= spec.row_norm_bound and float(clip_norm) >= spec.gradient_bound
 
     def row_norms_in(self, ord: float) -> np.ndarray:
         """Norms ``||x'_i||_ord`` of the augmented clipped rows (one pass over ``X``)."""
         ord = float(ord)
         if ord == 2.0:
             return self.norms
-        return with_intercept(self.row_scale * row_norms(self.X, ord), self.intercept, ord)
+        if self.backend is not None:
+            import dask.array as da
+
+            raw = da.map_blocks(_chunk_row_norms, self.X, ord=ord, dtype=float,
+                                chunks=(self.X.chunks[0], (1,))).compute()[:, 0]
+        else:
+            raw = row_norms(self.X, ord)
+        return with_intercept(self.row_scale * raw, self.intercept, ord)
 
     # -- the linear model on (a subset of) the augmented rows ------------------------------
     def rows(self, index: Any) -> RowBlock:
         """The rows of a subset (a slice or an index array) with their clipping factors.
 
-        Dense slices are views; the clipping factors are applied to the products.
+        Dense float64 slices are views; other storage is converted (a dask subset is
+        computed). The clipping factors are applied to the products.
         """
         scale = self.row_scale[index]
-        return RowBlock(self.X[index], None if np.all(scale == 1.0) else scale)
+        X = self.X[index]
+        if self.backend is not None:
+            X = X.compute()
+        return RowBlock(as_float_rows(X), None if np.all(scale == 1.0) else scale)
 
     def row_blocks(self) -> Iterator[tuple[slice, RowBlock]]:
         """Consecutive cache-sized blocks of rows, ``(slice, RowBlock)``, covering all ``n``.
 
         A pass that computes scores and gradient block by block reads ``X`` from memory once
-        (the full-batch passes are memory-bound on tall data)."""
+        (the full-batch passes are memory-bound on tall data). A dask ``X`` is read chunk by
+        chunk on the client; :meth:`block_sum` runs a pass on the chunks' workers instead.
+        """
         n = self.spec.n_samples
-        step = max(256, _BLOCK_ELEMENTS // max(1, self.X.shape[1]))
+        if self.backend is not None:
+            start = 0
+            for size in self.X.chunks[0]:
+                block = slice(start, start + size)
+                start += size
+                yield block, self.rows(block)
+            return
+        step = row_block_size(self.X.shape[1])
         for start in range(0, n, step):
             block = slice(start, min(start + step, n))
             yield block, self.rows(block)
 
+    def block_sum(self, fn: Callable[..., np.ndarray], shape: tuple[int, ...], *args: Any
+                  ) -> np.ndarray:
+        """``sum over blocks b of fn(Block_b, *args)``, an array of shape ``shape``.
+
+        The generic full-batch pass: ``fn`` maps a :class:`~skdp.solvers._blocks.Block`
+        (rows, clipping factors, targets, row norms of the block) to an array of the
+        public ``shape``. In memory the blocks are cache-sized and summed in order; on a
+        dask ``X`` they are its chunks, ``fn`` runs where they are, and the per-chunk
+        results are tree-reduced (``fn`` and ``args`` must pickle: a module-level
+        function). The number of blocks and tasks depends on the shape and the chunking
+        of ``X`` only.
+        """
+        if self.backend is not None:
+            return self.backend.block_sum(fn, tuple(shape), args, self.intercept,
+                                          self.spec.n_params)
+        total = np.zeros(shape)
+        for block, rows in self.row_blocks():
+            total += fn(Block(rows.X, rows.scale, self.Y[block], self.norms[block],
+                              self.intercept, self.spec.n_params), *args)
+        return total
+
+    def _in_memory_float64(self) -> bool:
+        return self.backend is None and self.X.dtype == np.float64
+
     def scores(self, W: np.ndarray, rows: RowBlock | None = None) -> np.ndarray:
         """``x'_i^T W`` for a :class:`RowBlock` (all rows by default)."""
         if rows is None:
+            if self.backend is not None:
+                return self.backend.scores(W, self.intercept)
+            if not self._in_memory_float64():
+                Z = np.empty((self.spec.n_samples, W.shape[1]))
+                for block, part in self.row_blocks():
+                    Z[block] = self.scores(W, part)
+                return Z
             rows = self.rows(slice(None))
-        Xs = rows.X
-        Z = np.asarray(Xs @ W[: Xs.shape[1]])
-        if rows.scale is not None:
-            Z *= rows.scale[:, None]
-        if self.intercept:
-            Z = Z + self.intercept * W[Xs.shape[1]]
-        return Z
+        return block_scores(rows.X, rows.scale, W, self.intercept)
 
     def gradient_sum(self, D: np.ndarray, rows: RowBlock | None = None) -> np.ndarray:
         """``sum_i x'_i D_i^T`` for a :class:`RowBlock` (all rows by default)."""
         if rows is None:
+            if self.backend is not None:
+                return self.backend.gradient_sum(D, self.intercept, self.spec.n_params)
+            if not self._in_memory_float64():
+                G = np.zeros((self.spec.n_params, D.shape[1]))
+                for block, part in self.row_blocks():
+                    G += self.gradient_sum(D[block], part)
+                return G
             rows = self.rows(slice(None))
-        Xs = rows.X
-        d = Xs.shape[1]
-        G = np.empty((self.spec.n_params, D.shape[1]))
-        G[:d] = np.asarray(Xs.T @ (D if rows.scale is None else D * rows.scale[:, None]))
-        if self.intercept:
-            G[d] = self.intercept * D.sum(axis=0)
-        return G
+        return block_gradient_sum(rows.X, rows.scale, D, self.intercept, self.spec.n_params)
 
     def design_matrix(self) -> np.ndarray:
         """The augmented rows as a dense array (tests and references only: O(n d))."""
-        X = self.X.toarray() if sp.issparse(self.X) else np.array(self.X, dtype=float)
+        X = self.X.compute() if self.backend is not None else self.X
+        X = X.toarray() if sp.issparse(X) else np.array(X, dtype=float)
         X = X * self.row_scale[:, None]
         if self.intercept:
             X = np.hstack([X, np.full((X.shape[0], 1), self.intercept)])
@@ -432,14 +700,24 @@ class Problem:
         Rows are processed in cache-sized blocks so that ``X`` is read from memory once
         per call (scores and gradient of a block are computed while it is in cache); with
         ``out_coefficients`` the clipped derivatives are also stored (SVRG snapshots).
+        When :meth:`clip_cannot_bind` proves from public quantities that no gradient can
+        exceed ``clip_norm``, the clipping arithmetic is skipped (the result is the same).
         """
         n, loss = self.spec.n_samples, self.spec.loss
-        grad = np.zeros((self.spec.n_params, W.shape[1]))
+        shape = (self.spec.n_params, W.shape[1])
+        skip = self.clip_cannot_bind(clip_norm)
+        if out_coefficients is None:
+            return self.block_sum(_clipped_gradient_block, shape, W, loss, clip_norm,
+                                  skip) / n
+        if self.backend is not None:
+            raise ValueError("out_coefficients needs X in memory (it stores n x K values "
+                             "on the client); pass a numpy array.")
+        grad = np.zeros(shape)
         for block, Xs in self.row_blocks():
-            D = clip_coefficients(loss.derivative(self.scores(W, Xs), self.Y[block]),
-                                  self.norms[block], clip_norm)
-            if out_coefficients is not None:
-                out_coefficients[block] = D
+            D = loss.derivative(self.scores(W, Xs), self.Y[block])
+            if not (skip and np.all(np.isfinite(D))):
+                D = clip_coefficients(D, self.norms[block], clip_norm)
+            out_coefficients[block] = D
             grad += self.gradient_sum(D, Xs)
         return grad / n
 
@@ -452,13 +730,9 @@ class Problem:
         objective perturbation are memory-bound on tall data.
         """
         loss = self.spec.loss if loss is None else loss
-        total = 0.0
-        grad = np.zeros((self.spec.n_params, W.shape[1]))
-        for block, Xs in self.row_blocks():
-            V, D = loss.value_and_derivative(self.scores(W, Xs), self.Y[block])
-            total += float(np.sum(V))
-            grad += self.gradient_sum(D, Xs)
-        return total, grad
+        shape = (self.spec.n_params, W.shape[1])
+        packed = self.block_sum(_loss_and_gradient_block, (1 + shape[0] * shape[1],), W, loss)
+        return float(packed[0]), packed[1:].reshape(shape)
 
     # -- unclipped objective (tests, certificates and benchmarks only) ------------------------
     def objective(self, W: np.ndarray) -> float:

@@ -173,7 +173,7 @@ class DPAccMD(BaseDPSolver):
     capabilities = Capabilities(
         algorithm="DP-AccMD, Wang-Ye-Xu 2017 Alg. 3, Thms 5.3-5.4",
         accountants=("gaussian", "rdp", "pld"), default_accountant="gaussian",
-        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
+        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True, out_of_core=True,
     )
     _parameter_constraints: ClassVar[dict] = {
         "n_iter": [Interval(Integral, 1, None, closed="left"), None],

@@ -73,7 +73,7 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
         algorithm="approximate objective perturbation, Su-Zhao-Wang Algs. 1, 2",
         needs_delta=False, accountants=("basic", "pure"), default_accountant="basic",
         losses=("logistic", "multinomial", "smoothed_hinge", "huber"),
-        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True,
+        constraints=("none", "l2", "l1", "lp", "simplex"), secure=True, out_of_core=True,
     )
     projects = True
 

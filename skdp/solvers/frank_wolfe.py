@@ -173,7 +173,7 @@ class PrivateFrankWolfe(BaseDPSolver):
                    "Alg. 3"),
         needs_delta=False, accountants=("pure", "basic", "pld"), default_accountant="pure",
         constraints=("l1", "simplex"), bounded_constraint=True, intercept="constrained",
-        secure=True,
+        secure=True, out_of_core=True,
     )
 
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:

@@ -247,7 +247,7 @@ class ObjectivePerturbation(BaseDPSolver):
                    "at delta = 0, Chaudhuri-Monteleoni-Sarwate 2011)"),
         needs_delta=False, accountants=("basic", "pure"), default_accountant="basic",
         losses=("logistic", "multinomial", "smoothed_hinge", "huber"), constraints=("none",),
-        secure=True,
+        secure=True, out_of_core=True,
     )
     _parameter_constraints = {
         "jacobian_share": [Interval(Real, 0.0, 1.0, closed="neither")],

@@ -177,6 +177,7 @@ class OutputPerturbation(BaseDPSolver):
         intercept="penalized",
         strongly_convex=True,
         objectives=("erm", "tilted", "adversarial", "tilted_adversarial"), secure=True,
+        out_of_core=True,
     )
     _parameter_constraints = {
         "inner": [StrOptions(set(INNER)), callable],

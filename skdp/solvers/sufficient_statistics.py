@@ -31,6 +31,7 @@ from skdp.solvers._base import (
     Problem,
     ProblemSpec,
 )
+from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import ROW_BOUND_TOLERANCE
 
@@ -184,7 +185,7 @@ class SufficientStatistics(BaseDPSolver):
         needs_delta=False, accountants=("pure", "gaussian", "rdp", "pld"),
         default_accountant="gaussian", losses=("squared",),
         constraints=("none", "l2", "l1", "lp", "simplex"),
-        max_outputs=1, max_params=MAX_PARAMS,
+        max_outputs=1, max_params=MAX_PARAMS, out_of_core=True,
     )
 
     # Interval(Real, 0, None, "left") refuses inf and nan.
@@ -320,28 +321,34 @@ class SufficientStatistics(BaseDPSolver):
         return w
 
 
+def _statistics_block(block: Block) -> np.ndarray:
+    """``[vec(X_b^T X_b), X_b^T y_b, 1^T X_b]`` of one block of clipped rows."""
+    Xs = block.scaled_rows()
+    d = Xs.shape[1]
+    out = np.empty(d * d + 2 * d)
+    product = Xs.T @ Xs
+    out[: d * d] = (product.toarray() if sp.issparse(product) else product).ravel()
+    out[d * d: d * d + d] = np.asarray(Xs.T @ block.Y[:, 0]).ravel()
+    out[d * d + d:] = np.asarray(Xs.sum(axis=0)).ravel()
+    return out
+
+
 def sufficient_statistics(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
-    """Exact ``(G, b)`` of the augmented clipped rows, in one blocked pass over ``X``."""
+    """Exact ``(G, b)`` of the augmented clipped rows, in one blocked pass over ``X``
+    (:meth:`Problem.block_sum`: chunk by chunk, where they are, for a dask ``X``)."""
     spec = problem.spec
     m, c = spec.n_params, problem.intercept
     d = problem.X.shape[1]
     gram = np.zeros((m, m))
     moments = np.zeros(m)
-    column_sums = np.zeros(d)
-    y = problem.Y[:, 0]
-    for block, rows in problem.row_blocks():
-        Xs = rows.X
-        if rows.scale is not None:
-            Xs = sp.diags(rows.scale) @ Xs if sp.issparse(Xs) else Xs * rows.scale[:, None]
-        product = Xs.T @ Xs
-        gram[:d, :d] += product.toarray() if sp.issparse(product) else product
-        moments[:d] += np.asarray(Xs.T @ y[block]).ravel()
-        if c:
-            column_sums += np.asarray(Xs.sum(axis=0)).ravel()
+    packed = problem.block_sum(_statistics_block, (d * d + 2 * d,))
+    gram[:d, :d] = packed[: d * d].reshape(d, d)
+    moments[:d] = packed[d * d: d * d + d]
+    column_sums = packed[d * d + d:]
     if c:
         gram[:d, d] = gram[d, :d] = c * column_sums
         gram[d, d] = spec.n_samples * c * c
-        moments[d] = c * float(np.sum(y))
+        moments[d] = c * float(np.sum(problem.Y[:, 0]))
     return gram, moments
 
 

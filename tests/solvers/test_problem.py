@@ -269,3 +269,187 @@ def test_non_finite_features_are_refused(sparse, bad):
     spec = _spec(2.0, 3, 0.0)
     with pytest.raises(ValueError, match="NaN or infinity"):
         Problem.build(sp.csr_matrix(X) if sparse else X, np.ones((5, 1)), spec, data_norm=1.0)
+
+
+# -- clip skipping ------------------------------------------------------------------------
+def _reference_clipped_gradient(problem, W, clip_norm):
+    """The clipping pass as it was before the skip: always clip."""
+    from skdp.losses import clip_coefficients
+
+    grad = np.zeros((problem.spec.n_params, W.shape[1]))
+    for block, rows in problem.row_blocks():
+        D = clip_coefficients(problem.spec.loss.derivative(problem.scores(W, rows),
+                                                           problem.Y[block]),
+                              problem.norms[block], clip_norm)
+        grad += problem.gradient_sum(D, rows)
+    return grad / problem.spec.n_samples
+
+
+def _clip_problem(loss, ord, intercept, n=3000, d=6, seed=0, sparse=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * rng.uniform(0.01, 3, size=(n, 1))
+    k = getattr(loss, "n_outputs_hint", 1)
+    if isinstance(loss, MultinomialLogisticLoss):
+        Y = np.eye(k)[rng.integers(0, k, n)]
+    elif isinstance(loss, HuberLoss):
+        Y = rng.uniform(-1, 1, size=(n, 1))
+    else:
+        Y = rng.choice([-1.0, 1.0], size=(n, k))
+    data_norm = 0.8
+    c = data_norm if intercept else 0.0
+    bound = data_norm * ((1.0 if ord == math.inf else 2 ** (1 / ord)) if intercept else 1.0)
+    n_params = d + (1 if intercept else 0)
+    spec = ProblemSpec(n_samples=n, n_params=n_params, n_outputs=Y.shape[1],
+                       n_penalized=d, row_norm_bound=bound, loss=loss,
+                       constraint=Unconstrained(), alpha=0.1, intercept_feature=c,
+                       row_norm_ord=ord)
+    Xin = sp.csr_matrix(X) if sparse else X
+    return Problem.build(Xin, Y, spec, data_norm=data_norm, intercept=c), rng
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), MultinomialLogisticLoss(3), HingeLoss(2),
+                                  SmoothedHingeLoss(1, 0.5), HuberLoss(0.7, 1.0)],
+                         ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("ord", [2.0, math.inf, 1.5])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_clip_skipping_gives_the_clipped_result(loss, ord, intercept):
+    problem, rng = _clip_problem(loss, ord, intercept)
+    clip = problem.spec.gradient_bound
+    assert problem.clip_cannot_bind(clip)
+    for scale in (0.1, 10.0, 1e6):  # extreme scores: |phi'| at its supremum
+        W = rng.standard_normal((problem.spec.n_params, problem.spec.n_outputs)) * scale
+        got = problem.clipped_gradient(W, clip)
+        want = _reference_clipped_gradient(problem, W, clip)
+        # Identical up to the NORM_SAFETY margin, which the old path could bind by on
+        # rows at the bound with |phi'| at its supremum (1e-12 relative at most).
+        np.testing.assert_allclose(got, want, rtol=2e-12, atol=1e-15)
+        if scale == 0.1 and isinstance(loss, LogisticLoss | MultinomialLogisticLoss):
+            # |phi'| below its supremum: the old clip never bound, bit for bit the same.
+            np.testing.assert_array_equal(got, want)
+
+
+def test_clip_skipping_keeps_every_gradient_within_the_clip():
+    # Rows exactly at the bound, the derivative at its supremum: the per-example
+    # gradients the skip leaves unclipped are within clip_norm (the sensitivity holds).
+    problem, _ = _clip_problem(LogisticLoss(), 2.0, True, n=500)
+    clip = problem.spec.gradient_bound
+    W = np.zeros((problem.spec.n_params, 1))
+    W[-1] = -1e6 * problem.Y[0]  # phi' = -y expit(-y z) = +-1 exactly
+    D = problem.spec.loss.derivative(problem.scores(W), problem.Y)
+    design = problem.design_matrix()
+    per_example = np.linalg.norm(design, axis=1) * np.abs(D[:, 0])
+    assert per_example.max() <= clip
+
+
+def test_clip_skipping_needs_public_proof():
+    problem, _ = _clip_problem(LogisticLoss(), 2.0, False)
+    bound = problem.spec.gradient_bound
+    assert problem.clip_cannot_bind(bound)
+    assert not problem.clip_cannot_bind(bound * (1 - 1e-15))  # a binding clip
+    # Rows not clipped at build (only checked against the declared bound, with slack).
+    unclipped = Problem.build(problem.design_matrix(), problem.Y, problem.spec)
+    assert not unclipped.clip_cannot_bind(bound)
+
+    class Custom(LogisticLoss):  # may override derivative: not trusted
+        pass
+
+    spec = problem.spec
+    custom = Problem.build(problem.X, problem.Y, ProblemSpec(**{
+        **{f: getattr(spec, f) for f in spec.__dataclass_fields__}, "loss": Custom()}),
+        data_norm=problem.clipped_to)
+    assert not custom.clip_cannot_bind(bound)
+    # The squared loss's derivative grows with the score: never skipped.
+    squared = make_problem(loss="squared", constraint=L2Ball(1.0))
+    assert not squared.clip_cannot_bind(squared.spec.gradient_bound)
+
+
+def test_clip_skipping_drops_non_finite_gradients_as_before():
+    problem, rng = _clip_problem(LogisticLoss(), 2.0, False, n=400)
+    W = rng.standard_normal((problem.spec.n_params, 1))
+    W[0] = np.nan
+    clip = problem.spec.gradient_bound
+    np.testing.assert_array_equal(problem.clipped_gradient(W, clip),
+                                  _reference_clipped_gradient(problem, W, clip))
+
+
+# -- storage: float32, blocks, memory --------------------------------------------------------
+@pytest.mark.parametrize("ord", ORDS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_row_norms_by_blocks_match_one_block(ord, sparse):
+    from skdp.losses import _block_row_norms, row_block_size
+
+    rng = np.random.default_rng(3)
+    n = 3 * row_block_size(4) + 17
+    X = rng.standard_normal((n, 4))
+    X[5] = 1e200
+    X = sp.csr_matrix(X) if sparse else X
+    np.testing.assert_array_equal(row_norms(X, ord), _block_row_norms(X, ord))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_float32_rows_are_stored_as_given_and_computed_in_float64(sparse, intercept):
+    rng = np.random.default_rng(4)
+    X32 = (rng.standard_normal((5000, 7)) * rng.uniform(0.1, 3, size=(5000, 1))
+           ).astype(np.float32)
+    X64 = X32.astype(np.float64)
+    if sparse:
+        X32, X64 = sp.csr_matrix(X32), sp.csr_matrix(X64)
+    c = 1.0 if intercept else 0.0
+    spec = _spec(2.0, 7, c, bound=math.sqrt(2.0) if intercept else 1.0)
+    spec = ProblemSpec(**{**{f: getattr(spec, f) for f in spec.__dataclass_fields__},
+                          "n_samples": 5000})
+    Y = rng.choice([-1.0, 1.0], size=(5000, 1))
+    a = Problem.build(X32, Y, spec, data_norm=1.0, intercept=c)
+    b = Problem.build(X64, Y, spec, data_norm=1.0, intercept=c)
+    assert a.X.dtype == np.float32  # not doubled
+    np.testing.assert_array_equal(a.row_scale, b.row_scale)
+    np.testing.assert_array_equal(a.norms, b.norms)
+    W = rng.standard_normal((spec.n_params, 1))
+    np.testing.assert_array_equal(a.clipped_gradient(W, 0.5), b.clipped_gradient(W, 0.5))
+    va, ga = a.loss_and_gradient_sums(W)
+    vb, gb = b.loss_and_gradient_sums(W)
+    assert va == vb
+    np.testing.assert_array_equal(ga, gb)
+    np.testing.assert_allclose(a.scores(W), b.scores(W), rtol=1e-13)
+    D = rng.standard_normal((5000, 1))
+    np.testing.assert_allclose(a.gradient_sum(D), b.gradient_sum(D), rtol=1e-11)
+
+
+def _traced_peak(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("ord", [2.0, math.inf, 1.0])
+@pytest.mark.parametrize("kind", ["float64", "float32", "csr"])
+def test_build_and_passes_make_no_n_by_d_temporary(ord, kind):
+    rng = np.random.default_rng(5)
+    n, d = 200_000, 40
+    X = rng.standard_normal((n, d)) / np.sqrt(d)
+    if kind == "float32":
+        X = X.astype(np.float32)
+    elif kind == "csr":
+        X = sp.random(n, d, density=0.3, format="csr", random_state=0)
+    nbytes = X.data.nbytes + X.indices.nbytes if kind == "csr" else X.nbytes
+    Y = rng.choice([-1.0, 1.0], size=(n, 1))
+    spec = ProblemSpec(n_samples=n, n_params=d, n_outputs=1, n_penalized=d,
+                       row_norm_bound=1.0, loss=LogisticLoss(), constraint=Unconstrained(),
+                       alpha=0.1, row_norm_ord=ord)
+    W = rng.standard_normal((d, 1))
+
+    def fit_like():
+        problem = Problem.build(X, Y, spec, data_norm=1.0)
+        problem.clipped_gradient(W, 1.0)
+        problem.loss_and_gradient_sums(W)
+        problem.row_norms_in(math.inf)
+
+    # Two n-vectors (clipping factors, row norms) and one block of rows.
+    assert _traced_peak(fit_like) < 0.5 * nbytes
