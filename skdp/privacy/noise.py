@@ -45,8 +45,23 @@ def _check_order(r: float, name: str) -> None:
         raise ValueError(f"{name} must be a norm order >= 1 (or inf), got {r!r}.")
 
 
+#: Subsets of more than this many indices are drawn row by row (``Generator.choice``).
+_SORT_LIMIT = 1024
+
+
+def _check_count(count: int) -> int:
+    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+        raise ValueError(f"count must be a non-negative int, got {count!r}.")
+    return int(count)
+
+
 class NoiseSource:
     """All random draws of one solver run.
+
+    The batched methods (:meth:`generalized_gaussians`, :meth:`batches_without_replacement`,
+    :meth:`poisson_batches`, ``k_norm(..., count=)``) draw many independent draws of one
+    law in a single vectorised call. Each row has exactly the law of one single draw;
+    only the order in which the generator's stream is consumed differs.
 
     Parameters
     ----------
@@ -56,6 +71,12 @@ class NoiseSource:
 
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
+
+    def _overrides(self, name: str) -> bool:
+        """Whether this source's class overrides the single-draw method ``name``: the
+        batched method then calls it once per draw, so that recording or scaling
+        subclasses see (and change) every draw."""
+        return getattr(type(self), name) is not getattr(NoiseSource, name)
 
     def gaussian(self, shape: tuple[int, ...], sigma: float) -> np.ndarray:
         """``N(0, sigma^2)`` entries of the given shape (zeros when ``sigma == 0``)."""
@@ -172,6 +193,33 @@ class NoiseSource:
         radius = sigma * math.sqrt(2.0 * self.rng.gamma(shape=0.5 * d, scale=1.0))
         return (radius * direction).reshape(shape)
 
+    def generalized_gaussians(self, shape: tuple[int, ...], sigma: float, r: float,
+                              count: int) -> np.ndarray:
+        """``count`` independent :meth:`generalized_gaussian` draws, shape ``(count, *shape)``.
+
+        Each row has exactly the law of one :meth:`generalized_gaussian` draw (the same
+        polar decomposition, vectorised: ``count`` cone-measure directions, then ``count``
+        radii ``sigma sqrt(2 S)``, ``S ~ Gamma(d/2, 1)``, all independent); the stream is
+        consumed in another order than ``count`` single calls. A subclass that overrides
+        :meth:`generalized_gaussian` (a recorder, the audit's under-noised twin) is
+        honoured: the rows are then ``count`` calls to it.
+        """
+        _check_order(r, "r")
+        rows = _check_count(count)
+        if self._overrides("generalized_gaussian"):
+            return np.array([self.generalized_gaussian(shape, sigma, r) for _ in range(rows)]
+                            ).reshape((rows, *shape))
+        if sigma == 0:
+            return np.zeros((rows, *shape))
+        d = int(np.prod(shape))
+        out = self._cone_directions(rows, d, r)
+        radius = self.rng.gamma(shape=0.5 * d, scale=1.0, size=rows)
+        radius *= 2.0
+        np.sqrt(radius, out=radius)
+        radius *= sigma
+        out *= radius[:, None]
+        return out.reshape((rows, *shape))
+
     def k_norm(
         self, shape: tuple[int, ...], scale: float, q: float, count: int | None = None
     ) -> np.ndarray:
@@ -210,7 +258,11 @@ class NoiseSource:
         return self._cone_directions(1, d, r)[0]
 
     def _cone_directions(self, rows: int, d: int, r: float) -> np.ndarray:
-        """``rows`` independent points of the l_r unit sphere from its cone measure."""
+        """``rows`` independent points of the l_r unit sphere from its cone measure.
+
+        The ``rows x d`` work arrays are filled in place (one array of magnitudes, one of
+        uniforms), so a call holds about three arrays of the output's size.
+        """
         out = np.empty((rows, d))
         todo = np.arange(rows)
         while todo.size:
@@ -222,13 +274,21 @@ class NoiseSource:
                 # |Y| = Gamma(1 + 1/r)^(1/r) U. Drawing Gamma(1/r) directly underflows to
                 # exactly 0 with probability ~10^(-323.6 / r) per coordinate (0.48 at
                 # r = 1001): a noise coordinate of 0 releases that coordinate exactly.
-                magnitude = self.rng.gamma(shape=1.0 + 1.0 / r, scale=1.0,
-                                           size=(todo.size, d))
-                magnitude **= 1.0 / r
-                magnitude *= 1.0 - self.rng.random((todo.size, d))
-                y = np.where(self.rng.random((todo.size, d)) < 0.5, -magnitude, magnitude)
+                y = self.rng.gamma(shape=1.0 + 1.0 / r, scale=1.0, size=(todo.size, d))
+                y **= 1.0 / r
+                u = self.rng.random((todo.size, d))
+                np.subtract(1.0, u, out=u)
+                y *= u
+                # The independent sign: U' < 1/2 with probability 1/2.
+                self.rng.random(out=u)
+                np.negative(y, out=y, where=u < 0.5)
+                del u
             norms = vector_norms(y, r)
             ok = (norms > 0) & np.isfinite(norms)  # zero has probability zero: redraw
+            if ok.all():
+                y /= norms[:, None]
+                out[todo] = y
+                break
             out[todo[ok]] = y[ok] / norms[ok, None]
             todo = todo[~ok]
         return out
@@ -244,6 +304,116 @@ class NoiseSource:
     def batch_poisson(self, n: int, rate: float) -> np.ndarray:
         """Each index of ``range(n)`` independently with probability ``rate``."""
         return np.flatnonzero(self.rng.random(n) < rate)
+
+    def batches_without_replacement(self, n: int, size: int, count: int) -> np.ndarray:
+        """``count`` independent uniform ``size``-subsets of ``range(n)``, one call.
+
+        Returns an int array of shape ``(count, size)``; row ``t`` is the ``t``-th batch,
+        sorted (a uniform subset, as :meth:`batch_without_replacement`, listed in
+        increasing order: the order of a batch carries no information). A subclass that
+        overrides :meth:`batch_without_replacement` is honoured (``count`` calls to it).
+        See :meth:`_uniform_subsets` for the sampler and its proof.
+        """
+        rows = _check_count(count)
+        if not 0 <= size <= n:
+            raise ValueError(f"size must be in [0, n], got size={size!r}, n={n!r}.")
+        if self._overrides("batch_without_replacement"):
+            return np.array([self.batch_without_replacement(n, size) for _ in range(rows)],
+                            dtype=np.intp).reshape(rows, size)
+        return self._uniform_subsets(n, np.full(rows, size, dtype=np.intp))[0]
+
+    def poisson_batches(self, n: int, rate: float, count: int) -> list[np.ndarray]:
+        """``count`` independent Poisson batches of ``range(n)`` at ``rate``, one call.
+
+        Returns a list of ``count`` sorted index arrays. Each has exactly the law of
+        :meth:`batch_poisson` (every index independently with probability ``rate``)
+        without ``n`` uniforms per batch: a size ``m ~ Binomial(n, rate)``, then a uniform
+        ``m``-subset. Proof: with independent inclusions, ``P(S = A) = rate^|A| (1 -
+        rate)^(n - |A|)`` depends on ``A`` only through ``|A|``; so ``|S|`` is
+        ``Binomial(n, rate)`` and, given ``|S| = m``, ``S`` is uniform over the
+        ``C(n, m)`` subsets of size ``m`` (each has the same probability). Drawing the size
+        and then a uniform subset of that size gives every ``A`` the probability
+        ``P(|S| = |A|) / C(n, |A|) = rate^|A| (1 - rate)^(n - |A|)``: the same law. A
+        subclass that overrides :meth:`batch_poisson` is honoured (``count`` calls to it).
+        """
+        rows = _check_count(count)
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"rate must be in [0, 1], got {rate!r}.")
+        if self._overrides("batch_poisson"):
+            return [self.batch_poisson(n, rate) for _ in range(rows)]
+        sizes = self.rng.binomial(n, rate, size=rows).astype(np.intp)
+        padded = self._uniform_subsets(n, sizes)[0]
+        return [padded[t, : sizes[t]] for t in range(rows)]
+
+    def _uniform_subsets(self, n: int, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Independent uniform subsets of ``range(n)``, row ``t`` of size ``sizes[t]``.
+
+        Returns ``(subsets, sizes)``: ``subsets[t, :sizes[t]]`` is the ``t``-th subset in
+        increasing order (the rest of the row is padding, ``>= n``).
+
+        Notes
+        -----
+        Row ``t`` draws ``k = sizes[t]`` i.i.d. uniform indices, then, while two of them
+        are equal, keeps one copy of each distinct value and redraws the others
+        (uniform, i.i.d.). The state is the set of distinct values kept plus fresh
+        uniforms, so the procedure commutes with every relabelling ``pi`` of ``range(n)``:
+        run on the draws ``pi(U)`` it returns ``pi(S)``, and ``pi(U)`` has the law of
+        ``U`` (i.i.d. uniform). Hence ``pi(S)`` has the law of ``S`` for every ``pi``.
+        Permutations act transitively on the subsets of size ``k``, so a law on them that
+        every ``pi`` preserves gives each the same probability: ``S`` is uniform. Rows
+        with ``k > n / 2`` draw the complement (uniform too), so every redraw is new
+        with probability at least 1/2 and the expected number of rounds is
+        ``O(log k)``. The number of draws is random but independent of any data.
+        Duplicates are found on each row sorted (ties are adjacent); the padding entries
+        ``n + j`` are distinct and above every index. Rows of more than
+        :data:`_SORT_LIMIT` indices use ``Generator.choice`` (exact, uniform) instead.
+        """
+        rows = sizes.size
+        comp = sizes > n // 2
+        k = np.where(comp, n - sizes, sizes)
+        width = int(k.max(initial=0))
+        if width > _SORT_LIMIT:
+            # Large subsets: numpy's exact sampler per row is faster than sorting.
+            full = int(sizes.max())
+            out = np.empty((rows, full), dtype=np.intp)
+            for t in range(rows):
+                out[t, : sizes[t]] = np.sort(self.rng.choice(n, int(sizes[t]), replace=False))
+                out[t, sizes[t]:] = n + np.arange(full - sizes[t])
+            return out, sizes
+        if width == 0:
+            vals = np.empty((rows, 0), dtype=np.intp)
+        else:
+            col = np.arange(width, dtype=np.intp)
+            pad = col[None, :] >= k[:, None]
+            vals = self.rng.integers(0, n, size=(rows, width), dtype=np.intp)
+            np.copyto(vals, n + col[None, :], where=pad)
+            vals.sort(axis=1)
+            todo = np.arange(rows)
+            while todo.size and width > 1:
+                sub = vals[todo]
+                dup = sub[:, 1:] == sub[:, :-1]
+                bad = dup.any(axis=1)
+                if not bad.any():
+                    break
+                todo, sub, dup = todo[bad], sub[bad], dup[bad]
+                # One copy of each value stays (the first of a run of ties), the others
+                # are redrawn.
+                sub[:, 1:][dup] = self.rng.integers(0, n, size=int(dup.sum()), dtype=np.intp)
+                sub.sort(axis=1)
+                vals[todo] = sub
+        if comp.any():
+            # k <= sizes on every row, so the complements fit in max(sizes) columns.
+            full = int(sizes.max())
+            out = np.empty((rows, full), dtype=np.intp)
+            out[:, :width] = vals
+            out[:, width:] = n + np.arange(width, full)
+            for t in np.flatnonzero(comp):
+                keep = np.ones(n, dtype=bool)
+                keep[vals[t, : k[t]]] = False
+                out[t, : sizes[t]] = np.flatnonzero(keep)
+                out[t, sizes[t]:] = n + np.arange(full - sizes[t])
+            vals = out
+        return vals, sizes
 
     def integer(self, high: int) -> int:
         """A uniform integer in ``[0, high)``."""

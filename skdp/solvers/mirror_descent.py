@@ -11,7 +11,7 @@ calibration (:func:`md_event`, :func:`calibrate_md_phase`) and the vectorised no
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import ClassVar
@@ -251,7 +251,7 @@ def batch_gradient(
         G *= 1.0 / batch_size
         return G
     d = problem.X.shape[1]
-    rows = problem.X[idx]
+    rows = np.take(problem.X, idx, axis=0)  # a gather, faster than X[idx]
     scale = problem.row_scale[idx][:, None]
     scores = rows @ W[:d]
     scores *= scale
@@ -291,21 +291,30 @@ def run_noisy_md(
 
     The Gaussian noise of up to :data:`NOISE_BLOCK_ELEMENTS` worth of steps is drawn in
     one call before those steps' batches (i.i.d. ``N(0, sigma^2)``, independent of the
-    data: the same release, drawn earlier).
+    data: the same release, drawn earlier), and the batches of up to
+    ``NOISE_BLOCK_ELEMENTS / b`` of those steps in one call
+    (:meth:`NoiseSource.batches_without_replacement`, :meth:`NoiseSource.poisson_batches`:
+    each batch with the law of one per-step draw).
     """
     p = problem.spec.n_penalized
     n, b, sigma = phase.n, phase.batch_size, phase.sigma
     W = np.array(W0, dtype=float, copy=True)
     total = np.zeros_like(W) if weights is not None else None
     block = max(1, NOISE_BLOCK_ELEMENTS // max(W.size, 1))
+    batches = max(1, NOISE_BLOCK_ELEMENTS // max(b, 1))
     for first in range(0, phase.n_iter, block):
         steps = min(block, phase.n_iter - first)
         draws = noise.gaussian((steps, *W.shape), sigma)
+        locals_: Sequence[np.ndarray] = ()
         for k in range(first, first + steps):
-            if sampling == "poisson":
-                local = noise.batch_poisson(n, b / n)
-            else:
-                local = noise.batch_without_replacement(n, b)
+            j = (k - first) % batches
+            if j == 0:
+                # The batches of the next steps of the block, in one call before those
+                # steps (each with the law of one per-step draw; data-independent).
+                count = min(batches, first + steps - k)
+                locals_ = (noise.poisson_batches(n, b / n, count) if sampling == "poisson"
+                           else noise.batches_without_replacement(n, b, count))
+            local = locals_[j]
             idx = local if pool is None else pool[local]
             G = batch_gradient(problem, W, idx, clip, b)
             G += draws[k - first]

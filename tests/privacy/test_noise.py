@@ -120,3 +120,131 @@ def test_ball_product_k_norm_law():
                                   np.zeros(3))
     with pytest.raises(ValueError, match="pair up"):
         source.ball_product_k_norm((2,), (1.0, 1.0), 1.0)
+
+
+# -- batched draws: each row has the law of one single draw ------------------------------
+def _subset_chi2(rows, n, probs):
+    """Chi-square statistic of the observed subsets of range(n) against ``probs`` (a map
+    from a subset's bitmask to its probability); every subset with positive probability is
+    a cell."""
+    codes = np.array([int(sum(1 << int(i) for i in row)) for row in rows])
+    cells = sorted(probs)
+    counts = np.array([np.sum(codes == c) for c in cells], dtype=float)
+    assert counts.sum() == len(rows)  # no subset outside the support
+    expected = len(rows) * np.array([probs[c] for c in cells])
+    return float(np.sum((counts - expected) ** 2 / expected)), len(cells) - 1
+
+
+def _uniform_probs(n, size):
+    from itertools import combinations
+    from math import comb
+
+    return {sum(1 << i for i in c): 1.0 / comb(n, size) for c in combinations(range(n), size)}
+
+
+@pytest.mark.parametrize("n, size", [(6, 3), (8, 4), (6, 5), (7, 1), (5, 0), (4, 4)])
+@pytest.mark.parametrize("limit", [None, 0])
+def test_batches_without_replacement_are_uniform_subsets(monkeypatch, n, size, limit):
+    """Chi-square goodness of fit over all C(n, size) subsets (20000 rows in one call;
+    failure probability 1e-6 at the fixed seed). (8, 4): many ties to redraw; (6, 5):
+    drawn as the complement; limit 0: the row-by-row path of large subsets."""
+    import skdp.privacy.noise as noise_module
+
+    if limit is not None:
+        monkeypatch.setattr(noise_module, "_SORT_LIMIT", limit)
+    rows = NoiseSource(np.random.default_rng(n * 10 + size)).batches_without_replacement(
+        n, size, 20000)
+    assert rows.shape == (20000, size)
+    assert np.all(np.diff(rows, axis=1) > 0) and (size == 0 or (rows.min() >= 0
+                                                                and rows.max() < n))
+    stat, dof = _subset_chi2(rows, n, _uniform_probs(n, size))
+    if dof > 0:
+        assert stat < chi2.ppf(1 - 1e-6, dof)
+
+
+@pytest.mark.parametrize("rate", [0.3, 0.8, 0.0, 1.0])
+def test_poisson_batches_have_the_independent_inclusion_law(rate):
+    """Every subset A of range(5) has probability rate^|A| (1 - rate)^(5 - |A|): chi-square
+    over the 32 subsets (20000 batches; failure probability 1e-6 at the fixed seed), and
+    the inclusions are independent of each other (that is the law)."""
+    n = 5
+    batches = NoiseSource(np.random.default_rng(3)).poisson_batches(n, rate, 20000)
+    assert len(batches) == 20000
+    assert all(np.all(np.diff(b) > 0) and (b.size == 0 or b.max() < n) for b in batches)
+    probs = {m: rate ** bin(m).count("1") * (1 - rate) ** (n - bin(m).count("1"))
+             for m in range(2**n)}
+    probs = {m: p for m, p in probs.items() if p > 0}
+    stat, dof = _subset_chi2(batches, n, probs)
+    if dof > 0:
+        assert stat < chi2.ppf(1 - 1e-6, dof)
+
+
+def test_poisson_batches_sizes_at_scale():
+    """n = 20000 at rate 0.01: the mean size over 2000 batches (sd 14.07 / sqrt(2000) =
+    0.31) within 6 sd of 200, and each index's inclusion frequency is the rate (chi-square
+    of the 20000 counts, failure probability 1e-6)."""
+    src = NoiseSource(np.random.default_rng(9))
+    batches = src.poisson_batches(20000, 0.01, 2000)
+    sizes = np.array([b.size for b in batches])
+    assert abs(sizes.mean() - 200.0) < 6 * 0.315
+    counts = np.bincount(np.concatenate(batches), minlength=20000)
+    expected, var = 2000 * 0.01, 2000 * 0.01 * 0.99
+    stat = float(np.sum((counts - expected) ** 2) / var)
+    assert stat < chi2.ppf(1 - 1e-6, 20000)
+
+
+def test_generalized_gaussians_have_the_single_draw_law():
+    """Rows of generalized_gaussians: ||Z||_r^2 / (2 sigma^2) ~ Gamma(d/2) (KS, failure
+    probability 1e-6) and the direction's coordinates match single draws' (two-sample KS
+    of the first coordinate, failure probability 1e-6)."""
+    from scipy.stats import gamma, ks_2samp
+
+    from skdp.losses import vector_norms
+
+    d, sigma, r = 4, 0.7, 3.0
+    src = NoiseSource(np.random.default_rng(21))
+    Z = src.generalized_gaussians((d,), sigma, r, 4000)
+    assert Z.shape == (4000, d)
+    s = vector_norms(Z, r) ** 2 / (2 * sigma**2)
+    assert kstest(s, gamma(d / 2).cdf).pvalue > 1e-6
+    single = np.array([src.generalized_gaussian((d,), sigma, r) for _ in range(4000)])
+    assert ks_2samp(Z[:, 0] / vector_norms(Z, r), single[:, 0] / vector_norms(single, r)
+                    ).pvalue > 1e-6
+    assert not np.any(src.generalized_gaussians((2, 3), 0.0, r, 5))
+    assert src.generalized_gaussians((2, 3), 1.0, r, 0).shape == (0, 2, 3)
+    with pytest.raises(ValueError, match="count"):
+        src.generalized_gaussians((2,), 1.0, r, -1)
+
+
+def test_batched_draws_go_through_overridden_single_draws():
+    """A subclass that changes single draws (a recorder, the audit's under-noised twin)
+    sees every draw of the batched methods: one call per row, in order."""
+    from skdp.audit._canaries import ScaledNoiseSource
+
+    class Recorder(NoiseSource):
+        def __init__(self, rng):
+            super().__init__(rng)
+            self.calls = []
+
+        def batch_without_replacement(self, n, size):
+            self.calls.append("batch")
+            return super().batch_without_replacement(n, size)
+
+        def batch_poisson(self, n, rate):
+            self.calls.append("poisson")
+            return super().batch_poisson(n, rate)
+
+        def generalized_gaussian(self, shape, sigma, r):
+            self.calls.append("gg")
+            return super().generalized_gaussian(shape, sigma, r)
+
+    rec = Recorder(np.random.default_rng(0))
+    assert rec.batches_without_replacement(10, 3, 4).shape == (4, 3)
+    assert len(rec.poisson_batches(10, 0.5, 2)) == 2
+    assert rec.generalized_gaussians((3,), 1.0, 2.5, 3).shape == (3, 3)
+    assert rec.calls == ["batch"] * 4 + ["poisson"] * 2 + ["gg"] * 3
+    base, twin = NoiseSource(np.random.default_rng(4)), ScaledNoiseSource(
+        np.random.default_rng(4), 5.0)
+    np.testing.assert_allclose(twin.generalized_gaussians((3,), 2.0, 1.5, 4),
+                               np.array([base.generalized_gaussian((3,), 2.0, 1.5)
+                                         for _ in range(4)]) / 5)
