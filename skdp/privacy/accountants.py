@@ -1,10 +1,12 @@
 """The accountants: how a ``DpEvent`` is turned into ``(epsilon, delta)``.
 
-:func:`make_accountant` builds a FRESH accountant from its name; nothing here is cached.
-See :mod:`skdp.privacy.accounting` for what each accountant reads. The calibration
+:func:`make_accountant` builds a FRESH accountant from its name; no epsilon is cached
+here. See :mod:`skdp.privacy.accounting` for what each accountant reads. The calibration
 (:mod:`skdp.privacy.calibration`) and the independent re-accounting of a ledger
 (:func:`skdp.privacy.ledger.reaccount`) share these classes, so that both read an event
-the same way, and nothing else.
+the same way, and one memo: the RDP accountant's per-order values of a subsampled
+Gaussian (``_RDP_MEMO``, keyed by every input of that pure function; it returns the
+floats that recomputation returns, docs/privacy_accounting_speed.md).
 """
 
 from __future__ import annotations
@@ -256,6 +258,11 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
     are accounted by dp_accounting unchanged, except Poisson-subsampled Gaussians, whose
     negative or non-finite values (float cancellation at tiny q, large z) are replaced by
     the same un-subsampled bound.
+
+    The subsampled values are memoised per order for the process (``_RDP_MEMO``): the
+    without-replacement bound costs ``O(alpha^2)`` per order (about 70 ms for the orders
+    up to 64), and the calibration's check of its result with every order, the solvers'
+    ``epsilon_spent`` and the re-accounting of the ledger evaluate it at the same ``z``.
     """
 
     def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
@@ -289,22 +296,62 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
         if not (isinstance(event.event, dpe.GaussianDpEvent)
                 and event.event.noise_multiplier > 0):
             return None
-        z = event.event.noise_multiplier
-        orders = np.asarray(self._orders, dtype=float)
-        rdp = orders / (2.0 * z * z)
-        if isinstance(event, dpe.SampledWithoutReplacementDpEvent):
-            used = orders <= WOR_MAX_STABLE_ORDER
-            sampled = rdp_privacy_accountant._compute_rdp_sample_wor_gaussian(
-                q, z, orders[used].tolist())
-        else:
-            used = np.ones(orders.shape, dtype=bool)
-            sampled = rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
-                q=q, noise_multiplier=z, orders=self._orders)
-        with np.errstate(invalid="ignore"):
-            sampled = np.asarray(sampled, dtype=float)
-            ok = np.isfinite(sampled) & (sampled >= 0.0)
-        rdp[used] = np.where(ok, np.minimum(sampled, rdp[used]), rdp[used])
-        return rdp
+        wor = isinstance(event, dpe.SampledWithoutReplacementDpEvent)
+        z = float(event.event.noise_multiplier)
+        orders = [float(a) for a in self._orders]
+        # The memo's key: every input of the per-order value (see _RDP_MEMO).
+        base = (_wor_rdp() if wor else _poisson_rdp(), WOR_MAX_STABLE_ORDER if wor else None,
+                relation, float(q), z)
+        values = [_RDP_MEMO.get((*base, a)) for a in orders]
+        missing = [k for k, v in enumerate(values) if v is None]
+        if missing:
+            computed = _clamped_rdp(wor, float(q), z, np.array([orders[k] for k in missing]))
+            if len(_RDP_MEMO) + len(missing) > _RDP_MEMO_SIZE:
+                _RDP_MEMO.clear()
+            for k, v in zip(missing, computed.tolist(), strict=True):
+                values[k] = _RDP_MEMO[(*base, orders[k])] = v
+        return np.array(values, dtype=float)
+
+
+#: Per-order RDP of one subsampled Gaussian, shared by every ClampedRdpAccountant of the
+#: process (the calibration's searches, its check of the result with every order, and the
+#: re-accounting of the ledger at the same multiplier). The value at order ``a`` is a
+#: deterministic function of the without-replacement or Poisson bound used (the
+#: dp_accounting function itself, so a replaced function is a different key), the order
+#: cap of the former, the neighbouring relation, ``q``, ``z`` and ``a``, exactly the key;
+#: a hit returns the float that recomputation returns (the bound is computed order by
+#: order, and the clamping is elementwise).
+_RDP_MEMO: dict[tuple, float] = {}
+_RDP_MEMO_SIZE = 1 << 16
+
+
+def _wor_rdp():
+    return rdp_privacy_accountant._compute_rdp_sample_wor_gaussian
+
+
+def _poisson_rdp():
+    return rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian
+
+
+def _clamped_rdp(wor: bool, q: float, z: float, orders: np.ndarray) -> np.ndarray:
+    """The clamped RDP of a subsampled Gaussian at ``orders`` (see ClampedRdpAccountant).
+
+    ``min(bound, alpha / (2 z^2))`` where dp_accounting's bound is finite and
+    non-negative (and, without replacement, ``alpha <= WOR_MAX_STABLE_ORDER``), else the
+    un-subsampled ``alpha / (2 z^2)``. Elementwise in ``orders``.
+    """
+    rdp = orders / (2.0 * z * z)
+    if wor:
+        used = orders <= WOR_MAX_STABLE_ORDER
+        sampled = _wor_rdp()(q, z, orders[used].tolist())
+    else:
+        used = np.ones(orders.shape, dtype=bool)
+        sampled = _poisson_rdp()(q=q, noise_multiplier=z, orders=orders.tolist())
+    with np.errstate(invalid="ignore"):
+        sampled = np.asarray(sampled, dtype=float)
+        ok = np.isfinite(sampled) & (sampled >= 0.0)
+    rdp[used] = np.where(ok, np.minimum(sampled, rdp[used]), rdp[used])
+    return rdp
 
 
 def _leaves(event: dpe.DpEvent) -> list[dpe.DpEvent]:
@@ -409,10 +456,34 @@ class SelfComposingPldAccountant(pld_privacy_accountant.PLDAccountant):
         return None
 
 
-def make_accountant(accountant: str, relation: str = "replace_one") -> dpa.PrivacyAccountant:
-    """A fresh accountant of the named kind for the named neighbouring relation."""
+def make_accountant(
+    accountant: str, relation: str = "replace_one", *, orders: tuple[float, ...] | None = None
+) -> dpa.PrivacyAccountant:
+    """A fresh accountant of the named kind for the named neighbouring relation.
+
+    Parameters
+    ----------
+    accountant : str
+        ``"gaussian"``, ``"pure"``, ``"basic"``, ``"rdp"`` or ``"pld"``.
+    relation : str, default="replace_one"
+        ``"replace_one"`` or ``"add_remove"``.
+    orders : tuple of float, default=None
+        ``"rdp"`` only: the Renyi orders to account at, a non-empty subset of
+        :data:`RDP_ORDERS` (``None``: all of them). Epsilon is a minimum over the orders,
+        so an accountant on a subset reports an epsilon at least that of the full one
+        (used by the calibration's order search, never by the re-accounting of a ledger).
+
+    Returns
+    -------
+    dp_accounting.PrivacyAccountant
+        A new accountant with nothing composed.
+    """
     _check_names(accountant, relation)
     rel = _RELATION[relation]
+    if orders is not None:
+        if accountant != "rdp" or not orders or not set(orders) <= set(RDP_ORDERS):
+            raise ValueError("orders must be a non-empty subset of RDP_ORDERS, for 'rdp'.")
+        return ClampedRdpAccountant(orders=tuple(orders), neighboring_relation=rel)
     if accountant == "gaussian":
         return GaussianAccountant(rel)
     if accountant == "pure":
