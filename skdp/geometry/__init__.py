@@ -28,7 +28,7 @@ every public name is exported here.
 """
 
 from skdp.geometry._constraints import Constraint, L1Ball, L2Ball, LpBall, Simplex, Unconstrained
-from skdp.geometry._lp import LpGeometry, default_exponent
+from skdp.geometry._lp import LpDualIterate, LpGeometry, default_exponent
 from skdp.geometry._maps import (
     EntropyMirrorMap,
     EuclideanMirrorMap,
@@ -48,6 +48,7 @@ __all__ = [
     "L1PNormMirrorMap",
     "L2Ball",
     "LpBall",
+    "LpDualIterate",
     "LpGeometry",
     "MirrorGeometry",
     "MirrorMap",

@@ -11,7 +11,7 @@ import numpy as np
 
 from skdp.geometry._maps import PNormMirrorMap, pnorm
 
-__all__ = ["LpGeometry", "default_exponent"]
+__all__ = ["LpDualIterate", "LpGeometry", "default_exponent"]
 
 
 def default_exponent(dim: int) -> float:
@@ -95,3 +95,69 @@ class LpGeometry:
     def scale_radius(self) -> float:
         """Radius used by step-size heuristics (1 when unconstrained)."""
         return 1.0 if self.radius is None else float(self.radius)
+
+    def dual_iterate(self, shape: tuple[int, int]) -> LpDualIterate:
+        """A mirror-descent iterate of ``shape`` at ``W = 0`` that keeps its dual point,
+        so that each step is one closed-form map (:class:`LpDualIterate`)."""
+        return LpDualIterate(self, shape)
+
+
+class LpDualIterate:
+    """An iterate ``W`` of mirror descent in an :class:`LpGeometry`, kept with its dual
+    point ``theta = nabla Phi(W)`` (the mirror map's gradient); built by
+    :meth:`LpGeometry.dual_iterate`, starting at ``W = 0``.
+
+    The step ``W+ = argmin_{W in C} <eta g - nabla Phi(W), W> + Phi(W)``
+    (``LpGeometry.prox(eta g - grad(W), 1)``) is computed as in the geometry's closed
+    form: ``theta' = theta - eta g``, ``U = nabla Phi*(theta')`` and ``U`` scaled onto the
+    ball when outside it. Keeping ``theta`` saves recomputing ``nabla Phi(W)`` each step:
+    on the head block ``Phi`` is 2-homogeneous, so ``nabla Phi(c U) = c theta'`` for the
+    radial scaling ``c > 0`` (the intercept block is Euclidean and never scaled). The head
+    map is ``nabla Phi*(theta) = (p - 1) ||theta||_q^(2-q) sign(theta) |theta|^(q-1)``,
+    evaluated on ``theta / m``, ``m = max |theta_j|`` (no under/overflow):
+    ``(p - 1) m s^((2-q)/q) sign(theta) y^(q-1)`` with ``y = |theta| / m`` and
+    ``s = sum y^q``; and ``||U||_p = (p - 1) ||theta||_q = (p - 1) m s^(1/q)``, since
+    ``sum (y^(q-1))^p = s``. Post-processing of released quantities only.
+    """
+
+    def __init__(self, geometry: LpGeometry, shape: tuple[int, int]) -> None:
+        self.p, self.q = geometry.p, geometry.q
+        self.k, self.radius = geometry.n_penalized, geometry.radius
+        self.W = np.zeros(shape)
+        self.theta = np.zeros(shape)
+
+    def step(self, direction: np.ndarray) -> np.ndarray:
+        """``theta -= direction``; returns the new primal iterate ``W`` (a fresh array).
+
+        With ``direction = eta g`` this is the mirror step ``LpGeometry.prox(eta g -
+        grad(W), 1)`` from the current ``W``.
+        """
+        theta = self.theta
+        theta -= direction
+        k, p, q = self.k, self.p, self.q
+        W = theta.copy()
+        if k == 0 or (p == 2.0 and self.radius is None):
+            return self._set(W)  # Euclidean and unconstrained: W = theta
+        head = theta[:k]
+        a = np.abs(head)
+        m = float(np.maximum.reduce(a, axis=None))
+        if not m > 0.0:  # theta = 0 (or NaN, kept as is)
+            return self._set(W)
+        a *= 1.0 / m
+        if p == 2.0:  # W = theta on the head too
+            norm = m * math.sqrt(float(np.vdot(a, a)))
+        else:
+            y = a ** (q - 1.0)
+            s = float(np.vdot(y, a))  # sum y^q, >= 1
+            y *= (p - 1.0) * m * s ** ((2.0 - q) / q)
+            np.copysign(y, head, out=W[:k])
+            norm = (p - 1.0) * m * s ** (1.0 / q)
+        if self.radius is not None and norm > self.radius:
+            factor = self.radius / norm
+            W[:k] *= factor
+            head *= factor
+        return self._set(W)
+
+    def _set(self, W: np.ndarray) -> np.ndarray:
+        self.W = W
+        return W

@@ -251,7 +251,8 @@ class NoiseSource:
         d = int(np.prod(shape))
         direction = self._cone_directions(rows, d, q)
         radius = self.rng.gamma(shape=d, scale=scale, size=rows)
-        return (radius[:, None] * direction).reshape(out_shape)
+        direction *= radius[:, None]
+        return direction.reshape(out_shape)
 
     def _cone_direction(self, d: int, r: float) -> np.ndarray:
         """A point of the l_r unit sphere of ``R^d`` drawn from its cone measure."""

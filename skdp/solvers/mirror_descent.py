@@ -209,6 +209,17 @@ def calibrate_md_phase(
 #: Elements of one block of pre-drawn step noise (steps x parameters), about 2 MB.
 NOISE_BLOCK_ELEMENTS = 1 << 18
 
+#: Indices in one call of batches (about 512 kB); see :func:`batch_block`.
+BATCH_BLOCK_ELEMENTS = 1 << 16
+
+
+def batch_block(batch_size: int, X_elements: int) -> int:
+    """Steps whose batches are drawn in one call: at most :data:`BATCH_BLOCK_ELEMENTS`
+    indices and ``X_elements / 32`` (the sampler holds a few arrays of that size, so the
+    draw stays a small fraction of ``X``). Public: a function of the shapes only."""
+    return max(1, min(BATCH_BLOCK_ELEMENTS, X_elements // 32) // max(batch_size, 1))
+
+
 
 def clip_rows(D: np.ndarray, norms: np.ndarray, clip: float) -> np.ndarray:
     """:func:`~skdp.losses.clip_coefficients` in l2 (target ``clip * NORM_SAFETY``) with
@@ -292,7 +303,7 @@ def run_noisy_md(
     The Gaussian noise of up to :data:`NOISE_BLOCK_ELEMENTS` worth of steps is drawn in
     one call before those steps' batches (i.i.d. ``N(0, sigma^2)``, independent of the
     data: the same release, drawn earlier), and the batches of up to
-    ``NOISE_BLOCK_ELEMENTS / b`` of those steps in one call
+    :func:`batch_block` of those steps in one call
     (:meth:`NoiseSource.batches_without_replacement`, :meth:`NoiseSource.poisson_batches`:
     each batch with the law of one per-step draw).
     """
@@ -301,7 +312,7 @@ def run_noisy_md(
     W = np.array(W0, dtype=float, copy=True)
     total = np.zeros_like(W) if weights is not None else None
     block = max(1, NOISE_BLOCK_ELEMENTS // max(W.size, 1))
-    batches = max(1, NOISE_BLOCK_ELEMENTS // max(b, 1))
+    batches = batch_block(b, problem.spec.n_samples * problem.spec.n_params)
     for first in range(0, phase.n_iter, block):
         steps = min(block, phase.n_iter - first)
         draws = noise.gaussian((steps, *W.shape), sigma)

@@ -24,7 +24,7 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
-from skdp.solvers.mirror_descent import NOISE_BLOCK_ELEMENTS, clip_rows
+from skdp.solvers.mirror_descent import NOISE_BLOCK_ELEMENTS, batch_block, clip_rows
 
 __all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
 
@@ -314,9 +314,9 @@ class DPSVRG(BaseDPSolver):
         shape = (spec.n_params, spec.n_outputs)
         shrink = 1.0 / (1.0 + step * alpha)  # prox of (eta alpha / 2) ||.||^2
         # The inner noise of up to `block` steps is drawn in one call (about 2 MB), the
-        # batches of up to `batches` of those steps in one call (about 2 MB of indices).
+        # batches of up to `batches` of those steps in one call (mirror_descent.batch_block).
         block = max(1, _NOISE_BLOCK_ELEMENTS // (spec.n_params * spec.n_outputs))
-        batches = max(1, _NOISE_BLOCK_ELEMENTS // plan.batch_size)
+        batches = batch_block(plan.batch_size, n * spec.n_params)
         batch = _InnerBatches(problem, plan, self.sampling)
         snapshot = np.zeros(shape)
         x = snapshot

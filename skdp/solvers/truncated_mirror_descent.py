@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
+from skdp.geometry import LpDualIterate
 from skdp.losses import NORM_SAFETY, vector_norms
 from skdp.privacy.accounting import (
     ApproxDpEvent,
@@ -124,69 +125,26 @@ def _truncated_batch_sum(
 
 def _augmented_rows(problem: Problem, index: np.ndarray) -> np.ndarray:
     """The augmented clipped rows ``x'_i = [s_i x_i, c]`` of ``index`` as one dense copy
-    (dense ``X`` only; ``index.size x n_params``, a chunk, never all ``n`` rows)."""
-    d = problem.X.shape[1]
+    (dense ``X`` only; ``index.size x n_params``, a chunk, never all ``n`` rows). Without
+    an intercept, float64 rows are gathered straight into the copy (no second one)."""
+    X = problem.X
+    d = X.shape[1]
+    if not problem.intercept and isinstance(X, np.ndarray) and X.dtype == np.float64:
+        A = np.take(X, index, axis=0)
+        A *= problem.row_scale[index, None]
+        return A
     A = np.empty((index.size, problem.spec.n_params))
-    np.multiply(problem.X[index], problem.row_scale[index, None], out=A[:, :d])
+    np.multiply(np.take(X, index, axis=0), problem.row_scale[index, None], out=A[:, :d])
     if problem.intercept:
         A[:, d] = problem.intercept
     return A
 
 
-class _LpDualIterate:
-    """An iterate ``W`` of mirror descent in an :class:`LpGeometry`, kept with its dual
-    point ``theta = nabla Phi(W)`` (the mirror map's gradient).
-
-    The step ``W+ = argmin_{W in C} <eta g - nabla Phi(W), W> + Phi(W)``
-    (``LpGeometry.prox(eta g - grad(W), 1)``) is computed as in the geometry's closed
-    form: ``theta' = theta - eta g``, ``U = nabla Phi*(theta')`` and ``U`` scaled onto the
-    ball when outside it. Keeping ``theta`` saves recomputing ``nabla Phi(W)`` each step:
-    on the head block ``Phi`` is 2-homogeneous, so ``nabla Phi(c U) = c theta'`` for the
-    radial scaling ``c > 0`` (the intercept block is Euclidean and never scaled). The head
-    map is ``nabla Phi*(theta) = (p - 1) ||theta||_q^(2-q) sign(theta) |theta|^(q-1)``,
-    evaluated on ``theta / m``, ``m = max |theta_j|`` (no under/overflow):
-    ``(p - 1) m s^((2-q)/q) sign(theta) y^(q-1)`` with ``y = |theta| / m`` and
-    ``s = sum y^q``; and ``||U||_p = (p - 1) ||theta||_q = (p - 1) m s^(1/q)``, since
-    ``sum (y^(q-1))^p = s``. Post-processing of released quantities only.
-    """
-
-    def __init__(self, geometry: LpGeometry, shape: tuple[int, int]) -> None:
-        self.p, self.q = geometry.p, geometry.q
-        self.k, self.radius = geometry.n_penalized, geometry.radius
-        self.W = np.zeros(shape)
-        self.theta = np.zeros(shape)
-
-    def step(self, direction: np.ndarray) -> np.ndarray:
-        """``theta -= direction``; returns the new primal iterate ``W`` (a fresh array)."""
-        theta = self.theta
-        theta -= direction
-        k, p, q = self.k, self.p, self.q
-        W = theta.copy()
-        if k == 0 or (p == 2.0 and self.radius is None):
-            return self._set(W)  # Euclidean and unconstrained: W = theta
-        head = theta[:k]
-        a = np.abs(head)
-        m = float(np.maximum.reduce(a, axis=None))
-        if not m > 0.0:  # theta = 0 (or NaN, kept as is)
-            return self._set(W)
-        a *= 1.0 / m
-        if p == 2.0:  # W = theta on the head too
-            norm = m * math.sqrt(float(np.vdot(a, a)))
-        else:
-            y = a ** (q - 1.0)
-            s = float(np.vdot(y, a))  # sum y^q, >= 1
-            y *= (p - 1.0) * m * s ** ((2.0 - q) / q)
-            np.copysign(y, head, out=W[:k])
-            norm = (p - 1.0) * m * s ** (1.0 / q)
-        if self.radius is not None and norm > self.radius:
-            factor = self.radius / norm
-            W[:k] *= factor
-            head *= factor
-        return self._set(W)
-
-    def _set(self, W: np.ndarray) -> np.ndarray:
-        self.W = W
-        return W
+def _chunk_elements(n: int, n_params: int) -> int:
+    """Elements of one chunk: :data:`_CHUNK_ELEMENTS` (about 2 MB), at most an eighth of
+    the ``n x n_params`` augmented data, so that a chunk's copies and noise stay a small
+    fraction of ``X`` (public: a function of the shape only)."""
+    return max(1, min(_CHUNK_ELEMENTS, n * n_params // 8))
 
 
 def _capped_by_alpha(eta: float, alpha: float) -> float:
@@ -385,7 +343,7 @@ class _TruncatedBase(BaseDPSolver):
         k, alpha = spec.n_penalized, spec.alpha
         row_norms_q = problem.row_norms_in(q)
         shape = (spec.n_params, spec.n_outputs)
-        iterate = _LpDualIterate(geometry, shape)
+        iterate = geometry.dual_iterate(shape)
         W = iterate.W
         total = np.zeros(shape)
         # Constant gamma_t: the paper's weights gamma_t^{-1} make a uniform average of the
@@ -398,7 +356,7 @@ class _TruncatedBase(BaseDPSolver):
         bounds = np.concatenate([[0], np.cumsum(sizes)])
         # Chunks of consecutive whole batches with at most `piece` records (at least one
         # batch): public, a function of n, T and the shape only.
-        piece = max(1, _CHUNK_ELEMENTS // (spec.n_params * spec.n_outputs))
+        piece = max(1, _chunk_elements(n, spec.n_params) // (spec.n_params * spec.n_outputs))
         dense = not sp.issparse(problem.X)
         step = 0
         for _ in range(epochs):
@@ -411,8 +369,8 @@ class _TruncatedBase(BaseDPSolver):
                                                      side="right")) - 1)
                 j1 = min(j1, T)
                 chunk = order[bounds[j0]:bounds[j1]]
-                # The local noise of the chunk's batches, drawn before its steps
-                # (Algorithm 4; None for the central release, drawn per batch).
+                # The noise of the chunk's batches, drawn before its steps (the local
+                # reports' sums of Algorithm 4, or the central releases' Z_t).
                 local = self._chunk_noise(sizes[j0:j1], shape, plan, noise, piece)
                 offsets = (bounds[j0:j1 + 1] - bounds[j0]).tolist()
                 if dense and j1 - j0 > 1:
@@ -430,8 +388,7 @@ class _TruncatedBase(BaseDPSolver):
                     index = chunk[a:b] if T == 1 else np.sort(chunk[a:b])
                     g_sum = _truncated_batch_sum(problem, W, index, tau, q, row_norms_q,
                                                  piece)
-                    g = self._privatize(g_sum, b - a, shape, plan, noise,
-                                        None if local is None else local[j])
+                    g = self._privatize(g_sum, b - a, shape, plan, noise, local[j])
                     # eta (privatised batch mean + the L2 term on the penalised rows).
                     g *= eta / (b - a)
                     if alpha:
@@ -445,8 +402,8 @@ class _TruncatedBase(BaseDPSolver):
         return total / (n_steps - first)
 
     def _dense_chunk(self, problem: Problem, plan: _TruncatedPlan, noise: NoiseSource,
-                     iterate: _LpDualIterate, chunk: np.ndarray, offsets: list[int],
-                     local: np.ndarray | None, row_norms_q: np.ndarray, total: np.ndarray,
+                     iterate: LpDualIterate, chunk: np.ndarray, offsets: list[int],
+                     local: np.ndarray, row_norms_q: np.ndarray, total: np.ndarray,
                      step: int, first: int) -> tuple[np.ndarray, int]:
         """The steps of a chunk of small batches of dense rows: the same batch sums and
         mirror steps as the general loop of :meth:`_one_pass`, on views of one gathered
@@ -467,7 +424,7 @@ class _TruncatedBase(BaseDPSolver):
                 rows = A[a:b]
                 D = _truncate(loss.derivative(rows @ W, Yc[a:b]), norms_c[a:b], limit, q)
                 g = self._privatize(rows.T @ D, b - a, shape, plan, noise,
-                                    None if local is None else local[j])
+                                    local[j])
                 g *= eta / (b - a)
                 if ridge:
                     g[:k] += ridge * W[:k]
@@ -477,15 +434,15 @@ class _TruncatedBase(BaseDPSolver):
                 step += 1
         return W, step
 
+    @abstractmethod
     def _chunk_noise(self, sizes: np.ndarray, shape: tuple[int, int], plan: _TruncatedPlan,
-                     noise: NoiseSource, piece: int) -> np.ndarray | None:
-        """Noise of a chunk of batches drawn before its steps (``None``: per batch)."""
-        return None
+                     noise: NoiseSource, piece: int) -> np.ndarray:
+        """Noise of each batch of a chunk, drawn before its steps (see the subclasses)."""
 
     @abstractmethod
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
                    plan: _TruncatedPlan, noise: NoiseSource,
-                   local: np.ndarray | None) -> np.ndarray:
+                   local: np.ndarray) -> np.ndarray:
         """The privatised batch sum (central or local noise; see the subclasses)."""
 
     def _run(self, problem: Problem, plan: _TruncatedPlan, noise: NoiseSource) -> np.ndarray:
@@ -613,13 +570,27 @@ class TruncatedMirrorDescent(_TruncatedBase):
             truncation=tau, min_batch=min_batch, p=geometry.p, q=q, step_size=eta,
         )
 
+    def _chunk_noise(self, sizes: np.ndarray, shape: tuple[int, int],
+                     plan: TruncatedMirrorDescentPlan, noise: NoiseSource,
+                     piece: int) -> np.ndarray:
+        """The generalized Gaussian noise ``Z_t`` of each batch mean of a chunk, drawn
+        before its steps: one :meth:`NoiseSource.generalized_gaussians` call per run of
+        equal batch sizes (at most two: ``np.array_split``'s sizes are non-increasing), in
+        batch order. Same multiplier ``z`` for every batch: ``sigma_t = sigma min_batch /
+        |B_t|`` (``z sqrt(kappa_+) s_+(|B_t|)``); the count and scales are public."""
+        out = np.empty((sizes.size, *shape))
+        cuts = [0, *(np.flatnonzero(np.diff(sizes)) + 1).tolist(), sizes.size]
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            sigma_t = plan.sigma * plan.min_batch / int(sizes[a])
+            out[a:b] = noise.generalized_gaussians(shape, sigma_t, plan.noise_order, b - a)
+        return out
+
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
                    plan: TruncatedMirrorDescentPlan, noise: NoiseSource,
-                   local: np.ndarray | None) -> np.ndarray:
-        # Same multiplier z for every batch: sigma_t = z sqrt(kappa_+) s_+(|B_t|), and the
-        # noise is added to the batch mean (here: size * noise on the batch sum).
-        sigma_t = plan.sigma * plan.min_batch / size
-        g_sum += size * noise.generalized_gaussian(shape, sigma_t, plan.noise_order)
+                   local: np.ndarray) -> np.ndarray:
+        # The noise is added to the batch mean (here: size * Z_t on the batch sum; Z_t was
+        # drawn with its chunk, _chunk_noise).
+        g_sum += size * local
         return g_sum
 
 
@@ -745,7 +716,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
 
     def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
                    plan: ShuffledTruncatedMirrorDescentPlan, noise: NoiseSource,
-                   local: np.ndarray | None) -> np.ndarray:
+                   local: np.ndarray) -> np.ndarray:
         # Each record's report is g_x + Z_x; the step uses the sum of the batch's reports
         # (the sum of the batch's Z_x was drawn with its chunk, _chunk_noise).
         g_sum += local

@@ -315,7 +315,7 @@ def test_dual_iterate_is_the_geometry_step(p, radius, k):
     """The solvers' kept dual point gives LpGeometry's step prox(eta g - grad(W), 1)."""
     geo = LpGeometry(p, k, radius)
     rng = np.random.default_rng(0)
-    it = tmd._LpDualIterate(geo, (4, 2))
+    it = geo.dual_iterate((4, 2))
     W = np.zeros((4, 2))
     for scale in [1.0, 1e-3, 30.0, 1e-200, 1e200, 2.0]:
         g = scale * rng.standard_normal((4, 2))
