@@ -12,7 +12,15 @@ import pytest
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from skdp.privacy import accountants, make_accountant, subsampled_gaussian_event
+from skdp.privacy import (
+    Budget,
+    PrivacyLedger,
+    accountants,
+    calibrate_noise_multiplier,
+    make_accountant,
+    reaccount,
+    subsampled_gaussian_event,
+)
 
 
 def sampled(z, n=500, b=16, steps=977, sampling="without_replacement"):
@@ -112,3 +120,21 @@ def test_the_memo_is_bounded(counted, monkeypatch):
         _rdp(sampled(float(z)))
         assert len(accountants._RDP_MEMO) <= 50 + len(accountants.RDP_ORDERS)
 
+
+def md(z, n, b, steps):
+    return sampled(z, n=n, b=b, steps=steps)
+
+
+def test_the_ledger_at_the_calibrated_noise_reads_the_checked_values(counted):
+    args = (400, 16, 300)
+    budget = Budget(1.0, 1e-5)
+    z = calibrate_noise_multiplier(md, args, budget, accountant="rdp",
+                                   relation="replace_one")
+    ledger = PrivacyLedger(md(z, *args), "rdp", "replace_one", budget)
+    n = counted["wor"]
+    spent = reaccount(ledger)
+    assert counted["wor"] == n  # the calibration's check accounted every order at z
+    assert spent.within(budget)
+    # The same number as a re-accounting with an empty memo.
+    accountants._RDP_MEMO.clear()
+    assert reaccount(ledger) == spent and counted["wor"] > n
