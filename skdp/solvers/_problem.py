@@ -566,11 +566,14 @@ class Problem:
     def clip_cannot_bind(self, clip_norm: float) -> bool:
         """Whether public quantities prove that l2 clipping at ``clip_norm`` is lossless.
 
-        True when ``clip_norm >= spec.gradient_bound``, the rows were clipped at
-        :meth:`build` to a ``data_norm`` whose augmented norm is within the declared
-        ``row_norm_bound``, and the loss is a built-in class with a globally bounded
-        derivative. Then every per-example gradient ``x'_i phi'_i^T`` has norm
-        ``||x'_i|| ||phi'_i|| <= spec.gradient_bound <= clip_norm``: the rows are clipped to
+        True when ``clip_norm >= sup|phi'| * row_bound(2)`` with the loss's GLOBAL
+        derivative bound (not :attr:`ProblemSpec.gradient_bound`, which bounds the scores
+        of feasible parameters only: DP-GD's momentum evaluates gradients at extrapolated,
+        unprojected points), the rows were clipped at :meth:`build` to a ``data_norm``
+        whose augmented norm is within the declared ``row_norm_bound``, and the loss is a
+        built-in class with a globally bounded derivative. Then every per-example
+        gradient ``x'_i phi'_i^T``, at ANY parameters, has norm ``||x'_i|| ||phi'_i|| <=
+        sup|phi'| row_bound(2) <= clip_norm``: the rows are clipped to
         ``data_norm * NORM_SAFETY`` (a ``1e-12`` relative margin in the row norm; at least
         a quarter of it survives the unclipped intercept feature and the Hoelder
         conversion to l2), which covers the few-ulp rounding of the computed derivative
@@ -583,7 +586,10 @@ class Problem:
             return False
         implied = float(with_intercept(np.array([self.clipped_to]), self.intercept,
                                        float(spec.row_norm_ord))[0])
-        return implied <= spec.row_norm_bound and float(clip_norm) >= spec.gradient_bound
+        # derivative_bound_at(inf) is the global bound (equal to derivative_bound for the
+        # losses _exactly_bounded admits); the K outputs enter as in gradient_bound_in(2).
+        anywhere = spec.loss.derivative_bound_at(math.inf) * spec.row_bound(2.0)
+        return implied <= spec.row_norm_bound and float(clip_norm) >= anywhere
 
     def row_norms_in(self, ord: float) -> np.ndarray:
         """Norms ``||x'_i||_ord`` of the augmented clipped rows (one pass over ``X``)."""

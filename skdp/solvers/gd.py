@@ -29,6 +29,8 @@ __all__ = ["GDPlan", "NoisyGD", "full_batch_gaussian"]
 MAX_AUTO_ITER = 2000
 ITERATES = ("last", "average", "tail", "random")
 MOMENTA = ("auto", "nesterov", "none")
+# Above this condition number the stationary noise factor takes its asymptotic form.
+_ASYMPTOTIC_KAPPA = 1e6
 
 
 def nesterov_momentum(kappa: float) -> float:
@@ -63,6 +65,10 @@ def stationary_noise_factor(kappa: float, momentum: float) -> float:
     ``1 / (2 (2 - 1 / kappa)) ~ 1/4``; Nesterov's momentum about ``sqrt(kappa) / 8`` (0.97 at
     ``kappa = 51``), its largest value over the curvatures in ``[alpha, beta]``.
     """
+    if kappa > _ASYMPTOTIC_KAPPA and momentum > 0:
+        # The Lyapunov solve loses precision as 1 - m -> 0 (and fails at m = 1); its
+        # value is sqrt(kappa) / 8 to 0.2% from kappa = 1e5 on.
+        return math.sqrt(kappa) / 8.0
     a = 1.0 - 1.0 / kappa
     A = np.array([[a * (1.0 + momentum), -a * momentum], [1.0, 0.0]])
     # P in units of (eta sigma)^2; (lam / 2) eta^2 = 1 / (2 kappa beta).
@@ -251,7 +257,7 @@ class NoisyGD(BaseDPSolver):
                 # When the noise dominates (ratio <= e) the bound would stop at once; the
                 # floor is one contraction time r / 2, after the momentum_at ramp-up
                 # (t / (t + 3) reaches m at t = 3 m / (1 - m); 0 for gradient descent).
-                ramp = 3.0 * momentum / (1.0 - momentum)
+                ramp = 3.0 * momentum / max(1.0 - momentum, 1e-300)  # m rounds to 1 at kappa ~ 1e32
                 t = max(0.5 * rate * math.log(max(ratio, math.e)), ramp + 0.5 * rate)
             else:
                 t = rate * math.log(spec.gap_reduction(budget, spec.gradient_bound))

@@ -150,3 +150,55 @@ def test_noise_dominated_floor_covers_the_momentum_ramp():
         3 * m / (1 - m) + math.sqrt(kappa) / 2)
     assert NoisyGD(momentum="none").auto_n_iter(spec, budget, sensitivity) == math.ceil(
         kappa / 2)
+
+
+def test_momentum_points_outside_the_ball_are_still_clipped(monkeypatch):
+    """Regression (review of clip skipping): Nesterov evaluates gradients at unprojected
+    points, where the Huber loss's feasible-set bound min(S + B, c) < c does not hold;
+    every gradient the run uses must equal the mean of per-example gradients clipped
+    to C, whatever the evaluation point."""
+    from skdp.geometry import L2Ball as Ball
+    from skdp.losses import HuberLoss
+    from skdp.solvers import Problem, ProblemSpec
+
+    rng = np.random.default_rng(0)
+    n, d = 200, 4
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    Y = np.clip(X @ np.full(d, 0.3) + 0.05 * rng.normal(size=n), -0.2, 0.2)[:, None]
+    spec = ProblemSpec(n_samples=n, n_params=d, n_outputs=1, n_penalized=d,
+                       row_norm_bound=1.0, loss=HuberLoss(1.35, label_bound=0.2),
+                       constraint=Ball(0.5), alpha=1e-3)
+    problem = Problem.build(X, Y, spec, data_norm=1.0)
+    points = []
+    original = Problem.clipped_gradient
+
+    def recording(self, W, clip_norm, out_coefficients=None):
+        points.append((W.copy(), clip_norm, original(self, W, clip_norm, out_coefficients)))
+        return points[-1][2]
+
+    monkeypatch.setattr(Problem, "clipped_gradient", recording)
+    res = NoisyGD(n_iter=30).solve(problem, Budget(0.5, 1e-5),
+                                   RecordingNoiseSource(np.random.default_rng(1)))
+    assert res.plan.momentum > 0
+    design = problem.design_matrix()
+    outside = 0
+    for W, clip, grad in points:
+        outside += np.linalg.norm(W) > 0.5 + 1e-9
+        D = np.clip(design @ W - Y, -1.35, 1.35)
+        per_example = design * D
+        norms = np.linalg.norm(per_example, axis=1, keepdims=True)
+        clipped = per_example * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+        np.testing.assert_allclose(grad, clipped.mean(axis=0)[:, None], rtol=1e-9, atol=1e-15)
+    assert outside > 0  # the test reaches the points the review found
+
+
+@pytest.mark.parametrize("alpha", [1e-12, 1e-40])
+def test_tiny_alpha_gives_a_capped_public_T(alpha):
+    """Huge kappa: the momentum rounds towards 1 (at alpha = 1e-40 exactly 1); the noise
+    factor takes its asymptotic form and T its cap, with no numerical failure."""
+    problem = make_problem(n=100, d=3, alpha=alpha, seed=0)
+    plan = NoisyGD().plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
+    assert plan.n_iter == 2000 and 0.99 < plan.momentum <= 1.0
+    kappa = problem.spec.smoothness / alpha
+    assert stationary_noise_factor(kappa, plan.momentum) == pytest.approx(math.sqrt(kappa) / 8)
