@@ -92,7 +92,7 @@ COVERTYPE = Scenario(
     (("none", {}), ("l2", dict(constraint="l2", radius=20.0)),
      ("l1", dict(constraint="l1", radius=20.0))),
     lambda n, d: LogisticRegression(C=1.0 / (1e-2 * n)),
-    dict(quick=20_000, full=200_000))
+    dict(quick=200_000, full=200_000))
 
 BREAST_CANCER = Scenario(
     "breast_cancer", "Breast cancer, public feature ranges, estimator defaults",
