@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from skdp._demo import PUBLIC_FEATURE_RANGES
+
 __all__ = [
     "BREAST_CANCER_RANGES",
     "DIABETES_RANGES",
@@ -158,15 +160,9 @@ def make_covertype_like(n_samples: int = 200000, random_state: int = 0):
 # Bundled data with PUBLIC feature bounds ------------------------------------------------
 
 #: Published ranges of the 30 breast-cancer features (Wisconsin Diagnostic data set
-#: description), used as public bounds by ``PublicBoundsScaler``.
-BREAST_CANCER_RANGES = np.array([
-    (6.981, 28.11), (9.71, 39.28), (43.79, 188.5), (143.5, 2501.0), (0.053, 0.163),
-    (0.019, 0.345), (0.0, 0.427), (0.0, 0.201), (0.106, 0.304), (0.05, 0.097),
-    (0.112, 2.873), (0.36, 4.885), (0.757, 21.98), (6.802, 542.2), (0.002, 0.031),
-    (0.002, 0.135), (0.0, 0.396), (0.0, 0.053), (0.008, 0.079), (0.001, 0.03),
-    (7.93, 36.04), (12.02, 49.54), (50.41, 251.2), (185.2, 4254.0), (0.071, 0.223),
-    (0.027, 1.058), (0.0, 1.252), (0.0, 0.291), (0.156, 0.664), (0.055, 0.208),
-])
+#: description), used as public bounds by ``PublicBoundsScaler``: the demo's constants,
+#: one copy.
+BREAST_CANCER_RANGES = PUBLIC_FEATURE_RANGES
 
 #: Physiological ranges of the 10 raw diabetes features (``load_diabetes(scaled=False)``):
 #: age (years), sex (1/2), bmi, mean blood pressure (mm Hg), total cholesterol, LDL, HDL
