@@ -332,19 +332,24 @@ class DPSVRG(BaseDPSolver):
                 # N(0, sigma_in^2 I) of each of the next `steps` corrections, drawn before
                 # their batches (independent of the data and of each other).
                 inner_noise = noise.gaussian((steps, *shape), plan.sigma_inner)
+                # The data-independent part of each step, eta (v~ + noise), in one pass.
+                inner_noise += v_snap
+                inner_noise *= step
                 indices: Sequence[np.ndarray] = ()
-                for t in range(steps):
-                    if t % batches == 0:
-                        # The batches of the next steps of the block, before those steps
-                        # (data-independent; each with the law of one per-step draw).
-                        indices = batch.draw(noise, min(batches, steps - t))
-                    # v = mean_{i in B} clip_C(grad_i(x) - grad_i(w~)) + v~ + noise.
-                    v = batch.correction_mean(x, coef_snap, indices[t % batches])
-                    v += v_snap
-                    v += inner_noise[t]
-                    x = x - step * v
-                    x[:p] = spec.constraint.project(shrink * x[:p])
-                    total += x
+                with np.errstate(all="ignore"):
+                    for t in range(steps):
+                        if t % batches == 0:
+                            # The batches of the next steps of the block, before those
+                            # steps (data-independent; each with the law of one per-step
+                            # draw).
+                            indices = batch.draw(noise, min(batches, steps - t))
+                        # v = mean_{i in B} clip_C(grad_i(x) - grad_i(w~)) + v~ + noise.
+                        v = batch.correction_mean(x, coef_snap, indices[t % batches])
+                        v *= step
+                        v += inner_noise[t]
+                        x = x - v
+                        x[:p] = spec.constraint.project(shrink * x[:p])
+                        total += x
             snapshot = total / m
         return snapshot
 
@@ -374,6 +379,22 @@ class _InnerBatches:
         self.clip, self.correction_clip = plan.clip_norm, plan.correction_clip
         self.d = problem.X.shape[1]
         self.dense = not sp.issparse(problem.X)
+        self.loss = spec.loss
+        self.intercept = problem.intercept
+        # Public facts (no data read; Problem.clip_cannot_bind): the gradient clip G cannot
+        # bind, and then neither can the correction clip C when C >= diam(phi') X, since
+        # each correction is (phi'_i(x) - phi'_i(w~)) x'_i with unclipped derivatives.
+        # The clipping arithmetic is then skipped (same result); a non-finite derivative
+        # still takes the clipping path, which drops it.
+        loss = spec.loss
+        self.skip_clip = problem.clip_cannot_bind(self.clip)
+        diameter, bound = loss.derivative_diameter, loss.derivative_bound_at(math.inf)
+        self.skip_correction_clip = (
+            self.skip_clip and 0.0 < diameter < math.inf and 0.0 < bound < math.inf
+            and problem.clip_cannot_bind(self.correction_clip * bound / diameter))
+        # Clipping factors of the rows (None: all 1, nothing to apply).
+        unit = bool(np.all(problem.row_scale == 1.0))
+        self.scale = None if unit else problem.row_scale
 
     def draw(self, noise: NoiseSource, count: int) -> Sequence[np.ndarray]:
         """The batches of ``count`` steps in one call: uniform ``b``-subsets
@@ -384,35 +405,41 @@ class _InnerBatches:
             return noise.poisson_batches(self.n, self.b / self.n, count)
         return noise.batches_without_replacement(self.n, self.b, count)
 
+    def _clip(self, D: np.ndarray, idx: np.ndarray, clip: float, skip: bool) -> np.ndarray:
+        if skip and np.isfinite(D).all():
+            return D
+        return clip_rows(D, self.problem.norms[idx][:, None], clip)
+
     def correction_mean(self, x: np.ndarray, coef_snap: np.ndarray,
                         idx: np.ndarray) -> np.ndarray:
-        """The batch ``idx``'s mean clipped correction at ``x``."""
-        problem, b = self.problem, self.b
-        loss = problem.spec.loss
-        norms = problem.norms[idx][:, None]
+        """The batch ``idx``'s mean clipped correction at ``x`` (inside the caller's
+        ``np.errstate``)."""
+        problem, b, loss = self.problem, self.b, self.loss
         if not self.dense:
             rows = problem.rows(idx)
-            with np.errstate(all="ignore"):
-                coef_x = clip_rows(loss.derivative(problem.scores(x, rows), problem.Y[idx]),
-                                    norms, self.clip)
-                diff = clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
+            coef_x = self._clip(loss.derivative(problem.scores(x, rows), problem.Y[idx]),
+                                idx, self.clip, self.skip_clip)
+            diff = self._clip(coef_x - coef_snap[idx], idx, self.correction_clip,
+                              self.skip_correction_clip)
             v = problem.gradient_sum(diff, rows)
             v *= 1.0 / b
             return v
         d = self.d
         rows = np.take(problem.X, idx, axis=0)  # a gather, faster than X[idx]
-        scale = problem.row_scale[idx][:, None]
         scores = rows @ x[:d]
-        scores *= scale
-        if problem.intercept:
-            scores += problem.intercept * x[d]
-        with np.errstate(all="ignore"):
-            coef_x = clip_rows(loss.derivative(scores, problem.Y[idx]), norms, self.clip)
-            diff = clip_rows(coef_x - coef_snap[idx], norms, self.correction_clip)
+        scale = None if self.scale is None else self.scale[idx][:, None]
+        if scale is not None:
+            scores *= scale
+        if self.intercept:
+            scores += self.intercept * x[d]
+        coef_x = self._clip(loss.derivative(scores, problem.Y[idx]), idx, self.clip,
+                            self.skip_clip)
+        diff = coef_x - coef_snap[idx]
+        diff = self._clip(diff, idx, self.correction_clip, self.skip_correction_clip)
         # Mean over the batch with the public denominator b.
         diff *= 1.0 / b
         v = np.empty_like(x)
-        v[:d] = rows.T @ (diff * scale)
-        if problem.intercept:
-            v[d] = problem.intercept * diff.sum(axis=0)
+        v[:d] = rows.T @ (diff if scale is None else diff * scale)
+        if self.intercept:
+            v[d] = self.intercept * diff.sum(axis=0)
         return v

@@ -128,6 +128,26 @@ def test_svrg_blocks_of_inner_noise_match_reference(monkeypatch, cls, sampling, 
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize("cls", [DPSVRG, DPSVRGPlusPlus])
+@pytest.mark.parametrize("correction_clip", [None, 0.05])
+def test_svrg_lossless_clips_are_skipped_exactly(cls, correction_clip):
+    """Default clips on rows clipped at build: public facts prove neither clip can bind,
+    the clipping arithmetic is skipped, and the result is still the per-example
+    reference's (which clips every gradient and correction)."""
+    problem = make_problem(n=60, d=4, alpha=0.05, seed=8, intercept=True)
+    solver = cls(n_epochs=2, inner_steps=5, batch_size=7, step_size=0.3,
+                 correction_clip=correction_clip)
+    noise = RecordingNoiseSource(np.random.default_rng(4))
+    res = solver.solve(problem, Budget(1.0, 1e-5), noise)
+    batches = svrg_module._InnerBatches(problem, res.plan, "without_replacement")
+    assert batches.skip_clip
+    assert batches.skip_correction_clip is (correction_clip is None)
+    ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, None, res.plan,
+                         ReplayNoiseSource(noise.draws), restart_at_snapshot=cls is DPSVRG,
+                         p=4)
+    np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
+
+
 def test_svrg_correction_clip_is_applied():
     """A small correction clip changes the result, exactly as the reference predicts."""
     problem = make_problem(n=60, d=4, alpha=0.05, seed=4)
