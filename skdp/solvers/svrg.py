@@ -335,19 +335,21 @@ class DPSVRG(BaseDPSolver):
                 # The data-independent part of each step, eta (v~ + noise), in one pass.
                 inner_noise += v_snap
                 inner_noise *= step
-                indices: Sequence[np.ndarray] = ()
+                pending: list = []
                 with np.errstate(all="ignore"):
                     for t in range(steps):
                         if t % batches == 0:
                             # The batches of the next steps of the block, before those
                             # steps (data-independent; each with the law of one per-step
-                            # draw).
-                            indices = batch.draw(noise, min(batches, steps - t))
-                        # v = mean_{i in B} clip_C(grad_i(x) - grad_i(w~)) + v~ + noise.
-                        v = batch.correction_mean(x, coef_snap, indices[t % batches])
-                        v *= step
+                            # draw), with their labels and snapshot coefficients.
+                            pending = batch.draw_steps(noise, min(batches, steps - t),
+                                                       coef_snap)
+                        # eta v = eta mean_{i in B} clip_C(grad_i(x) - grad_i(w~))
+                        #         + eta (v~ + noise).
+                        v = batch.step_correction(x, step, *pending[t % batches])
                         v += inner_noise[t]
-                        x = x - v
+                        np.subtract(x, v, out=v)
+                        x = v
                         x[:p] = spec.constraint.project(shrink * x[:p])
                         total += x
             snapshot = total / m
@@ -405,24 +407,37 @@ class _InnerBatches:
             return noise.poisson_batches(self.n, self.b / self.n, count)
         return noise.batches_without_replacement(self.n, self.b, count)
 
+    def draw_steps(self, noise: NoiseSource, count: int, coef_snap: np.ndarray) -> list:
+        """:meth:`draw`, with each batch's labels and snapshot coefficients gathered in
+        one call per block for equal-sized batches: ``(idx, Y[idx], coef_snap[idx])`` per
+        step."""
+        indices = self.draw(noise, count)
+        Y = self.problem.Y
+        if isinstance(indices, np.ndarray):
+            return list(zip(indices, np.take(Y, indices, axis=0),
+                            np.take(coef_snap, indices, axis=0), strict=True))
+        return [(idx, Y[idx], coef_snap[idx]) for idx in indices]
+
     def _clip(self, D: np.ndarray, idx: np.ndarray, clip: float, skip: bool) -> np.ndarray:
         if skip and np.isfinite(D).all():
             return D
         return clip_rows(D, self.problem.norms[idx][:, None], clip)
 
-    def correction_mean(self, x: np.ndarray, coef_snap: np.ndarray,
-                        idx: np.ndarray) -> np.ndarray:
-        """The batch ``idx``'s mean clipped correction at ``x`` (inside the caller's
-        ``np.errstate``)."""
+    def step_correction(self, x: np.ndarray, step: float, idx: np.ndarray, Y: np.ndarray,
+                        coef_snap: np.ndarray) -> np.ndarray:
+        """``eta`` times the batch ``idx``'s mean clipped correction at ``x`` (a new
+        array), inside the caller's ``np.errstate``; ``Y`` and ``coef_snap`` are the
+        batch's labels and snapshot coefficients."""
         problem, b, loss = self.problem, self.b, self.loss
+        factor = step / b  # eta times the mean, with the public denominator b
         if not self.dense:
             rows = problem.rows(idx)
-            coef_x = self._clip(loss.derivative(problem.scores(x, rows), problem.Y[idx]),
+            coef_x = self._clip(loss.derivative(problem.scores(x, rows), Y),
                                 idx, self.clip, self.skip_clip)
-            diff = self._clip(coef_x - coef_snap[idx], idx, self.correction_clip,
+            diff = self._clip(coef_x - coef_snap, idx, self.correction_clip,
                               self.skip_correction_clip)
             v = problem.gradient_sum(diff, rows)
-            v *= 1.0 / b
+            v *= factor
             return v
         d = self.d
         rows = np.take(problem.X, idx, axis=0)  # a gather, faster than X[idx]
@@ -432,14 +447,20 @@ class _InnerBatches:
             scores *= scale
         if self.intercept:
             scores += self.intercept * x[d]
-        coef_x = self._clip(loss.derivative(scores, problem.Y[idx]), idx, self.clip,
-                            self.skip_clip)
-        diff = coef_x - coef_snap[idx]
-        diff = self._clip(diff, idx, self.correction_clip, self.skip_correction_clip)
-        # Mean over the batch with the public denominator b.
-        diff *= 1.0 / b
+        coef_x = loss.derivative(scores, Y)
+        diff = coef_x - coef_snap
+        sums = diff.sum(axis=0)
+        # Both clips provably lossless: skip them unless a derivative is not finite (the
+        # snapshot coefficients are finite, and a sum of bounded finite values is finite,
+        # so the column sums are finite exactly when the derivatives are).
+        if not (self.skip_correction_clip and np.isfinite(sums).all()):
+            coef_x = self._clip(coef_x, idx, self.clip, self.skip_clip)
+            diff = self._clip(coef_x - coef_snap, idx, self.correction_clip,
+                              self.skip_correction_clip)
+            sums = diff.sum(axis=0)
+        diff *= factor
         v = np.empty_like(x)
         v[:d] = rows.T @ (diff if scale is None else diff * scale)
         if self.intercept:
-            v[d] = self.intercept * diff.sum(axis=0)
+            v[d] = (self.intercept * factor) * sums
         return v
