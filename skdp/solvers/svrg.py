@@ -13,6 +13,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
+from skdp.geometry import Unconstrained
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -318,6 +319,8 @@ class DPSVRG(BaseDPSolver):
         block = max(1, _NOISE_BLOCK_ELEMENTS // (spec.n_params * spec.n_outputs))
         batches = batch_block(plan.batch_size, n * spec.n_params)
         batch = _InnerBatches(problem, plan, self.sampling)
+        # The projection onto an unconstrained set is the identity (skipped).
+        unconstrained = type(spec.constraint) is Unconstrained
         snapshot = np.zeros(shape)
         x = snapshot
         for m, sigma_snap in zip(plan.epoch_lengths, plan.sigma_snapshots, strict=True):
@@ -350,7 +353,10 @@ class DPSVRG(BaseDPSolver):
                         v += inner_noise[t]
                         np.subtract(x, v, out=v)
                         x = v
-                        x[:p] = spec.constraint.project(shrink * x[:p])
+                        if unconstrained:
+                            x[:p] *= shrink
+                        else:
+                            x[:p] = spec.constraint.project(shrink * x[:p])
                         total += x
             snapshot = total / m
         return snapshot
@@ -446,21 +452,22 @@ class _InnerBatches:
         if scale is not None:
             scores *= scale
         if self.intercept:
-            scores += self.intercept * x[d]
+            scores += self.intercept * float(x[d, 0]) if x.shape[1] == 1 \
+                else self.intercept * x[d]
         coef_x = loss.derivative(scores, Y)
         diff = coef_x - coef_snap
         sums = diff.sum(axis=0)
         # Both clips provably lossless: skip them unless a derivative is not finite (the
         # snapshot coefficients are finite, and a sum of bounded finite values is finite,
         # so the column sums are finite exactly when the derivatives are).
-        if not (self.skip_correction_clip and np.isfinite(sums).all()):
+        if not (self.skip_correction_clip and math.isfinite(float(sums.sum()))):
             coef_x = self._clip(coef_x, idx, self.clip, self.skip_clip)
             diff = self._clip(coef_x - coef_snap, idx, self.correction_clip,
                               self.skip_correction_clip)
             sums = diff.sum(axis=0)
         diff *= factor
         v = np.empty_like(x)
-        v[:d] = rows.T @ (diff if scale is None else diff * scale)
+        np.matmul(rows.T, diff if scale is None else diff * scale, out=v[:d])
         if self.intercept:
-            v[d] = (self.intercept * factor) * sums
+            np.multiply(sums, self.intercept * factor, out=v[d])
         return v
