@@ -655,3 +655,29 @@ def test_bregman_projection_is_the_mirror_steps_projection():
         LpBall(1.0, 1.5).bregman_projection(PNormMirrorMap(1.3), g)
     with pytest.raises(IncompatibleSolverError, match="Bregman projection"):
         Simplex(1.0).bregman_projection(PNormMirrorMap(1.3), g)
+
+
+@pytest.mark.parametrize("constraint", [L2Ball(0.7), L2Ball(50.0), Unconstrained(), L1Ball(0.5),
+                                        LpBall(0.8, 1.5), Simplex(1.0)])
+@pytest.mark.parametrize("shape", [(7, 1), (4, 3)])
+def test_mirror_stepper_is_the_mirror_step(constraint, shape):
+    """The resolved step (fast Euclidean paths included) returns mirror_step's array."""
+    from skdp.geometry import mirror_stepper
+
+    rng = np.random.default_rng(5)
+    size = int(np.prod(shape))
+    geometry = constraint.mirror_geometry(size)
+    step = geometry.stepper()
+    maps = [geometry.mirror_map]
+    if constraint.kind in ("l2", "none"):
+        maps.append(EuclideanMirrorMap())
+    x = constraint.feasible_point(shape)
+    for _ in range(20):
+        g = rng.normal(size=shape) * rng.choice([0.01, 1.0, 100.0])
+        eta = float(rng.choice([0.01, 0.5, 3.0]))
+        expected = constraint.mirror_step(geometry.mirror_map, x, g, eta)
+        np.testing.assert_array_equal(step(x, g, eta), expected)
+        for mm in maps:
+            np.testing.assert_array_equal(mirror_stepper(constraint, mm, size)(x, g, eta),
+                                          constraint.mirror_step(mm, x, g, eta))
+        x = expected

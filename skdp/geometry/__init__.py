@@ -37,7 +37,7 @@ from skdp.geometry._maps import (
     PNormMirrorMap,
     pnorm,
 )
-from skdp.geometry._mirror import MirrorGeometry
+from skdp.geometry._mirror import MirrorGeometry, mirror_stepper
 from skdp.geometry._steps import l1_ball_gradient_step, simplex_gradient_step
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "Unconstrained",
     "default_exponent",
     "l1_ball_gradient_step",
+    "mirror_stepper",
     "pnorm",
     "simplex_gradient_step",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,11 @@ class MirrorGeometry:
         (:meth:`Constraint.mirror_step` with :attr:`mirror_map`)."""
         return self.constraint.mirror_step(self.mirror_map, x, g, eta)
 
+    def stepper(self) -> Callable[[np.ndarray, np.ndarray, float], np.ndarray]:
+        """:meth:`mirror_step` as a callable with its dispatch resolved once
+        (:func:`mirror_stepper` for :attr:`dim` coordinates)."""
+        return mirror_stepper(self.constraint, self.mirror_map, self.dim)
+
     def gradient_step(self, x: np.ndarray, g: np.ndarray, smooth: float,
                       anchor: np.ndarray) -> np.ndarray:
         """``argmin_{y in C} (L/2) ||y - x||^2 + <g, y - x>`` in :attr:`norm_ord`
@@ -104,6 +110,43 @@ class MirrorGeometry:
         if self.map_p == 2.0:
             return L2Ball(radius)
         return LpBall(radius, self.map_p)
+
+
+def mirror_stepper(constraint: Constraint, mirror_map: MirrorMap, size: int
+                   ) -> Callable[[np.ndarray, np.ndarray, float], np.ndarray]:
+    """``step(x, g, eta) = constraint.mirror_step(mirror_map, x, g, eta)`` for float
+    arrays ``x``, ``g`` of ``size`` entries, with the map and the set's step resolved once.
+
+    The Euclidean map on the l2 ball (and on no constraint) has a fast path that performs
+    :meth:`Constraint.mirror_step`'s operations (``w = x - eta g``, its l2 norm as
+    ``sqrt(w . w)`` like ``np.linalg.norm``, and the radial rescaling when outside), so
+    its result is the same array; every other pair calls :meth:`Constraint.mirror_step`.
+    Loops of many small steps (mirror descent) spend most of a step in that dispatch.
+    """
+    from skdp.geometry._constraints import L2Ball, Unconstrained
+
+    mm = mirror_map.for_size(size)
+    if isinstance(mm, EuclideanMirrorMap):
+        if type(constraint) is Unconstrained:
+            def free_step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+                return x - eta * g
+
+            return free_step
+        if type(constraint) is L2Ball:
+            radius = constraint.radius
+
+            def ball_step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+                w = x - eta * g
+                flat = w.ravel(order="K")
+                norm = np.sqrt(flat.dot(flat))
+                return w if norm <= radius else w * (radius / norm)
+
+            return ball_step
+
+    def step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+        return constraint.mirror_step(mm, x, g, eta)
+
+    return step
 
 
 def _euclidean_geometry(constraint: Constraint, dim: int, r2: float) -> MirrorGeometry:

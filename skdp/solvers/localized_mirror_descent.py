@@ -16,7 +16,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import MirrorGeometry
+from skdp.geometry import EuclideanMirrorMap, MirrorGeometry, mirror_stepper
 from skdp.privacy.accounting import add_remove_budget, epsilon_spent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
@@ -429,6 +429,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
         p, alpha = spec.n_penalized, spec.alpha
         geometry = spec.constraint.mirror_geometry(max(p * spec.n_outputs, 1))
         mm = geometry.mirror_map
+        euclid = isinstance(mm, EuclideanMirrorMap)
         clip = plan.clip_norm
         # The blocks: disjoint slices of a permutation drawn before the data is read.
         perm = noise.permutation(spec.n_samples)
@@ -444,12 +445,16 @@ class LocalizedMirrorDescent(BaseDPSolver):
             # the map's step is exact.
             ball = geometry.ball(radius)
 
-            def step(x, g, eta, c=center[:p], ball=ball):
-                return c + ball.mirror_step(mm, x - c, g, eta)
+            ball_step = mirror_stepper(ball, mm, center[:p].size)
+
+            def step(x, g, eta, c=center[:p], ball_step=ball_step):
+                return c + ball_step(x - c, g, eta)
 
             def extra(Wk, c=center, lam=lam):
                 out = np.empty_like(Wk)
-                out[:p] = lam * mm.grad(Wk[:p] - c[:p]) + alpha * Wk[:p]
+                # The Euclidean map's gradient is the identity (its copy skipped).
+                shift = Wk[:p] - c[:p]
+                out[:p] = lam * (shift if euclid else mm.grad(shift)) + alpha * Wk[:p]
                 out[p:] = lam * (Wk[p:] - c[p:])
                 return out
 

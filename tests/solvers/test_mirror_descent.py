@@ -732,3 +732,38 @@ def test_review_too_many_phases_is_a_clear_error():
     problem = make_problem(n=8, constraint=L1Ball(1.0))
     with pytest.raises(IncompatibleSolverError, match="n_phases=10"):
         LocalizedMirrorDescent(n_phases=10).solve(problem, Budget(1.0, 1e-5), 0)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("pooled", [False, True])
+def test_batch_gradient_fn_is_batch_gradient(n_classes, intercept, pooled):
+    """The per-run gradient (packed per-record factors) is batch_gradient, bit for bit,
+    including huge rows (clipped) and a non-finite score (dropped)."""
+    problem = make_problem(n=300, d=6, n_classes=n_classes, intercept=intercept, seed=3)
+    rng = np.random.default_rng(0)
+    pool = rng.permutation(300)[:150] if pooled else None
+    W = rng.normal(size=(problem.spec.n_params, problem.spec.n_outputs)) * 3.0
+    for clip, b in [(1.0, 40), (0.05, 7), (10.0, 1)]:
+        grad = md_module.batch_gradient_fn(problem, pool, clip, b)
+        for _ in range(5):
+            local = np.sort(rng.choice(150 if pooled else 300, b, replace=False))
+            idx = local if pool is None else pool[local]
+            np.testing.assert_array_equal(grad(W, local),
+                                          batch_gradient(problem, W, idx, clip, b))
+    W_bad = W.copy()
+    W_bad[0, 0] = np.inf
+    grad = md_module.batch_gradient_fn(problem, pool, 1.0, 10)
+    local = np.arange(10)
+    idx = local if pool is None else pool[local]
+    np.testing.assert_array_equal(grad(W_bad, local),
+                                  batch_gradient(problem, W_bad, idx, 1.0, 10))
+
+
+def test_batch_gradient_fn_sparse_falls_back():
+    problem = make_problem(n=120, d=5, seed=1)
+    csr = Problem.build(sp.csr_matrix(problem.X), problem.Y, problem.spec, data_norm=1.0)
+    W = np.full((5, 1), 0.3)
+    grad = md_module.batch_gradient_fn(csr, None, 1.0, 9)
+    idx = np.arange(0, 120, 13)[:9]
+    np.testing.assert_array_equal(grad(W, idx), batch_gradient(csr, W, idx, 1.0, 9))
