@@ -9,11 +9,13 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
+from skdp.losses import LogisticLoss
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -403,6 +405,9 @@ class _InnerBatches:
         # Clipping factors of the rows (None: all 1, nothing to apply).
         unit = bool(np.all(problem.row_scale == 1.0))
         self.scale = None if unit else problem.row_scale
+        # Dense rows, no clipping factor, both clips lossless: the unclipped fast path.
+        self.fast = self.dense and unit and self.skip_correction_clip
+        self.logistic = type(loss) is LogisticLoss
 
     def draw(self, noise: NoiseSource, count: int) -> Sequence[np.ndarray]:
         """The batches of ``count`` steps in one call: uniform ``b``-subsets
@@ -423,6 +428,37 @@ class _InnerBatches:
             return list(zip(indices, np.take(Y, indices, axis=0),
                             np.take(coef_snap, indices, axis=0), strict=True))
         return [(idx, Y[idx], coef_snap[idx]) for idx in indices]
+
+    def _dense_fast(self, x: np.ndarray, factor: float, rows: np.ndarray, Y: np.ndarray,
+                    coef_snap: np.ndarray) -> np.ndarray | None:
+        """``factor * sum_i (phi'_i(x) - c~_i) x'_i`` without clipping, or ``None`` when a
+        derivative is not finite (the caller then takes the clipping path). Binary logistic
+        loss: ``phi'(z, y) = -y expit(-y z)`` computed in place (the same operations as
+        :meth:`LogisticLoss.derivative`, without its temporaries)."""
+        d = self.d
+        scores = rows @ x[:d]
+        if self.intercept:
+            scores += self.intercept * x[d]
+        if self.logistic:
+            np.multiply(scores, Y, out=scores)
+            np.negative(scores, out=scores)
+            expit(scores, out=scores)
+            np.multiply(scores, Y, out=scores)
+            diff = np.negative(scores, out=scores)
+        else:
+            diff = self.loss.derivative(scores, Y)
+        diff -= coef_snap
+        sums = diff.sum(axis=0)
+        # The snapshot coefficients are finite and a sum of bounded finite values is
+        # finite, so the sum is finite exactly when every derivative is.
+        if not math.isfinite(float(sums.sum())):
+            return None
+        diff *= factor
+        v = np.empty_like(x)
+        np.matmul(rows.T, diff, out=v[:d])
+        if self.intercept:
+            np.multiply(sums, self.intercept * factor, out=v[d])
+        return v
 
     def _clip(self, D: np.ndarray, idx: np.ndarray, clip: float, skip: bool) -> np.ndarray:
         if skip and np.isfinite(D).all():
@@ -447,6 +483,10 @@ class _InnerBatches:
             return v
         d = self.d
         rows = np.take(problem.X, idx, axis=0)  # a gather, faster than X[idx]
+        if self.fast:
+            v = self._dense_fast(x, factor, rows, Y, coef_snap)
+            if v is not None:
+                return v
         scores = rows @ x[:d]
         scale = None if self.scale is None else self.scale[idx][:, None]
         if scale is not None:

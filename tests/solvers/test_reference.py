@@ -130,11 +130,16 @@ def test_svrg_blocks_of_inner_noise_match_reference(monkeypatch, cls, sampling, 
 
 @pytest.mark.parametrize("cls", [DPSVRG, DPSVRGPlusPlus])
 @pytest.mark.parametrize("correction_clip", [None, 0.05])
-def test_svrg_lossless_clips_are_skipped_exactly(cls, correction_clip):
+@pytest.mark.parametrize("unit_rows", [False, True])
+def test_svrg_lossless_clips_are_skipped_exactly(cls, correction_clip, unit_rows):
     """Default clips on rows clipped at build: public facts prove neither clip can bind,
     the clipping arithmetic is skipped, and the result is still the per-example
-    reference's (which clips every gradient and correction)."""
+    reference's (which clips every gradient and correction). ``unit_rows``: no row needs
+    clipping, the dense unclipped fast path runs."""
     problem = make_problem(n=60, d=4, alpha=0.05, seed=8, intercept=True)
+    if unit_rows:
+        X = problem.X / (1.01 * np.linalg.norm(problem.X, axis=1).max())
+        problem = Problem.build(X, problem.Y, problem.spec, data_norm=1.0, intercept=1.0)
     solver = cls(n_epochs=2, inner_steps=5, batch_size=7, step_size=0.3,
                  correction_clip=correction_clip)
     noise = RecordingNoiseSource(np.random.default_rng(4))
@@ -142,10 +147,34 @@ def test_svrg_lossless_clips_are_skipped_exactly(cls, correction_clip):
     batches = svrg_module._InnerBatches(problem, res.plan, "without_replacement")
     assert batches.skip_clip
     assert batches.skip_correction_clip is (correction_clip is None)
+    assert batches.fast is (unit_rows and correction_clip is None)
     ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, None, res.plan,
                          ReplayNoiseSource(noise.draws), restart_at_snapshot=cls is DPSVRG,
                          p=4)
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
+
+
+def test_svrg_unclipped_fast_path_falls_back_on_non_finite_derivatives():
+    """An iterate that overflows gives non-finite derivatives: the step takes the clipping
+    path (which drops them), exactly as without the unclipped fast path."""
+    problem = make_problem(n=60, d=4, alpha=0.05, seed=8, intercept=True)
+    X = problem.X / (1.01 * np.linalg.norm(problem.X, axis=1).max())  # no row clipped
+    problem = Problem.build(X, problem.Y, problem.spec, data_norm=1.0, intercept=1.0)
+    plan = DPSVRG(n_epochs=1, inner_steps=2, batch_size=7).plan(
+        problem.spec, Budget(1.0, 1e-5), "rdp", "replace_one")
+    fast = svrg_module._InnerBatches(problem, plan, "without_replacement")
+    slow = svrg_module._InnerBatches(problem, plan, "without_replacement")
+    slow.fast = False
+    assert fast.fast and fast.logistic
+    idx = np.arange(0, 60, 4)
+    coef_snap = np.random.default_rng(0).uniform(-1, 1, size=(60, 1)) * 0.5
+    for x in (np.full((5, 1), 0.3), np.array([[np.inf], [0.0], [1.0], [-1.0], [0.0]]),
+              np.array([[np.nan], [0.0], [1.0], [-1.0], [0.0]])):
+        with np.errstate(all="ignore"):
+            got = fast.step_correction(x, 0.3, idx, problem.Y[idx], coef_snap[idx])
+            want = slow.step_correction(x, 0.3, idx, problem.Y[idx], coef_snap[idx])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        assert np.all(np.isfinite(got))
 
 
 def test_svrg_correction_clip_is_applied():
