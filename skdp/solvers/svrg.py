@@ -482,7 +482,7 @@ class _InnerBatches:
             v *= factor
             return v
         d = self.d
-        rows = np.take(problem.X, idx, axis=0)  # a gather, faster than X[idx]
+        rows = problem.X.take(idx, axis=0)  # a gather, faster than X[idx]
         if self.fast:
             v = self._dense_fast(x, factor, rows, Y, coef_snap)
             if v is not None:
