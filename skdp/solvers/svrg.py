@@ -421,16 +421,20 @@ class _InnerBatches:
     def draw_steps(self, noise: NoiseSource, count: int, coef_snap: np.ndarray) -> list:
         """:meth:`draw`, with each batch's labels and snapshot coefficients gathered in
         one call per block for equal-sized batches: ``(idx, Y[idx], coef_snap[idx])`` per
-        step."""
+        step, and ``-Y[idx]`` on the binary logistic fast path."""
         indices = self.draw(noise, count)
         Y = self.problem.Y
         if isinstance(indices, np.ndarray):
-            return list(zip(indices, np.take(Y, indices, axis=0),
-                            np.take(coef_snap, indices, axis=0), strict=True))
+            labels = Y.take(indices, axis=0)
+            coefs = coef_snap.take(indices, axis=0)
+            if self.fast and self.logistic:
+                # The fast path's negated binary labels, for the whole block at once.
+                return list(zip(indices, labels, coefs, np.negative(labels), strict=True))
+            return list(zip(indices, labels, coefs, strict=True))
         return [(idx, Y[idx], coef_snap[idx]) for idx in indices]
 
     def _dense_fast(self, x: np.ndarray, factor: float, rows: np.ndarray, Y: np.ndarray,
-                    coef_snap: np.ndarray) -> np.ndarray | None:
+                    coef_snap: np.ndarray, neg_Y: np.ndarray | None) -> np.ndarray | None:
         """``factor * sum_i (phi'_i(x) - c~_i) x'_i`` without clipping, or ``None`` when a
         derivative is not finite (the caller then takes the clipping path). Binary logistic
         loss: ``phi'(z, y) = -y expit(-y z)`` computed in place (the same operations as
@@ -440,11 +444,11 @@ class _InnerBatches:
         if self.intercept:
             scores += self.intercept * x[d]
         if self.logistic:
-            np.multiply(scores, Y, out=scores)
-            np.negative(scores, out=scores)
+            if neg_Y is None:
+                neg_Y = np.negative(Y)
+            np.multiply(neg_Y, scores, out=scores)
             expit(scores, out=scores)
-            np.multiply(scores, Y, out=scores)
-            diff = np.negative(scores, out=scores)
+            diff = np.multiply(neg_Y, scores, out=scores)
         else:
             diff = self.loss.derivative(scores, Y)
         diff -= coef_snap
@@ -466,10 +470,11 @@ class _InnerBatches:
         return clip_rows(D, self.problem.norms[idx][:, None], clip)
 
     def step_correction(self, x: np.ndarray, step: float, idx: np.ndarray, Y: np.ndarray,
-                        coef_snap: np.ndarray) -> np.ndarray:
+                        coef_snap: np.ndarray, neg_Y: np.ndarray | None = None
+                        ) -> np.ndarray:
         """``eta`` times the batch ``idx``'s mean clipped correction at ``x`` (a new
         array), inside the caller's ``np.errstate``; ``Y`` and ``coef_snap`` are the
-        batch's labels and snapshot coefficients."""
+        batch's labels and snapshot coefficients (``neg_Y``, optional: ``-Y``)."""
         problem, b, loss = self.problem, self.b, self.loss
         factor = step / b  # eta times the mean, with the public denominator b
         if not self.dense:
@@ -484,7 +489,7 @@ class _InnerBatches:
         d = self.d
         rows = problem.X.take(idx, axis=0)  # a gather, faster than X[idx]
         if self.fast:
-            v = self._dense_fast(x, factor, rows, Y, coef_snap)
+            v = self._dense_fast(x, factor, rows, Y, coef_snap, neg_Y)
             if v is not None:
                 return v
         scores = rows @ x[:d]
