@@ -657,11 +657,12 @@ def test_bregman_projection_is_the_mirror_steps_projection():
         Simplex(1.0).bregman_projection(PNormMirrorMap(1.3), g)
 
 
-@pytest.mark.parametrize("constraint", [L2Ball(0.7), L2Ball(50.0), Unconstrained(), L1Ball(0.5),
-                                        LpBall(0.8, 1.5), Simplex(1.0)])
+@pytest.mark.parametrize("constraint", [L2Ball(0.7), L2Ball(50.0), Unconstrained(),
+                                        LpBall(0.8, 3.0), Simplex(1.0)])
 @pytest.mark.parametrize("shape", [(7, 1), (4, 3)])
 def test_mirror_stepper_is_the_mirror_step(constraint, shape):
-    """The resolved step (fast Euclidean paths included) returns mirror_step's array."""
+    """The resolved step (fast Euclidean paths included) returns mirror_step's array
+    (the p-norm maps' steps, equal to rounding: the next test)."""
     from skdp.geometry import mirror_stepper
 
     rng = np.random.default_rng(5)
@@ -681,3 +682,28 @@ def test_mirror_stepper_is_the_mirror_step(constraint, shape):
             np.testing.assert_array_equal(mirror_stepper(constraint, mm, size)(x, g, eta),
                                           constraint.mirror_step(mm, x, g, eta))
         x = expected
+
+
+@pytest.mark.parametrize("constraint", [L1Ball(0.5), L1Ball(50.0), LpBall(0.8, 1.5),
+                                        LpBall(50.0, 1.3), Unconstrained()])
+@pytest.mark.parametrize("shape", [(40, 1), (6, 3)])
+def test_pnorm_stepper_keeps_the_dual_point(constraint, shape):
+    """The p-norm steps that keep their dual point follow mirror_step's iterates to
+    rounding, from their own outputs (kept dual) and from fresh points (recomputed)."""
+    from skdp.geometry import mirror_stepper
+
+    rng = np.random.default_rng(11)
+    size = int(np.prod(shape))
+    mm = (PNormMirrorMap(1.4) if isinstance(constraint, Unconstrained)
+          else constraint.mirror_geometry(size).mirror_map)
+    step = mirror_stepper(constraint, mm, size)
+    x_fast = x_ref = np.full(shape, 0.01)
+    for k in range(60):
+        g = rng.normal(size=shape) * rng.choice([0.01, 1.0, 30.0])
+        eta = float(rng.choice([0.01, 0.3, 2.0]))
+        if k % 17 == 16:  # a point the step did not return: its dual is recomputed
+            x_fast = x_ref = x_ref * 0.5
+        x_ref = constraint.mirror_step(mm, x_ref, g, eta)
+        x_fast = np.array(step(np.array(x_fast), g, eta))
+        scale = max(1.0, float(np.abs(x_ref).max()))
+        np.testing.assert_allclose(x_fast, x_ref, rtol=0, atol=1e-11 * scale)

@@ -143,10 +143,79 @@ def mirror_stepper(constraint: Constraint, mirror_map: MirrorMap, size: int
 
             return ball_step
 
+    if isinstance(mm, PNormMirrorMap) and mm.p < 2.0:
+        from skdp.geometry._constraints import L1Ball, LpBall
+
+        kind = type(constraint)
+        if kind is L1Ball or kind is Unconstrained or (kind is LpBall
+                                                       and constraint.p == mm.p):
+            return _PNormDualStep(constraint, mm)
+
     def step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
         return constraint.mirror_step(mm, x, g, eta)
 
     return step
+
+
+class _PNormDualStep:
+    """The p-norm map's exact step (:meth:`Constraint.mirror_step`) keeping the dual point
+    ``theta = nabla w(x)`` of the point it returned last, as :class:`LpDualIterate` does.
+
+    A step from that same point (equal entries) starts from the kept ``theta`` instead of
+    recomputing ``nabla w(x)``; any other ``x`` has its gradient computed. The map
+    ``nabla w^*(theta) = (p-1) ||theta||_q^(2-q) sign(theta) |theta|^(q-1)`` is evaluated
+    on ``theta / m``, ``m = max |theta_j|``, with one power: ``y = a^(q-1)`` for ``a =
+    |theta| / m``, ``sum a^q = y . a``; and ``||nabla w^*(theta)||_p = (p-1)
+    ||theta||_q``. The new dual point: ``theta`` when the unconstrained point is feasible;
+    scaled by ``c`` when the point is scaled radially by ``c`` onto the l_p ball
+    (``nabla w`` is positively 1-homogeneous); on an active l1 ball, ``nabla w`` of the
+    set's own step (:func:`~skdp.geometry._steps._l1_pnorm_step`). Equal to
+    :meth:`Constraint.mirror_step` up to rounding (the map is evaluated with different
+    roundings); post-processing only.
+    """
+
+    def __init__(self, constraint: Constraint, mm: PNormMirrorMap) -> None:
+        from skdp.geometry._constraints import L1Ball, Unconstrained
+
+        self.constraint, self.mm = constraint, mm
+        self.p, self.q = mm.p, mm.q
+        self.l1 = type(constraint) is L1Ball
+        self.radius = (math.inf if type(constraint) is Unconstrained
+                       else float(constraint.radius))
+        self.x: np.ndarray | None = None
+        self.theta: np.ndarray | None = None
+
+    def _conjugate(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(nabla w^*(theta), ||nabla w^*(theta)||_p)``."""
+        a = np.abs(theta)
+        m = float(a.max(initial=0.0))
+        if not (m > 0.0 and math.isfinite(m)):
+            x = self.mm.grad_conjugate(theta)
+            return x, pnorm(x, self.p)
+        p, q = self.p, self.q
+        a *= 1.0 / m
+        y = a ** (q - 1.0)
+        s = float(np.vdot(y, a))
+        y *= (p - 1.0) * m * s ** ((2.0 - q) / q)
+        return np.copysign(y, theta, out=y), (p - 1.0) * m * s ** (1.0 / q)
+
+    def __call__(self, x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+        last = self.x
+        if last is not None and last.shape == x.shape and np.array_equal(last, x):
+            theta = self.theta - eta * g
+        else:
+            theta = self.mm.grad(x) - eta * g
+        out, norm_p = self._conjugate(theta)
+        if self.l1:
+            if float(np.abs(out).sum()) > self.radius:
+                out = self.constraint.mirror_step(self.mm, x, g, eta)
+                theta = self.mm.grad(out)
+        elif norm_p > self.radius:
+            factor = self.radius / norm_p
+            out *= factor
+            theta *= factor
+        self.x, self.theta = out.copy(), theta
+        return out
 
 
 def _euclidean_geometry(constraint: Constraint, dim: int, r2: float) -> MirrorGeometry:
