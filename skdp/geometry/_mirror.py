@@ -199,6 +199,11 @@ class _PNormDualStep:
         y *= (p - 1.0) * m * s ** ((2.0 - q) / q)
         return np.copysign(y, theta, out=y), (p - 1.0) * m * s ** (1.0 / q)
 
+    def prime(self, x: np.ndarray, theta: np.ndarray) -> None:
+        """Record ``theta = nabla w(x)``, computed by the caller (neither is modified
+        later), for a next step from ``x``."""
+        self.x, self.theta = x, theta
+
     def __call__(self, x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
         last = self.x
         if last is not None and last.shape == x.shape and np.array_equal(last, x):

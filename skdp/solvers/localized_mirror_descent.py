@@ -450,11 +450,21 @@ class LocalizedMirrorDescent(BaseDPSolver):
             def step(x, g, eta, c=center[:p], ball_step=ball_step):
                 return c + ball_step(x - c, g, eta)
 
-            def extra(Wk, c=center, lam=lam):
+            prime = getattr(ball_step, "prime", None)
+
+            def extra(Wk, c=center, lam=lam, prime=prime):
                 out = np.empty_like(Wk)
-                # The Euclidean map's gradient is the identity (its copy skipped).
+                # The Euclidean map's gradient is the identity (its copy skipped). A
+                # p-norm map's gradient at x - c is also the step's starting dual point
+                # (the step from Wk follows): handed over, not computed twice.
                 shift = Wk[:p] - c[:p]
-                out[:p] = lam * (shift if euclid else mm.grad(shift)) + alpha * Wk[:p]
+                if euclid:
+                    dual = shift
+                else:
+                    dual = mm.grad(shift)
+                    if prime is not None:
+                        prime(shift, dual)
+                out[:p] = lam * dual + alpha * Wk[:p]
                 out[p:] = lam * (Wk[p:] - c[p:])
                 return out
 
