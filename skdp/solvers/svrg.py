@@ -9,8 +9,8 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 from dp_accounting import dp_event as dpe
+from scipy.special import expit
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
@@ -371,14 +371,16 @@ _NOISE_BLOCK_ELEMENTS = NOISE_BLOCK_ELEMENTS
 class _InnerBatches:
     """The inner mini-batch corrections of one DP-SVRG(++) run.
 
-    Each call draws one batch from the :class:`NoiseSource` (uniform ``b``-subset without
-    replacement, or Poisson at rate ``b/n``; data-independent) and returns
+    :meth:`draw_steps` draws the batches of a block of steps from the
+    :class:`NoiseSource` (uniform ``b``-subsets without replacement, or Poisson at rate
+    ``b/n``; data-independent); :meth:`step_correction` returns ``eta`` times
     ``(1/b) sum_{i in B} clip_C(c_i(x) - c_i(w~)) x'_i`` with ``c_i`` the clipped loss
     derivative (public denominator ``b``). For dense rows the clipping factor ``s_i`` and
     the intercept ``c`` of the augmented rows ``x'_i = [s_i x_i, c]`` are applied to the
     ``b x K`` scores and coefficients, as :meth:`Problem.scores` and
     :meth:`Problem.gradient_sum` do, without their per-call checks; sparse rows use those
-    methods.
+    methods. Clips that public facts prove lossless are skipped (same result); dense rows
+    none of which was clipped then take an unclipped fast path.
     """
 
     def __init__(self, problem: Problem, plan: SVRGPlan, sampling: str) -> None:
@@ -497,8 +499,7 @@ class _InnerBatches:
         if scale is not None:
             scores *= scale
         if self.intercept:
-            scores += self.intercept * float(x[d, 0]) if x.shape[1] == 1 \
-                else self.intercept * x[d]
+            scores += self.intercept * x[d]
         coef_x = loss.derivative(scores, Y)
         diff = coef_x - coef_snap
         sums = diff.sum(axis=0)
