@@ -436,7 +436,9 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
     if sp.issparse(X) and X.format != "csr":
         X = sp.csr_matrix(X)
     n = X.shape[0]
-    step = row_block_size(X.shape[1])
+    # A block and its few float64 temporaries (|x|, x / max|x|, its power) stay a small
+    # fraction of X on small inputs too: at most 1/16 of the rows per block.
+    step = min(row_block_size(X.shape[1]), max(256, -(-n // 16)))
     if n <= step:
         return _block_row_norms(X, ord)
     out = np.empty(n)
