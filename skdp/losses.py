@@ -97,6 +97,11 @@ class GLMLoss(ABC):
         """``(value(Z, Y), derivative(Z, Y))``; losses override it to share work."""
         return self.value(Z, Y), self.derivative(Z, Y)
 
+    def derivative_inplace(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """:meth:`derivative`, allowed to overwrite the scratch scores ``Z`` (hot paths);
+        equal to it bit for bit. Losses override it to skip temporaries."""
+        return self.derivative(Z, Y)
+
     def label_error(self, Y: np.ndarray) -> str | None:
         """Why the labels ``Y`` (shape ``(n, K)``) are outside the loss's label domain.
 
@@ -155,6 +160,14 @@ class LogisticLoss(GLMLoss):
 
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return -Y * expit(-Y * Z)
+
+    def derivative_inplace(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        # -(Y Z), expit, -(Y e): the same roundings as derivative (negation is exact).
+        np.multiply(Y, Z, out=Z)
+        np.negative(Z, out=Z)
+        expit(Z, out=Z)
+        np.multiply(Y, Z, out=Z)
+        return np.negative(Z, out=Z)
 
     def value_and_derivative(self, Z: np.ndarray, Y: np.ndarray
                              ) -> tuple[np.ndarray, np.ndarray]:

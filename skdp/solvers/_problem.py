@@ -349,7 +349,7 @@ def _chunk_row_norms(X: Any, *, ord: float) -> np.ndarray:
 def _clipped_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss, clip_norm: float,
                             skip: bool) -> np.ndarray:
     """``sum_i x'_i clip(phi'_i)^T`` over one block (see :meth:`Problem.clipped_gradient`)."""
-    D = loss.derivative(block.scores(W), block.Y)
+    D = loss.derivative_inplace(block.scores(W), block.Y)  # the scores are scratch
     # A non-finite derivative (an overflowing iterate) takes the clipping path, which
     # drops it: the skip never changes a result.
     if not (skip and np.all(np.isfinite(D))):

@@ -10,12 +10,10 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
-from scipy.special import expit
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
-from skdp.losses import LogisticLoss
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -409,7 +407,6 @@ class _InnerBatches:
         self.scale = None if unit else problem.row_scale
         # Dense rows, no clipping factor, both clips lossless: the unclipped fast path.
         self.fast = self.dense and unit and self.skip_correction_clip
-        self.logistic = type(loss) is LogisticLoss
 
     def draw(self, noise: NoiseSource, count: int) -> Sequence[np.ndarray]:
         """The batches of ``count`` steps in one call: uniform ``b``-subsets
@@ -423,36 +420,25 @@ class _InnerBatches:
     def draw_steps(self, noise: NoiseSource, count: int, coef_snap: np.ndarray) -> list:
         """:meth:`draw`, with each batch's labels and snapshot coefficients gathered in
         one call per block for equal-sized batches: ``(idx, Y[idx], coef_snap[idx])`` per
-        step, and ``-Y[idx]`` on the binary logistic fast path."""
+        step."""
         indices = self.draw(noise, count)
         Y = self.problem.Y
         if isinstance(indices, np.ndarray):
             labels = Y.take(indices, axis=0)
             coefs = coef_snap.take(indices, axis=0)
-            if self.fast and self.logistic:
-                # The fast path's negated binary labels, for the whole block at once.
-                return list(zip(indices, labels, coefs, np.negative(labels), strict=True))
             return list(zip(indices, labels, coefs, strict=True))
         return [(idx, Y[idx], coef_snap[idx]) for idx in indices]
 
     def _dense_fast(self, x: np.ndarray, factor: float, rows: np.ndarray, Y: np.ndarray,
-                    coef_snap: np.ndarray, neg_Y: np.ndarray | None) -> np.ndarray | None:
+                    coef_snap: np.ndarray) -> np.ndarray | None:
         """``factor * sum_i (phi'_i(x) - c~_i) x'_i`` without clipping, or ``None`` when a
-        derivative is not finite (the caller then takes the clipping path). Binary logistic
-        loss: ``phi'(z, y) = -y expit(-y z)`` computed in place (the same operations as
-        :meth:`LogisticLoss.derivative`, without its temporaries)."""
+        derivative is not finite (the caller then takes the clipping path); the derivative
+        overwrites the scratch scores (:meth:`GLMLoss.derivative_inplace`)."""
         d = self.d
         scores = rows @ x[:d]
         if self.intercept:
             scores += self.intercept * x[d]
-        if self.logistic:
-            if neg_Y is None:
-                neg_Y = np.negative(Y)
-            np.multiply(neg_Y, scores, out=scores)
-            expit(scores, out=scores)
-            diff = np.multiply(neg_Y, scores, out=scores)
-        else:
-            diff = self.loss.derivative(scores, Y)
+        diff = self.loss.derivative_inplace(scores, Y)
         diff -= coef_snap
         sums = diff.sum(axis=0)
         # The snapshot coefficients are finite and a sum of bounded finite values is
@@ -472,11 +458,10 @@ class _InnerBatches:
         return clip_rows(D, self.problem.norms[idx][:, None], clip)
 
     def step_correction(self, x: np.ndarray, step: float, idx: np.ndarray, Y: np.ndarray,
-                        coef_snap: np.ndarray, neg_Y: np.ndarray | None = None
-                        ) -> np.ndarray:
+                        coef_snap: np.ndarray) -> np.ndarray:
         """``eta`` times the batch ``idx``'s mean clipped correction at ``x`` (a new
         array), inside the caller's ``np.errstate``; ``Y`` and ``coef_snap`` are the
-        batch's labels and snapshot coefficients (``neg_Y``, optional: ``-Y``)."""
+        batch's labels and snapshot coefficients."""
         problem, b, loss = self.problem, self.b, self.loss
         factor = step / b  # eta times the mean, with the public denominator b
         if not self.dense:
@@ -491,7 +476,7 @@ class _InnerBatches:
         d = self.d
         rows = problem.X.take(idx, axis=0)  # a gather, faster than X[idx]
         if self.fast:
-            v = self._dense_fast(x, factor, rows, Y, coef_snap, neg_Y)
+            v = self._dense_fast(x, factor, rows, Y, coef_snap)
             if v is not None:
                 return v
         scores = rows @ x[:d]

@@ -468,3 +468,23 @@ def test_row_norms_of_a_small_matrix_stay_a_fraction_of_it(ord):
     tracemalloc.stop()
     assert peak < 0.5 * X.nbytes
     np.testing.assert_allclose(norms, np.linalg.norm(X, ord=ord, axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), MultinomialLogisticLoss(3), SquaredLoss(1.0),
+                                  HuberLoss(0.5), HingeLoss(), SmoothedHingeLoss()],
+                         ids=lambda loss: type(loss).__name__)
+def test_derivative_inplace_is_the_derivative_bit_for_bit(loss):
+    """The hot paths' in-place derivative (it overwrites the scratch scores) equals
+    GLMLoss.derivative exactly, also at extreme and non-finite scores."""
+    rng = np.random.default_rng(0)
+    K = 3 if isinstance(loss, MultinomialLogisticLoss) else 1
+    Z = rng.normal(scale=30.0, size=(500, K))
+    Z[:3] = [[np.inf] * K, [-np.inf] * K, [np.nan] * K]
+    if K > 1:
+        Y = np.eye(K)[rng.integers(0, K, size=500)]
+    elif isinstance(loss, (SquaredLoss, HuberLoss)):
+        Y = rng.uniform(-1, 1, size=(500, 1))
+    else:
+        Y = rng.choice([-1.0, 1.0], size=(500, 1))
+    expected = loss.derivative(Z.copy(), Y)
+    np.testing.assert_array_equal(loss.derivative_inplace(Z.copy(), Y), expected)
