@@ -17,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--profile", choices=sorted(config.PROFILES), default="quick")
     run.add_argument("--scenario", action="append", choices=sorted(config.SCENARIOS),
                      help="only these scenarios (repeatable; the rest of the run is kept)")
+    run.add_argument("--part", action="append", choices=config.PARTS,
+                     help="only these parts (repeatable); the others are kept from the "
+                          "profile's last results, which the page then says")
     chk = sub.add_parser("check", help="compare the latest results with the targets")
     chk.add_argument("path", nargs="?", type=Path, help="a results JSON (default: latest)")
     rep = sub.add_parser("report", help="rewrite markdown and plots from a results JSON")
@@ -30,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks import runner
 
     results = runner.run(config.PROFILES[args.profile], args.scenario,
-                         log=lambda msg: print(msg, flush=True))
+                         log=lambda msg: print(msg, flush=True),
+                         parts=tuple(args.part) if args.part else None)
     path = runner.save(results)
     print(f"wrote {path} and {report.write(results)} in {results['meta']['seconds']:.0f} s")
     return report.check(path)

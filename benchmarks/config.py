@@ -12,10 +12,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.linear_model import Lasso, LogisticRegression, Ridge
+from sklearn.linear_model import Lasso, LinearRegression, LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from benchmarks import datasets
-from skdp.linear_model import DPLinearRegression, DPLogisticRegression
+from skdp.linear_model import (
+    DPHuberRegressor,
+    DPLasso,
+    DPLinearRegression,
+    DPLinearSVC,
+    DPLogisticRegression,
+)
+from skdp.preprocessing import DPStandardScaler
 
 Split = tuple[object, np.ndarray, object, np.ndarray]
 
@@ -131,6 +140,10 @@ MEASURED = ("covertype", "sparse", "heavy_tails")
 
 
 
+#: The parts of a run, in order (``--part`` runs some and keeps the others' last results).
+PARTS = ("scenarios", "scaling", "rates", "float32", "defaults", "cold")
+
+
 @dataclass(frozen=True)
 class Profile:
     """How much of everything to run."""
@@ -144,14 +157,15 @@ class Profile:
     scaling_d: tuple[int, ...]  # sparse features (n = SCALING_D_ROWS)
     rates_d: tuple[int, ...]
     rates_n: int
+    defaults_seeds: int  # 70/30 splits of the defaults workflows (issue 19)
 
 
 PROFILES = {
     "quick": Profile("quick", (1.0,), (0,), 3, 10_000, (10_000, 30_000, 100_000),
-                     (10, 100, 1_000, 10_000), (100, 1_000), 5_000),
+                     (10, 100, 1_000, 10_000), (100, 1_000), 5_000, 7),
     "full": Profile("full", (0.2, 0.5, 1.0), (0, 1, 2, 3, 4), 5, 100_000,
                     (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000),
-                    (10, 100, 1_000, 10_000, 100_000), (100, 1_000, 10_000), 20_000),
+                    (10, 100, 1_000, 10_000, 100_000), (100, 1_000, 10_000), 20_000, 21),
 }
 SCALING_D_ROWS = 5_000
 #: Solvers of the scaling curves and the gradient complexity their papers claim, as the
@@ -178,7 +192,7 @@ class Target:
 
     name: str
     bound: float
-    kind: str  # "max": value <= bound; "abs": |value - centre| <= bound
+    kind: str  # "max": value <= bound; "min": value >= bound; "abs": |value - centre| <= bound
     centre: float = 0.0
 
 
@@ -194,3 +208,58 @@ TARGETS = (
     Target("peak extra memory / float32 X (worst solver)", 1.0, "max"),
     Target("frank_wolfe time-vs-n slope", 0.15, "abs", 1.0),
 )
+
+
+# Defaults on raw bundled data (issue 19) ------------------------------------------------
+
+@dataclass(frozen=True)
+class Workflow:
+    """A user's workflow on a raw bundled data set: every parameter at its default except
+    the total ``epsilon`` (split as stated in ``name``).
+
+    ``make(epsilon, seed)`` builds the estimator or pipeline (``None`` marks a baseline
+    whose score is computed by the runner); ``targets`` maps an epsilon to the declared
+    median score.
+    """
+
+    name: str
+    data: str  # "breast_cancer" (raw features, accuracy) or "diabetes" (raw target, R^2)
+    make: Callable[[float, int], object] | None
+    targets: dict = field(default_factory=dict)
+
+
+_RANGES = (datasets.BREAST_CANCER_RANGES[:, 0], datasets.BREAST_CANCER_RANGES[:, 1])
+WORKFLOWS = (
+    Workflow("DPLogisticRegression()", "breast_cancer",
+             lambda e, s: DPLogisticRegression(e, random_state=s), {1.0: 0.85}),
+    Workflow("DPLinearSVC()", "breast_cancer",
+             lambda e, s: DPLinearSVC(e, random_state=s), {1.0: 0.85}),
+    Workflow("DPStandardScaler(0.3 eps) + DPLogisticRegression(0.7 eps)", "breast_cancer",
+             lambda e, s: make_pipeline(DPStandardScaler(0.3 * e, random_state=s),
+                                        DPLogisticRegression(0.7 * e, random_state=s)),
+             {1.0: 0.85}),
+    Workflow("same, shrink_mean=False", "breast_cancer",
+             lambda e, s: make_pipeline(
+                 DPStandardScaler(0.3 * e, shrink_mean=False, random_state=s),
+                 DPLogisticRegression(0.7 * e, random_state=s))),
+    Workflow("same, public feature ranges", "breast_cancer",
+             lambda e, s: make_pipeline(
+                 DPStandardScaler(0.3 * e, bounds=_RANGES, random_state=s),
+                 DPLogisticRegression(0.7 * e, random_state=s))),
+    Workflow("scikit-learn StandardScaler + LogisticRegression (not private)",
+             "breast_cancer",
+             lambda e, s: make_pipeline(StandardScaler(), LogisticRegression())),
+    Workflow("majority class", "breast_cancer", None),
+    Workflow("DPLinearRegression()", "diabetes",
+             lambda e, s: DPLinearRegression(e, random_state=s), {1.0: 0.10, 5.0: 0.25}),
+    Workflow("DPLasso()", "diabetes", lambda e, s: DPLasso(e, random_state=s)),
+    Workflow("DPHuberRegressor()", "diabetes",
+             lambda e, s: DPHuberRegressor(e, random_state=s)),
+    Workflow("scikit-learn LinearRegression (not private)", "diabetes",
+             lambda e, s: LinearRegression()),
+    Workflow("mean of the training targets", "diabetes", None),
+)
+
+
+#: Total epsilons of the defaults workflows (the issue's targets are at 1 and 5).
+DEFAULTS_EPSILONS = (1.0, 5.0)

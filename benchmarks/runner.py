@@ -456,6 +456,44 @@ def float32_memory(profile: Profile, log) -> list[dict]:
     return rows
 
 
+def defaults(profile: Profile, log) -> list[dict]:
+    """Every workflow of :data:`config.WORKFLOWS` on raw bundled data, 70/30 splits: test
+    accuracy or R^2 and the spend each fit reports (its ``privacy_spent_``, or the
+    pipeline's total)."""
+    from sklearn.datasets import load_breast_cancer, load_diabetes
+    from sklearn.metrics import r2_score
+    from sklearn.model_selection import train_test_split
+
+    data = {"breast_cancer": load_breast_cancer(return_X_y=True),
+            "diabetes": load_diabetes(return_X_y=True)}
+    rows = []
+    for eps in config.DEFAULTS_EPSILONS:
+        for flow in config.WORKFLOWS:
+            X, y = data[flow.data]
+            scores, spent = [], []
+            for seed in range(profile.defaults_seeds):
+                Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=seed)
+                if flow.make is None:  # the trivial baseline
+                    if flow.data == "diabetes":
+                        scores.append(r2_score(yte, np.full(len(yte), ytr.mean())))
+                    else:
+                        scores.append(float(np.mean(yte == np.bincount(ytr).argmax())))
+                    continue
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = flow.make(eps, seed).fit(Xtr, ytr)
+                scores.append(float(model.score(Xte, yte)))
+                total = skdp.privacy_spent(model)
+                spent.append((total.epsilon, total.delta))
+            worst = max(spent) if spent else (0.0, 0.0)
+            rows.append(dict(workflow=flow.name, data=flow.data, epsilon=eps,
+                             scores=scores, median=float(np.median(scores)),
+                             target=flow.targets.get(eps), spent_epsilon=worst[0],
+                             spent_delta=max((d for _, d in spent), default=0.0)))
+            log(f"  {flow.data:<13} eps={eps:g} {flow.name:<60} {rows[-1]['median']:.3f}")
+    return rows
+
+
 # The whole run ---------------------------------------------------------------------------
 
 def environment() -> dict:
@@ -467,25 +505,38 @@ def environment() -> dict:
                 cpus=os.cpu_count(), machine=platform.machine(), blas_threads=1)
 
 
-def run(profile: Profile, scenarios: list[str] | None = None, log=print) -> dict:
-    """Everything of one profile (one BLAS thread throughout)."""
+def run(profile: Profile, scenarios: list[str] | None = None, log=print,
+        parts: tuple[str, ...] | None = None) -> dict:
+    """Everything of one profile (one BLAS thread throughout), or only ``parts``."""
     start, cpu = time.perf_counter(), time.process_time()
+    parts = parts or config.PARTS
     results = dict(meta=dict(profile=profile.name, load_before=os.getloadavg()[0],
                              **environment()), scenarios=[])
+    previous = ROOT / "results" / f"suite_{profile.name}.json"
+    if set(parts) != set(config.PARTS) and previous.exists():
+        # A partial run keeps the other parts of the profile's last results, and says so.
+        old = json.loads(previous.read_text())
+        kept = [p for p in config.PARTS if p not in parts and p in old]
+        results.update({p: old[p] for p in kept})
+        results["meta"]["kept_from"] = dict(commit=old["meta"]["commit"],
+                                            date=old["meta"]["date"], parts=kept)
     with threadpool_limits(limits=1):
-        for name in scenarios or config.SCENARIOS:
-            sc = config.SCENARIOS[name]
-            for seed in profile.seeds:
-                log(f"{name} (seed {seed})")
-                results["scenarios"].append(run_scenario(sc, profile, seed, log))
-        log("scaling")
-        results["scaling"] = scaling(profile, log)
-        log("l_p rates")
-        results["rates"] = rates(profile, log)
-        log("float32 memory")
-        results["float32"] = float32_memory(profile, log)
-    log("cold starts")
-    results["cold"] = cold_starts(log)
+        if "scenarios" in parts:
+            results["scenarios"] = []
+            for name in scenarios or config.SCENARIOS:
+                sc = config.SCENARIOS[name]
+                for seed in profile.seeds:
+                    log(f"{name} (seed {seed})")
+                    results["scenarios"].append(run_scenario(sc, profile, seed, log))
+        for part, label, fn in (("scaling", "scaling", scaling), ("rates", "l_p rates", rates),
+                                ("float32", "float32 memory", float32_memory),
+                                ("defaults", "defaults on raw bundled data", defaults)):
+            if part in parts:
+                log(label)
+                results[part] = fn(profile, log)
+    if "cold" in parts:
+        log("cold starts")
+        results["cold"] = cold_starts(log)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     # Other jobs on a shared machine stretch the wall time; the CPU time does not move.
     results["meta"].update(seconds=time.perf_counter() - start, load_after=os.getloadavg()[0],

@@ -99,6 +99,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     _y_numeric = False
     #: Whether the intercept is a coordinate of the constrained (and penalised) vector.
     _intercept_constrained = False
+    #: ``data_norm="auto"`` is this public factor times the private median row norm.
+    _data_norm_factor = BOUNDS_FACTOR
 
     _parameter_constraints: dict = {
         # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
@@ -378,7 +380,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         # Every bound is post-processing of its private quantile: a public factor, then
         # rounded up to a power of 2^(1/4), so that fits on similar data share one plan
         # (and its cached calibration).
-        data_norm = (_round_up(BOUNDS_FACTOR * private_quantile(
+        data_norm = (_round_up(self._data_norm_factor * private_quantile(
             row_norms(X, self._data_norm_ord()), BOUNDS_QUANTILE, shares["data_norm"], rng))
             if "data_norm" in shares else float(self.data_norm))
         y_bound = getattr(self, "y_bound", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -130,12 +131,27 @@ def test_auto_ledger_reaccounts_within_the_budget_and_shows_both_parts():
 def test_regressor_bounds_centre_and_three_parts():
     reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
     bounds = reg.privacy_ledger_.part("bounds")
-    assert [e.epsilon for e in bounds.event.events] == pytest.approx([0.1] * 3)
+    assert [e.epsilon for e in bounds.event.events] == pytest.approx([0.4 / 3] * 3)
     assert 25 <= reg.y_centre_ <= 346  # the targets' documented range
     assert reg.y_bound_ > 0 and reg.data_norm_ > 0
     pred = reg.predict(X_D)
     assert np.all(pred >= reg.y_centre_ - reg.y_bound_ - 1e-9)
     assert np.all(pred <= reg.y_centre_ + reg.y_bound_ + 1e-9)
+
+
+@pytest.mark.parametrize("make, factor", [
+    (lambda: DPLinearRegression(epsilon=math.inf), 1.0),
+    (lambda: DPHuberRegressor(epsilon=math.inf), 2.0),
+])
+def test_auto_data_norm_is_the_declared_factor_times_the_median(make, factor):
+    """Non-private mode reads the exact median: ``data_norm_`` is the estimator's public
+    factor times it, rounded up to a power of 2^(1/4) (least squares: the median itself,
+    whose Gram noise beats clipping fewer rows; benchmarks/results/defaults.md)."""
+    from skdp._base import _round_up
+    from skdp.losses import row_norms
+
+    reg = quiet(make().fit, X_D, Y_D)
+    assert reg.data_norm_ == _round_up(factor * np.median(row_norms(X_D, 2.0)))
 
 
 def test_accountant_holds_the_real_events_not_the_reservation():

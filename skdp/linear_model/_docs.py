@@ -14,7 +14,7 @@ _PARAMS = {
     'data_norm': """\
     data_norm : float or "auto", default="auto"
         Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: twice a private median of
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: {factor} of
         the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
         in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
         ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
@@ -82,9 +82,13 @@ def shared_docs(cls):
     by the list of solvers that accept the class's ``_solver_losses`` and
     ``_solver_constraints``."""
 
+    factor = getattr(cls, "_data_norm_factor", 2.0)
+    factor = {1.0: "a private median", 2.0: "twice a private median"}.get(
+        factor, f"{factor:g} times a private median")
+
     def fill(match):
         name, _, default = match.group(1).partition(":")
-        return _PARAMS[name].replace("{default}", default)
+        return _PARAMS[name].replace("{default}", default).replace("{factor}", factor)
 
     doc = re.sub(r"^    <<([a-z_]+(?::[^>]*)?)>>\n", fill, cls.__doc__, flags=re.M)
     cls.__doc__ = doc.replace(

@@ -137,6 +137,26 @@ class RowNormClipper(_PublicMap):
         return X * scale[:, None]
 
 
+#: A released mean this many noise standard deviations from its public default keeps
+#: ``1 - 1/SHRINK_LEVEL^2`` (75% at 2) of its distance; closer ones fall to the default.
+SHRINK_LEVEL = 2.0
+
+
+def shrink_to_centre(mean_u: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
+    """Shrink released means of ``u`` (in ``[0, 1]``) toward the public centre of the
+    bounds (``u = 1/2``) by their known noise standard deviation ``std``.
+
+    Positive-part James-Stein per coordinate: the distance ``z`` to the centre becomes
+    ``z max(0, 1 - (k std / z)^2)``, ``k`` = :data:`SHRINK_LEVEL`. It reads only the
+    released means and public constants: post-processing. Returns the means and the
+    features whose mean fell to the centre.
+    """
+    z = mean_u - 0.5
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keep = np.where(z != 0, np.maximum(0.0, 1.0 - (SHRINK_LEVEL * std / z) ** 2), 0.0)
+    return 0.5 + z * keep, keep == 0
+
+
 class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                        BaseEstimator):
     """Standardize features with differentially private means and variances.
@@ -160,8 +180,16 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         ``bounds_fraction`` of ``epsilon``). ``"auto"`` suits features on comparable
         scales; features far smaller than the row norm get little signal (give public
         bounds for them).
-    bounds_fraction : float in (0, 1), default=0.2
-        Share of ``epsilon`` spent on ``"auto"`` bounds.
+    bounds_fraction : float in (0, 1), default=0.5
+        Share of ``epsilon`` spent on ``"auto"`` bounds (one private quantile, which must
+        not fail at small ``n epsilon``: a far bound wipes out every feature).
+    shrink_mean : bool, default=True
+        Shrink each released mean toward the public centre of its bounds by its known
+        noise level (:func:`shrink_to_centre`, post-processing). A centring error moves every
+        row by the same offset, which adds up over the features in every row norm (and
+        so in a downstream clip and its noise), while a scale error only reweights one
+        feature: a budget too small to centre a feature leaves it uncentred instead of
+        shifted by noise. ``shrunk_`` lists those features. ``False``: the raw means.
     accounting : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
         How the release is accounted (``"auto"``: exact Gaussian, or pure for delta=0).
     accountant : BudgetAccountant or None, default=None
@@ -174,6 +202,8 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
     Attributes
     ----------
     mean_, var_, scale_ : ndarray of shape (n_features,)
+    shrunk_ : ndarray of bool, shape (n_features,)
+        Features whose mean fell to the centre of the bounds (``shrink_mean``).
     lower_, upper_ : ndarray of shape (n_features,)
         The bounds used (public, or released privately).
     privacy_ledger_ : PrivacyLedger or CompositeLedger
@@ -186,18 +216,21 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         "delta": [Interval(Real, 0, 1, closed="left")],
         "bounds": [StrOptions({"auto"}), tuple, list],
         "bounds_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "shrink_mean": ["boolean"],
         "accounting": [StrOptions({"auto", *ACCOUNTANTS} - {"basic"})],
         "accountant": [HasMethods(["charge", "refund"]), None],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, epsilon=0.3, delta=1e-5, *, bounds="auto", bounds_fraction=0.2,
-                 accounting="auto", accountant=None, random_state=None, verbose=0):
+    def __init__(self, epsilon=0.3, delta=1e-5, *, bounds="auto", bounds_fraction=0.5,
+                 shrink_mean=True, accounting="auto", accountant=None, random_state=None,
+                 verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
         self.bounds_fraction = bounds_fraction
+        self.shrink_mean = shrink_mean
         self.accounting = accounting
         self.accountant = accountant
         self.random_state = random_state
@@ -292,6 +325,14 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 sums = sums + noise.l2_laplace((2 * d,), release.unit_scale * sensitivity)
             mean_u = np.clip(sums[:d] / n, 0.0, 1.0)
             var_u = np.clip(sums[d:] / n - mean_u ** 2, 1e-4, 0.25)
+            shrunk = np.zeros(d, dtype=bool)
+            if self.shrink_mean and total.is_private:
+                # Per-coordinate noise std of the released sums (public): sigma for the
+                # Gaussian; an l2-Laplace of scale b in k = 2d dimensions has per-coordinate
+                # variance (k + 1) b^2 (its radius is Gamma(k, b): E r^2 = k (k + 1) b^2).
+                std = release.unit_scale * sensitivity * (
+                    1.0 if release.mechanism == "gaussian" else math.sqrt(2 * d + 1))
+                mean_u, shrunk = shrink_to_centre(mean_u, std / n)
         except BaseException:
             if entry is not None and estimated:
                 # As the estimators: once the private bound is computed, its charge stays.
@@ -305,6 +346,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         self.scale_ = np.sqrt(self.var_)
         self.n_samples_seen_ = n
         self.noise_scale_ = float(release.unit_scale * sensitivity)
+        self.shrunk_ = shrunk
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = ledger.spent()
         progress("done")

@@ -70,7 +70,8 @@ def test_dp_scaler_noise_is_what_the_ledger_says(delta):
     for seed in seeds:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
-            s = DPStandardScaler(eps, delta, bounds=(0.0, 1.0), random_state=seed).fit(X)
+            s = DPStandardScaler(eps, delta, bounds=(0.0, 1.0), shrink_mean=False,
+                                 random_state=seed).fit(X)
         errors.append((s.mean_ - exact) * n)  # the noise on the sums of u
         z_values.append(s.noise_scale_)
     errors = np.array(errors)
@@ -135,4 +136,46 @@ def test_repr_shows_the_spend_and_a_failure_after_the_private_bound_keeps_its_ch
         DPStandardScaler(accountant=acc).fit(X)
     (entry,) = acc.entries
     assert [name for name, _ in entry.ledger.parts] == ["bounds"]
-    assert acc.spent().epsilon == pytest.approx(0.3 * 0.2)
+    assert acc.spent().epsilon == pytest.approx(0.3 * 0.5)
+
+
+def test_shrink_to_centre_is_positive_part_james_stein():
+    """Plain-numpy reference: the distance z to 1/2 becomes z max(0, 1 - (2 s / z)^2)."""
+    from skdp.preprocessing._scalers import shrink_to_centre
+
+    mean_u = np.array([0.5, 0.52, 0.6, 0.9, 0.1, 0.45])
+    s = 0.02
+    out, shrunk = shrink_to_centre(mean_u, s)
+    z = mean_u - 0.5
+    expected = np.zeros_like(z)
+    for j, zj in enumerate(z):
+        if zj != 0:
+            expected[j] = zj * max(0.0, 1.0 - (2 * s / zj) ** 2)
+    np.testing.assert_allclose(out, 0.5 + expected, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(shrunk, [True, True, False, False, False, False])
+
+
+def test_shrunk_means_fall_to_the_centre_and_the_rest_is_the_noisy_release():
+    """Post-processing of one release: with the same seed, shrink_mean=False gives the
+    raw noisy means; shrink_mean=True maps exactly those through shrink_to_centre with
+    the release's per-coordinate noise std (a budget far too small: every mean falls to
+    the centre of its bounds; a large one: none does)."""
+    from skdp.preprocessing._scalers import shrink_to_centre
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.0, 1.0, size=(300, 4)) * [1, 1, 1, 0.2]
+    lower, upper = np.zeros(4), np.full(4, 2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        raw = DPStandardScaler(0.5, bounds=(lower, upper), shrink_mean=False,
+                               random_state=1).fit(X)
+        shrunk = DPStandardScaler(0.5, bounds=(lower, upper), random_state=1).fit(X)
+        tiny = DPStandardScaler(1e-3, bounds=(lower, upper), random_state=1).fit(X)
+        large = DPStandardScaler(1e4, bounds=(lower, upper), random_state=1).fit(X)
+    expected, flags = shrink_to_centre(raw.mean_ / 2.0, raw.noise_scale_ / 300)
+    np.testing.assert_allclose(shrunk.mean_, 2.0 * expected, rtol=1e-12)
+    np.testing.assert_array_equal(shrunk.shrunk_, flags)
+    np.testing.assert_allclose(shrunk.var_, raw.var_)
+    assert not raw.shrunk_.any()
+    assert tiny.shrunk_.all() and np.all(tiny.mean_ == 1.0)
+    assert not large.shrunk_.any()
