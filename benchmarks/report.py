@@ -32,7 +32,7 @@ def _cells(results: dict) -> dict:
 def evaluate(results: dict) -> list[dict]:
     """Every declared target with its measured value and whether it passes."""
     cells = _cells(results)
-    eps = max(e for (_, _, e) in cells)
+    eps = max((e for (_, _, e) in cells), default=1.0)
 
     def worst(values: dict) -> tuple[float, str]:
         """Largest value and the solvers above the bound's row (filled by the caller)."""
@@ -261,7 +261,7 @@ def plots(results: dict, stem: str) -> None:
     import matplotlib.pyplot as plt
 
     cells = _cells(results)
-    eps = max(e for (_, _, e) in cells)
+    eps = max((e for (_, _, e) in cells), default=1.0)
     names = [n for n in config.SCENARIOS if any(k[0] == n for k in cells)]
     rows = -(-len(names) // 3)
     fig, axes = plt.subplots(rows, 3, figsize=(13, 3.8 * rows), squeeze=False)

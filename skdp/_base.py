@@ -478,7 +478,10 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                 fit_rng, ledger = self.random_state, prepared[1]
             progress("solving", f"{prepared[0].n_iter} planned steps, data_norm_="
                      f"{bounds.data_norm:.4g}")
-            result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng)
+            steps = progress.steps(prepared[0].n_iter)
+            result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng, steps)
+            if steps is not None:
+                steps.finish()
             spent = ledger.spent()
             if total.is_private and not spent.within(total):
                 raise PrivacyAccountingError(
@@ -547,7 +550,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             del self.feature_names_in_
         return X, y
 
-    def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state):
+    def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state,
+                     on_steps=None):
         n_features = spec.n_params - (1 if self.fit_intercept else 0)
         if X.shape != (spec.n_samples, n_features):
             raise PrivacyAccountingError(
@@ -563,7 +567,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         # feature (value data_norm) is appended implicitly: X is neither copied nor modified.
         problem = Problem.build(
             X, Y, spec, data_norm=bounds.data_norm,
-            intercept=bounds.data_norm if self.fit_intercept else 0.0,
+            intercept=bounds.data_norm if self.fit_intercept else 0.0, on_steps=on_steps,
         )
         result = solver.solve(
             problem, prepared[1].budget, random_state,

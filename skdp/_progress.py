@@ -5,7 +5,10 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "StepProgress"]
+
+#: Step progress is printed at each of this many equal fractions of the planned steps.
+TICKS = 10
 
 
 class Progress:
@@ -32,3 +35,41 @@ class Progress:
                 text += f"; {detail}"
             text += f" ({time.perf_counter() - self.start:.2f} s)"
         print(text, file=sys.stdout, flush=True)
+
+    def steps(self, planned: int) -> StepProgress | None:
+        """A counter of the solver's ``planned`` steps for :class:`StepProgress` (``None``
+        when nothing is printed)."""
+        return StepProgress(self, planned) if self.verbose >= 1 else None
+
+
+class StepProgress:
+    """Counts a solver's steps and prints at each tenth of the plan.
+
+    The solver reports every step (``problem.advance``); the line ``solving: k0%`` is
+    printed once for each ``k`` = 1..10, when the count reaches ``ceil(k T / 10)`` of the
+    ``T`` planned steps (several at once when ``T < 10``; :meth:`finish` prints the rest
+    for solvers that make one release). The text is the same ten lines for every fit, so
+    at ``verbose=1`` it does not depend on ``T`` (which follows the private bounds);
+    ``verbose=2`` adds ``step k of T`` and the time.
+    """
+
+    def __init__(self, progress: Progress, planned: int) -> None:
+        self.progress = progress
+        self.planned = max(int(planned), 1)
+        self.done = 0
+        self.printed = 0
+
+    def __call__(self, steps: int = 1) -> None:
+        self.done += int(steps)
+        while (self.printed < TICKS
+               and self.done * TICKS >= (self.printed + 1) * self.planned):
+            self.printed += 1
+            self.progress(f"solving: {10 * self.printed}%",
+                          f"step {min(self.done, self.planned)} of {self.planned}")
+
+    def finish(self) -> None:
+        """Print the tenths not reached (a solver that reports no steps)."""
+        while self.printed < TICKS:
+            self.printed += 1
+            self.progress(f"solving: {10 * self.printed}%",
+                          f"step {self.planned} of {self.planned}")

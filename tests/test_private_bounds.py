@@ -277,6 +277,25 @@ def test_progress_text_is_identical_on_neighbouring_data(capsys):
     assert outputs[0] == outputs[1]
     assert "[DPLogisticRegression] fit: 80 rows" in outputs[0]
     assert outputs[0].count("[PrivateRandomizedSearch]") == 2  # never one line per candidate
+    # Ten step-progress lines per estimator fit, whatever its planned step count.
+    for name in ("DPLogisticRegression", "DPLinearRegression"):
+        lines = [line for line in outputs[0].splitlines()
+                 if line.startswith(f"[{name}] solving: ")]
+        assert lines == [f"[{name}] solving: {10 * k}%" for k in range(1, 11)]
+
+
+def test_verbose_2_reports_the_planned_steps_as_the_solver_goes(capsys):
+    from skdp.solvers import NoisyGD
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    quiet(DPLogisticRegression(solver=NoisyGD(n_iter=25), data_norm=3.0, classes=[0, 1],
+                               verbose=2).fit, X, y)
+    out = capsys.readouterr().out
+    steps = [int(line.split("step ")[1].split(" of")[0]) for line in out.splitlines()
+             if "solving: " in line and "%" in line]
+    assert steps == [3, 5, 8, 10, 13, 15, 18, 20, 23, 25]  # ceil(k 25 / 10)
+    assert "of 25" in out
 
 
 def test_html_repr_shows_the_spend_and_sample_weight_is_refused_with_a_reason():

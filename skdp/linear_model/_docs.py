@@ -40,9 +40,11 @@ _PARAMS = {
 """,
     'verbose': """\
     verbose : int, default=0
-        ``1``: print the phases of the fit with public quantities only (the same text on
-        neighbouring data sets); ``2``: also the planned iteration count (it follows the
-        private bounds) and elapsed times (a timing channel).
+        ``1``: print the phases of the fit with public quantities only, and the solver's
+        progress as it goes (``solving: 10%`` ... ``100%``: ten lines for every fit,
+        reported by the solver at each tenth of its planned steps), the same text on
+        neighbouring data sets; ``2``: also the planned step count and the step reached
+        (they follow the private bounds) and elapsed times (a timing channel).
 """,
     'classes': """\
     classes : array-like or None, default=None

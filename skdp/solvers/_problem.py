@@ -409,6 +409,9 @@ class Problem:
         The ``data_norm`` the rows were clipped to at :meth:`build` (public), if any.
     backend : DaskBackend or None
         The chunked per-row arrays of a dask-backed ``X`` (``None`` in memory).
+    on_steps : callable or None
+        Called with the number of planned steps done as the solver goes (progress
+        output, see :meth:`advance`).
     """
 
     X: Any
@@ -419,6 +422,7 @@ class Problem:
     norms: np.ndarray = field(repr=False)
     clipped_to: float | None = None
     backend: DaskBackend | None = field(default=None, repr=False, compare=False)
+    on_steps: Callable[[int], None] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(
@@ -429,6 +433,7 @@ class Problem:
         *,
         data_norm: float | None = None,
         intercept: float = 0.0,
+        on_steps: Callable[[int], None] | None = None,
     ) -> Problem:
         """Make a problem; rows are clipped to ``data_norm`` (default: no clipping).
 
@@ -482,7 +487,7 @@ class Problem:
             backend = DaskBackend.build(X, Y, scale, norms)
         return cls(X=X, Y=Y, spec=spec, row_scale=scale, intercept=float(intercept),
                    norms=norms, clipped_to=None if data_norm is None else float(data_norm),
-                   backend=backend)
+                   backend=backend, on_steps=on_steps)
 
     @staticmethod
     def _statistics(X: Any, ord: float, data_norm: float | None, intercept: float
@@ -604,6 +609,13 @@ class Problem:
         else:
             raw = row_norms(self.X, ord)
         return with_intercept(self.row_scale * raw, self.intercept, ord)
+
+    def advance(self, steps: int = 1) -> None:
+        """Report ``steps`` planned steps done (progress output; a no-op by default).
+
+        Solvers call it as they go; the count is fixed by the plan, never by the data."""
+        if self.on_steps is not None:
+            self.on_steps(steps)
 
     # -- the linear model on (a subset of) the augmented rows ------------------------------
     def rows(self, index: Any) -> RowBlock:

@@ -335,6 +335,7 @@ class DPAccMD(BaseDPSolver):
             x = r * z + (1.0 - r) * y
             g = problem.clipped_gradient(x, clip) + noise.gaussian(shape, sigma)
             g[:p] += spec.alpha * x[:p]
+            problem.advance()
             # Mirror step with the 1-strongly convex map w / mu: eta = mu a_{k+1} (the
             # constraint's exact Bregman step: Euclidean projection; p-norm map rescaled
             # onto the l_p sphere or soft-thresholded in the dual for the l1 ball;

@@ -444,6 +444,7 @@ class PrivateFrankWolfe(BaseDPSolver):
                         shape)
             eta = 2.0 / (step + 1.0)
             W = (1.0 - eta) * W + eta * w
+            problem.advance()
 
         def visit(t: int, j: int, v: np.ndarray, W_parent: np.ndarray, right: bool) -> None:
             # Left child: the parent's estimate at the parent's iterate (no step between).

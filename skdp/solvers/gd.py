@@ -330,6 +330,7 @@ class NoisyGD(BaseDPSolver):
                 total += W
             elif t == pick:
                 chosen = W
+            problem.advance()
         if first is not None:
             return total / self._n_averaged(plan.n_iter)
         if self.iterate == "random":

@@ -405,6 +405,7 @@ def run_noisy_md(
             if total is not None:
                 np.multiply(weights[k], W, out=term)
                 total += term
+        problem.advance(steps)
     return W if total is None else total
 
 

@@ -343,4 +343,5 @@ class PhasedDPSGD(BaseDPSolver):
             W[:p] = spec.constraint.project(W[:p])
             total += W
             count += 1
+            problem.advance()
         return total / count

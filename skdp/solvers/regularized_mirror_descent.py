@@ -327,4 +327,5 @@ class RegularizedMirrorDescent(BaseDPSolver):
             weight = math.exp(log_rho * (t - plan.n_iter))
             total += weight * W
             weight_sum += weight
+            problem.advance()
         return total / weight_sum

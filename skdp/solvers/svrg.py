@@ -358,6 +358,7 @@ class DPSVRG(BaseDPSolver):
                         else:
                             x[:p] = spec.constraint.project(shrink * x[:p])
                         total += x
+                problem.advance(steps)
             snapshot = total / m
         return snapshot
 

@@ -378,6 +378,7 @@ class _TruncatedBase(BaseDPSolver):
                     W, step = self._dense_chunk(problem, plan, noise, iterate, chunk,
                                                 offsets, local, row_norms_q, total, step,
                                                 first)
+                    problem.advance(j1 - j0)
                     j0 = j1
                     continue
                 for j in range(j1 - j0):
@@ -398,6 +399,7 @@ class _TruncatedBase(BaseDPSolver):
                     if step >= first:
                         total += W
                     step += 1
+                    problem.advance()
                 j0 = j1
         return total / (n_steps - first)
 

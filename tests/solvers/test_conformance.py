@@ -359,3 +359,31 @@ def test_poisson_noise_is_non_increasing_up_to_large_epsilon(accountant):
     zs = [solver.plan(problem.spec, Budget(e, 1e-5), accountant, "replace_one")
           .noise_multiplier for e in (1.0, 10.0, 50.0)]
     assert zs[0] >= zs[1] >= zs[2]
+
+
+#: Solvers whose plan is one release (``n_iter == 1``): no steps to report; the estimator's
+#: progress prints the remaining tenths after the release.
+ONE_RELEASE = {"output_perturbation", "objective_perturbation", "approx_objective_perturbation",
+               "sufficient_statistics"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reported_steps_are_the_planned_steps(name):
+    """``problem.advance`` is the progress output's only source: an iterative solver
+    reports exactly ``plan.n_iter`` steps, in the same calls on two data sets (the counts
+    come from the plan, never from the data)."""
+    import dataclasses
+
+    solver = FAST[name]()
+    calls = []
+    for seed in (1, 2):
+        problem = _problem(name, seed=seed)
+        log = []
+        problem = dataclasses.replace(problem, on_steps=log.append)
+        result = solver.solve(problem, BUDGET, random_state=0)
+        calls.append(log)
+    assert calls[0] == calls[1]
+    if name in ONE_RELEASE:
+        assert result.n_iter == 1 and sum(calls[0]) in (0, 1)
+    else:
+        assert sum(calls[0]) == result.n_iter > 0
