@@ -146,7 +146,7 @@ def test_regressor_bounds_centre_and_three_parts():
 def test_auto_data_norm_is_the_declared_factor_times_the_median(make, factor):
     """Non-private mode reads the exact median: ``data_norm_`` is the estimator's public
     factor times it, rounded up to a power of 2^(1/4) (least squares: the median itself,
-    whose Gram noise beats clipping fewer rows; benchmarks/results/defaults.md)."""
+    whose Gram noise beats clipping fewer rows; docs/privacy.md, "Private bounds")."""
     from skdp._base import _round_up
     from skdp.losses import row_norms
 
