@@ -39,7 +39,7 @@ from skdp.privacy.noise import as_generator
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 from skdp.solvers._base import snap_release
 from skdp.solvers._blocks import is_dask_array
-from skdp.solvers._capabilities import check_out_of_core
+from skdp.solvers._capabilities import accepts_any, check_out_of_core
 
 __all__ = ["BOUNDS_QUANTILE", "BaseDPLinearModel", "FitBounds"]
 
@@ -300,6 +300,17 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                 "non-convex, and no sensitivity bound of skdp covers them."
             )
         solver = get_solver(self.solver)
+        losses = getattr(self, "_solver_losses", None)
+        constraints = getattr(self, "_solver_constraints", None)
+        if losses is not None and not accepts_any(solver.capabilities, losses, constraints):
+            # No setting of this estimator makes the solver applicable (its docstring does
+            # not list it): name the solvers that are, from the same declarations.
+            usable = [k for k, cls in SOLVERS.items()
+                      if accepts_any(cls.capabilities, losses, constraints)]
+            raise IncompatibleSolverError(
+                f"solver {solver.name!r} accepts none of {type(self).__name__}'s losses "
+                f"{losses} with its constraints {constraints}; set solver to one of "
+                f"{usable} (docs/solvers.md).")
         secure = getattr(self, "secure", False)
         if secure and not solver.capabilities.secure:
             capable = [k for k, cls in SOLVERS.items() if cls.capabilities.secure]

@@ -182,3 +182,38 @@ def test_user_defined_losses_are_judged_by_smoothness_and_class():
     with pytest.raises(IncompatibleSolverError, match="accepts only the losses"):
         SOLVERS["objective_perturbation"]().check(
             _custom_spec(NamedLikeLogistic(), Unconstrained()), budget)
+
+
+def _unlisted_pairs():
+    for est in ESTIMATORS:
+        for name, cls in SOLVERS.items():
+            if not accepts_any(cls.capabilities, est._solver_losses, est._solver_constraints):
+                yield est, name
+
+
+@pytest.mark.parametrize("estimator, name", list(_unlisted_pairs()))
+def test_a_solver_the_estimator_does_not_list_is_refused_naming_the_listed_ones(estimator,
+                                                                               name):
+    """No setting of the estimator makes such a solver applicable (DPLasso's l1 ball and
+    output perturbation): the error names only ``solver`` and the solvers its docstring
+    lists, before any value of X is read."""
+    listed = [k for k, cls in SOLVERS.items()
+              if accepts_any(cls.capabilities, estimator._solver_losses,
+                             estimator._solver_constraints)]
+
+    class Untouchable:
+        shape = (50, 3)
+
+        def __array__(self, *a, **k):
+            raise AssertionError("a value of X was read")
+
+        def __getitem__(self, item):
+            raise AssertionError("a value of X was read")
+
+        def __len__(self):
+            return 50
+
+    with pytest.raises(IncompatibleSolverError, match="set solver to one of") as info:
+        estimator(solver=name).fit(Untouchable(), np.r_[np.zeros(25), np.ones(25)])
+    assert str(listed) in str(info.value)
+    assert "constraint" not in str(info.value).split("; ")[1]
