@@ -218,8 +218,8 @@ class Workflow:
     the total ``epsilon`` (split as stated in ``name``).
 
     ``make(epsilon, seed)`` builds the estimator or pipeline (``None`` marks a baseline
-    whose score is computed by the runner); ``targets`` maps an epsilon to the declared
-    median score.
+    whose score is computed by the runner; the private steps of a pipeline get distinct
+    seeds); ``targets`` maps an epsilon to the declared median score.
     """
 
     name: str
@@ -235,16 +235,16 @@ WORKFLOWS = (
     Workflow("DPLinearSVC()", "breast_cancer",
              lambda e, s: DPLinearSVC(e, random_state=s), {1.0: 0.85}),
     Workflow("DPStandardScaler(0.3 eps) + DPLogisticRegression(0.7 eps)", "breast_cancer",
-             lambda e, s: make_pipeline(DPStandardScaler(0.3 * e, random_state=s),
+             lambda e, s: make_pipeline(DPStandardScaler(0.3 * e, random_state=1000 + s),
                                         DPLogisticRegression(0.7 * e, random_state=s)),
              {1.0: 0.85}),
     Workflow("same, shrink_mean=False", "breast_cancer",
              lambda e, s: make_pipeline(
-                 DPStandardScaler(0.3 * e, shrink_mean=False, random_state=s),
+                 DPStandardScaler(0.3 * e, shrink_mean=False, random_state=1000 + s),
                  DPLogisticRegression(0.7 * e, random_state=s))),
     Workflow("same, public feature ranges", "breast_cancer",
              lambda e, s: make_pipeline(
-                 DPStandardScaler(0.3 * e, bounds=_RANGES, random_state=s),
+                 DPStandardScaler(0.3 * e, bounds=_RANGES, random_state=1000 + s),
                  DPLogisticRegression(0.7 * e, random_state=s))),
     Workflow("scikit-learn StandardScaler + LogisticRegression (not private)",
              "breast_cancer",

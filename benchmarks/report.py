@@ -239,10 +239,10 @@ def markdown(results: dict, stem: str) -> str:
                 lines += _table(["workflow", "median", "range", "(epsilon, delta) spent",
                                  "target"], rows)
         lines += ["<!-- end defaults -->", ""]
-    kept = meta.get("kept_from")
-    if kept:
-        lines += [f"Parts kept from the run of commit {kept['commit']} ({kept['date']}): "
-                  f"{', '.join(kept['parts'])}.", ""]
+    runs = meta.get("part_runs", {})
+    if len({(r["commit"], r["date"]) for r in runs.values()}) > 1:
+        lines += ["Parts from separate runs (`--part`): " + "; ".join(
+            f"{p}: commit {r['commit']} ({r['date']})" for p, r in runs.items()) + ".", ""]
     lines += ["<!-- starts -->", "## Cold starts and float32", "",
               f"First fit of {config.COLD_ROWS} rows in a fresh interpreter (after import), "
               "and peak extra memory of one fit on float32 covertype-shaped data (over the "

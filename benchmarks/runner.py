@@ -497,7 +497,9 @@ def defaults(profile: Profile, log) -> list[dict]:
 # The whole run ---------------------------------------------------------------------------
 
 def environment() -> dict:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+    # "-dirty" when the working tree differs from the commit: its numbers are not the
+    # commit's.
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
                             text=True, cwd=ROOT).stdout.strip()
     return dict(date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 commit=commit, python=platform.python_version(), numpy=np.__version__,
@@ -513,13 +515,18 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
     results = dict(meta=dict(profile=profile.name, load_before=os.getloadavg()[0],
                              **environment()), scenarios=[])
     previous = ROOT / "results" / f"suite_{profile.name}.json"
+    here = dict(commit=results["meta"]["commit"], date=results["meta"]["date"])
+    results["meta"]["part_runs"] = {p: here for p in parts}
     if set(parts) != set(config.PARTS) and previous.exists():
-        # A partial run keeps the other parts of the profile's last results, and says so.
+        # A partial run keeps the other (non-empty) parts of the profile's last results,
+        # each with the run it came from.
         old = json.loads(previous.read_text())
-        kept = [p for p in config.PARTS if p not in parts and p in old]
-        results.update({p: old[p] for p in kept})
-        results["meta"]["kept_from"] = dict(commit=old["meta"]["commit"],
-                                            date=old["meta"]["date"], parts=kept)
+        origin = old["meta"].get("part_runs", {})
+        for p in config.PARTS:
+            if p not in parts and old.get(p):
+                results[p] = old[p]
+                results["meta"]["part_runs"][p] = origin.get(
+                    p, dict(commit=old["meta"]["commit"], date=old["meta"]["date"]))
     with threadpool_limits(limits=1):
         if "scenarios" in parts:
             results["scenarios"] = []

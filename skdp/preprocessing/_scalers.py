@@ -146,8 +146,8 @@ def shrink_to_centre(mean_u: np.ndarray, std: float) -> tuple[np.ndarray, np.nda
     """Shrink released means of ``u`` (in ``[0, 1]``) toward the public centre of the
     bounds (``u = 1/2``) by their known noise standard deviation ``std``.
 
-    Positive-part James-Stein per coordinate: the distance ``z`` to the centre becomes
-    ``z max(0, 1 - (k std / z)^2)``, ``k`` = :data:`SHRINK_LEVEL`. It reads only the
+    The non-negative garrote, coordinate by coordinate: the distance ``z`` to the centre
+    becomes ``z max(0, 1 - (k std / z)^2)``, ``k`` = :data:`SHRINK_LEVEL`. It reads only the
     released means and public constants: post-processing. Returns the means and the
     features whose mean fell to the centre.
     """

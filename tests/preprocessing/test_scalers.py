@@ -139,7 +139,7 @@ def test_repr_shows_the_spend_and_a_failure_after_the_private_bound_keeps_its_ch
     assert acc.spent().epsilon == pytest.approx(0.3 * 0.5)
 
 
-def test_shrink_to_centre_is_positive_part_james_stein():
+def test_shrink_to_centre_is_the_non_negative_garrote():
     """Plain-numpy reference: the distance z to 1/2 becomes z max(0, 1 - (2 s / z)^2)."""
     from skdp.preprocessing._scalers import shrink_to_centre
 
