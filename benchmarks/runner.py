@@ -497,10 +497,13 @@ def defaults(profile: Profile, log) -> list[dict]:
 # The whole run ---------------------------------------------------------------------------
 
 def environment() -> dict:
-    # "-dirty" when the working tree differs from the commit: its numbers are not the
-    # commit's.
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+    # "-dirty" when the working tree (results aside) differs from the commit: its numbers
+    # are not the commit's.
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=ROOT).stdout.strip()
+    changed = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!benchmarks/results"],
+                             capture_output=True, text=True, cwd=ROOT.parent).stdout.strip()
+    commit += "-dirty" if changed else ""
     return dict(date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 commit=commit, python=platform.python_version(), numpy=np.__version__,
                 sklearn=sklearn.__version__, skdp=getattr(skdp, "__version__", "?"),
