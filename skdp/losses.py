@@ -521,6 +521,11 @@ def vector_norms(A: np.ndarray, ord: float = 2.0) -> np.ndarray:
     0.49), and a norm of 0 would leave a row or gradient unclipped.
     """
     a = np.abs(np.asarray(A, dtype=float))
+    if a.ndim == 2 and a.shape[1] == 1:
+        # One column (a single-output derivative): the norm is |a| in every ord, as the
+        # scaled formula gives (peak * 1), NaN where that formula gives NaN (inf/inf).
+        col = a[:, 0]
+        return col if ord == math.inf else np.where(np.isinf(col), np.nan, col)
     peak = a.max(axis=1, initial=0.0)
     if ord == math.inf:
         return peak

@@ -488,3 +488,23 @@ def test_derivative_inplace_is_the_derivative_bit_for_bit(loss):
         Y = rng.choice([-1.0, 1.0], size=(500, 1))
     expected = loss.derivative(Z.copy(), Y)
     np.testing.assert_array_equal(loss.derivative_inplace(Z.copy(), Y), expected)
+
+
+@pytest.mark.parametrize("ord", [1.0, 1.5, 2.0, 3.0, 1001.0, math.inf])
+def test_single_column_norms_are_the_scaled_formula(ord):
+    """The one-column shortcut of ``vector_norms`` (single-output derivatives) returns
+    what the scaled formula ``peak * ||a / peak||`` returns, NaN cases included."""
+
+    a = np.array([[0.0], [1e-300], [3.5], [-2.0], [np.inf], [-np.inf], [np.nan], [1e308],
+                  [5e-324]])
+    peak = np.abs(a[:, 0])
+    if ord == math.inf:
+        expected = peak
+    else:
+        with np.errstate(all="ignore"):
+            scaled = np.abs(a) / np.where(peak > 0, peak, 1.0)[:, None]
+            expected = peak * np.sum(scaled ** ord, axis=1) ** (1.0 / ord)
+    np.testing.assert_array_equal(vector_norms(a, ord), expected)
+    two = np.hstack([a, np.zeros_like(a)])  # the general path agrees off the NaN rows
+    finite = np.isfinite(a[:, 0])
+    np.testing.assert_array_equal(vector_norms(a, ord)[finite], vector_norms(two, ord)[finite])
