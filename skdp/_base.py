@@ -30,7 +30,7 @@ from skdp.exceptions import (
     PrivacyLeakWarning,
 )
 from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
-from skdp.losses import GLMLoss, row_norms
+from skdp.losses import GLMLoss, is_dask_array, row_norms
 from skdp.mechanisms import private_quantile, quantile_event
 from skdp.privacy.accounting import ACCOUNTANTS, ApproxDpEvent, PrivacyLedger
 from skdp.privacy.budget import Budget, check_budget
@@ -38,7 +38,6 @@ from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 from skdp.solvers._base import snap_release
-from skdp.solvers._blocks import is_dask_array
 from skdp.solvers._capabilities import accepts_any, check_out_of_core
 
 __all__ = ["BOUNDS_QUANTILE", "BaseDPLinearModel", "FitBounds"]

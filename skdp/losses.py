@@ -24,6 +24,7 @@ __all__ = [
     "SmoothedHingeLoss",
     "SquaredLoss",
     "clip_coefficients",
+    "is_dask_array",
     "row_block_size",
     "row_norms",
     "vector_norms",
@@ -426,6 +427,11 @@ class SmoothedHingeLoss(HingeLoss):
 ROW_BLOCK_ELEMENTS = 1 << 18
 
 
+def is_dask_array(X: object) -> bool:
+    """Whether ``X`` is a ``dask.array.Array`` (without importing dask)."""
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "chunks")
+
+
 def row_block_size(n_features: int) -> int:
     """Rows per cache-sized block of a pass over a matrix with ``n_features`` columns."""
     return max(256, ROW_BLOCK_ELEMENTS // max(1, int(n_features)))
@@ -441,7 +447,7 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
     get a finite norm.
     """
     ord = float(ord)
-    if type(X).__module__.startswith("dask.array"):
+    if is_dask_array(X):
         # A dask array: one task per chunk of rows (whole rows per chunk).
         X = X.rechunk({1: -1})
         return X.map_blocks(_chunk_row_norms, ord=ord, dtype=float,
@@ -549,9 +555,16 @@ def clip_coefficients(
     loss derivative ``d_i``; its entrywise ``ord``-norm is ``||x_i||_ord ||d_i||_ord``
     (``ord = 2``: the Frobenius norm). Clipping it therefore only rescales ``d_i`` by
     ``min(1, clip_norm / (||x_i|| ||d_i||))``: no ``n x d`` array is formed. ``norms``
-    holds the row norms ``||x_i||_ord``.
+    holds the row norms ``||x_i||_ord``. One output (``K = 1``, the hot path of the
+    mini-batch solvers): ``||d_i||_ord = |d_i|`` in every norm, and ``min(1, target /
+    norm)`` is the same factor (1 up to the target, 1 for a zero norm).
     """
     target = clip_norm * NORM_SAFETY
+    if D.ndim == 2 and D.shape[1] == 1:
+        with np.errstate(all="ignore"):
+            grad_norms = np.asarray(norms).reshape(-1, 1) * np.abs(D)
+            clipped = D * np.minimum(1.0, target / grad_norms)
+        return np.where(np.isfinite(grad_norms), clipped, 0.0)
     with np.errstate(all="ignore"):
         grad_norms = norms * vector_norms(D, ord)
         scale = np.where(grad_norms > target, target / grad_norms, 1.0)

@@ -22,12 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Block", "DaskBackend", "as_float_rows", "is_dask_array"]
-
-
-def is_dask_array(X: Any) -> bool:
-    """Whether ``X`` is a ``dask.array.Array`` (without importing dask)."""
-    return type(X).__module__.startswith("dask.array") and hasattr(X, "chunks")
+__all__ = ["Block", "DaskBackend", "as_float_rows"]
 
 
 def as_float_rows(X: Any) -> Any:

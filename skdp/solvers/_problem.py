@@ -16,6 +16,7 @@ from skdp.losses import (
     NORM_SAFETY,
     GLMLoss,
     clip_coefficients,
+    is_dask_array,
     row_block_size,
     row_norms,
     vector_norms,
@@ -27,12 +28,12 @@ from skdp.solvers._blocks import (
     as_float_rows,
     block_gradient_sum,
     block_scores,
-    is_dask_array,
 )
 from skdp.solvers._capabilities import BUILTIN_LOSSES
 
 __all__ = [
     "ROW_BOUND_TOLERANCE",
+    "clip_unless_lossless",
     "UNIT_ROUNDOFF",
     "Problem",
     "ProblemSpec",
@@ -288,7 +289,7 @@ def _huge(raw: np.ndarray) -> np.ndarray:
     return np.flatnonzero(~(raw <= _PRESCALE_NORM))
 
 
-def _prescale_targets(raw: np.ndarray, scale: np.ndarray, data_norm: float | None
+def _prescale_targets(raw: np.ndarray, scale: np.ndarray | float, data_norm: float | None
                       ) -> np.ndarray:
     """The norms huge rows are scaled to (once, before any product)."""
     if data_norm is None:
@@ -296,24 +297,29 @@ def _prescale_targets(raw: np.ndarray, scale: np.ndarray, data_norm: float | Non
     return np.minimum(raw, data_norm * NORM_SAFETY)
 
 
+def _scale_dense_rows(X: Any, huge: np.ndarray, raw: np.ndarray, target: np.ndarray
+                      ) -> np.ndarray:
+    """A float64 copy of dense ``X`` with rows ``huge`` (of norms ``raw``) scaled to the
+    norms ``target``: divided by the norm first, then scaled (a single factor ``target /
+    raw`` can be subnormal, ``data_norm`` tiny and ``||x|| ~ 1e308``, and would then round
+    the clipped row above ``data_norm``)."""
+    with np.errstate(all="ignore"):
+        X = np.array(X, dtype=float)
+        X[huge] = (X[huge] / raw[:, None]) * target[:, None]
+    return X
+
+
 def _prescale_dense(X: np.ndarray, ord: float, data_norm: float | None) -> np.ndarray:
     """A dense float64 block with its huge rows scaled (a copy if there are any).
 
-    Divides by the norm first, then scales to the target norm: a single factor
-    ``data_norm / ||x||`` can be subnormal (``data_norm`` tiny, ``||x|| ~ 1e308``) and
-    would then round the clipped row above ``data_norm``. The same map as
-    :meth:`Problem._statistics` applies to an in-memory ``X``.
+    The same map as :meth:`Problem._statistics` applies to an in-memory ``X``.
     """
     with np.errstate(all="ignore"):
         raw = row_norms(X, ord)
-        huge = _huge(raw)
-        if not huge.size:
-            return X
-        target = raw[huge] if data_norm is None else \
-            np.minimum(raw[huge], data_norm * NORM_SAFETY)
-        X = np.array(X, dtype=float)
-        X[huge] = (X[huge] / raw[huge, None]) * target[:, None]
-    return X
+    huge = _huge(raw)
+    if not huge.size:
+        return X
+    return _scale_dense_rows(X, huge, raw[huge], _prescale_targets(raw[huge], 1.0, data_norm))
 
 
 def _chunk_statistics(X: Any, *, ord: float, data_norm: float | None, intercept: float
@@ -342,19 +348,22 @@ def _chunk_prescale(X: Any, *, ord: float, data_norm: float | None) -> np.ndarra
     return _prescale_dense(as_float_rows(X), ord, data_norm)
 
 
-def _chunk_row_norms(X: Any, *, ord: float) -> np.ndarray:
-    return row_norms(X, ord)[:, None]
+def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, skip: bool
+                         ) -> np.ndarray:
+    """:func:`~skdp.losses.clip_coefficients` of the derivatives ``D``, skipped when
+    ``skip`` (:meth:`Problem.clip_cannot_bind`: public facts prove the clip lossless) and
+    every derivative is finite. A non-finite derivative (an overflowing iterate) takes the
+    clipping path, which drops it: the skip never changes a result."""
+    if skip and np.all(np.isfinite(D)):
+        return D
+    return clip_coefficients(D, norms, clip_norm)
 
 
 def _clipped_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss, clip_norm: float,
                             skip: bool) -> np.ndarray:
     """``sum_i x'_i clip(phi'_i)^T`` over one block (see :meth:`Problem.clipped_gradient`)."""
     D = loss.derivative_inplace(block.scores(W), block.Y)  # the scores are scratch
-    # A non-finite derivative (an overflowing iterate) takes the clipping path, which
-    # drops it: the skip never changes a result.
-    if not (skip and np.all(np.isfinite(D))):
-        D = clip_coefficients(D, block.norms, clip_norm)
-    return block.gradient_sum(D)
+    return block.gradient_sum(clip_unless_lossless(D, block.norms, clip_norm, skip))
 
 
 def _loss_and_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss) -> np.ndarray:
@@ -533,8 +542,7 @@ class Problem:
                     X[huge] = rows
                     X = sp.csr_matrix(X)
                 else:
-                    X = np.array(X, dtype=float)
-                    X[huge] = (X[huge] / raw[:, None]) * target[:, None]
+                    X = _scale_dense_rows(X, huge, raw, target)
             stats = _clipping_statistics(as_float_rows(X[huge]), ord, None, intercept)
             scale[huge], norms[huge] = stats[:, _SCALE], stats[:, _NORM]
             augmented_max = float(max(augmented_max, stats[:, _AUGMENTED].max()))
@@ -601,14 +609,8 @@ class Problem:
         ord = float(ord)
         if ord == 2.0:
             return self.norms
-        if self.backend is not None:
-            import dask.array as da
-
-            raw = da.map_blocks(_chunk_row_norms, self.X, ord=ord, dtype=float,
-                                chunks=(self.X.chunks[0], (1,))).compute()[:, 0]
-        else:
-            raw = row_norms(self.X, ord)
-        return with_intercept(self.row_scale * raw, self.intercept, ord)
+        # row_norms runs a dask X chunk by chunk (one task per chunk of whole rows).
+        return with_intercept(self.row_scale * row_norms(self.X, ord), self.intercept, ord)
 
     def advance(self, steps: int = 1) -> None:
         """Report ``steps`` planned steps done (progress output; a no-op by default).
@@ -732,9 +734,8 @@ class Problem:
                              "on the client); pass a numpy array.")
         grad = np.zeros(shape)
         for block, Xs in self.row_blocks():
-            D = loss.derivative(self.scores(W, Xs), self.Y[block])
-            if not (skip and np.all(np.isfinite(D))):
-                D = clip_coefficients(D, self.norms[block], clip_norm)
+            D = clip_unless_lossless(loss.derivative(self.scores(W, Xs), self.Y[block]),
+                                     self.norms[block], clip_norm, skip)
             out_coefficients[block] = D
             grad += self.gradient_sum(D, Xs)
         return grad / n

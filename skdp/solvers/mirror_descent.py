@@ -24,7 +24,7 @@ from scipy.special import gammaln
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
-from skdp.losses import NORM_SAFETY, clip_coefficients
+from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -45,7 +45,6 @@ __all__ = [
     "batch_gradient",
     "batch_gradient_fn",
     "calibrate_md_phase",
-    "clip_rows",
     "md_event",
     "md_geometry",
     "md_gradient_clip",
@@ -222,22 +221,6 @@ def batch_block(batch_size: int, X_elements: int) -> int:
 
 
 
-def clip_rows(D: np.ndarray, norms: np.ndarray, clip: float) -> np.ndarray:
-    """:func:`~skdp.losses.clip_coefficients` in l2 (target ``clip * NORM_SAFETY``) with
-    the row norms as a column, inside the caller's ``np.errstate``.
-
-    One output (``K = 1``): ``||x_i d_i^T||_2 = ||x_i|| |d_i|``, and
-    ``min(1, target / norm)`` is ``clip_coefficients``' factor (1 up to the target,
-    ``target / norm`` above, 1 for a zero norm); a non-finite norm drops the row. Several
-    outputs: ``clip_coefficients`` itself.
-    """
-    if D.shape[1] != 1:
-        return clip_coefficients(D, norms[:, 0], clip)
-    grad_norms = norms * np.abs(D)
-    clipped = D * np.minimum(1.0, (clip * NORM_SAFETY) / grad_norms)
-    return np.where(np.isfinite(grad_norms), clipped, 0.0)
-
-
 def batch_gradient(
     problem: Problem, W: np.ndarray, idx: np.ndarray, clip: float, batch_size: int
 ) -> np.ndarray:
@@ -253,12 +236,12 @@ def batch_gradient(
     checks.
     """
     loss = problem.spec.loss
-    norms = problem.norms[idx][:, None]
+    norms = problem.norms[idx]
     if sp.issparse(problem.X):
         rows = problem.rows(idx)
         with np.errstate(all="ignore"):
-            D = clip_rows(loss.derivative(problem.scores(W, rows), problem.Y[idx]), norms,
-                          clip)
+            D = clip_coefficients(loss.derivative(problem.scores(W, rows), problem.Y[idx]),
+                                  norms, clip)
         G = problem.gradient_sum(D, rows)
         G *= 1.0 / batch_size
         return G
@@ -270,7 +253,7 @@ def batch_gradient(
     if problem.intercept:
         scores += problem.intercept * W[d]
     with np.errstate(all="ignore"):
-        D = clip_rows(loss.derivative(scores, problem.Y[idx]), norms, clip)
+        D = clip_coefficients(loss.derivative(scores, problem.Y[idx]), norms, clip)
     D *= 1.0 / batch_size
     G = np.empty_like(W, dtype=float)
     G[:d] = rows.T @ (D * scale)
@@ -309,7 +292,6 @@ def batch_gradient_fn(
     aux[:, 1] = problem.norms[sel]
     aux[:, 2:] = Y[sel]
     inv_b = 1.0 / batch_size
-    target = clip * NORM_SAFETY
 
     def grad(W: np.ndarray, local: np.ndarray) -> np.ndarray:
         idx = local if pool is None else pool[local]
@@ -321,15 +303,8 @@ def batch_gradient_fn(
         if c:
             scores += c * W[d]
         with np.errstate(all="ignore"):
-            if k == 1:
-                D = loss.derivative(scores, a[:, 2:])
-                # clip_rows with K = 1, inlined.
-                grad_norms = a[:, 1:2] * np.abs(D)
-                D = np.where(np.isfinite(grad_norms),
-                             D * np.minimum(1.0, target / grad_norms), 0.0)
-            else:
-                D = loss.derivative(scores, np.ascontiguousarray(a[:, 2:]))
-                D = clip_coefficients(D, a[:, 1], clip)
+            D = loss.derivative(scores, a[:, 2:] if k == 1 else np.ascontiguousarray(a[:, 2:]))
+            D = clip_coefficients(D, a[:, 1], clip)
         D *= inv_b
         G = np.empty_like(W, dtype=float)
         G[:d] = rows.T @ (D * scale)

@@ -25,7 +25,8 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
-from skdp.solvers.mirror_descent import NOISE_BLOCK_ELEMENTS, batch_block, clip_rows
+from skdp.solvers._problem import clip_unless_lossless
+from skdp.solvers.mirror_descent import NOISE_BLOCK_ELEMENTS, batch_block
 
 __all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
 
@@ -454,9 +455,7 @@ class _InnerBatches:
         return v
 
     def _clip(self, D: np.ndarray, idx: np.ndarray, clip: float, skip: bool) -> np.ndarray:
-        if skip and np.isfinite(D).all():
-            return D
-        return clip_rows(D, self.problem.norms[idx][:, None], clip)
+        return clip_unless_lossless(D, self.problem.norms[idx], clip, skip)
 
     def step_correction(self, x: np.ndarray, step: float, idx: np.ndarray, Y: np.ndarray,
                         coef_snap: np.ndarray) -> np.ndarray:
