@@ -15,6 +15,7 @@ import tracemalloc
 import warnings
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,7 +27,8 @@ import skdp
 from benchmarks import config, datasets
 from benchmarks.config import Profile, Scenario
 from skdp.exceptions import IncompatibleSolverError
-from skdp.losses import LogisticLoss, SquaredLoss
+from skdp.geometry import L1Ball, L2Ball
+from skdp.losses import HuberLoss, LogisticLoss, SquaredLoss, row_norms
 from skdp.solvers import SOLVERS
 
 ROOT = Path(__file__).resolve().parent
@@ -66,25 +68,31 @@ class Objective:
                               else 0.0))[0]
 
 
-def _project(w: np.ndarray, kind: str, radius: float) -> np.ndarray:
-    if kind == "l2":
-        return w * min(1.0, radius / max(np.linalg.norm(w), 1e-300))
-    if kind == "l1" and np.abs(w).sum() > radius:  # Duchi et al. (2008), by sorting
-        u = np.sort(np.abs(w))[::-1]
-        cs = np.cumsum(u) - radius
-        k = np.nonzero(u > cs / np.arange(1, len(u) + 1))[0][-1]
-        return np.sign(w) * np.maximum(np.abs(w) - cs[k] / (k + 1), 0.0)
-    return w
+def _ball(kind: str, radius: float):
+    """skdp's constraint of a scenario option (``None`` unconstrained)."""
+    return {"l1": L1Ball, "l2": L2Ball}[kind](radius) if kind in ("l1", "l2") else None
 
 
-def certified_optimum(f: Objective, kind: str = "none", radius: float = np.inf
-                      ) -> tuple[float, float]:
-    """``(F*, certificate)``: L-BFGS to gradient norm 1e-10 (certificate: the gradient
-    norm); over a ball that cuts the unconstrained optimum, FISTA with adaptive restart
-    from its projection (certificate: the Frank-Wolfe gap, an upper bound on
+def inside(theta: np.ndarray, kind: str, radius: float) -> bool:
+    """Whether the coefficients of ``theta = (w, b)`` lie in the option's ball."""
+    ball = _ball(kind, radius)
+    return ball is None or ball.norm(theta[:-1]) <= radius
+
+
+class Optimum(NamedTuple):
+    value: float  # F*
+    certificate: float  # gradient norm (unconstrained) or Frank-Wolfe gap (cut ball)
+    theta: np.ndarray  # (w, b)
+    cut: bool  # whether the ball cuts the unconstrained optimum
+
+
+def certified_optimum(f: Objective, kind: str = "none", radius: float = np.inf) -> Optimum:
+    """The optimum of ``f`` over the option's ball: L-BFGS to gradient norm 1e-10 (certificate: the
+    gradient norm); over a ball that cuts the unconstrained optimum, FISTA with adaptive
+    restart from its projection (certificate: the Frank-Wolfe gap, an upper bound on
     ``F(w) - F*``; the run stops below 1e-9 or after 5000 iterations)."""
     d = f.X.shape[1] + 1
-    norm = {"l1": 1.0, "l2": 2.0}.get(kind)
+    ball = _ball(kind, radius)
     theta = np.zeros(d)
     for maxiter in (50, 20_000):  # a short run first: enough to see a cut ball
         res = minimize(f, theta, jac=True, method="L-BFGS-B",
@@ -92,14 +100,10 @@ def certified_optimum(f: Objective, kind: str = "none", radius: float = np.inf
         theta = res.x
         if not f.intercept:
             theta[-1] = 0.0
-        if norm is not None and np.linalg.norm(theta[:-1], norm) > radius:
+        if not inside(theta, kind, radius) or np.linalg.norm(res.jac) < 1e-10:
             break
-        if np.linalg.norm(res.jac) < 1e-10:
-            break
-    else:
-        return float(res.fun), float(np.linalg.norm(res.jac))
-    if norm is None or np.linalg.norm(theta[:-1], norm) <= radius:
-        return float(res.fun), float(np.linalg.norm(res.jac))
+    if inside(theta, kind, radius):
+        return Optimum(float(res.fun), float(np.linalg.norm(res.jac)), theta, False)
     # Smoothness: largest eigenvalue of [X 1]^T [X 1] / n (power iteration) x curvature.
     v = np.ones(d) / np.sqrt(d)
     for _ in range(50):
@@ -108,25 +112,27 @@ def certified_optimum(f: Objective, kind: str = "none", radius: float = np.inf
         lip = np.linalg.norm(v)
         v /= lip
     step = 1.0 / (lip * (0.25 if f.loss.name == "logistic" else 1.0) + f.alpha)
-    dual = {"l1": np.inf, "l2": 2.0}[kind]
 
     def proj(t: np.ndarray) -> np.ndarray:
-        return np.append(_project(t[:-1], kind, radius), t[-1] if f.intercept else 0.0)
+        return np.append(ball.project(t[:-1]), t[-1] if f.intercept else 0.0)
+
+    def gap_at(x: np.ndarray) -> tuple[float, float]:
+        # Frank-Wolfe gap <g, x - lmo(g)> (the free intercept's |g_b|): >= F(x) - F*.
+        value, g = f(x)
+        return value, float(g[:-1] @ (x[:-1] - ball.lmo(g[:-1])) + abs(g[-1]))
 
     x = z = proj(theta)
     momentum = 0
     for k in range(5000):
-        value, g = f(z)
+        g = f(z)[1]
         x_new = proj(z - step * g)
         # Restart the momentum when it points uphill (O'Donoghue & Candes 2015).
         momentum = 0 if (z - x_new) @ (x_new - x) > 0 else momentum + 1
         z, x = x_new + momentum / (momentum + 3) * (x_new - x), x_new
-        if k % 25 == 0:
-            value, g = f(x)
-            gap = g[:-1] @ x[:-1] + radius * np.linalg.norm(g[:-1], dual) + abs(g[-1])
-            if gap < 1e-9:
-                break
-    return float(value), float(gap)
+        if k % 25 == 0 and gap_at(x)[1] < 1e-9:
+            break
+    value, gap = gap_at(x)
+    return Optimum(float(value), gap, x, True)
 
 
 # Measurements --------------------------------------------------------------------------
@@ -189,10 +195,16 @@ def run_scenario(sc: Scenario, profile: Profile, seed: int, log) -> dict:
 
     def excess(fit_intercept: bool, kind: str, params: dict, b_scale: float, coef, b):
         key = (fit_intercept, kind, params.get("radius", np.inf), b_scale)
+        free = (fit_intercept, "none", np.inf, b_scale)
         f = Objective(sc, Xtr, ytr, fit_intercept, b_scale)
         if key not in optima:
-            optima[key] = certified_optimum(f, kind, key[2])
-        return f.value(coef, b) - optima[key][0], optima[key][1]
+            if free in optima and inside(optima[free].theta, kind, key[2]):
+                optima[key] = optima[free]  # the ball does not cut the optimum
+            else:
+                optima[key] = certified_optimum(f, kind, key[2])
+                if not optima[key].cut:
+                    optima[free] = optima[key]  # the unconstrained optimum, reusable
+        return f.value(coef, b) - optima[key].value, optima[key].certificate
 
     out = {"runs": [], "skipped": [], "baselines": []}
     sk_times = []
@@ -210,8 +222,7 @@ def run_scenario(sc: Scenario, profile: Profile, seed: int, log) -> dict:
                       getattr(est, "intercept_", 0.0))
     out["baselines"].append(dict(method="sklearn", estimator=type(est).__name__,
                                  metric=_metric(est, Xte, yte), excess_risk=ex))
-    zero = Objective(sc, Xtr, ytr, fi).value(np.zeros(d), 0.0) - \
-        optima[(fi, kind0, radius0, np.inf)][0]
+    zero = excess(fi, kind0, params0, np.inf, np.zeros(d), 0.0)[0]
     yte_ = _labels(sc, yte)[:, 0]
     out["baselines"].append(dict(
         method="zero model", excess_risk=zero,
@@ -246,7 +257,7 @@ def run_scenario(sc: Scenario, profile: Profile, seed: int, log) -> dict:
         row["time_ratio"] = row["fit_seconds"] / out["sklearn_seconds"]
     out.update(scenario=sc.name, seed=seed, n=n, d=d, sparse=sp.issparse(Xtr),
                input_bytes=size, optimum_certificates={
-                   "/".join(map(str, k)): v[1] for k, v in optima.items()})
+                   "/".join(map(str, k)): v.certificate for k, v in optima.items()})
     return out
 
 
@@ -287,8 +298,7 @@ def diffprivlib_baseline(sc: Scenario, Xtr, ytr, Xte, yte, profile: Profile) -> 
         import diffprivlib.models as dpl
 
         eps = profile.epsilons[-1]
-        norm = float(np.max(np.linalg.norm(Xtr.toarray() if sp.issparse(Xtr) else Xtr,
-                                           axis=1)))  # benchmark only: not private
+        norm = float(np.max(row_norms(Xtr)))  # benchmark only: not private
         est = (dpl.LogisticRegression(epsilon=eps, data_norm=norm,
                                       C=1.0 / (sc.alpha * len(ytr)))
                if sc.loss == "logistic" else
@@ -362,7 +372,11 @@ def rates(profile: Profile, log) -> dict:
 
     rng = np.random.default_rng(12345)
     t, u = rng.uniform(-1, 1, 200_000), rng.uniform(-0.5, 0.5, 200_000)
-    huber = lambda r: np.where(np.abs(r) <= 1, 0.5 * r * r, np.abs(r) - 0.5)  # noqa: E731
+    loss = HuberLoss(1.0)
+
+    def huber(r: np.ndarray) -> np.ndarray:
+        return loss.value(r[:, None], np.zeros((r.size, 1)))[:, 0]
+
     base = huber(-u).mean()
     rows, slopes = [], []
     for p, (name, claimed) in config.RATES.items():
@@ -514,16 +528,17 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
         parts: tuple[str, ...] | None = None) -> dict:
     """Everything of one profile (one BLAS thread throughout), or only ``parts``."""
     start, cpu = time.perf_counter(), time.process_time()
-    parts = parts or config.PARTS
+    # --scenario alone reruns those scenarios only and keeps the rest of the last run.
+    parts = parts or (("scenarios",) if scenarios else config.PARTS)
     results = dict(meta=dict(profile=profile.name, load_before=os.getloadavg()[0],
                              **environment()), scenarios=[])
     previous = ROOT / "results" / f"suite_{profile.name}.json"
     here = dict(commit=results["meta"]["commit"], date=results["meta"]["date"])
     results["meta"]["part_runs"] = {p: here for p in parts}
-    if set(parts) != set(config.PARTS) and previous.exists():
+    old = json.loads(previous.read_text()) if previous.exists() else {}
+    if set(parts) != set(config.PARTS) and old:
         # A partial run keeps the other (non-empty) parts of the profile's last results,
         # each with the run it came from.
-        old = json.loads(previous.read_text())
         origin = old["meta"].get("part_runs", {})
         for p in config.PARTS:
             if p not in parts and old.get(p):
@@ -532,7 +547,9 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                     p, dict(commit=old["meta"]["commit"], date=old["meta"]["date"]))
     with threadpool_limits(limits=1):
         if "scenarios" in parts:
-            results["scenarios"] = []
+            # Scenarios not rerun keep their blocks from the last run.
+            results["scenarios"] = [b for b in old.get("scenarios", []) if scenarios
+                                    and b["scenario"] not in scenarios]
             for name in scenarios or config.SCENARIOS:
                 sc = config.SCENARIOS[name]
                 for seed in profile.seeds:
