@@ -195,14 +195,12 @@ def _solve_log(
     gap: Callable[[float], float],
     *,
     start: float,
-    verified_hi: float | None = None,
 ) -> tuple[float, float]:
     """A bracket ``(lo, hi)`` of the root of a decreasing ``gap(log z)``, of ratio
     ``hi / lo <= 1 + _RDP_RTOL``, with ``gap(log hi) <= 0 < gap(log lo)``.
 
     ``hi`` is always a point where ``gap`` was evaluated and found ``<= 0``. The bracket is
-    found by geometric steps from ``start`` (or downwards from ``verified_hi``, a point
-    already known to satisfy ``gap <= 0``), whose length follows the secant of the
+    found by geometric steps from ``start``, whose length follows the secant of the
     last two points; the root is then refined by ``scipy.optimize.brentq`` in ``log z``,
     whose last two points are on opposite sides and within the tolerance. ``lo = 0``: even
     ``z = hi < 1e-6`` meets the budget. Raises :class:`BudgetError` above
@@ -216,7 +214,7 @@ def _solve_log(
             value = seen[u] = gap(u)
         return value
 
-    u_a = math.log(start if verified_hi is None else verified_hi)
+    u_a = math.log(start)
     g_a = g(u_a)
     # Walk towards the root: up while gap > 0, down while gap <= 0. Each step is the
     # secant prediction of the root overshot by 20% (so that one step usually brackets
@@ -310,7 +308,7 @@ def _calibrate_rdp(
             # below lo. Solve for the middle one; the orders that still meet the budget
             # at its (smaller) lo are a sub-interval without it: the run halves each time.
             i = (i + (1 if k > i else -1) + k) // 2
-            lo, hi = root(i, start=lo, verified_hi=lo)
+            lo, hi = root(i, start=lo)
             continue
         # A local optimum: check it with every order at hi (the ledger's accountant).
         per_order = _per_order_epsilons(make_event(hi), delta, relation)
@@ -322,7 +320,7 @@ def _calibrate_rdp(
         if not better:
             break
         i = min(better, key=lambda j: eps_of.of(j, lo))
-        lo, hi = root(i, start=lo, verified_hi=lo)
+        lo, hi = root(i, start=lo)
     return hi
 
 

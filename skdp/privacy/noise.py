@@ -132,7 +132,7 @@ class NoiseSource:
         radius = self.rng.gamma(shape=m + 1, scale=1.0 / epsilon)
         blocks = []
         for size, rho in zip(sizes, radii, strict=True):
-            direction = self._cone_direction(int(size), 2.0)
+            direction = self._cone_directions(1, int(size), 2.0)[0]
             blocks.append(radius * rho * self.rng.random() ** (1.0 / size) * direction)
         return np.concatenate(blocks)
 
@@ -186,12 +186,7 @@ class NoiseSource:
         ``||y||_inf``). Every draw comes from ``self.rng``.
         """
         _check_order(r, "r")
-        if sigma == 0:
-            return np.zeros(shape)
-        d = int(np.prod(shape))
-        direction = self._cone_direction(d, r)
-        radius = sigma * math.sqrt(2.0 * self.rng.gamma(shape=0.5 * d, scale=1.0))
-        return (radius * direction).reshape(shape)
+        return self._generalized_gaussians(shape, sigma, r, 1)[0]
 
     def generalized_gaussians(self, shape: tuple[int, ...], sigma: float, r: float,
                               count: int) -> np.ndarray:
@@ -209,14 +204,17 @@ class NoiseSource:
         if self._overrides("generalized_gaussian"):
             return np.array([self.generalized_gaussian(shape, sigma, r) for _ in range(rows)]
                             ).reshape((rows, *shape))
+        return self._generalized_gaussians(shape, sigma, r, rows)
+
+    def _generalized_gaussians(self, shape: tuple[int, ...], sigma: float, r: float,
+                               rows: int) -> np.ndarray:
+        """The polar decomposition of :meth:`generalized_gaussian`, ``rows`` draws at once
+        (one row is exactly one draw: the same calls on the stream)."""
         if sigma == 0:
             return np.zeros((rows, *shape))
         d = int(np.prod(shape))
         out = self._cone_directions(rows, d, r)
-        radius = self.rng.gamma(shape=0.5 * d, scale=1.0, size=rows)
-        radius *= 2.0
-        np.sqrt(radius, out=radius)
-        radius *= sigma
+        radius = sigma * np.sqrt(2.0 * self.rng.gamma(shape=0.5 * d, scale=1.0, size=rows))
         out *= radius[:, None]
         return out.reshape((rows, *shape))
 
@@ -242,9 +240,7 @@ class NoiseSource:
         ``gennorm(beta=q)`` (``U[-1, 1]`` for ``q = inf``).
         """
         _check_order(q, "q")
-        rows = 1 if count is None else int(count)
-        if rows < 0:
-            raise ValueError(f"count must be None or a non-negative int, got {count!r}.")
+        rows = 1 if count is None else _check_count(count)
         out_shape = tuple(shape) if count is None else (rows, *shape)
         if scale == 0:
             return np.zeros(out_shape)
@@ -254,17 +250,14 @@ class NoiseSource:
         direction *= radius[:, None]
         return direction.reshape(out_shape)
 
-    def _cone_direction(self, d: int, r: float) -> np.ndarray:
-        """A point of the l_r unit sphere of ``R^d`` drawn from its cone measure."""
-        return self._cone_directions(1, d, r)[0]
-
     def _cone_directions(self, rows: int, d: int, r: float) -> np.ndarray:
         """``rows`` independent points of the l_r unit sphere from its cone measure.
 
         The ``rows x d`` work arrays are filled in place (one array of magnitudes, one of
-        uniforms), so a call holds about three arrays of the output's size.
+        uniforms), and the first pass's array is the output when no row is redrawn (the
+        norms' temporaries aside, about three arrays of the output's size).
         """
-        out = np.empty((rows, d))
+        out = None
         todo = np.arange(rows)
         while todo.size:
             if r == math.inf:
@@ -288,8 +281,12 @@ class NoiseSource:
             ok = (norms > 0) & np.isfinite(norms)  # zero has probability zero: redraw
             if ok.all():
                 y /= norms[:, None]
+                if out is None:  # the first pass: y is the output
+                    return y
                 out[todo] = y
                 break
+            if out is None:
+                out = np.empty((rows, d))
             out[todo[ok]] = y[ok] / norms[ok, None]
             todo = todo[~ok]
         return out
@@ -321,7 +318,7 @@ class NoiseSource:
         if self._overrides("batch_without_replacement"):
             return np.array([self.batch_without_replacement(n, size) for _ in range(rows)],
                             dtype=np.intp).reshape(rows, size)
-        return self._uniform_subsets(n, np.full(rows, size, dtype=np.intp))[0]
+        return self._uniform_subsets(n, np.full(rows, size, dtype=np.intp))
 
     def poisson_batches(self, n: int, rate: float, count: int) -> list[np.ndarray]:
         """``count`` independent Poisson batches of ``range(n)`` at ``rate``, one call.
@@ -343,13 +340,13 @@ class NoiseSource:
         if self._overrides("batch_poisson"):
             return [self.batch_poisson(n, rate) for _ in range(rows)]
         sizes = self.rng.binomial(n, rate, size=rows).astype(np.intp)
-        padded = self._uniform_subsets(n, sizes)[0]
+        padded = self._uniform_subsets(n, sizes)
         return [padded[t, : sizes[t]] for t in range(rows)]
 
-    def _uniform_subsets(self, n: int, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _uniform_subsets(self, n: int, sizes: np.ndarray) -> np.ndarray:
         """Independent uniform subsets of ``range(n)``, row ``t`` of size ``sizes[t]``.
 
-        Returns ``(subsets, sizes)``: ``subsets[t, :sizes[t]]`` is the ``t``-th subset in
+        Returns ``subsets``: ``subsets[t, :sizes[t]]`` is the ``t``-th subset in
         increasing order (the rest of the row is padding, ``>= n``).
 
         Notes
@@ -380,7 +377,7 @@ class NoiseSource:
             for t in range(rows):
                 out[t, : sizes[t]] = np.sort(self.rng.choice(n, int(sizes[t]), replace=False))
                 out[t, sizes[t]:] = n + np.arange(full - sizes[t])
-            return out, sizes
+            return out
         if width == 0:
             vals = np.empty((rows, 0), dtype=np.intp)
         else:
@@ -414,7 +411,7 @@ class NoiseSource:
                 out[t, : sizes[t]] = np.flatnonzero(keep)
                 out[t, sizes[t]:] = n + np.arange(full - sizes[t])
             vals = out
-        return vals, sizes
+        return vals
 
     def integer(self, high: int) -> int:
         """A uniform integer in ``[0, high)``."""
