@@ -225,7 +225,9 @@ def markdown(results: dict, stem: str) -> str:
         lines += ["<!-- defaults -->", "## Defaults on raw bundled data", "",
                   "Every parameter at its default except the total epsilon (split as "
                   "named); raw `load_breast_cancer()` (test accuracy) and `load_diabetes()` "
-                  f"(raw target, test R^2), 70/30 splits, median over "
+                  "as scikit-learn ships it (its features centred and scaled by the data "
+                  "set's own statistics, the target raw; test R^2), as the issue measures "
+                  f"it; 70/30 splits, median over "
                   f"{len(flows[0]['scores'])} seeds; the spend is the largest total any "
                   "seed's fit reports (`skdp.privacy_spent`).", ""]
         for data in dict.fromkeys(f["data"] for f in flows):

@@ -478,6 +478,8 @@ def defaults(profile: Profile, log) -> list[dict]:
     from sklearn.metrics import r2_score
     from sklearn.model_selection import train_test_split
 
+    # Diabetes as scikit-learn ships it: features already centred and scaled (with the
+    # data set's own statistics), the target raw (25..346).
     data = {"breast_cancer": load_breast_cancer(return_X_y=True),
             "diabetes": load_diabetes(return_X_y=True)}
     rows = []
