@@ -82,14 +82,10 @@ class PerturbedObjective:
     def gradient(self, W: np.ndarray) -> np.ndarray:
         return self.value_and_gradient(W)[1]
 
-    def _curvature(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        """Per-row second derivative of ``phi`` at the scores (see :func:`_curvature`)."""
-        return _curvature(self.loss, Z, Y)
-
     def hessian_operator(self, W: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         """``V -> nabla^2 J(W) V`` (exact), with the curvature at ``W`` computed once (a
         conjugate-gradient solve applies it many times at the same ``W``)."""
-        C = self._curvature(self.problem.scores(W), self.problem.Y)
+        C = _curvature(self.loss, self.problem.scores(W), self.problem.Y)
         multinomial = isinstance(self.loss, MultinomialLogisticLoss)
 
         def apply(V: np.ndarray) -> np.ndarray:

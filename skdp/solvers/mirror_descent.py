@@ -213,6 +213,12 @@ NOISE_BLOCK_ELEMENTS = 1 << 18
 BATCH_BLOCK_ELEMENTS = 1 << 16
 
 
+def noise_block(step_elements: int) -> int:
+    """Steps whose noise is drawn in one call: :data:`NOISE_BLOCK_ELEMENTS` worth of
+    ``step_elements``-sized draws (at least one). Public: a function of the shape only."""
+    return max(1, NOISE_BLOCK_ELEMENTS // max(step_elements, 1))
+
+
 def batch_block(batch_size: int, X_elements: int) -> int:
     """Steps whose batches are drawn in one call: at most :data:`BATCH_BLOCK_ELEMENTS`
     indices and ``X_elements / 32`` (the sampler holds a few arrays of that size, so the
@@ -350,7 +356,7 @@ def run_noisy_md(
     W = np.array(W0, dtype=float, copy=True)
     total = np.zeros_like(W) if weights is not None else None
     term = np.empty_like(W)
-    block = max(1, NOISE_BLOCK_ELEMENTS // max(W.size, 1))
+    block = noise_block(W.size)
     batches = batch_block(b, problem.spec.n_samples * problem.spec.n_params)
     grad = batch_gradient_fn(problem, pool, clip, b)
     free = p < W.shape[0]

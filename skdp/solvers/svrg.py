@@ -26,7 +26,7 @@ from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import clip_unless_lossless
-from skdp.solvers.mirror_descent import NOISE_BLOCK_ELEMENTS, batch_block
+from skdp.solvers.mirror_descent import batch_block, noise_block
 
 __all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
 
@@ -317,7 +317,7 @@ class DPSVRG(BaseDPSolver):
         shrink = 1.0 / (1.0 + step * alpha)  # prox of (eta alpha / 2) ||.||^2
         # The inner noise of up to `block` steps is drawn in one call (about 2 MB), the
         # batches of up to `batches` of those steps in one call (mirror_descent.batch_block).
-        block = max(1, _NOISE_BLOCK_ELEMENTS // (spec.n_params * spec.n_outputs))
+        block = noise_block(spec.n_params * spec.n_outputs)
         batches = batch_block(plan.batch_size, n * spec.n_params)
         batch = _InnerBatches(problem, plan, self.sampling)
         # The projection onto an unconstrained set is the identity (skipped).
@@ -362,10 +362,6 @@ class DPSVRG(BaseDPSolver):
                 problem.advance(steps)
             snapshot = total / m
         return snapshot
-
-
-#: Elements of one block of pre-drawn inner noise (steps x parameters), about 2 MB.
-_NOISE_BLOCK_ELEMENTS = NOISE_BLOCK_ELEMENTS
 
 
 class _InnerBatches:

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from skdp.geometry import L2Ball
 from skdp.privacy import Budget
 from skdp.solvers import DPSVRG, DPSVRGPlusPlus, NoisyGD, Problem
+from skdp.solvers import mirror_descent as mirror_descent_module
 from skdp.solvers import svrg as svrg_module
 from tests.conftest import RecordingNoiseSource, ReplayNoiseSource, make_problem
 
@@ -108,7 +109,7 @@ def test_svrg_matches_reference(cls, radius, clip):
 def test_svrg_blocks_of_inner_noise_match_reference(monkeypatch, cls, sampling, sparse):
     """Inner noise drawn in blocks of 3 steps (epochs of 5 and 10 steps end mid-block),
     an intercept, clipped rows, Poisson batches and CSR rows."""
-    monkeypatch.setattr(svrg_module, "_NOISE_BLOCK_ELEMENTS", 3 * 5)
+    monkeypatch.setattr(mirror_descent_module, "NOISE_BLOCK_ELEMENTS", 3 * 5)
     problem = make_problem(n=60, d=4, alpha=0.05, seed=6, intercept=True)
     if sparse:
         problem = Problem.build(sp.csr_matrix(problem.X), problem.Y, problem.spec,
