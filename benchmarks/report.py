@@ -156,7 +156,9 @@ def markdown(results: dict, stem: str) -> str:
         if not blocks:
             continue
         b0 = blocks[0]
+        run = b0.get("run", meta)
         lines += [f"<!-- scenario {name} -->", f"## {sc.title}", "",
+                  f"Run of commit {run['commit']} ({run['date']}).", "",
                   f"n = {b0['n']}, d = {b0['d']}{' (CSR)' if b0['sparse'] else ''}, "
                   f"{len(blocks)} seed(s); excess risk `F(w) - F*` of the objective the "
                   "solver's options define (see README); time as a ratio to scikit-learn's "

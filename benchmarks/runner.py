@@ -549,14 +549,16 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                     p, dict(commit=old["meta"]["commit"], date=old["meta"]["date"]))
     with threadpool_limits(limits=1):
         if "scenarios" in parts:
-            # Scenarios not rerun keep their blocks from the last run.
-            results["scenarios"] = [b for b in old.get("scenarios", []) if scenarios
-                                    and b["scenario"] not in scenarios]
+            # Scenarios not rerun keep their blocks (and the run they came from).
+            origin = old.get("meta", {}).get("part_runs", {}).get("scenarios", here)
+            results["scenarios"] = [{"run": origin, **b} for b in old.get("scenarios", [])
+                                    if scenarios and b["scenario"] not in scenarios]
             for name in scenarios or config.SCENARIOS:
                 sc = config.SCENARIOS[name]
                 for seed in profile.seeds:
                     log(f"{name} (seed {seed})")
-                    results["scenarios"].append(run_scenario(sc, profile, seed, log))
+                    results["scenarios"].append(
+                        dict(run_scenario(sc, profile, seed, log), run=here))
         for part, label, fn in (("scaling", "scaling", scaling), ("rates", "l_p rates", rates),
                                 ("float32", "float32 memory", float32_memory),
                                 ("defaults", "defaults on raw bundled data", defaults)):
