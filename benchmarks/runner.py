@@ -375,7 +375,7 @@ def rates(profile: Profile, log) -> dict:
     loss = HuberLoss(1.0)
 
     def huber(r: np.ndarray) -> np.ndarray:
-        return loss.value(r[:, None], np.zeros((r.size, 1)))[:, 0]
+        return np.ravel(loss.value(r[:, None], np.zeros((r.size, 1))))
 
     base = huber(-u).mean()
     rows, slopes = [], []
