@@ -46,10 +46,14 @@ def evaluate(results: dict) -> list[dict]:
     per_solver_time: dict = {}
     dense_mem: dict = {}
     sparse_mem: dict = {}
+    elsewhere: dict = {}  # the time ratios of the other measured scenarios (information)
     for (sc, solver, e), rows in cells.items():
         if sc not in config.MEASURED or e != eps:
             continue
-        per_solver_time[solver] = max(per_solver_time.get(solver, 0), _median(rows, "time_ratio"))
+        # The issue states the time targets on the covertype-shaped task.
+        times = per_solver_time if sc == "covertype" else elsewhere
+        key = solver if sc == "covertype" else f"{solver} on {sc}"
+        times[key] = max(times.get(key, 0), _median(rows, "time_ratio"))
         if sc == "sparse":
             sparse_mem[solver] = _median(rows, "peak_dense_ratio")
         else:
@@ -58,15 +62,21 @@ def evaluate(results: dict) -> list[dict]:
     f32 = {r["solver"]: r["peak_ratio"] for r in results.get("float32", [])}
     fw = [s for s in results.get("scaling", {}).get("slopes", [])
           if s["solver"] == "frank_wolfe" and s["axis"] == "n"]
+    ooc = results.get("out_of_core") or {}
+    ooc_size = f"n = {ooc.get('n', 0):g} x {ooc.get('d', 0)}"
     measured = [
         (_median(cells.get(("covertype", "gd", eps), []), "excess_risk"), "median over seeds"),
         (ratio["gd"], ""), (ratio["svrg"], ""), (ratio["svrg++"], ""),
         worst(per_solver_time), worst(cold), worst(dense_mem), worst(sparse_mem), worst(f32),
         (fw[0]["time_slope"], f"n = {fw[0]['sizes'][0]:g}..{fw[0]['sizes'][-1]:g}") if fw
         else (float("nan"), "not run"),
+        (ooc.get("peak_ratio", float("nan")), f"{ooc_size}, {ooc.get('n_iter')} passes"),
+        (ooc.get("relative_difference", float("nan")),
+         f"{ooc_size}; same ledger: {ooc['same_ledger']}" if "same_ledger" in ooc
+         else ooc.get("cluster", "")),
     ]
     by_solver = [None, None, None, None, per_solver_time, cold, dense_mem, sparse_mem, f32,
-                 None]
+                 None, None, None]
     out = []
     for flow in results.get("defaults", []):  # issue 19: median scores of the workflows
         if flow["target"] is not None:
@@ -90,6 +100,11 @@ def evaluate(results: dict) -> list[dict]:
         if table:
             misses = sorted(k for k, v in table.items() if not v <= target.bound)
             detail += f"; misses: {', '.join(misses)}" if misses else "; all pass"
+        if table is per_solver_time and elsewhere:
+            far = sorted((k for k, v in elsewhere.items() if not v <= target.bound),
+                         key=elsewhere.get, reverse=True)
+            detail += (f"; other scenarios (not part of the target): worst "
+                       f"{max(elsewhere.values()):.3g}x, above the bound: {', '.join(far)}")
         out.append(dict(target=target.name, bound=bound, value=value, passed=bool(ok),
                         detail=detail))
     return out
@@ -257,6 +272,26 @@ def markdown(results: dict, stem: str) -> str:
                       _f(r["import_seconds"], ".2f"), _f(f32.get(r["solver"]), ".2f")]
                      for r in results.get("cold", [])])
     lines += ["<!-- end starts -->", ""]
+    ooc = results.get("out_of_core")
+    if ooc:
+        lines += ["<!-- out of core -->", "## Out of core", "",
+                  f"DP-GD (`DPLogisticRegression(epsilon=1, delta=1e-6)`) on a memory-mapped "
+                  f"`{ooc['n']} x {ooc['d']}` float64 `.npy` file "
+                  f"({ooc['matrix_bytes'] / 1e9:.2f} GB), then on the same file read by the "
+                  f"workers in chunks of {ooc['chunk_rows']} rows (`dask.array`, persisted) "
+                  "on a two-process `LocalCluster`, with the same generator seed.", ""]
+        cluster = ooc.get("cluster") == "ran"
+        lines += _table(
+            ["input", "fit (s)", "passes", "peak traced allocations / matrix",
+             "relative coefficient difference", "same ledger"],
+            [["`numpy.memmap`", _f(ooc["memmap_seconds"]), ooc["n_iter"],
+              _f(ooc["peak_ratio"]), "-", "-"],
+             ["dask array, 2-worker `LocalCluster`",
+              _f(ooc.get("cluster_seconds")) if cluster else ooc.get("cluster"),
+              ooc["n_iter"] if cluster else "-", "-",
+              _f(ooc.get("relative_difference")) if cluster else "-",
+              ooc.get("same_ledger", "-")]])
+        lines += ["<!-- end out of core -->", ""]
     if results["scenarios"]:
         lines += [f"![risk and time]({stem}_risk.png)", ""]
     return "\n".join(lines)

@@ -470,6 +470,90 @@ def float32_memory(profile: Profile, log) -> list[dict]:
     return rows
 
 
+def _file_rows(path: str, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of a ``.npy`` file, read where this runs (a dask worker)."""
+    return np.array(np.load(path, mmap_mode="r")[start:stop])
+
+
+def _write_logistic_file(path: Path, n: int, d: int, chunk: int) -> np.ndarray:
+    """An ``n x d`` float64 ``.npy`` file of rows on the unit sphere, written chunk by chunk
+    (never whole in memory), and its {0, 1} labels from a logistic model."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=d)
+    w *= 3.0 / np.linalg.norm(w)
+    X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float64, shape=(n, d))
+    y = np.empty(n, dtype=np.int8)
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        rows = rng.normal(size=(stop - start, d))
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        X[start:stop] = rows
+        y[start:stop] = rng.random(stop - start) < 1.0 / (1.0 + np.exp(-(rows @ w)))
+    X.flush()
+    del X
+    return y
+
+
+def out_of_core(profile: Profile, log) -> dict:
+    """A memory-mapped ``n x 50`` float64 DP-GD fit (peak traced allocations over the
+    matrix) and the same file, read chunk by chunk by the workers, fitted on a two-process
+    dask ``LocalCluster``: the coefficients' relative difference and the ledgers."""
+    import tempfile
+
+    n, d, chunk = profile.out_of_core_n, config.OUT_OF_CORE_D, config.OUT_OF_CORE_CHUNK
+    make = partial(skdp.DPLogisticRegression, epsilon=1.0, delta=1e-6, data_norm=1.0,
+                   classes=[0, 1], random_state=0)
+    out: dict = dict(n=n, d=d, chunk_rows=chunk)
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = Path(tmp) / "X.npy"
+        y = _write_logistic_file(path, n, d, chunk)
+        X = np.load(path, mmap_mode="r")
+        out["matrix_bytes"] = X.nbytes
+        est = make()
+        tracemalloc.start()
+        try:
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            out["memmap_seconds"] = time.perf_counter() - t0
+            out["peak_bytes"] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        out["peak_ratio"] = out["peak_bytes"] / X.nbytes
+        out["n_iter"] = int(est.n_iter_)
+        log(f"  memmap {n} x {d}: {out['memmap_seconds']:.1f} s, {est.n_iter_} passes, "
+            f"peak {out['peak_ratio']:.3f}x the matrix")
+        try:
+            import dask.array as da
+            import distributed
+            from dask import delayed
+        except ImportError as exc:
+            out["cluster"] = f"skipped: {type(exc).__name__}: {exc}"
+            log(f"  LocalCluster {out['cluster']}")
+            return out
+        with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster):
+            parts = [da.from_delayed(delayed(_file_rows)(str(path), s, min(s + chunk, n)),
+                                     shape=(min(s + chunk, n) - s, d), dtype=np.float64)
+                     for s in range(0, n, chunk)]
+            Xd = da.concatenate(parts).persist()
+            distributed.wait(Xd)
+            other = make()
+            t0 = time.perf_counter()
+            other.fit(Xd, y)
+            out["cluster_seconds"] = time.perf_counter() - t0
+        a = np.append(np.ravel(est.coef_), est.intercept_)
+        b = np.append(np.ravel(other.coef_), other.intercept_)
+        out["relative_difference"] = float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
+        out["same_ledger"] = bool(other.privacy_spent_ == est.privacy_spent_
+                                  and other.privacy_plan_.event == est.privacy_plan_.event)
+        out["cluster"] = "ran"
+        log(f"  LocalCluster (2 workers): {out['cluster_seconds']:.1f} s, relative difference "
+            f"{out['relative_difference']:.2e}, same ledger: {out['same_ledger']}")
+    return out
+
+
 def defaults(profile: Profile, log) -> list[dict]:
     """Every workflow of :data:`config.WORKFLOWS` on raw bundled data, 70/30 splits: test
     accuracy or R^2 and the spend each fit reports (its ``privacy_spent_``, or the
@@ -568,6 +652,10 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
     if "cold" in parts:
         log("cold starts")
         results["cold"] = cold_starts(log)
+    if "out_of_core" in parts:  # its own processes and BLAS pools (a dask cluster)
+        log("out of core")
+        with threadpool_limits(limits=1):
+            results["out_of_core"] = out_of_core(profile, log)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     # Other jobs on a shared machine stretch the wall time; the CPU time does not move.
     results["meta"].update(seconds=time.perf_counter() - start, load_after=os.getloadavg()[0],
