@@ -27,6 +27,8 @@ __all__ = [
     "is_dask_array",
     "row_block_size",
     "row_norms",
+    "scalar_derivative",
+    "scalar_kernel",
     "vector_norms",
 ]
 
@@ -572,3 +574,48 @@ def clip_coefficients(
     # NaN > clip is False, so without this a NaN would slip through unclipped.
     finite = np.isfinite(grad_norms)
     return np.where(finite[:, None], D * np.where(finite, scale, 0.0)[:, None], 0.0)
+
+
+# ---------------------------------------------------------------------------------------
+# One-output derivatives, one record at a time (compiled kernels)
+# ---------------------------------------------------------------------------------------
+#: Codes of the one-output losses whose derivative :func:`scalar_derivative` computes.
+_SCALAR_LOGISTIC, _SCALAR_SQUARED, _SCALAR_HUBER = 1, 2, 3
+
+
+def scalar_kernel(loss: GLMLoss) -> tuple[int, float] | None:
+    """``(code, parameter)`` of :func:`scalar_derivative` for ``loss``, or ``None``.
+
+    Exact built-in classes only (a subclass may change the derivative): the logistic loss,
+    the squared loss and the Huber loss (parameter ``huber_delta``).
+    """
+    kind = type(loss)
+    if kind is LogisticLoss:
+        return _SCALAR_LOGISTIC, 0.0
+    if kind is SquaredLoss:
+        return _SCALAR_SQUARED, 0.0
+    if kind is HuberLoss:
+        return _SCALAR_HUBER, float(loss.huber_delta)
+    return None
+
+
+def scalar_derivative(code: int, parameter: float, z: float, y: float) -> float:
+    """``phi'(z, y)`` of one record for the loss :func:`scalar_kernel` coded as ``code``.
+
+    The same formulas as the classes' ``derivative`` (equal to rounding; tested), written
+    on scalars so that the compiled kernels (:mod:`skdp.solvers._compiled`) can use them.
+    Logistic: ``-y expit(-y z)`` (``expit`` in its two overflow-free forms); squared:
+    ``z - y``; Huber: ``z - y`` clipped to ``[-parameter, parameter]``.
+    """
+    if code == _SCALAR_LOGISTIC:
+        t = -y * z
+        if t >= 0.0:
+            e = 1.0 / (1.0 + math.exp(-t))
+        else:
+            u = math.exp(t)
+            e = u / (1.0 + u)
+        return -y * e
+    r = z - y
+    if code == _SCALAR_HUBER:
+        return min(max(r, -parameter), parameter) if r == r else r
+    return r

@@ -11,7 +11,7 @@ import numpy as np
 
 from skdp.geometry._maps import PNormMirrorMap, pnorm
 
-__all__ = ["LpDualIterate", "LpGeometry", "default_exponent"]
+__all__ = ["LpDualIterate", "LpGeometry", "default_exponent", "lp_dual_step_vector"]
 
 
 def default_exponent(dim: int) -> float:
@@ -161,3 +161,48 @@ class LpDualIterate:
     def _set(self, W: np.ndarray) -> np.ndarray:
         self.W = W
         return W
+
+
+def lp_dual_step_vector(theta: np.ndarray, W: np.ndarray, direction: np.ndarray, k: int,
+                        p: float, q: float, radius: float) -> None:
+    """:meth:`LpDualIterate.step` of a one-output iterate, in place, one entry at a time.
+
+    ``theta`` and ``W`` are the iterate's dual and primal vectors (``n_params``), updated
+    in place; ``radius = inf`` when unconstrained. The same map as the method (equal to
+    rounding; tested), written with scalar loops so that the compiled kernels
+    (:mod:`skdp.solvers._compiled`) can use it.
+    """
+    n = theta.shape[0]
+    for j in range(n):
+        theta[j] -= direction[j]
+        W[j] = theta[j]
+    if k == 0 or (p == 2.0 and radius == math.inf):
+        return
+    m = 0.0
+    for j in range(k):
+        a = abs(theta[j])
+        if a != a:  # a NaN entry: W = theta (np.maximum.reduce propagates it)
+            return
+        m = max(m, a)
+    if not m > 0.0:
+        return
+    if p == 2.0:
+        s = 0.0
+        for j in range(k):
+            a = abs(theta[j]) / m
+            s += a * a
+        norm = m * math.sqrt(s)
+    else:
+        s = 0.0
+        for j in range(k):
+            a = abs(theta[j]) / m
+            s += a ** (q - 1.0) * a
+        scale = (p - 1.0) * m * s ** ((2.0 - q) / q)
+        for j in range(k):
+            W[j] = math.copysign((abs(theta[j]) / m) ** (q - 1.0) * scale, theta[j])
+        norm = (p - 1.0) * m * s ** (1.0 / q)
+    if norm > radius:
+        factor = radius / norm
+        for j in range(k):
+            W[j] *= factor
+            theta[j] *= factor

@@ -27,7 +27,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import LpDualIterate
-from skdp.losses import NORM_SAFETY, vector_norms
+from skdp.losses import NORM_SAFETY, scalar_kernel, vector_norms
 from skdp.privacy.accounting import (
     ApproxDpEvent,
     PureDpEvent,
@@ -36,6 +36,7 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
+from skdp.solvers import _compiled
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._shuffle_amplification import (  # re-exported: public import path
@@ -360,6 +361,7 @@ class _TruncatedBase(BaseDPSolver):
         # batch): public, a function of n, T and the shape only.
         piece = max(1, _chunk_elements(n, spec.n_params) // (spec.n_params * spec.n_outputs))
         dense = not sp.issparse(problem.X)
+        kernel = self._kernel(problem, n_steps) if dense else None
         step = 0
         for _ in range(epochs):
             # Data-independent random order, drawn independently of the data (a fresh one
@@ -377,9 +379,9 @@ class _TruncatedBase(BaseDPSolver):
                 offsets = (bounds[j0:j1 + 1] - bounds[j0]).tolist()
                 if dense and j1 - j0 > 1:
                     # Several small batches: their rows in one dense copy, steps on views.
-                    W, step = self._dense_chunk(problem, plan, noise, iterate, chunk,
-                                                offsets, local, row_norms_q, total, step,
-                                                first)
+                    W, step = self._dense_chunk(problem, plan, iterate, chunk, offsets,
+                                                local, row_norms_q, total, step, first,
+                                                kernel)
                     problem.advance(j1 - j0)
                     j0 = j1
                     continue
@@ -391,7 +393,7 @@ class _TruncatedBase(BaseDPSolver):
                     index = chunk[a:b] if T == 1 else np.sort(chunk[a:b])
                     g_sum = _truncated_batch_sum(problem, W, index, tau, q, row_norms_q,
                                                  piece)
-                    g = self._privatize(g_sum, b - a, shape, plan, noise, local[j])
+                    g = g_sum + self._noise_sum(local[j], b - a, plan)
                     # eta (privatised batch mean + the L2 term on the penalised rows).
                     g *= eta / (b - a)
                     if alpha:
@@ -405,30 +407,59 @@ class _TruncatedBase(BaseDPSolver):
                 j0 = j1
         return total / (n_steps - first)
 
-    def _dense_chunk(self, problem: Problem, plan: _TruncatedPlan, noise: NoiseSource,
-                     iterate: LpDualIterate, chunk: np.ndarray, offsets: list[int],
-                     local: np.ndarray, row_norms_q: np.ndarray, total: np.ndarray,
-                     step: int, first: int) -> tuple[np.ndarray, int]:
+    @staticmethod
+    def _kernel(problem: Problem, n_steps: int) -> tuple | None:
+        """``(compiled chunk loop, loss code, loss parameter)`` when the compiled kernel
+        runs (:mod:`skdp.solvers._compiled`: numba installed, a one-output loss it knows,
+        at least ``KERNEL_MIN_STEPS`` planned steps; public facts only), else ``None``."""
+        spec = problem.spec
+        if spec.n_outputs != 1 or n_steps < _compiled.KERNEL_MIN_STEPS:
+            return None
+        coded = scalar_kernel(spec.loss)
+        if coded is None or not _compiled.enabled():
+            return None
+        return (_compiled.truncated_chunk(), *coded)
+
+    def _dense_chunk(self, problem: Problem, plan: _TruncatedPlan, iterate: LpDualIterate,
+                     chunk: np.ndarray, offsets: list[int], local: np.ndarray,
+                     row_norms_q: np.ndarray, total: np.ndarray, step: int, first: int,
+                     kernel: tuple | None) -> tuple[np.ndarray, int]:
         """The steps of a chunk of small batches of dense rows: the same batch sums and
         mirror steps as the general loop of :meth:`_one_pass`, on views of one gathered
-        copy of the chunk's augmented rows (no per-step gathers or validation). Adds the
-        averaged iterates to ``total``; returns the last iterate and the step count."""
+        copy of the chunk's augmented rows (no per-step gathers or validation), compiled
+        when ``kernel`` is given (:meth:`_kernel`). Adds the averaged iterates to
+        ``total``; returns the last iterate and the step count."""
         spec = problem.spec
         loss, k, alpha = spec.loss, spec.n_penalized, spec.alpha
         eta, q = plan.step_size, plan.q
         limit = plan.truncation * NORM_SAFETY
-        shape = (spec.n_params, spec.n_outputs)
         A = _augmented_rows(problem, chunk)
         Yc, norms_c = problem.Y[chunk], row_norms_q[chunk][:, None]
         ridge = eta * alpha
+        if kernel is not None:
+            run, code, parameter = kernel
+            sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+            noise_sums = np.ascontiguousarray(
+                self._noise_sum(local, sizes[:, None, None], plan)[:, :, 0])
+            W = np.array(iterate.W[:, 0])  # updated in place, then the new iterate
+            radius = math.inf if iterate.radius is None else float(iterate.radius)
+            with np.errstate(all="ignore"):
+                step = run(A, np.ascontiguousarray(Yc[:, 0], dtype=np.float64),
+                           np.ascontiguousarray(norms_c[:, 0], dtype=np.float64),
+                           np.asarray(offsets, dtype=np.int64), noise_sums,
+                           iterate.theta[:, 0], W, total[:, 0], step, first, float(eta),
+                           float(ridge), int(k), float(limit), code, parameter,
+                           float(iterate.p), float(iterate.q), radius)
+            iterate.W = W[:, None]
+            return iterate.W, step
         W = iterate.W
         with np.errstate(all="ignore"):
             for j in range(len(offsets) - 1):
                 a, b = offsets[j], offsets[j + 1]
                 rows = A[a:b]
                 D = _truncate(loss.derivative(rows @ W, Yc[a:b]), norms_c[a:b], limit, q)
-                g = self._privatize(rows.T @ D, b - a, shape, plan, noise,
-                                    local[j])
+                g = rows.T @ D
+                g += self._noise_sum(local[j], b - a, plan)
                 g *= eta / (b - a)
                 if ridge:
                     g[:k] += ridge * W[:k]
@@ -444,10 +475,12 @@ class _TruncatedBase(BaseDPSolver):
         """Noise of each batch of a chunk, drawn before its steps (see the subclasses)."""
 
     @abstractmethod
-    def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
-                   plan: _TruncatedPlan, noise: NoiseSource,
-                   local: np.ndarray) -> np.ndarray:
-        """The privatised batch sum (central or local noise; see the subclasses)."""
+    def _noise_sum(self, local: np.ndarray, size: int | np.ndarray, plan: _TruncatedPlan
+                   ) -> np.ndarray:
+        """The noise a batch of ``size`` records adds to its gradient sum, from its draw
+        ``local`` of :meth:`_chunk_noise` (central or local noise; see the subclasses).
+        Vectorised: ``size`` may be an array of batch sizes that broadcasts against a
+        chunk's draws."""
 
     def _run(self, problem: Problem, plan: _TruncatedPlan, noise: NoiseSource) -> np.ndarray:
         return self._one_pass(problem, plan, noise)
@@ -589,13 +622,11 @@ class TruncatedMirrorDescent(_TruncatedBase):
             out[a:b] = noise.generalized_gaussians(shape, sigma_t, plan.noise_order, b - a)
         return out
 
-    def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
-                   plan: TruncatedMirrorDescentPlan, noise: NoiseSource,
-                   local: np.ndarray) -> np.ndarray:
+    def _noise_sum(self, local: np.ndarray, size: int | np.ndarray,
+                   plan: TruncatedMirrorDescentPlan) -> np.ndarray:
         # The noise is added to the batch mean (here: size * Z_t on the batch sum; Z_t was
         # drawn with its chunk, _chunk_noise).
-        g_sum += size * local
-        return g_sum
+        return size * local
 
 
 class ShuffledTruncatedMirrorDescent(_TruncatedBase):
@@ -718,10 +749,8 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
         draws = noise.k_norm(shape, plan.sigma, plan.q, count=total)
         return np.add.reduceat(draws, np.concatenate([[0], np.cumsum(sizes[:-1])]), axis=0)
 
-    def _privatize(self, g_sum: np.ndarray, size: int, shape: tuple[int, int],
-                   plan: ShuffledTruncatedMirrorDescentPlan, noise: NoiseSource,
-                   local: np.ndarray) -> np.ndarray:
+    def _noise_sum(self, local: np.ndarray, size: int | np.ndarray,
+                   plan: ShuffledTruncatedMirrorDescentPlan) -> np.ndarray:
         # Each record's report is g_x + Z_x; the step uses the sum of the batch's reports
         # (the sum of the batch's Z_x was drawn with its chunk, _chunk_noise).
-        g_sum += local
-        return g_sum
+        return local
