@@ -538,13 +538,15 @@ def vector_norms(A: np.ndarray, ord: float = 2.0) -> np.ndarray:
     if ord == math.inf:
         return peak
     with np.errstate(all="ignore"):
-        scaled = a / np.where(peak > 0, peak, 1.0)[:, None]
+        # In place on the fresh |A| (the same operations as out of place, without two
+        # more arrays of A's size).
+        a /= np.where(peak > 0, peak, 1.0)[:, None]
         if ord == 2.0:
-            inner = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+            inner = np.sqrt(np.einsum("ij,ij->i", a, a))
         elif ord == 1.0:
-            inner = scaled.sum(axis=1)
+            inner = a.sum(axis=1)
         else:
-            inner = np.sum(scaled**ord, axis=1) ** (1.0 / ord)
+            inner = np.sum(np.power(a, ord, out=a), axis=1) ** (1.0 / ord)
         return peak * inner
 
 
