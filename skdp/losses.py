@@ -27,8 +27,6 @@ __all__ = [
     "is_dask_array",
     "row_block_size",
     "row_norms",
-    "scalar_derivative",
-    "scalar_kernel",
     "vector_norms",
 ]
 

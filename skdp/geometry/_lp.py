@@ -143,7 +143,7 @@ class LpDualIterate:
         m = float(np.maximum.reduce(a, axis=None))
         if not m > 0.0:  # theta = 0 (or NaN, kept as is)
             return self._set(W)
-        a *= 1.0 / m
+        a /= m  # not * (1 / m): 1 / m overflows for a subnormal m
         if p == 2.0:  # W = theta on the head too
             norm = m * math.sqrt(float(np.vdot(a, a)))
         else:

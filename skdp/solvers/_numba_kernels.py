@@ -13,11 +13,25 @@ import numpy as np
 from skdp.geometry._lp import lp_dual_step_vector
 from skdp.losses import scalar_derivative
 
-_derivative = numba.njit(cache=True)(scalar_derivative)
-_mirror_step = numba.njit(cache=True)(lp_dual_step_vector)
+#: sha256 of the sources of the two helpers compiled into the kernels. numba's on-disk cache
+#: is keyed by THIS file only, so a change to a helper must change this file: a test
+#: recomputes the hash and fails until it is updated here (which invalidates the cache).
+HELPERS_SHA256 = "7b0f6c1186e4d4899370c794b0b9cb72b6b3720ac8b5398da607b6ba00b8117e"
+
+_derivative = numba.njit(cache=True, nogil=True)(scalar_derivative)
+_mirror_step = numba.njit(cache=True, nogil=True)(lp_dual_step_vector)
 
 
-@numba.njit(cache=True)
+def helpers_sha256() -> str:
+    """The sha256 of the helpers' current sources (compared with :data:`HELPERS_SHA256`)."""
+    import hashlib
+    import inspect
+
+    text = inspect.getsource(scalar_derivative) + inspect.getsource(lp_dual_step_vector)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@numba.njit(cache=True, nogil=True)
 def truncated_chunk(A, Y, norms, offsets, noise_sums, theta, W, total, step, first, eta,
                     ridge, k, limit, code, parameter, p, q, radius):  # pragma: no cover
     """The steps of ``_TruncatedBase._dense_chunk`` for one output, in place.
@@ -39,9 +53,10 @@ def truncated_chunk(A, Y, norms, offsets, noise_sums, theta, W, total, step, fir
             for c in range(n_params):
                 score += A[i, c] * W[c]
             d = _derivative(code, parameter, score, Y[i])
-            if norms[i] * abs(d) <= limit:
-                for c in range(n_params):
-                    g[c] += d * A[i, c]
+            if not norms[i] * abs(d) <= limit:
+                d = 0.0  # truncated (or not finite); accumulated all the same (no branch)
+            for c in range(n_params):
+                g[c] += d * A[i, c]
         scale = eta / (offsets[j + 1] - offsets[j])
         for c in range(n_params):
             g[c] = (g[c] + noise_sums[j, c]) * scale

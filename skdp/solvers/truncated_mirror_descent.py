@@ -418,7 +418,8 @@ class _TruncatedBase(BaseDPSolver):
         coded = scalar_kernel(spec.loss)
         if coded is None or not _compiled.enabled():
             return None
-        return (_compiled.truncated_chunk(), *coded)
+        run = _compiled.truncated_chunk()
+        return None if run is None else (run, *coded)
 
     def _dense_chunk(self, problem: Problem, plan: _TruncatedPlan, iterate: LpDualIterate,
                      chunk: np.ndarray, offsets: list[int], local: np.ndarray,

@@ -3,11 +3,13 @@ the compiled truncated mirror descent equals the numpy path and the plain-numpy 
 fed the same noise, and the decision to compile reads public facts only."""
 
 import math
+import sys
+import warnings
 
 import numpy as np
 import pytest
 
-from skdp.geometry import LpBall, Unconstrained
+from skdp.geometry import L2Ball, LpBall, Unconstrained
 from skdp.geometry._lp import LpGeometry, lp_dual_step_vector
 from skdp.losses import HuberLoss, LogisticLoss, SquaredLoss, scalar_derivative, scalar_kernel
 from skdp.privacy import Budget
@@ -23,8 +25,22 @@ LOSSES = [LogisticLoss(), SquaredLoss(50.0), HuberLoss(1.5, label_bound=50.0)]
 SOLVERS = [TruncatedMirrorDescent, ShuffledTruncatedMirrorDescent]
 
 
+def _compiled_helpers():
+    numba_kernels = pytest.importorskip("skdp.solvers._numba_kernels")
+    return numba_kernels._derivative, numba_kernels._mirror_step
+
+
+# The plain-Python helpers, and (with numba) their compiled forms, on the same grids.
+DERIVATIVES = [pytest.param(lambda: scalar_derivative, id="python"),
+               pytest.param(lambda: _compiled_helpers()[0], id="compiled")]
+STEPS = [pytest.param(lambda: lp_dual_step_vector, id="python"),
+         pytest.param(lambda: _compiled_helpers()[1], id="compiled")]
+
+
+@pytest.mark.parametrize("implementation", DERIVATIVES)
 @pytest.mark.parametrize("loss", LOSSES, ids=lambda loss: type(loss).__name__)
-def test_scalar_derivative_is_the_loss_derivative(loss):
+def test_scalar_derivative_is_the_loss_derivative(loss, implementation):
+    derivative = implementation()
     rng = np.random.default_rng(0)
     Z = np.concatenate([rng.normal(scale=5, size=400), [0.0, 700.0, -800.0, 1e300, -1e300,
                                                          math.inf, -math.inf, math.nan]])
@@ -35,7 +51,7 @@ def test_scalar_derivative_is_the_loss_derivative(loss):
     code, parameter = scalar_kernel(loss)
     with np.errstate(all="ignore"):
         expected = loss.derivative(Z[:, None], Y[:, None])[:, 0]
-    got = np.array([scalar_derivative(code, parameter, z, y) for z, y in zip(Z, Y, strict=True)])
+    got = np.array([derivative(code, parameter, z, y) for z, y in zip(Z, Y, strict=True)])
     np.testing.assert_allclose(got, expected, rtol=1e-14, atol=1e-300, equal_nan=True)
 
 
@@ -50,35 +66,38 @@ def test_scalar_kernel_knows_exact_classes_only():
     assert scalar_kernel(MultinomialLogisticLoss(3)) is None
 
 
+@pytest.mark.parametrize("implementation", STEPS)
 @pytest.mark.parametrize("p", [2.0, 1.3, 1.05])
 @pytest.mark.parametrize("radius", [None, 0.7])
 @pytest.mark.parametrize("k", [4, 3, 0])
-def test_scalar_mirror_step_is_the_dual_iterate_step(p, radius, k):
+def test_scalar_mirror_step_is_the_dual_iterate_step(p, radius, k, implementation):
+    step = implementation()
     geo = LpGeometry(p, k, radius)
     it = geo.dual_iterate((4, 1))
     theta, W = np.zeros(4), np.zeros(4)
     rng = np.random.default_rng(1)
-    for scale in [1.0, 1e-3, 30.0, 1e-200, 1e200, 2.0, math.nan]:
+    for scale in [1.0, 1e-3, 30.0, 1e-200, 1e200, 2.0, 1e-310, math.nan]:
         g = scale * rng.standard_normal(4)
         expected = it.step(g[:, None])[:, 0]
-        lp_dual_step_vector(theta, W, g, k, p, geo.q, math.inf if radius is None else radius)
+        step(theta, W, g, k, p, geo.q, math.inf if radius is None else radius)
         np.testing.assert_allclose(W, expected, rtol=1e-12, atol=1e-300, equal_nan=True)
         np.testing.assert_allclose(theta, it.theta[:, 0], rtol=1e-12, atol=1e-300,
                                    equal_nan=True)
 
 
 # -- the compiled path (needs numba) -------------------------------------------------------
-def _problem(loss, radius, alpha, seed=4, n=2000, d=3):
+def _problem(loss, radius, alpha, seed=4, n=2000, d=3, p=1.5, penalized=True):
     rng = np.random.default_rng(seed)
     X = rng.standard_t(2.5, size=(n, d))
     if isinstance(loss, LogisticLoss):
         Y = np.where(X @ np.linspace(0.3, -0.2, d) + rng.normal(size=n) > 0, 1.0, -1.0)
     else:
         Y = np.clip(X @ np.linspace(0.3, -0.2, d) + rng.standard_t(2.5, size=n), -50, 50)
-    spec = ProblemSpec(n_samples=n, n_params=d + 1, n_outputs=1, n_penalized=d,
-                       row_norm_bound=1e3, loss=loss,
-                       constraint=LpBall(radius, 1.5) if radius else Unconstrained(),
-                       alpha=alpha, row_norm_ord=3.0)
+    ball = None if radius is None else L2Ball(radius) if p == 2.0 else LpBall(radius, p)
+    spec = ProblemSpec(n_samples=n, n_params=d + 1, n_outputs=1,
+                       n_penalized=d if penalized else 0, row_norm_bound=2e3, loss=loss,
+                       constraint=ball if radius else Unconstrained(),
+                       alpha=alpha if penalized else 0.0, row_norm_ord=p / (p - 1.0))
     return Problem.build(X, Y[:, None], spec, data_norm=1e3, intercept=1.0)
 
 
@@ -113,11 +132,13 @@ def _run(solver, problem, seed=9):
 
 @pytest.mark.parametrize("cls", SOLVERS)
 @pytest.mark.parametrize("loss", LOSSES, ids=lambda loss: type(loss).__name__)
-@pytest.mark.parametrize("radius, alpha", [(0.5, 0.0), (None, 0.05)])
+@pytest.mark.parametrize("radius, alpha, p, penalized", [
+    (0.5, 0.0, 1.5, True), (None, 0.05, 1.5, True), (1e-4, 0.0, 1.5, True),
+    (1e-4, 0.01, 2.0, True), (None, 0.0, 2.0, True), (None, 0.0, 1.5, False)])
 def test_compiled_steps_equal_the_numpy_steps(compiled, monkeypatch, cls, loss, radius,
-                                              alpha):
-    problem = _problem(loss, radius, alpha)
-    solver = cls(n_iter=700, truncation=4.0, p=None if radius else 1.5, iterate="tail")
+                                              alpha, p, penalized):
+    problem = _problem(loss, radius, alpha, p=p, penalized=penalized)
+    solver = cls(n_iter=700, truncation=4.0, p=p, iterate="tail", step_size=0.5)
     fast, plan = _run(solver, problem)
     assert sum(compiled) == 700  # every step of the fit ran compiled
     monkeypatch.setenv("SKDP_NUMBA", "0")
@@ -125,6 +146,12 @@ def test_compiled_steps_equal_the_numpy_steps(compiled, monkeypatch, cls, loss, 
     assert sum(compiled) == 700  # the numpy path did not call it
     assert plan_again == plan
     np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-13)
+    if radius == 1e-4:
+        # The tiny ball binds (the same fit without it ends far outside): the compiled
+        # path projected, as the numpy path did.
+        free, _ = _run(solver, _problem(loss, None, alpha, p=p, penalized=penalized))
+        assert np.sum(np.abs(free[:-1, 0]) ** p) ** (1 / p) > 10 * radius
+        assert np.sum(np.abs(fast[:-1, 0]) ** p) ** (1 / p) <= radius * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("cls", SOLVERS)
@@ -158,3 +185,31 @@ def test_the_decision_reads_public_facts_only(monkeypatch):
     monkeypatch.setattr(_compiled.importlib.util, "find_spec", lambda name: None)
     assert not _compiled.enabled()
     _run(solver, problem)
+
+
+def test_helpers_hash_is_recorded_in_the_kernel_file():
+    """numba caches a kernel by its own file: a helper's change must edit that file."""
+    numba_kernels = pytest.importorskip("skdp.solvers._numba_kernels")
+    assert numba_kernels.helpers_sha256() == numba_kernels.HELPERS_SHA256, (
+        "a helper compiled into skdp/solvers/_numba_kernels.py changed: set its "
+        "HELPERS_SHA256 to helpers_sha256() (this also invalidates numba's cache)")
+
+
+def test_a_broken_numba_falls_back_to_numpy(monkeypatch):
+    """numba installed but its kernels fail to load: a RuntimeWarning, then the numpy
+    code (the same fit as with SKDP_NUMBA=0)."""
+    monkeypatch.setenv("SKDP_NUMBA", "1")
+    monkeypatch.setattr(_compiled, "KERNEL_MIN_STEPS", 0)
+    monkeypatch.setattr(_compiled.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(_compiled, "_LOADED", {})
+    monkeypatch.setitem(sys.modules, "skdp.solvers._numba_kernels", None)  # import fails
+    problem = _problem(LogisticLoss(), None, 0.05)
+    solver = TruncatedMirrorDescent(n_iter=700, truncation=4.0, p=1.5)
+    with pytest.warns(RuntimeWarning, match="compiled kernels are unavailable"):
+        broken, _ = _run(solver, problem)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process
+        _run(solver, problem)
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    reference, _ = _run(solver, problem)
+    np.testing.assert_array_equal(broken, reference)
