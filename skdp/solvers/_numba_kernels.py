@@ -69,3 +69,79 @@ def truncated_chunk(A, Y, norms, offsets, noise_sums, theta, W, total, step, fir
                 total[c] += W[c]
         step += 1
     return step
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def euclidean_md_block(X, scale, norms, Y, pool, use_pool, flat, offsets, noise, W, total,
+                       weights, use_total, steps, k0, center, radius, lam, alpha, p,
+                       intercept, target, inv_b, code, parameter):  # pragma: no cover
+    """Steps ``k0 .. k0 + count - 1`` of ``run_noisy_md`` on dense rows, one output,
+    Euclidean geometry (:class:`~skdp.solvers.mirror_descent.EuclideanForm`), in place.
+
+    Step ``t`` (batch ``flat[offsets[t]:offsets[t + 1]]``, records ``pool[local]`` or
+    ``local``): ``G = inv_b sum_i clip(phi'_i) s_i x'_i`` (the one-output clip of
+    ``clip_coefficients``: factor ``min(1, target / (norm_i |phi'_i|))``, a non-finite
+    product dropped), ``+ noise[t]``, ``+ lam (W - center)`` on every row and ``alpha W``
+    on the first ``p``; then ``W[:p] = center + P_R(W - center - eta G)`` (``P_R`` the
+    radial projection onto the l2 ball of ``radius``) and ``W[p:] -= eta G``; ``total +=
+    weights[k] W`` when ``use_total``. The rows of a batch are read twice, as numpy's
+    gather and products do: all scores first (independent loads), then the sum.
+    """
+    d = X.shape[1]
+    n_params = W.shape[0]
+    G = np.empty(n_params)
+    w = np.empty(p)
+    most = 0
+    for t in range(offsets.shape[0] - 1):
+        most = max(most, offsets[t + 1] - offsets[t])
+    rows = np.empty(most, dtype=np.int64)
+    coef = np.empty(most)
+    for t in range(offsets.shape[0] - 1):
+        m = offsets[t + 1] - offsets[t]
+        for r in range(m):
+            rows[r] = pool[flat[offsets[t] + r]] if use_pool else flat[offsets[t] + r]
+        for r in range(m):
+            i = rows[r]
+            score = 0.0
+            for c in range(d):
+                score += X[i, c] * W[c]
+            coef[r] = score
+        d_sum = 0.0
+        for r in range(m):
+            i = rows[r]
+            score = coef[r] * scale[i]
+            if intercept != 0.0:
+                score += intercept * W[d]
+            D = _derivative(code, parameter, score, Y[i])
+            grad_norm = norms[i] * abs(D)
+            D = D * min(1.0, target / grad_norm) if np.isfinite(grad_norm) else 0.0
+            D *= inv_b
+            d_sum += D
+            coef[r] = D * scale[i]
+        for c in range(n_params):
+            G[c] = 0.0
+        for r in range(m):
+            i = rows[r]
+            f = coef[r]
+            for c in range(d):
+                G[c] += f * X[i, c]
+        if intercept != 0.0:
+            G[d] = intercept * d_sum
+        k = k0 + t
+        for c in range(n_params):
+            G[c] += noise[t, c]
+            G[c] += lam * (W[c] - center[c]) + (alpha * W[c] if c < p else 0.0)
+        eta = steps[k]
+        norm_sq = 0.0
+        for c in range(p):
+            w[c] = (W[c] - center[c]) - eta * G[c]
+            norm_sq += w[c] * w[c]
+        norm = np.sqrt(norm_sq)
+        factor = 1.0 if norm <= radius else radius / norm
+        for c in range(p):
+            W[c] = center[c] + (w[c] if factor == 1.0 else w[c] * factor)
+        for c in range(p, n_params):
+            W[c] = W[c] - eta * G[c]
+        if use_total:
+            for c in range(n_params):
+                total[c] += weights[k] * W[c]

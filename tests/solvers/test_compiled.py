@@ -213,3 +213,85 @@ def test_a_broken_numba_falls_back_to_numpy(monkeypatch):
     monkeypatch.setenv("SKDP_NUMBA", "0")
     reference, _ = _run(solver, problem)
     np.testing.assert_array_equal(broken, reference)
+
+
+# -- mirror descent (Euclidean) ------------------------------------------------------------
+def _md_problem(loss, constraint, alpha, n=3000, d=4, seed=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) / np.sqrt(d)
+    if isinstance(loss, LogisticLoss):
+        Y = np.where(X @ np.linspace(1.0, -1.0, d) + rng.normal(size=n) > 0, 1.0, -1.0)
+    else:
+        Y = np.clip(X @ np.linspace(1.0, -1.0, d) + rng.normal(size=n), -5, 5)
+    X[::7] *= 3.0  # rows above data_norm: clipped, with factors below 1
+    spec = ProblemSpec(n_samples=n, n_params=d + 1, n_outputs=1, n_penalized=d,
+                       row_norm_bound=2.0, loss=loss, constraint=constraint, alpha=alpha)
+    return Problem.build(X, Y[:, None], spec, data_norm=1.0, intercept=1.0)
+
+
+@pytest.fixture
+def md_compiled(monkeypatch):
+    """The mirror descent kernel forced on for small fits, with a count of its steps."""
+    pytest.importorskip("numba")
+    from skdp.solvers import mirror_descent
+
+    monkeypatch.setenv("SKDP_NUMBA", "1")
+    monkeypatch.setattr(mirror_descent, "MD_KERNEL_MIN_STEPS", 0)
+    calls = []
+    build = _compiled.euclidean_md_block
+
+    def counted():
+        kernel = build()
+
+        def run(*args):
+            calls.append(len(args[7]) - 1)
+            return kernel(*args)
+        return run
+
+    monkeypatch.setattr(_compiled, "euclidean_md_block", counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", ["mirror_descent", "localized_mirror_descent"])
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("constraint, alpha", [(L2Ball(2.0), 0.0), (L2Ball(0.05), 0.01),
+                                               (Unconstrained(), 0.05)])
+@pytest.mark.parametrize("sampling", ["without_replacement", "poisson"])
+def test_compiled_mirror_descent_equals_the_numpy_steps(md_compiled, monkeypatch, name, loss,
+                                                        constraint, alpha, sampling):
+    from skdp.solvers import SOLVERS
+
+    if name == "localized_mirror_descent" and isinstance(constraint, Unconstrained):
+        pytest.skip("the localized solver needs a bounded constraint")
+    problem = _md_problem(loss, constraint, alpha)
+    solver = SOLVERS[name](sampling=sampling, clip_norm=2.0)
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"), "replace_one")
+    fast = solver._run(problem, plan, NoiseSource(np.random.default_rng(3)))
+    assert sum(md_compiled) == plan.n_iter  # every step ran compiled
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    slow = solver._run(problem, plan, NoiseSource(np.random.default_rng(3)))
+    assert sum(md_compiled) == plan.n_iter
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
+    if isinstance(constraint, L2Ball) and constraint.radius == 0.05:
+        assert np.linalg.norm(fast[:-1]) <= 0.05 * (1 + 1e-9)
+
+
+def test_md_kernel_decision_reads_public_facts_only(monkeypatch):
+    """Too few steps, too large batches or a p-norm geometry: the numpy loop runs."""
+    from skdp.solvers import SOLVERS, mirror_descent
+
+    monkeypatch.setattr(_compiled, "euclidean_md_block",
+                        lambda: pytest.fail("the kernel must not be built"))
+    monkeypatch.setenv("SKDP_NUMBA", "1")
+    solver = SOLVERS["mirror_descent"]()
+    problem = _md_problem(LogisticLoss(), L2Ball(2.0), 0.0)
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"), "replace_one")
+    assert plan.n_iter < mirror_descent.MD_KERNEL_MIN_STEPS
+    solver._run(problem, plan, NoiseSource(np.random.default_rng(3)))
+    monkeypatch.setattr(mirror_descent, "MD_KERNEL_MIN_STEPS", 0)
+    monkeypatch.setattr(mirror_descent, "MD_KERNEL_MAX_BATCH", plan.batch_size - 1)
+    solver._run(problem, plan, NoiseSource(np.random.default_rng(3)))
+    monkeypatch.setattr(mirror_descent, "MD_KERNEL_MAX_BATCH", 10**9)
+    problem = _md_problem(LogisticLoss(), LpBall(2.0, 1.5), 0.0)
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"), "replace_one")
+    solver._run(problem, plan, NoiseSource(np.random.default_rng(3)))
