@@ -131,7 +131,6 @@ def mirror_stepper(constraint: Constraint, mirror_map: MirrorMap, size: int
             def free_step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
                 return x - eta * g
 
-            free_step.euclidean_radius = math.inf  # the closed form, for compiled loops
             return free_step
         if type(constraint) is L2Ball:
             radius = constraint.radius
@@ -142,7 +141,6 @@ def mirror_stepper(constraint: Constraint, mirror_map: MirrorMap, size: int
                 norm = np.sqrt(flat.dot(flat))
                 return w if norm <= radius else w * (radius / norm)
 
-            ball_step.euclidean_radius = float(radius)  # the closed form, for compiled loops
             return ball_step
 
     if isinstance(mm, PNormMirrorMap) and mm.p < 2.0:

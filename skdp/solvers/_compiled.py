@@ -13,22 +13,20 @@ compiles, a few seconds). When numba is installed but the kernels cannot be load
 incompatible numba, no writable cache location), a ``RuntimeWarning`` says so once and the
 numpy code runs.
 
-Kernels: the chunk loop of the truncated mirror descent solvers and the step loop of the
-Euclidean mirror descent solvers (one-output losses of ``skdp.losses.scalar_kernel``;
-measured in docs/algorithms/truncated_mirror_descent.md and docs/algorithms/mirror_descent.md).
+Kernels: the chunk loop of the truncated mirror descent solvers (one-output losses of
+``skdp.losses.scalar_kernel``; measured in docs/algorithms/truncated_mirror_descent.md).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import warnings
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["KERNEL_MIN_STEPS", "enabled", "euclidean_md_block", "truncated_chunk"]
+__all__ = ["KERNEL_MIN_STEPS", "enabled", "truncated_chunk"]
 
 #: Fewest planned steps of a fit for which a kernel is used (public: a function of the
 #: plan). Measured: at 16384 steps the numpy loop (0.48 s) still beats a process's first
@@ -45,40 +43,25 @@ def enabled() -> bool:
             and importlib.util.find_spec("numba") is not None)
 
 
-def _load(name: str, *warm_up) -> Callable | None:
-    """The compiled kernel ``name`` of :mod:`skdp.solvers._numba_kernels`, run once on
-    ``warm_up`` (a tiny input) so that a failure to compile or to load the cache surfaces
-    here, before any data is read; ``None`` (and a ``RuntimeWarning``, once per kernel and
-    process) when that fails."""
-    if name not in _LOADED:
-        try:
-            from skdp.solvers import _numba_kernels
+def truncated_chunk() -> Callable[..., int] | None:
+    """The compiled chunk loop of the truncated mirror descent solvers, or ``None`` when
+    the kernels cannot be loaded (then a ``RuntimeWarning``, once per process).
 
-            kernel = getattr(_numba_kernels, name)
-            kernel(*warm_up)
+    The first call imports numba and runs the kernel on a one-record chunk, so that a
+    failure to compile or to load the cache surfaces here, before any data is read.
+    """
+    if "truncated_chunk" not in _LOADED:
+        try:
+            from skdp.solvers._numba_kernels import truncated_chunk as kernel
+
+            one = np.zeros(1)
+            kernel(np.zeros((1, 1)), one, one, np.array([0, 1], dtype=np.int64),
+                   np.zeros((1, 1)), np.zeros(1), np.zeros(1), np.zeros(1), 0, 0, 1.0, 0.0,
+                   1, 1.0, 1, 0.0, 2.0, 2.0, float("inf"))
         except Exception as exc:  # numba's import, typing or cache errors vary by version
             warnings.warn(f"skdp's compiled kernels are unavailable ({type(exc).__name__}: "
                           f"{exc}); the numpy code runs instead. SKDP_NUMBA=0 skips them.",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=2)
             kernel = None
-        _LOADED[name] = kernel
-    return _LOADED[name]
-
-
-def truncated_chunk() -> Callable[..., int] | None:
-    """The compiled chunk loop of the truncated mirror descent solvers, or ``None`` when
-    the kernels cannot be loaded (:func:`_load`)."""
-    one, two = np.zeros(1), np.zeros((1, 1))
-    return _load("truncated_chunk", two, one, one, np.array([0, 1], dtype=np.int64), two,
-                 np.zeros(1), np.zeros(1), np.zeros(1), 0, 0, 1.0, 0.0, 1, 1.0, 1, 0.0, 2.0,
-                 2.0, math.inf)
-
-
-def euclidean_md_block() -> Callable[..., None] | None:
-    """The compiled step loop of the Euclidean mirror descent solvers (``run_noisy_md``),
-    or ``None`` when the kernels cannot be loaded (:func:`_load`)."""
-    one, index = np.zeros(1), np.zeros(1, dtype=np.int64)
-    return _load("euclidean_md_block", np.zeros((1, 1)), one, one, one, index, False, index,
-                 np.array([0, 1], dtype=np.int64), np.zeros((1, 2)), np.zeros(2),
-                 np.zeros(2), one, False, one, 0, np.zeros(2), math.inf, 0.0, 0.0, 1, 1.0,
-                 1.0, 1.0, 1, 0.0)
+        _LOADED["truncated_chunk"] = kernel
+    return _LOADED["truncated_chunk"]

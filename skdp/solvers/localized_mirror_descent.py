@@ -32,7 +32,6 @@ from skdp.solvers.mirror_descent import (
     calibrate_md_phase,
     capped_schedule,
     dual_gradient_bound,
-    euclidean_form,
     md_gradient_clip,
     paper_batch_size,
     run_noisy_md,
@@ -474,8 +473,7 @@ class LocalizedMirrorDescent(BaseDPSolver):
             steps = 2.0 / (lam * (ks + 1.0))
             weights = 2.0 * ks / (t * (t + 1.0))
             pool = perm[start:start + n_i]
-            form = euclidean_form(ball_step, center, lam, alpha) if euclid else None
             W = run_noisy_md(problem, pool, center, md, clip, steps, weights, step, extra,
-                             noise, self.sampling, form, sum(plan.phase_iters))
+                             noise, self.sampling)
             W[:p] = spec.constraint.project(W[:p])
         return W

@@ -24,7 +24,7 @@ from scipy.special import gammaln
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
-from skdp.losses import NORM_SAFETY, clip_coefficients, scalar_kernel
+from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -34,7 +34,6 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers import _compiled
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 
@@ -322,65 +321,6 @@ def batch_gradient_fn(
     return grad
 
 
-@dataclass(frozen=True)
-class EuclideanForm:
-    """The closed form of a run's ``step`` and ``extra_gradient`` in the Euclidean geometry,
-    for the compiled loop (:func:`run_noisy_md`; public constants only).
-
-    Penalised rows step to ``center + P_R(W - center - eta G)``, ``P_R`` the radial
-    projection onto the l2 ball of ``radius`` (``inf``: none); free rows to ``W - eta G``.
-    The extra gradient is ``lam (W - center)`` on every row plus ``alpha W`` on the
-    penalised ones. :func:`euclidean_form` builds it from a stepper of
-    :func:`~skdp.geometry.mirror_stepper` (whose closed form it reads); the compiled and
-    numpy loops are tested equal for both solvers that use it.
-    """
-
-    center: np.ndarray
-    radius: float
-    lam: float
-    alpha: float
-
-
-def euclidean_form(stepper: Callable, center: np.ndarray, lam: float, alpha: float
-                   ) -> EuclideanForm | None:
-    """:class:`EuclideanForm` of a run whose penalised rows take ``center + stepper(W -
-    center, G, eta)``, or ``None`` when ``stepper`` has no Euclidean closed form (the
-    free and l2-ball steps of :func:`~skdp.geometry.mirror_stepper` have one)."""
-    radius = getattr(stepper, "euclidean_radius", None)
-    if radius is None:
-        return None
-    return EuclideanForm(np.asarray(center, dtype=float), float(radius), float(lam),
-                         float(alpha))
-
-
-#: When the compiled loop is used (public: the plan's shapes). It saves the per-step
-#: Python work (about 0.15 ms a step), so it needs many steps: importing numba and loading
-#: the kernel costs about 0.5 s. A large batch gains nothing: gathering its rows from
-#: memory dominates either way (2.6 ms for 6,325 rows of 54 features, compiled or not),
-#: while at 200 rows the compiled step takes 0.06 ms against numpy's 0.07 ms of gather and
-#: products alone.
-MD_KERNEL_MIN_STEPS = 4096
-MD_KERNEL_MAX_BATCH = 2048
-
-
-def _md_kernel(problem: Problem, phase: MDPhase, total_steps: int,
-               form: EuclideanForm | None) -> tuple | None:
-    """``(kernel, loss code, parameter)`` when the compiled loop runs (public facts: numba,
-    dense float64 rows, one output, a loss with a scalar form, a Euclidean form, at least
-    :data:`MD_KERNEL_MIN_STEPS` steps in the fit and batches of at most
-    :data:`MD_KERNEL_MAX_BATCH` records), else ``None``."""
-    X, spec = problem.X, problem.spec
-    if (form is None or spec.n_outputs != 1 or sp.issparse(X)
-            or not isinstance(X, np.ndarray) or X.dtype != np.float64
-            or total_steps < MD_KERNEL_MIN_STEPS or phase.batch_size > MD_KERNEL_MAX_BATCH):
-        return None
-    coded = scalar_kernel(spec.loss)
-    if coded is None or not _compiled.enabled():
-        return None
-    run = _compiled.euclidean_md_block()
-    return None if run is None else (run, *coded)
-
-
 def run_noisy_md(
     problem: Problem,
     pool: np.ndarray | None,
@@ -393,8 +333,6 @@ def run_noisy_md(
     extra_gradient: Callable[[np.ndarray], np.ndarray] | None,
     noise: NoiseSource,
     sampling: str,
-    form: EuclideanForm | None = None,
-    total_steps: int | None = None,
 ) -> np.ndarray:
     """Algorithm 1's loop on the records ``pool`` (all records when ``None``).
 
@@ -412,12 +350,6 @@ def run_noisy_md(
     (:meth:`NoiseSource.batches_without_replacement`, :meth:`NoiseSource.poisson_batches`:
     each batch with the law of one per-step draw). The batch query is
     :func:`batch_gradient_fn`'s (the same arithmetic as :func:`batch_gradient`).
-
-    ``form`` (the closed form of ``step`` and ``extra_gradient``, :class:`EuclideanForm`)
-    lets the steps of each block of batches run compiled (:mod:`skdp.solvers._compiled`)
-    when the fit (``total_steps`` steps in all its runs, ``phase.n_iter`` by default) is
-    long enough; the same draws, in the same order, and the same arithmetic up to the
-    order of the sums.
     """
     p = problem.spec.n_penalized
     n, b, sigma = phase.n, phase.batch_size, phase.sigma
@@ -426,19 +358,13 @@ def run_noisy_md(
     term = np.empty_like(W)
     block = noise_block(W.size)
     batches = batch_block(b, problem.spec.n_samples * problem.spec.n_params)
-    kernel = _md_kernel(problem, phase, total_steps or phase.n_iter, form)
-    grad = batch_gradient_fn(problem, pool, clip, b) if kernel is None else None
+    grad = batch_gradient_fn(problem, pool, clip, b)
     free = p < W.shape[0]
     poisson = sampling == "poisson"
     for first in range(0, phase.n_iter, block):
         steps = min(block, phase.n_iter - first)
         draws = noise.gaussian((steps, *W.shape), sigma)
         locals_: Sequence[np.ndarray] = ()
-        if kernel is not None:
-            _compiled_md_steps(kernel, problem, pool, phase, clip, step_sizes, weights,
-                               form, noise, poisson, batches, first, steps, draws, W, total)
-            problem.advance(steps)
-            continue
         for k in range(first, first + steps):
             j = (k - first) % batches
             if j == 0:
@@ -462,43 +388,6 @@ def run_noisy_md(
                 total += term
         problem.advance(steps)
     return W if total is None else total
-
-
-def _compiled_md_steps(kernel: tuple, problem: Problem, pool: np.ndarray | None,
-                       phase: MDPhase, clip: float, step_sizes: np.ndarray,
-                       weights: np.ndarray | None, form: EuclideanForm, noise: NoiseSource,
-                       poisson: bool, batches: int, first: int, steps: int,
-                       draws: np.ndarray, W: np.ndarray, total: np.ndarray | None) -> None:
-    """Steps ``first .. first + steps - 1`` of :func:`run_noisy_md` through the compiled
-    loop, updating ``W`` and ``total`` in place: the batches of each group of ``batches``
-    steps are drawn in one call before those steps, as in the numpy loop."""
-    run, code, parameter = kernel
-    n, b = phase.n, phase.batch_size
-    noise_rows = draws.reshape(steps, -1)
-    pool_arr = np.empty(0, dtype=np.int64) if pool is None else np.asarray(pool, np.int64)
-    Y = np.ascontiguousarray(problem.Y[:, 0], dtype=np.float64)
-    use_total = total is not None
-    empty = np.empty(1)
-    for start in range(0, steps, batches):
-        count = min(batches, steps - start)
-        locals_ = (noise.poisson_batches(n, b / n, count) if poisson
-                   else noise.batches_without_replacement(n, b, count))
-        if isinstance(locals_, np.ndarray):
-            flat = np.ascontiguousarray(locals_, dtype=np.int64).ravel()
-            offsets = np.arange(count + 1, dtype=np.int64) * locals_.shape[1]
-        else:
-            flat = np.concatenate([np.asarray(x, dtype=np.int64) for x in locals_])
-            offsets = np.concatenate([[0], np.cumsum([len(x) for x in locals_])]
-                                     ).astype(np.int64)
-        with np.errstate(all="ignore"):
-            run(np.asarray(problem.X), problem.row_scale, problem.norms, Y, pool_arr,
-                pool is not None, flat, offsets,
-                np.ascontiguousarray(noise_rows[start:start + count]),
-                W[:, 0], total[:, 0] if use_total else empty,
-                weights if use_total else empty, use_total, step_sizes,
-                first + start, form.center[:, 0], form.radius, form.lam, form.alpha,
-                problem.spec.n_penalized, float(problem.intercept),
-                clip * NORM_SAFETY, 1.0 / b, code, parameter)
 
 
 # ---------------------------------------------------------------------------------------
@@ -789,8 +678,6 @@ class NoisyMirrorDescent(BaseDPSolver):
             out[:p] = alpha * W[:p]
             return out
 
-        stepper = geometry.stepper()
-        form = euclidean_form(stepper, np.zeros_like(W0), 0.0, alpha)
         return run_noisy_md(problem, None, W0, phase, plan.clip_norm, steps, weights,
-                            stepper, l2_term if alpha > 0 else None, noise,
-                            self.sampling, form)
+                            geometry.stepper(), l2_term if alpha > 0 else None, noise,
+                            self.sampling)
