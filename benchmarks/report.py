@@ -159,7 +159,8 @@ def markdown(results: dict, stem: str) -> str:
              f"load average {meta.get('load_before', 0):.1f} before, "
              f"{meta.get('load_after', 0):.1f} after: other jobs stretch the times). "
              f"Python {meta['python']}, numpy "
-             f"{meta['numpy']}, scikit-learn {meta['sklearn']}.", "",
+             f"{meta['numpy']}, scikit-learn {meta['sklearn']}, numba "
+             f"{meta.get('numba', 'not recorded')}.", "",
              "## Targets", "", "<!-- targets -->", ""]
     lines += _table(["target", "bound", "value", "pass", "detail"],
                     [[r["target"], r["bound"], _f(r["value"], ".4g"),

@@ -604,8 +604,16 @@ def environment() -> dict:
     changed = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!benchmarks/results"],
                              capture_output=True, text=True, cwd=ROOT.parent).stdout.strip()
     commit += "-dirty" if changed else ""
+    try:  # the compiled kernels (skdp[numba]) change the truncated solvers' times
+        from importlib.metadata import version
+
+        numba = version("numba")
+    except Exception:
+        numba = "absent"
+    numba += " (off: SKDP_NUMBA=0)" if os.environ.get("SKDP_NUMBA") == "0" else ""
     return dict(date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 commit=commit, python=platform.python_version(), numpy=np.__version__,
+                numba=numba,
                 sklearn=sklearn.__version__, skdp=getattr(skdp, "__version__", "?"),
                 cpus=os.cpu_count(), machine=platform.machine(), blas_threads=1)
 
