@@ -1,10 +1,11 @@
 """Compiled kernels for per-step loops that the benchmark suite shows are Python-bound.
 
 numba is an optional extra (``pip install "skdp[numba]"``); without it, or with the
-environment variable ``SKDP_NUMBA=0``, every solver runs its numpy code, which stays the
-reference. A kernel computes the same released quantities from the same pre-drawn noise
-(equal to rounding: the order of the floating-point sums differs, tested against the numpy
-path and the plain-numpy references), so privacy does not depend on which path runs.
+environment variable ``SKDP_NUMBA=0`` (or ``false``, ``no``, ``off``), every solver runs
+its numpy code, which stays the reference. A kernel computes the same released quantities
+from the same pre-drawn noise (equal to rounding: the order of the floating-point sums
+differs; tested against the numpy path and the plain-numpy references), so privacy does
+not depend on which path runs.
 Whether it runs is decided from public facts only: numba importable, the loss and the
 shapes, and the planned number of steps (:data:`KERNEL_MIN_STEPS`: importing numba and
 loading a compiled kernel costs about half a second, which a short fit would not earn
@@ -36,10 +37,15 @@ KERNEL_MIN_STEPS = 20_000
 _LOADED: dict = {}
 
 
+#: Values of ``SKDP_NUMBA`` that switch the kernels off (case-insensitive).
+_OFF = ("0", "false", "no", "off")
+
+
 def enabled() -> bool:
     """Whether compiled kernels may run: numba is installed and ``SKDP_NUMBA`` is not
-    ``"0"`` (:func:`truncated_chunk` still falls back when numba fails to load)."""
-    return (os.environ.get("SKDP_NUMBA", "1") != "0"
+    ``0``/``false``/``no``/``off`` (:func:`truncated_chunk` still falls back when numba
+    fails to load)."""
+    return (os.environ.get("SKDP_NUMBA", "1").strip().lower() not in _OFF
             and importlib.util.find_spec("numba") is not None)
 
 
@@ -48,7 +54,7 @@ def truncated_chunk() -> Callable[..., int] | None:
     the kernels cannot be loaded (then a ``RuntimeWarning``, once per process).
 
     The first call imports numba and runs the kernel on a one-record chunk, so that a
-    failure to compile or to load the cache surfaces here, before any data is read.
+    failure to compile or to load the cache surfaces here, before any step of a fit.
     """
     if "truncated_chunk" not in _LOADED:
         try:

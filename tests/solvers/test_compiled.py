@@ -87,9 +87,11 @@ def test_scalar_mirror_step_is_the_dual_iterate_step(p, radius, k, implementatio
 
 # -- the compiled path (needs numba) -------------------------------------------------------
 def _problem(loss, radius, alpha, seed=4, n=2000, d=3, p=1.5, penalized=True):
+    from skdp.losses import HingeLoss
+
     rng = np.random.default_rng(seed)
     X = rng.standard_t(2.5, size=(n, d))
-    if isinstance(loss, LogisticLoss):
+    if isinstance(loss, LogisticLoss | HingeLoss):  # labels in {-1, +1}
         Y = np.where(X @ np.linspace(0.3, -0.2, d) + rng.normal(size=n) > 0, 1.0, -1.0)
     else:
         Y = np.clip(X @ np.linspace(0.3, -0.2, d) + rng.standard_t(2.5, size=n), -50, 50)
@@ -168,8 +170,8 @@ def test_compiled_steps_match_the_reference_fed_the_same_noise(compiled, cls, ra
 
 
 def test_the_decision_reads_public_facts_only(monkeypatch):
-    """Below KERNEL_MIN_STEPS planned steps, with SKDP_NUMBA=0, without numba or for a loss
-    without a scalar form, the numpy path runs (no kernel is built)."""
+    """Below KERNEL_MIN_STEPS planned steps, with SKDP_NUMBA off, without numba, for a loss
+    without a scalar form or for sparse rows, the numpy path runs (no kernel is built)."""
     monkeypatch.setattr(_compiled, "truncated_chunk",
                         lambda: pytest.fail("the kernel must not be built"))
     problem = _problem(LogisticLoss(), None, 0.05)
@@ -182,9 +184,41 @@ def test_the_decision_reads_public_facts_only(monkeypatch):
     assert not _compiled.enabled()
     _run(solver, problem)
     monkeypatch.setenv("SKDP_NUMBA", "1")
+    for off in ("false", "OFF", " no "):
+        monkeypatch.setenv("SKDP_NUMBA", off)
+        assert not _compiled.enabled()
+    monkeypatch.setenv("SKDP_NUMBA", "1")
+    # A loss without a scalar form, sparse rows, several outputs: the numpy loop.
+    from skdp.losses import SmoothedHingeLoss
+    _run(solver, _problem(SmoothedHingeLoss(), None, 0.05))
+    sparse = _problem(LogisticLoss(), None, 0.05)
+    import scipy.sparse as sp
+    _run(solver, Problem.build(sp.csr_matrix(sparse.X), sparse.Y, sparse.spec,
+                               data_norm=1e3, intercept=1.0))
     monkeypatch.setattr(_compiled.importlib.util, "find_spec", lambda name: None)
     assert not _compiled.enabled()
     _run(solver, problem)
+
+
+@pytest.mark.parametrize("intercept", [1.0, 0.0])
+def test_compiled_epochs_and_no_intercept(compiled, monkeypatch, intercept):
+    """Several passes (the averaged tail starts inside a later epoch) and rows gathered
+    without an intercept column: equal to the numpy path."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_t(2.5, size=(1500, 3))
+    Y = np.clip(X @ np.array([0.3, -0.2, 0.1]) + rng.standard_t(2.5, size=1500), -50, 50)
+    d = 3 + (intercept > 0)
+    spec = ProblemSpec(n_samples=1500, n_params=d, n_outputs=1, n_penalized=3,
+                       row_norm_bound=2e3, loss=SquaredLoss(50.0), constraint=Unconstrained(),
+                       alpha=0.01, row_norm_ord=3.0)
+    problem = Problem.build(X, Y[:, None], spec, data_norm=1e3, intercept=intercept)
+    solver = TruncatedMirrorDescent(n_iter=300, n_epochs=3, truncation=4.0, p=1.5,
+                                    iterate="tail")
+    fast, _ = _run(solver, problem)
+    assert sum(compiled) == 900
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    slow, _ = _run(solver, problem)
+    np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-13)
 
 
 def test_helpers_hash_is_recorded_in_the_kernel_file():
