@@ -24,7 +24,6 @@ from scipy.special import gammaln
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
-from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     add_remove_budget,
     calibrate_noise_multiplier,
@@ -36,6 +35,7 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._problem import clip_unless_lossless
 
 __all__ = [
     "MDGeometry",
@@ -246,8 +246,9 @@ def batch_gradient(
     if sp.issparse(problem.X):
         rows = problem.rows(idx)
         with np.errstate(all="ignore"):
-            D = clip_coefficients(loss.derivative(problem.scores(W, rows), problem.Y[idx]),
-                                  norms, clip)
+            D = clip_unless_lossless(
+                loss.derivative(problem.scores(W, rows), problem.Y[idx]), norms, clip,
+                problem.clip_cannot_bind(clip))
         G = problem.gradient_sum(D, rows)
         G *= 1.0 / batch_size
         return G
@@ -259,7 +260,8 @@ def batch_gradient(
     if problem.intercept:
         scores += problem.intercept * W[d]
     with np.errstate(all="ignore"):
-        D = clip_coefficients(loss.derivative(scores, problem.Y[idx]), norms, clip)
+        D = clip_unless_lossless(loss.derivative(scores, problem.Y[idx]), norms, clip,
+                                 problem.clip_cannot_bind(clip))
     D *= 1.0 / batch_size
     G = np.empty_like(W, dtype=float)
     G[:d] = rows.T @ (D * scale)
@@ -298,6 +300,9 @@ def batch_gradient_fn(
     aux[:, 1] = problem.norms[sel]
     aux[:, 2:] = Y[sel]
     inv_b = 1.0 / batch_size
+    # Public facts (Problem.clip_cannot_bind) may prove the clip lossless: then it is
+    # skipped unless a derivative is not finite (the result is the same).
+    skip = problem.clip_cannot_bind(clip)
 
     def grad(W: np.ndarray, local: np.ndarray) -> np.ndarray:
         idx = local if pool is None else pool[local]
@@ -310,7 +315,7 @@ def batch_gradient_fn(
             scores += c * W[d]
         with np.errstate(all="ignore"):
             D = loss.derivative(scores, a[:, 2:] if k == 1 else np.ascontiguousarray(a[:, 2:]))
-            D = clip_coefficients(D, a[:, 1], clip)
+            D = clip_unless_lossless(D, a[:, 1], clip, skip)
         D *= inv_b
         G = np.empty_like(W, dtype=float)
         G[:d] = rows.T @ (D * scale)

@@ -767,3 +767,23 @@ def test_batch_gradient_fn_sparse_falls_back():
     grad = md_module.batch_gradient_fn(csr, None, 1.0, 9)
     idx = np.arange(0, 120, 13)[:9]
     np.testing.assert_array_equal(grad(W, idx), batch_gradient(csr, W, idx, 1.0, 9))
+
+
+@pytest.mark.parametrize("name", ["mirror_descent", "localized_mirror_descent"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_lossless_clip_skip_changes_nothing(monkeypatch, name, sparse):
+    """The batch gradient skips a clip that public facts prove lossless: the fit is the
+    one that clips every batch (bit for bit)."""
+    from skdp.solvers import SOLVERS
+
+    problem = make_problem(n=600, d=4, intercept=True, constraint=L2Ball(2.0))
+    if sparse:
+        problem = Problem.build(sp.csr_matrix(problem.X), problem.Y, problem.spec,
+                                data_norm=1.0, intercept=1.0)
+    assert problem.clip_cannot_bind(SOLVERS[name]().gradient_clip(problem.spec))
+    solver = SOLVERS[name]()
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"), "replace_one")
+    skipped = solver._run(problem, plan, NoiseSource(np.random.default_rng(5)))
+    monkeypatch.setattr(Problem, "clip_cannot_bind", lambda self, clip: False)
+    clipped = solver._run(problem, plan, NoiseSource(np.random.default_rng(5)))
+    np.testing.assert_array_equal(skipped, clipped)
