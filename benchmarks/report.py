@@ -164,6 +164,19 @@ def _table(head: list[str], rows: list[list]) -> list[str]:
             *("| " + " | ".join(map(str, r)) + " |" for r in rows), ""]
 
 
+def _section(marker: str, title: str, *paragraphs: str) -> list[str]:
+    """A page section's opening: its marker (README.md takes the page between markers),
+    its title and its introductory paragraphs; :func:`_end` closes it."""
+    lines = [f"<!-- {marker} -->", f"## {title}", ""]
+    for paragraph in paragraphs:
+        lines += [paragraph, ""]
+    return lines
+
+
+def _end(marker: str) -> list[str]:
+    return [f"<!-- end {marker} -->", ""]
+
+
 def markdown(results: dict, stem: str) -> str:
     """The results page: targets, one table per scenario, scaling, rates, cold starts."""
     meta = results["meta"]
@@ -189,13 +202,14 @@ def markdown(results: dict, stem: str) -> str:
             continue
         b0 = blocks[0]
         run = b0.get("run", meta)
-        lines += [f"<!-- scenario {name} -->", f"## {sc.title}", "",
-                  f"Run of commit {run['commit']} ({run['date']}).", "",
-                  f"n = {b0['n']}, d = {b0['d']}{' (CSR)' if b0['sparse'] else ''}, "
-                  f"{len(blocks)} seed(s); excess risk `F(w) - F*` of the objective the "
-                  "solver's options define (see README); time as a ratio to scikit-learn's "
-                  f"fit ({_median(blocks, 'sklearn_seconds'):.3g} s); peak extra memory "
-                  "over the input size.", ""]
+        lines += _section(f"scenario {name}", sc.title,
+                          f"Run of commit {run['commit']} ({run['date']}).",
+                          f"n = {b0['n']}, d = {b0['d']}{' (CSR)' if b0['sparse'] else ''}, "
+                          f"{len(blocks)} seed(s); excess risk `F(w) - F*` of the objective "
+                          "the solver's options define (see README); time as a ratio to "
+                          "scikit-learn's fit "
+                          f"({_median(blocks, 'sklearn_seconds'):.3g} s); peak extra memory "
+                          "over the input size.")
         rows = []
         for (sc_name, solver, eps), runs in cells.items():
             if sc_name != name:
@@ -226,44 +240,45 @@ def markdown(results: dict, stem: str) -> str:
             lines += ["Not run (from the declarations and the estimators' checks): "
                       + "; ".join(f"`{s['solver']}`: {s['reason'][:160]}"
                                   for s in b0["skipped"]), ""]
-        lines += [f"<!-- end scenario {name} -->", ""]
+        lines += _end(f"scenario {name}")
     scaling = results.get("scaling")
     if scaling:
-        lines += ["<!-- scaling -->", "## Scaling", "",
-                  "Fit time and peak extra memory against n (covertype-shaped, d = 54) and "
-                  f"d (sparse, n = {config.SCALING_D_ROWS}); log-log slopes by least "
-                  "squares. The claimed slope is the paper's gradient complexity ("
-                  "`passes`: n per pass times the passes the solver chose, `n_iter_`).", ""]
+        lines += _section("scaling", "Scaling",
+                          "Fit time and peak extra memory against n (covertype-shaped, d = "
+                          f"54) and d (sparse, n = {config.SCALING_D_ROWS}); log-log slopes "
+                          "by least squares. The claimed slope is the paper's gradient "
+                          "complexity (`passes`: n per pass times the passes the solver "
+                          "chose, `n_iter_`).")
         lines += _table(["solver", "axis", "sizes", "time slope", "claimed", "claim",
                          "memory slope"],
                         [[f"`{s['solver']}`", s["axis"], ", ".join(f"{v:g}" for v in s["sizes"]),
                           _f(s["time_slope"], ".2f"), _f(s["claimed_slope"], ".2f"),
                           s["claim"], _f(s["memory_slope"], ".2f")] for s in scaling["slopes"]])
-        lines += [f"![scaling]({stem}_scaling.png)", "", "<!-- end scaling -->", ""]
+        lines += [f"![scaling]({stem}_scaling.png)", "", *_end("scaling")]
     rates = results.get("rates")
     if rates:
-        lines += ["<!-- rates -->", "## l_p rates", "",
-                  f"Su, Zhao & Wang's rank-one instance (n = {rates['n']}, epsilon = "
-                  f"{config.RATES_EPSILON:g}, delta = {config.RATES_DELTA:g}, Huber loss): "
-                  "excess population risk against d; the claimed exponent is that of the "
-                  "privacy term of the bound in d.", ""]
+        lines += _section("rates", "l_p rates",
+                          f"Su, Zhao & Wang's rank-one instance (n = {rates['n']}, epsilon = "
+                          f"{config.RATES_EPSILON:g}, delta = {config.RATES_DELTA:g}, Huber "
+                          "loss): excess population risk against d; the claimed exponent is "
+                          "that of the privacy term of the bound in d.")
         lines += _table(["p", "solver", "d", "excess risk", "w = 0"],
                         [[r["p"], f"`{r['solver']}`", r["d"], _f(r["excess"], ".3e"),
                           _f(r["trivial"], ".3f")] for r in rates["points"]])
         lines += _table(["p", "solver", "measured slope", "claimed exponent"],
                         [[s["p"], f"`{s['solver']}`", _f(s["measured_slope"], ".2f"),
                           _f(s["claimed_exponent"], ".2f")] for s in rates["slopes"]])
-        lines += ["<!-- end rates -->", ""]
+        lines += _end("rates")
     flows = results.get("defaults")
     if flows:
-        lines += ["<!-- defaults -->", "## Defaults on raw bundled data", "",
-                  "Every parameter at its default except the total epsilon (split as "
-                  "named); raw `load_breast_cancer()` (test accuracy) and `load_diabetes()` "
-                  "as scikit-learn ships it (its features centred and scaled by the data "
-                  "set's own statistics, the target raw; test R^2), as the issue measures "
-                  f"it; 70/30 splits, median over "
-                  f"{len(flows[0]['scores'])} seeds; the spend is the largest total any "
-                  "seed's fit reports (`skdp.privacy_spent`).", ""]
+        lines += _section("defaults", "Defaults on raw bundled data",
+                          "Every parameter at its default except the total epsilon (split as "
+                          "named); raw `load_breast_cancer()` (test accuracy) and "
+                          "`load_diabetes()` as scikit-learn ships it (its features centred "
+                          "and scaled by the data set's own statistics, the target raw; test "
+                          "R^2), as the issue measures it; 70/30 splits, median over "
+                          f"{len(flows[0]['scores'])} seeds; the spend is the largest total "
+                          "any seed's fit reports (`skdp.privacy_spent`).")
         for data in dict.fromkeys(f["data"] for f in flows):
             for eps in dict.fromkeys(f["epsilon"] for f in flows):
                 rows = [[f["workflow"], _f(f["median"], ".3f"),
@@ -274,34 +289,35 @@ def markdown(results: dict, stem: str) -> str:
                 lines += [f"### {data}, epsilon = {eps:g}", ""]
                 lines += _table(["workflow", "median", "range", "(epsilon, delta) spent",
                                  "target"], rows)
-        lines += ["<!-- end defaults -->", ""]
+        lines += _end("defaults")
     runs = meta.get("part_runs", {})
     if len({(r["commit"], r["date"]) for r in runs.values()}) > 1:
         lines += ["Parts from separate runs (`--part`): " + "; ".join(
             f"{p}: commit {r['commit']} ({r['date']}"
             + (f", numba {r['numba']})" if "numba" in r else ")")
             for p, r in runs.items()) + ".", ""]
-    lines += ["<!-- starts -->", "## Cold starts and float32", "",
-              f"First fit of {config.COLD_ROWS} rows in a fresh interpreter (after import), "
-              "and peak extra memory of one fit on float32 covertype-shaped data (over the "
-              "float32 matrix: a float64 copy alone is 2).", ""]
+    lines += _section("starts", "Cold starts and float32",
+                      f"First fit of {config.COLD_ROWS} rows in a fresh interpreter (after "
+                      "import), and peak extra memory of one fit on float32 covertype-shaped "
+                      "data (over the float32 matrix: a float64 copy alone is 2).")
     f32 = {r["solver"]: r["peak_ratio"] for r in results.get("float32", [])}
     lines += _table(["solver", "scenario", "first fit (s)", "import (s)", "float32 memory / X"],
                     [[f"`{r['solver']}`", r["scenario"], _f(r["fit_seconds"]),
                       _f(r["import_seconds"], ".2f"), _f(f32.get(r["solver"]), ".2f")]
                      for r in results.get("cold", [])])
-    lines += ["<!-- end starts -->", ""]
+    lines += _end("starts")
     ooc = results.get("out_of_core")
     if ooc:
-        lines += ["<!-- out of core -->", "## Out of core", "",
-                  "DP-GD (`DPLogisticRegression(epsilon=1, delta=1e-6, data_norm=1.0, "
-                  "classes=[0, 1], random_state=0)`: public bounds) on a memory-mapped "
-                  f"`{ooc['n']} x {ooc['d']}` float64 `.npy` file "
-                  f"({ooc['matrix_bytes'] / 1e9:.2f} GB), then on the same file read by the "
-                  f"workers in chunks of {ooc['chunk_rows']} rows (`dask.array`, persisted) "
-                  "on a two-process `LocalCluster`, with the same generator seed.", ""]
+        lines += _section("out of core", "Out of core",
+                          "DP-GD (`DPLogisticRegression(epsilon=1, delta=1e-6, data_norm=1.0, "
+                          "classes=[0, 1], random_state=0)`: public bounds) on a memory-mapped "
+                          f"`{ooc['n']} x {ooc['d']}` float64 `.npy` file "
+                          f"({ooc['matrix_bytes'] / 1e9:.2f} GB), then on the same file read "
+                          f"by the workers in chunks of {ooc['chunk_rows']} rows "
+                          "(`dask.array`, persisted) on a two-process `LocalCluster`, with the "
+                          "same generator seed.",
+                          "The time is of an untraced fit; the peak, of a second, traced one.")
         cluster = ooc.get("cluster") == "ran"
-        lines += ["The time is of an untraced fit; the peak, of a second, traced one.", ""]
         lines += _table(
             ["input", "fit (s)", "passes", "peak traced allocations / matrix",
              "relative coefficient difference", "same ledger"],
@@ -312,7 +328,7 @@ def markdown(results: dict, stem: str) -> str:
               ooc.get("cluster_n_iter", "-") if cluster else "-", "-",
               _f(ooc.get("relative_difference")) if cluster else "-",
               ooc.get("same_ledger", "-")]])
-        lines += ["<!-- end out of core -->", ""]
+        lines += _end("out of core")
     if results["scenarios"]:
         lines += [f"![risk and time]({stem}_risk.png)", ""]
     return "\n".join(lines)

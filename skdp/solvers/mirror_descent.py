@@ -228,7 +228,8 @@ def batch_block(batch_size: int, X_elements: int) -> int:
 
 
 def batch_gradient(
-    problem: Problem, W: np.ndarray, idx: np.ndarray, clip: float, batch_size: int
+    problem: Problem, W: np.ndarray, idx: np.ndarray, clip: float, batch_size: int,
+    skip_clip: bool = False,
 ) -> np.ndarray:
     """``(1/b) sum_{i in idx} clip_C(grad f(W; z_i))``: the released query, before noise.
 
@@ -239,7 +240,8 @@ def batch_gradient(
     ``C/b``). Dense rows: the clipping factor ``s_i`` and intercept ``c`` of the augmented
     rows ``x'_i = [s_i x_i, c]`` are applied to the ``b x K`` scores and coefficients, as
     :meth:`Problem.scores` and :meth:`Problem.gradient_sum` do, without their per-call
-    checks.
+    checks. ``skip_clip`` (:meth:`Problem.clip_cannot_bind`, decided once by the caller)
+    skips a clip that public facts prove lossless; the result is the same.
     """
     loss = problem.spec.loss
     norms = problem.norms[idx]
@@ -248,7 +250,7 @@ def batch_gradient(
         with np.errstate(all="ignore"):
             D = clip_unless_lossless(
                 loss.derivative(problem.scores(W, rows), problem.Y[idx]), norms, clip,
-                problem.clip_cannot_bind(clip))
+                skip_clip)
         G = problem.gradient_sum(D, rows)
         G *= 1.0 / batch_size
         return G
@@ -261,7 +263,7 @@ def batch_gradient(
         scores += problem.intercept * W[d]
     with np.errstate(all="ignore"):
         D = clip_unless_lossless(loss.derivative(scores, problem.Y[idx]), norms, clip,
-                                 problem.clip_cannot_bind(clip))
+                                 skip_clip)
     D *= 1.0 / batch_size
     G = np.empty_like(W, dtype=float)
     G[:d] = rows.T @ (D * scale)
@@ -287,10 +289,14 @@ def batch_gradient_fn(
     dense = (not sp.issparse(X) and isinstance(X, np.ndarray) and Y.ndim == 2
              and Y.dtype == np.float64 and problem.norms.dtype == np.float64
              and problem.row_scale.dtype == np.float64)
+    # Public facts (Problem.clip_cannot_bind) may prove the clip lossless: then it is
+    # skipped unless a derivative is not finite (the result is the same).
+    skip = problem.clip_cannot_bind(clip)
     if not dense:
         if pool is None:
-            return lambda W, local: batch_gradient(problem, W, local, clip, batch_size)
-        return lambda W, local: batch_gradient(problem, W, pool[local], clip, batch_size)
+            return lambda W, local: batch_gradient(problem, W, local, clip, batch_size, skip)
+        return lambda W, local: batch_gradient(problem, W, pool[local], clip, batch_size,
+                                               skip)
     loss = problem.spec.loss
     d, k = X.shape[1], Y.shape[1]
     c = problem.intercept
@@ -300,9 +306,6 @@ def batch_gradient_fn(
     aux[:, 1] = problem.norms[sel]
     aux[:, 2:] = Y[sel]
     inv_b = 1.0 / batch_size
-    # Public facts (Problem.clip_cannot_bind) may prove the clip lossless: then it is
-    # skipped unless a derivative is not finite (the result is the same).
-    skip = problem.clip_cannot_bind(clip)
 
     def grad(W: np.ndarray, local: np.ndarray) -> np.ndarray:
         idx = local if pool is None else pool[local]

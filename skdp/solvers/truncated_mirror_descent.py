@@ -439,7 +439,8 @@ class _TruncatedBase(BaseDPSolver):
         ridge = eta * alpha
         if kernel is not None:
             run, code, parameter = kernel
-            sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+            bounds = np.asarray(offsets, dtype=np.int64)
+            sizes = np.diff(bounds)
             noise_sums = np.ascontiguousarray(
                 self._noise_sum(local, sizes[:, None, None], plan)[:, :, 0])
             W = np.array(iterate.W[:, 0])  # updated in place, then the new iterate
@@ -447,7 +448,7 @@ class _TruncatedBase(BaseDPSolver):
             with np.errstate(all="ignore"):
                 step = run(A, np.ascontiguousarray(Yc[:, 0], dtype=np.float64),
                            np.ascontiguousarray(norms_c[:, 0], dtype=np.float64),
-                           np.asarray(offsets, dtype=np.int64), noise_sums,
+                           bounds, noise_sums,
                            iterate.theta[:, 0], W, total[:, 0], step, first, float(eta),
                            float(ridge), int(k), float(limit), code, parameter,
                            float(iterate.p), float(iterate.q), radius)
