@@ -120,8 +120,9 @@ class DPSVRG(BaseDPSolver):
     Parameters
     ----------
     n_epochs : int, optional
-        Number of epochs ``T``. Default: ``ceil(log2(Delta0 / floor))``, capped at 40
-        (see docs/algorithms/svrg.md).
+        Number of epochs ``T``. Default: Theorem 4.2's ``t = ceil(log2(Delta0 / floor))``;
+        when private and ``t > 6``, ``ceil(t / 2) + 3`` (measured more accurate and
+        faster); capped at 40 (see docs/algorithms/svrg.md).
     inner_steps : int, optional
         Inner steps per epoch ``m``. Default ``ceil(n / batch_size)`` (one pass of inner
         samples per epoch).
@@ -235,7 +236,13 @@ class DPSVRG(BaseDPSolver):
             # Theorem 4.2: each epoch halves E[F - F*]; reduce it from its public bound to
             # the privacy floor.
             ratio = spec.gap_reduction(budget, self.gradient_clip(spec))
-            n_epochs = min(max(math.ceil(math.log2(ratio)), 1), MAX_AUTO_EPOCHS)
+            n_epochs = max(math.ceil(math.log2(ratio)), 1)
+            if budget.is_private:
+                # Every epoch adds noise (sigma_in grows as sqrt(T)); beyond 6 epochs the
+                # theorem's halving per epoch over-counts what one pass achieves: half
+                # of the extra epochs measured best (docs/algorithms/svrg.md, Defaults).
+                n_epochs = min(n_epochs, math.ceil(n_epochs / 2) + 3)
+            n_epochs = min(n_epochs, MAX_AUTO_EPOCHS)
         return (int(m),) * n_epochs
 
     def correction_bound(self, spec: ProblemSpec) -> float:
