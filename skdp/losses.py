@@ -455,6 +455,10 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
     if sp.issparse(X) and X.format != "csr":
         X = sp.csr_matrix(X)
     n = X.shape[0]
+    if ord == 2.0 and not sp.issparse(X) and X.dtype == np.float64:
+        # One einsum streams the rows with no temporary (the overflow and underflow
+        # recomputation takes only the offending rows).
+        return _block_row_norms(X, ord)
     # A block and its few float64 temporaries (|x|, x / max|x|, its power) stay a small
     # fraction of X on small inputs too: at most 1/16 of the rows per block.
     step = min(row_block_size(X.shape[1]), max(256, -(-n // 16)))
@@ -500,12 +504,15 @@ def _block_row_norms(X: np.ndarray | sp.spmatrix, ord: float) -> np.ndarray:
     # ord = 1, 2: squares (or sums) of huge entries overflow and of tiny ones underflow
     # (a norm of 0 would leave the row unclipped): recompute those rows scaled.
     bad = np.flatnonzero(~(norms < _SAFE_NORM_MAX) | (norms < _SAFE_NORM_MIN))
-    if bad.size:
-        rows = X[bad]
+    # By blocks (zero rows are among them): the copies stay a small fraction of X.
+    step = min(row_block_size(X.shape[1]), max(256, -(-X.shape[0] // 16)))
+    for start in range(0, bad.size, step):
+        part = bad[start:start + step]
+        rows = X[part]
         rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         # Still inf when the norm itself exceeds the largest float (such a row is then
         # scaled to 0 by clipping: a per-record map, privacy is unaffected).
-        norms[bad] = vector_norms(rows, ord)
+        norms[part] = vector_norms(rows, ord)
     return norms
 
 

@@ -65,6 +65,9 @@ def with_intercept(norms: np.ndarray, intercept: float, ord: float) -> np.ndarra
     norms = np.asarray(norms, dtype=float)
     if not intercept:
         return norms
+    if ord == 2.0:
+        # hypot: sqrt(a^2 + c^2) without under- or overflow (inf stays inf, NaN NaN).
+        return np.hypot(norms, abs(float(intercept)))
     pairs = np.column_stack([norms, np.full(norms.shape, abs(float(intercept)))])
     # An infinite row norm stays infinite (scaling by it would give inf / inf = NaN).
     return np.where(np.isinf(norms), math.inf, vector_norms(pairs, ord))
@@ -274,7 +277,8 @@ def _clipping_statistics(X: Any, ord: float, data_norm: float | None,
         out = np.empty((raw.shape[0], 4))
         out[:, _SCALE] = scale
         out[:, _NORM] = with_intercept(scale * l2, intercept, 2.0)
-        out[:, _AUGMENTED] = with_intercept(scale * raw, intercept, ord)
+        out[:, _AUGMENTED] = out[:, _NORM] if ord == 2.0 else \
+            with_intercept(scale * raw, intercept, ord)
         out[:, _RAW] = raw
     return out
 
@@ -514,13 +518,16 @@ class Problem:
         for start in range(0, n, step):
             block = slice(start, min(start + step, n))
             Xb = as_float_rows(X[block])
+            stats = _clipping_statistics(Xb, ord, data_norm, intercept)
             # A non-finite entry survives clipping as NaN (inf / inf, then NaN * 0 in
             # X^T D) and makes every later comparison deterministic; the estimators
-            # already refuse it.
-            if not _all_finite(Xb):
+            # already refuse it. A dense row with a NaN or infinite entry has a NaN or
+            # infinite norm, so the entries are checked only when a norm is (a finite
+            # row whose norm exceeds the largest float is one too).
+            if not (np.all(np.isfinite(stats[:, _RAW])) and not sp.issparse(Xb)) \
+                    and not _all_finite(Xb):
                 raise ValueError("X contains NaN or infinity; remove or impute those "
                                  "entries.")
-            stats = _clipping_statistics(Xb, ord, data_norm, intercept)
             scale[block], norms[block] = stats[:, _SCALE], stats[:, _NORM]
             augmented_max = max(augmented_max, float(stats[:, _AUGMENTED].max(initial=0.0)))
             rows = _huge(stats[:, _RAW])

@@ -508,3 +508,33 @@ def test_single_column_norms_are_the_scaled_formula(ord):
     two = np.hstack([a, np.zeros_like(a)])  # the general path agrees off the NaN rows
     finite = np.isfinite(a[:, 0])
     np.testing.assert_array_equal(vector_norms(a, ord)[finite], vector_norms(two, ord)[finite])
+
+
+@pytest.mark.parametrize("ord_", [1.0, 2.0, 3.0, np.inf])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_entry_is_refused_whatever_the_norm(ord_, bad):
+    # The entries are checked only where a row norm is not finite: a NaN or infinite
+    # entry must make its row's norm so in every ord (among finite huge entries too).
+    X = np.random.default_rng(0).normal(size=(600, 4))
+    X[417, 2] = bad
+    X[3, :2] = 1e308  # a finite row whose norm overflows: allowed
+    spec = ProblemSpec(n_samples=600, n_params=4, n_outputs=1, n_penalized=4,
+                       row_norm_bound=1.0, loss=LogisticLoss(), constraint=Unconstrained(),
+                       alpha=0.0, row_norm_ord=ord_)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        Problem.build(X, np.ones((600, 1)), spec, data_norm=1.0)
+    X[417, 2] = 0.0
+    problem = Problem.build(X, np.ones((600, 1)), spec, data_norm=1.0)
+    assert np.all(np.isfinite(problem.design_matrix()))
+
+
+def test_row_norms_of_many_zero_and_tiny_rows_match_the_scaled_reference():
+    # Zero and underflowing rows are recomputed (scaled) in blocks, not in one copy.
+    X = np.zeros((5000, 7))
+    X[::3] = np.random.default_rng(1).normal(size=(1667, 7)) * 1e-170
+    X[1::3] = np.random.default_rng(2).normal(size=(1667, 7))
+    expected = np.sqrt(np.einsum("ij,ij->i", X, X))
+    small = np.arange(5000) % 3 != 1
+    expected[small] = [vector_norms(row[None, :], 2.0)[0] for row in X[small]]
+    assert np.all(expected[::3] > 0)
+    np.testing.assert_array_equal(row_norms(X, 2.0), expected)
