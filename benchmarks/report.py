@@ -208,8 +208,11 @@ def markdown(results: dict, stem: str) -> str:
                           f"{len(blocks)} seed(s); excess risk `F(w) - F*` of the objective "
                           "the solver's options define (see README); time as a ratio to "
                           "scikit-learn's fit "
-                          f"({_median(blocks, 'sklearn_seconds'):.3g} s); peak extra memory "
-                          "over the input size.")
+                          f"({_median(blocks, 'sklearn_seconds'):.3g} s"
+                          + ("; at the largest epsilon the median ratio of three fits, each "
+                             "paired with a scikit-learn fit right before it"
+                             if name in config.PAIRED else "")
+                          + "); peak extra memory over the input size.")
         rows = []
         for (sc_name, solver, eps), runs in cells.items():
             if sc_name != name:

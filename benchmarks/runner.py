@@ -156,6 +156,22 @@ def timed_fit(make, X, y, repeats: int) -> tuple[object, float]:
     return est, float(np.median(times))
 
 
+def paired_fit(make, make_sklearn, X, y, repeats: int) -> tuple[object, float, float]:
+    """The fitted estimator, the median fit time and the median ratio of ``repeats`` pairs
+    (a scikit-learn fit, then the estimator's fit, on the same data)."""
+    times, ratios = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        make_sklearn().fit(X, y)
+        reference = time.perf_counter() - start
+        est = make()
+        start = time.perf_counter()
+        est.fit(X, y)
+        times.append(time.perf_counter() - start)
+        ratios.append(times[-1] / reference)
+    return est, float(np.median(times)), float(np.median(ratios))
+
+
 def peak_memory(make, X, y) -> int:
     """Peak bytes allocated during one fit beyond those held before it (tracemalloc)."""
     est = make()
@@ -239,7 +255,8 @@ def run_scenario(sc: Scenario, profile: Profile, seed: int, log) -> dict:
         for kind, params in _options(sc, cls.capabilities):
             try:  # the compatibility check runs before any data is read
                 out["runs"] += _run_solver(sc, name, cls, (kind, params), Xtr, ytr, Xte, yte,
-                                           profile, seed, excess, size, dense, log)
+                                           profile, seed, excess, size, dense, log,
+                                           lambda: sc.sklearn(n, d))
                 break
             except IncompatibleSolverError as exc:
                 reasons.append(str(exc))
@@ -257,7 +274,7 @@ def run_scenario(sc: Scenario, profile: Profile, seed: int, log) -> dict:
     out["sklearn_seconds"] = float(np.median(sk_times))
     out["baselines"][0]["fit_seconds"] = out["sklearn_seconds"]
     for row in out["runs"]:
-        row["time_ratio"] = row["fit_seconds"] / out["sklearn_seconds"]
+        row.setdefault("time_ratio", row["fit_seconds"] / out["sklearn_seconds"])
     out.update(scenario=sc.name, seed=seed, n=n, d=d, sparse=sp.issparse(Xtr),
                input_bytes=size, optimum_certificates={
                    "/".join(map(str, k)): v.certificate for k, v in optima.items()})
@@ -265,8 +282,9 @@ def run_scenario(sc: Scenario, profile: Profile, seed: int, log) -> dict:
 
 
 def _run_solver(sc, name, cls, chosen, Xtr, ytr, Xte, yte, profile, seed, excess, size,
-                dense, log) -> list[dict]:
-    """One solver at every epsilon of the profile (memory traced at the last one)."""
+                dense, log, make_sklearn) -> list[dict]:
+    """One solver at every epsilon of the profile (memory traced at the last one); on the
+    :data:`~benchmarks.config.PAIRED` scenarios, timed in pairs with scikit-learn."""
     kind, params = chosen
     rows = []
     for eps in profile.epsilons:
@@ -274,7 +292,11 @@ def _run_solver(sc, name, cls, chosen, Xtr, ytr, Xte, yte, profile, seed, excess
                        **params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est, t = timed_fit(make, Xtr, ytr, profile.repeats)
+            if sc.name in config.PAIRED and eps == max(profile.epsilons):  # the targets'
+                est, t, ratio = paired_fit(make, make_sklearn, Xtr, ytr,
+                                           config.PAIRED_REPEATS)
+            else:
+                (est, t), ratio = timed_fit(make, Xtr, ytr, profile.repeats), None
             peak = peak_memory(make, Xtr, ytr) if eps == profile.epsilons[-1] and \
                 sc.name in config.MEASURED else None
         fi = params.get("fit_intercept", True)
@@ -287,6 +309,8 @@ def _run_solver(sc, name, cls, chosen, Xtr, ytr, Xte, yte, profile, seed, excess
                    epsilon_spent=float(est.privacy_spent_.epsilon),
                    peak_ratio=None if peak is None else peak / size,
                    peak_dense_ratio=None if peak is None else peak / dense)
+        if ratio is not None:
+            row["time_ratio"] = ratio
         rows.append(row)
         log(f"  {name:<34} eps={eps:<4} {t:8.3f}s excess={ex:.2e} "
             f"metric={row['metric']:.3f}"
