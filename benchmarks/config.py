@@ -138,8 +138,8 @@ SCENARIOS = {s.name: s for s in (COVERTYPE, BREAST_CANCER, DIABETES, SPARSE, HEA
 #: few hundred rows: fixed costs dominate their ratios, and their memory is not traced).
 MEASURED = ("covertype", "sparse", "heavy_tails")
 #: Scenarios whose time ratios are targets: at the targets' epsilon each solver fit is
-#: timed right after a scikit-learn fit, PAIRED_REPEATS times, and its ratio is the
-#: median of the pairs' ratios (the machine's load drifts over a run; a pair shares it).
+#: timed next to a scikit-learn fit, PAIRED_REPEATS times, and its ratio is the median
+#: of the pairs' ratios (the machine's load drifts over a run; a pair shares it).
 PAIRED = ("covertype",)
 PAIRED_REPEATS = 3
 

@@ -209,8 +209,9 @@ def markdown(results: dict, stem: str) -> str:
                           "the solver's options define (see README); time as a ratio to "
                           "scikit-learn's fit "
                           f"({_median(blocks, 'sklearn_seconds'):.3g} s"
-                          + ("; at the largest epsilon the median ratio of three fits, each "
-                             "paired with a scikit-learn fit right before it"
+                          + (f"; at the largest epsilon the median ratio of "
+                             f"{config.PAIRED_REPEATS} fits, each paired with a scikit-learn "
+                             "fit next to it"
                              if name in config.PAIRED else "")
                           + "); peak extra memory over the input size.")
         rows = []
@@ -247,7 +248,8 @@ def markdown(results: dict, stem: str) -> str:
     scaling = results.get("scaling")
     if scaling:
         lines += _section("scaling", "Scaling",
-                          "Fit time and peak extra memory against n (covertype-shaped, d = "
+                          "Fit time (the fastest of up to five fits) and peak extra memory "
+                          "against n (covertype-shaped, d = "
                           f"54) and d (sparse, n = {config.SCALING_D_ROWS}); log-log slopes "
                           "by least squares. The claimed slope is the paper's gradient "
                           "complexity (`passes`: n per pass times the passes the solver "

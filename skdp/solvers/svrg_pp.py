@@ -22,8 +22,8 @@ class DPSVRGPlusPlus(DPSVRG):
     ----------
     n_epochs : int, optional
         ``T``. Default ``ceil(log2(Delta0 n eps / (G sqrt(p ln(1/delta)))))`` (Theorem
-        4.4), one fewer when private (half the steps, measured more accurate), at least
-        1 and at most 16 (see docs/algorithms/svrg.md).
+        4.4), one fewer when private (measured more accurate; half the steps when
+        ``b 2^T > n``), at least 1 and at most 16 (see docs/algorithms/svrg.md).
     inner_steps : int, optional
         First-epoch length ``m``. Default ``max(1, ceil(n / (b 2^T)))``: all epochs together
         run ``m (2^(T+1) - 2)`` steps, about two passes of inner samples when ``b 2^T <= n``

@@ -510,21 +510,41 @@ def test_single_column_norms_are_the_scaled_formula(ord):
     np.testing.assert_array_equal(vector_norms(a, ord)[finite], vector_norms(two, ord)[finite])
 
 
+@pytest.mark.parametrize("storage", ["float64", "float32", "memmap", "csr"])
+@pytest.mark.parametrize("intercept", [0.0, 1.0])
 @pytest.mark.parametrize("ord_", [1.0, 2.0, 3.0, np.inf])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_a_non_finite_entry_is_refused_whatever_the_norm(ord_, bad):
-    # The entries are checked only where a row norm is not finite: a NaN or infinite
-    # entry must make its row's norm so in every ord (among finite huge entries too).
+def test_a_non_finite_entry_is_refused_whatever_the_norm(ord_, bad, intercept, storage,
+                                                         tmp_path):
+    # The entries of a dense block are checked only where a row norm is not finite: a NaN
+    # or infinite entry must make its row's norm so in every ord (next to finite rows
+    # whose norm overflows too).
     X = np.random.default_rng(0).normal(size=(600, 4))
     X[417, 2] = bad
-    X[3, :2] = 1e308  # a finite row whose norm overflows: allowed
-    spec = ProblemSpec(n_samples=600, n_params=4, n_outputs=1, n_penalized=4,
-                       row_norm_bound=1.0, loss=LogisticLoss(), constraint=Unconstrained(),
+    if storage != "float32":
+        X[3, :2] = 1e308  # a finite row whose norm overflows: allowed
+
+    def stored(X):
+        if storage == "float32":
+            return X.astype(np.float32)
+        if storage == "csr":
+            return sp.csr_matrix(X)
+        if storage == "memmap":
+            m = np.lib.format.open_memmap(tmp_path / f"X{np.isfinite(X).all()}.npy",
+                                          mode="w+", dtype=float, shape=X.shape)
+            m[:] = X
+            return m
+        return X
+
+    p = 4 + (intercept > 0)
+    spec = ProblemSpec(n_samples=600, n_params=p, n_outputs=1, n_penalized=4,
+                       row_norm_bound=2.0, loss=LogisticLoss(), constraint=Unconstrained(),
                        alpha=0.0, row_norm_ord=ord_)
     with pytest.raises(ValueError, match="NaN or infinity"):
-        Problem.build(X, np.ones((600, 1)), spec, data_norm=1.0)
+        Problem.build(stored(X), np.ones((600, 1)), spec, data_norm=1.0, intercept=intercept)
     X[417, 2] = 0.0
-    problem = Problem.build(X, np.ones((600, 1)), spec, data_norm=1.0)
+    problem = Problem.build(stored(X), np.ones((600, 1)), spec, data_norm=1.0,
+                            intercept=intercept)
     assert np.all(np.isfinite(problem.design_matrix()))
 
 
