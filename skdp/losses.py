@@ -494,11 +494,7 @@ def _block_row_norms(X: np.ndarray | sp.spmatrix, ord: float) -> np.ndarray:
         elif ord == 1.0:
             norms = np.asarray(abs(X).sum(axis=1)).ravel().astype(float)
         elif sp.issparse(X):
-            # |x|^q under- or overflows for large q unless the row is scaled by its
-            # largest entry first: ||x||_q = m ||x / m||_q.
-            peak = np.asarray(abs(X).max(axis=1).toarray()).ravel().astype(float)
-            scaled = sp.diags(1.0 / np.where(peak > 0, peak, 1.0)) @ abs(X)
-            norms = peak * np.asarray(scaled.power(ord).sum(axis=1)).ravel() ** (1.0 / ord)
+            return _sparse_scaled_norms(X, ord)
         else:
             return vector_norms(X, ord)
     # ord = 1, 2: squares (or sums) of huge entries overflow and of tiny ones underflow
@@ -508,12 +504,30 @@ def _block_row_norms(X: np.ndarray | sp.spmatrix, ord: float) -> np.ndarray:
     step = min(row_block_size(X.shape[1]), max(256, -(-X.shape[0] // 16)))
     for start in range(0, bad.size, step):
         part = bad[start:start + step]
-        rows = X[part]
-        rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         # Still inf when the norm itself exceeds the largest float (such a row is then
-        # scaled to 0 by clipping: a per-record map, privacy is unaffected).
-        norms[part] = vector_norms(rows, ord)
+        # scaled to 0 by clipping: a per-record map, privacy is unaffected). Sparse rows
+        # stay sparse (empty rows are among them: a dense copy of 256 of them would be
+        # 2 GB at d = 1e6).
+        norms[part] = _sparse_scaled_norms(X[part], ord) if sp.issparse(X) else \
+            vector_norms(np.asarray(X[part]), ord)
     return norms
+
+
+def _sparse_scaled_norms(X: sp.csr_matrix, ord: float) -> np.ndarray:
+    """``||x_i||_ord`` of float64 CSR rows as ``m_i ||x_i / m_i||_ord`` with ``m_i =
+    max_j |x_ij|`` (:func:`vector_norms` for sparse rows: no under- or overflow of
+    ``|x|^ord``, an empty row has norm 0, a NaN or infinite entry gives NaN)."""
+    A = abs(X)
+    peak = np.asarray(A.max(axis=1).toarray()).ravel().astype(float)
+    with np.errstate(all="ignore"):
+        scaled = sp.diags(1.0 / np.where(peak > 0, peak, 1.0)) @ A
+        if ord == 2.0:
+            inner = np.sqrt(np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel())
+        elif ord == 1.0:
+            inner = np.asarray(scaled.sum(axis=1)).ravel()
+        else:
+            inner = np.asarray(scaled.power(ord).sum(axis=1)).ravel() ** (1.0 / ord)
+        return peak * inner
 
 
 #: Clipping and truncation aim at ``bound * NORM_SAFETY``: a norm computed as the product
