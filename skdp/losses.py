@@ -459,9 +459,7 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
         # One einsum streams the rows with no temporary (the overflow and underflow
         # recomputation takes only the offending rows).
         return _block_row_norms(X, ord)
-    # A block and its few float64 temporaries (|x|, x / max|x|, its power) stay a small
-    # fraction of X on small inputs too: at most 1/16 of the rows per block.
-    step = min(row_block_size(X.shape[1]), max(256, -(-n // 16)))
+    step = _norm_block_rows(n, X.shape[1])
     if n <= step:
         return _block_row_norms(X, ord)
     out = np.empty(n)
@@ -469,6 +467,13 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
         stop = min(start + step, n)
         out[start:stop] = _block_row_norms(X[start:stop], ord)
     return out
+
+
+def _norm_block_rows(n_rows: int, n_features: int) -> int:
+    """Rows per block of a row-norm computation: a block and its few float64 temporaries
+    (|x|, x / max|x|, its power) stay a small fraction of X on small inputs too (at most
+    1/16 of the rows, and at most :func:`row_block_size`)."""
+    return min(row_block_size(n_features), max(256, -(-n_rows // 16)))
 
 
 def _chunk_row_norms(X: np.ndarray, *, ord: float) -> np.ndarray:
@@ -501,7 +506,7 @@ def _block_row_norms(X: np.ndarray | sp.spmatrix, ord: float) -> np.ndarray:
     # (a norm of 0 would leave the row unclipped): recompute those rows scaled.
     bad = np.flatnonzero(~(norms < _SAFE_NORM_MAX) | (norms < _SAFE_NORM_MIN))
     # By blocks (zero rows are among them): the copies stay a small fraction of X.
-    step = min(row_block_size(X.shape[1]), max(256, -(-X.shape[0] // 16)))
+    step = _norm_block_rows(*X.shape)
     for start in range(0, bad.size, step):
         part = bad[start:start + step]
         # Still inf when the norm itself exceeds the largest float (such a row is then

@@ -524,8 +524,8 @@ class Problem:
             # already refuse it. A dense row with a NaN or infinite entry has a NaN or
             # infinite norm, so the entries are checked only when a norm is (a finite
             # row whose norm exceeds the largest float is one too).
-            if not (np.all(np.isfinite(stats[:, _RAW])) and not sp.issparse(Xb)) \
-                    and not _all_finite(Xb):
+            suspect = sp.issparse(Xb) or not np.all(np.isfinite(stats[:, _RAW]))
+            if suspect and not _all_finite(Xb):
                 raise ValueError("X contains NaN or infinity; remove or impute those "
                                  "entries.")
             scale[block], norms[block] = stats[:, _SCALE], stats[:, _NORM]
