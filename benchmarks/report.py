@@ -334,9 +334,66 @@ def markdown(results: dict, stem: str) -> str:
               _f(ooc.get("relative_difference")) if cluster else "-",
               ooc.get("same_ledger", "-")]])
         lines += _end("out of core")
+    lines += _floors(results, cells)
     if results["scenarios"]:
         lines += [f"![risk and time]({stem}_risk.png)", ""]
     return "\n".join(lines)
+
+
+#: The time bound of each replicated solver's target (the rest: every default's 10x).
+_FLOOR_BOUNDS = {"gd": 3.0, "svrg": 5.0, "svrg++": 5.0}
+
+
+def _floors(results: dict, cells: dict) -> list[str]:
+    """The floors section: each default schedule in plain numpy against its bound."""
+    floors = results.get("floors")
+    if not floors:
+        return []
+    run = results["meta"].get("part_runs", {}).get("floors", results["meta"])
+    eps = max((e for (_, _, e) in cells), default=1.0)
+    lines = _section("floors", "Floors of the timed targets",
+                     f"Run of commit {run['commit']} ({run['date']}). Each default fit's "
+                     "schedule (its passes, epochs, batches and steps, read from the fitted "
+                     "`privacy_plan_` on covertype, epsilon = 1) run in plain numpy with "
+                     "nothing else: no clipping, noise, validation, accounting or "
+                     "projection, batches drawn with replacement, the localized solver's "
+                     "pools contiguous (`benchmarks/floors.py`). Its time, paired with "
+                     "scikit-learn's fit as the scenarios' ratios are, bounds any numpy "
+                     "implementation of that schedule from below: a floor above the bound "
+                     "means the target needs another schedule (fewer passes or steps), not "
+                     "faster code.")
+    rows = []
+    for r in floors["rows"]:
+        bound = _FLOOR_BOUNDS.get(r["solver"], 10.0)
+        skdp = _median(cells.get(("covertype", r["solver"], eps), []), "time_ratio")
+        rows.append([f"`{r['solver']}`", r["work"], _f(r["seconds"]), _f(r["ratio"]),
+                     _f(skdp), f"<= {bound:g}", "yes" if r["ratio"] > bound else "no"])
+    lines += _table(["solver", "default schedule", "replica (s)", "replica / sklearn",
+                     "skdp / sklearn", "bound", "floor above the bound"], rows)
+    sweep = floors.get("gd_sweep") or []
+    if sweep:
+        text = ", ".join(f"{s['n_iter']}: {s['excess']:.2e}" for s in sweep)
+        fewest = floors.get("gd_fewest")
+        lines += [f"DP-GD's median excess risk (seeds "
+                  f"{', '.join(map(str, floors.get('gd_sweep_seeds', [])))}) "
+                  f"by iteration count: {text}. "
+                  + (f"The fewest of these within the {config.TARGETS[0].bound:g} target, "
+                     f"{fewest['n_iter']} passes, take {fewest['ratio']:.2f}x "
+                     "scikit-learn in plain numpy." if fewest else
+                     "None of these meets the target."), ""]
+    cold = floors.get("cold") or []
+    if cold:
+        fits = {r["solver"]: r["fit_seconds"] for r in results.get("cold", [])}
+        lines += [f"Cold floor: dp_accounting's RDP accountant composing each distinct "
+                  f"subsampled Gaussian event of the {config.COLD_ROWS}-row default plan "
+                  "once, at skdp's Renyi orders up to 64, in a fresh interpreter (an exact "
+                  "ledger of the plan needs at least that).", ""]
+        lines += _table(["solver", "subsampled events", "accounting floor (s)",
+                         "skdp first fit (s)", "bound"],
+                        [[f"`{r['solver']}`", r["events"], _f(r["seconds"]),
+                          _f(fits.get(r["solver"])), f"<= {config.TARGETS[5].bound:g}"]
+                         for r in cold])
+    return lines + _end("floors")
 
 
 # Plots ---------------------------------------------------------------------------------

@@ -665,7 +665,8 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
     """Everything of one profile (one BLAS thread throughout), or only ``parts``."""
     start, cpu = time.perf_counter(), time.process_time()
     # --scenario alone reruns those scenarios only and keeps the rest of the last run.
-    parts = parts or (("scenarios",) if scenarios else config.PARTS)
+    parts = parts or (("scenarios",) if scenarios else
+                      tuple(p for p in config.PARTS if p not in profile.skipped))
     results = dict(meta=dict(profile=profile.name, load_before=os.getloadavg()[0],
                              **environment()), scenarios=[])
     previous = ROOT / "results" / f"suite_{profile.name}.json"
@@ -707,6 +708,12 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
         log("out of core")
         with threadpool_limits(limits=1):
             results["out_of_core"] = out_of_core(profile, log)
+    if "floors" in parts:
+        from benchmarks import floors
+
+        log("floors: the default schedules in plain numpy")
+        with threadpool_limits(limits=1):
+            results["floors"] = floors.time_floors(profile, log)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     # Other jobs on a shared machine stretch the wall time; the CPU time does not move.
     results["meta"].update(seconds=time.perf_counter() - start, load_after=os.getloadavg()[0],

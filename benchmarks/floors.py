@@ -1,0 +1,294 @@
+"""Floors of the timed targets: the same work as a default fit, in plain numpy.
+
+A replica runs the schedule that a solver's default plan fixes (its passes over the data,
+epochs, batch sizes and steps) with nothing else: no clipping, noise, validation,
+accounting or projection; labels in {-1, +1} and the logistic derivative computed in place;
+mini-batches drawn with replacement (cheaper than skdp's exact uniform subsets) and, for
+the localized solver, from contiguous pools (the cheapest gathers). Its time is therefore a
+lower bound on any numpy implementation of that schedule on this machine, and its ratio to
+scikit-learn's fit (paired like the scenarios' ratios) says whether a time target can be
+met without changing the schedule: a floor above the bound cannot.
+
+The cold floor is the accounting that an exact ledger of the 500-row default plan needs:
+dp_accounting's RDP accountant composing each distinct subsampled Gaussian event of the
+plan once, at skdp's Renyi orders up to 64, in a fresh interpreter.
+
+Reads skdp's public API only (the fitted ``privacy_plan_``).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy.special import expit
+
+from benchmarks import config
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Solvers whose schedules are replicated (the timed targets and the slowest defaults).
+FLOOR_SOLVERS = ("gd", "accelerated_mirror_descent", "svrg", "svrg++",
+                 "localized_mirror_descent")
+#: Iteration counts of DP-GD tried for the fewest passes that meet the excess-risk target.
+GD_SWEEP = (32, 36, 40, 44)
+GD_SWEEP_SEEDS = (0, 1, 2)
+#: Solvers of the cold floor (the ones whose 500-row fit misses 0.2 s).
+COLD_FLOOR_SOLVERS = ("mirror_descent", "localized_mirror_descent")
+
+
+def _derivative(z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``-y expit(-y z)`` in place (the logistic derivative, as skdp's in-place form)."""
+    z *= y
+    np.negative(z, out=z)
+    expit(z, out=z)
+    z *= y
+    return np.negative(z, out=z)
+
+
+class Replica:
+    """The plain-numpy work of one schedule on ``X`` (dense float64) and labels ``y``."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.X = X
+        self.y = y[:, None]
+        n, d = X.shape
+        step = max(256, (1 << 18) // d)  # skdp's row blocks (skdp.losses.row_block_size)
+        self.blocks = [slice(i, min(i + step, n)) for i in range(0, n, step)]
+        self.rng = np.random.default_rng(0)
+
+    def full_pass(self, w: np.ndarray, b: float, out: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, float]:
+        """One blocked pass: scores, derivative, gradient sum (X read once from memory)."""
+        g, gb = np.zeros_like(w), 0.0
+        for s in self.blocks:
+            rows = self.X[s]
+            z = rows @ w
+            z += b
+            dz = _derivative(z, self.y[s])
+            if out is not None:
+                out[s] = dz
+            g += rows.T @ dz
+            gb += float(dz.sum())
+        return g, gb
+
+    def passes(self, n_passes: int) -> None:
+        """``n_passes`` full-batch gradient steps (DP-GD, accelerated mirror descent)."""
+        w, b = np.zeros((self.X.shape[1], 1)), 0.0
+        n = self.X.shape[0]
+        for _ in range(n_passes):
+            g, gb = self.full_pass(w, b)
+            w -= g / n
+            b -= gb / n
+
+    def _step(self, idx: np.ndarray, w: np.ndarray, b: float,
+              snap: np.ndarray | None) -> tuple[np.ndarray, float]:
+        rows = self.X.take(idx, axis=0)
+        z = rows @ w
+        z += b
+        dz = _derivative(z, self.y.take(idx, axis=0))
+        if snap is not None:
+            dz -= snap.take(idx, axis=0)
+        return rows.T @ dz, float(dz.sum())
+
+    def svrg(self, epoch_lengths: tuple[int, ...], batch: int) -> None:
+        """DP-SVRG(++): per epoch a pass that stores the snapshot derivatives, then
+        ``m`` steps of a ``batch``-row gather, scores, derivative difference, product."""
+        n, d = self.X.shape
+        w, b = np.zeros((d, 1)), 0.0
+        snap = np.empty((n, 1))
+        for m in epoch_lengths:
+            self.full_pass(w, b, out=snap)
+            idx = np.sort(self.rng.integers(0, n, size=(m, batch)), axis=1)
+            for t in range(m):
+                g, gb = self._step(idx[t], w, b, snap)
+                w -= 1e-3 * g
+                b -= 1e-3 * gb
+
+    def phases(self, sizes: tuple[int, ...], batches: tuple[int, ...],
+               iters: tuple[int, ...]) -> None:
+        """Localized mirror descent: phase ``i`` runs ``iters[i]`` steps of ``batches[i]``
+        rows gathered from its own pool of ``sizes[i]`` consecutive rows."""
+        d = self.X.shape[1]
+        w, b, start = np.zeros((d, 1)), 0.0, 0
+        for size, batch, steps in zip(sizes, batches, iters, strict=True):
+            local = np.sort(self.rng.integers(0, size, size=(steps, batch)), axis=1)
+            for t in range(steps):
+                g, gb = self._step(start + local[t], w, b, None)
+                w -= 1e-3 * g
+                b -= 1e-3 * gb
+            start += size
+
+
+def _schedule(name: str, plan, n_iter) -> tuple[str, tuple]:
+    """The replica method and arguments of a fitted default plan."""
+    if name in ("gd", "accelerated_mirror_descent"):
+        return "passes", (int(np.max(n_iter)),)
+    if name in ("svrg", "svrg++"):
+        return "svrg", (tuple(plan.epoch_lengths), int(plan.batch_size))
+    return "phases", (tuple(plan.phase_sizes), tuple(plan.batch_sizes),
+                      tuple(plan.phase_iters))
+
+
+def _paired(work, make_sklearn, X, y, repeats: int) -> tuple[float, float]:
+    """Median time of ``work()`` and median ratio to a scikit-learn fit, in pairs of
+    alternating order (as :func:`benchmarks.runner.paired_fit`)."""
+
+    def timed(fn) -> float:
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    times, ratios = [], []
+    for k in range(repeats):
+        if k % 2 == 0:
+            times.append(timed(work))
+            reference = timed(lambda: make_sklearn().fit(X, y))
+        else:
+            reference = timed(lambda: make_sklearn().fit(X, y))
+            times.append(timed(work))
+        ratios.append(times[-1] / reference)
+    return float(np.median(times)), float(np.median(ratios))
+
+
+def gd_sweep(sc, X, y, f, optimum: float, log) -> list[dict]:
+    """Median excess risk of DP-GD at each ``GD_SWEEP`` iteration count (epsilon = 1)."""
+    from skdp.solvers import NoisyGD
+
+    rows = []
+    for n_iter in GD_SWEEP:
+        excess = []
+        for seed in GD_SWEEP_SEEDS:
+            est = sc.estimator(epsilon=1.0, solver=NoisyGD(n_iter=n_iter), random_state=seed,
+                               **sc.params)
+            est.fit(X, y)
+            excess.append(f.value(est.coef_, est.intercept_) - optimum)
+        rows.append(dict(n_iter=n_iter, excess=float(np.median(excess))))
+        log(f"  gd n_iter={n_iter}: median excess {rows[-1]['excess']:.2e}")
+    return rows
+
+
+def time_floors(profile, log) -> dict:
+    """Replicas of the default schedules on covertype-shaped data, paired with
+    scikit-learn; DP-GD's excess risk against its iteration count; the cold floors."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the scenario's known PrivacyLeakWarnings
+        return _time_floors(profile, log)
+
+
+def _time_floors(profile, log) -> dict:
+    from benchmarks import runner
+
+    sc = config.SCENARIOS["covertype"]
+    X, y, _, _ = sc.load(sc.sizes[profile.name], 0, 0)
+    replica = Replica(X, runner._labels(sc, y)[:, 0])
+    make_sklearn = lambda: sc.sklearn(*X.shape)  # noqa: E731
+    rows = []
+    for name in FLOOR_SOLVERS:
+        caps = runner.SOLVERS[name].capabilities
+        est = None
+        for _, params in runner._options(sc, caps):
+            candidate = sc.estimator(epsilon=1.0, solver=name, random_state=0, **params)
+            try:
+                start = time.perf_counter()
+                candidate.fit(X, y)
+                fit_seconds = time.perf_counter() - start
+            except runner.IncompatibleSolverError:
+                continue
+            est = candidate
+            break
+        if est is None:
+            continue
+        method, args = _schedule(name, est.privacy_plan_, est.n_iter_)
+        seconds, ratio = _paired(lambda m=method, a=args: getattr(replica, m)(*a),
+                                 make_sklearn, X, y, config.PAIRED_REPEATS)
+        rows.append(dict(solver=name, schedule=method, work=_describe(method, args),
+                         seconds=seconds, ratio=ratio, fit_seconds=fit_seconds))
+        log(f"  {name:<28} replica {seconds:.2f}s = {ratio:.2f}x sklearn ({rows[-1]['work']})")
+    f = runner.Objective(sc, X, y, True)
+    optimum = runner.certified_optimum(f).value
+    sweep = gd_sweep(sc, X, y, f, optimum, log)
+    meeting = [r["n_iter"] for r in sweep if r["excess"] <= config.TARGETS[0].bound]
+    fewest = None
+    if meeting:
+        fewest = dict(n_iter=min(meeting))
+        fewest["seconds"], fewest["ratio"] = _paired(lambda: replica.passes(fewest["n_iter"]),
+                                                     make_sklearn, X, y,
+                                                     config.PAIRED_REPEATS)
+        log(f"  gd replica at n_iter={fewest['n_iter']}: {fewest['ratio']:.2f}x sklearn")
+    return dict(rows=rows, gd_sweep=sweep, gd_sweep_seeds=list(GD_SWEEP_SEEDS), gd_fewest=fewest,
+                cold=cold_floors(log))
+
+
+def _describe(method: str, args: tuple) -> str:
+    if method == "passes":
+        return f"{args[0]} passes"
+    if method == "svrg":
+        lengths, batch = args
+        return f"{len(lengths)} passes + {sum(lengths)} steps of {batch} rows"
+    sizes, batches, iters = args
+    rows = sum(b * t for b, t in zip(batches, iters, strict=True))
+    return f"{len(sizes)} phases, {sum(iters)} steps, {rows} rows gathered"
+
+
+COLD_FLOOR_CODE = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import dp_accounting as dpa
+from dp_accounting import dp_event as dpe
+from dp_accounting.rdp import RdpAccountant
+from benchmarks import config, runner
+from skdp.privacy.accountants import RDP_ORDERS, WOR_MAX_STABLE_ORDER
+name = sys.argv[1]
+sc = config.SCENARIOS["covertype"]
+X, y, _, _ = sc.load(config.COLD_ROWS + 200, 100, 0)
+X, y = X[:config.COLD_ROWS], y[:config.COLD_ROWS]
+caps = runner.SOLVERS[name].capabilities
+for kind, params in runner._options(sc, caps):
+    est = sc.estimator(epsilon=1.0, solver=name, random_state=0, **params)
+    try:
+        est.fit(X, y)
+    except runner.IncompatibleSolverError:
+        continue
+    break
+plan = est.privacy_plan_
+if hasattr(plan, "phase_sizes"):
+    phases = zip(plan.phase_sizes, plan.batch_sizes, plan.noise_multiplier)
+else:
+    phases = [(config.COLD_ROWS, plan.batch_size, plan.noise_multiplier)]
+events = sorted({(n, b, z) for n, b, z in phases if b < n})
+orders = [a for a in RDP_ORDERS if a <= WOR_MAX_STABLE_ORDER]
+start = time.perf_counter()
+for n, b, z in events:
+    acc = RdpAccountant(orders, dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dpe.SampledWithoutReplacementDpEvent(n, b, dpe.GaussianDpEvent(z)))
+print(json.dumps(dict(events=len(events), seconds=time.perf_counter() - start)))
+"""
+
+
+def cold_floors(log) -> list[dict]:
+    """The accounting floor of each ``COLD_FLOOR_SOLVERS`` 500-row default plan, in a
+    fresh interpreter per solver (dp_accounting computes nothing before)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    out = []
+    for name in COLD_FLOOR_SOLVERS:
+        proc = subprocess.run([sys.executable, "-c", COLD_FLOOR_CODE, name],
+                              capture_output=True, text=True, env=env,
+                              cwd=ROOT)
+        if proc.returncode:
+            log(f"  {name}: no cold floor ({proc.stderr.strip()[-200:]})")
+            continue
+        row = dict(solver=name, **json.loads(proc.stdout.strip().splitlines()[-1]))
+        out.append(row)
+        log(f"  {name:<28} accounting floor {row['seconds']:.3f}s "
+            f"({row['events']} subsampled events)")
+    return out
+
