@@ -18,13 +18,12 @@ Reads skdp's public API only (the fitted ``privacy_plan_``).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
 import sys
-import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -136,26 +135,15 @@ def _schedule(name: str, plan, n_iter) -> tuple[str, tuple]:
                       tuple(plan.phase_iters))
 
 
-def _paired(work, make_sklearn, X, y, repeats: int) -> tuple[float, float]:
-    """Median time of ``work()`` and median ratio to a scikit-learn fit, in pairs of
-    alternating order (as :func:`benchmarks.runner.paired_fit`)."""
+class _Work:
+    """A replica with an estimator's ``fit``, for :func:`benchmarks.runner.paired_fit`."""
 
-    def timed(fn) -> float:
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
+    def __init__(self, work) -> None:
+        self.work = work
 
-    times, ratios = [], []
-    for k in range(repeats):
-        if k % 2 == 0:
-            times.append(timed(work))
-            reference = timed(lambda: make_sklearn().fit(X, y))
-        else:
-            reference = timed(lambda: make_sklearn().fit(X, y))
-            times.append(timed(work))
-        ratios.append(times[-1] / reference)
-    return float(np.median(times)), float(np.median(ratios))
+    def fit(self, X, y) -> _Work:
+        self.work()
+        return self
 
 
 def gd_sweep(sc, X, y, f, optimum: float, log) -> list[dict]:
@@ -193,25 +181,25 @@ def _time_floors(profile, log) -> dict:
     rows = []
     for name in FLOOR_SOLVERS:
         caps = runner.SOLVERS[name].capabilities
-        est = None
         for _, params in runner._options(sc, caps):
-            candidate = sc.estimator(epsilon=1.0, solver=name, random_state=0, **params)
-            try:
-                start = time.perf_counter()
-                candidate.fit(X, y)
-                fit_seconds = time.perf_counter() - start
+            make = partial(sc.estimator, epsilon=1.0, solver=name, random_state=0, **params)
+            try:  # skdp's default fit, paired with scikit-learn in this run
+                est, fit_seconds, fit_ratio = runner.paired_fit(make, make_sklearn, X, y,
+                                                                config.PAIRED_REPEATS)
             except runner.IncompatibleSolverError:
                 continue
-            est = candidate
             break
-        if est is None:
+        else:
             continue
         method, args = _schedule(name, est.privacy_plan_, est.n_iter_)
-        seconds, ratio = _paired(lambda m=method, a=args: getattr(replica, m)(*a),
-                                 make_sklearn, X, y, config.PAIRED_REPEATS)
+        work = partial(getattr(replica, method), *args)
+        _, seconds, ratio = runner.paired_fit(lambda w=work: _Work(w), make_sklearn, X, y,
+                                              config.PAIRED_REPEATS)
         rows.append(dict(solver=name, schedule=method, work=_describe(method, args),
-                         seconds=seconds, ratio=ratio, fit_seconds=fit_seconds))
-        log(f"  {name:<28} replica {seconds:.2f}s = {ratio:.2f}x sklearn ({rows[-1]['work']})")
+                         seconds=seconds, ratio=ratio, fit_seconds=fit_seconds,
+                         fit_ratio=fit_ratio))
+        log(f"  {name:<28} skdp {fit_ratio:.2f}x, replica {seconds:.2f}s = {ratio:.2f}x "
+            f"sklearn ({rows[-1]['work']})")
     f = runner.Objective(sc, X, y, True)
     optimum = runner.certified_optimum(f).value
     sweep = gd_sweep(sc, X, y, f, optimum, log)
@@ -219,9 +207,9 @@ def _time_floors(profile, log) -> dict:
     fewest = None
     if meeting:
         fewest = dict(n_iter=min(meeting))
-        fewest["seconds"], fewest["ratio"] = _paired(lambda: replica.passes(fewest["n_iter"]),
-                                                     make_sklearn, X, y,
-                                                     config.PAIRED_REPEATS)
+        work = partial(replica.passes, fewest["n_iter"])
+        _, fewest["seconds"], fewest["ratio"] = runner.paired_fit(
+            lambda: _Work(work), make_sklearn, X, y, config.PAIRED_REPEATS)
         log(f"  gd replica at n_iter={fewest['n_iter']}: {fewest['ratio']:.2f}x sklearn")
     return dict(rows=rows, gd_sweep=sweep, gd_sweep_seeds=list(GD_SWEEP_SEEDS), gd_fewest=fewest,
                 cold=cold_floors(log))
