@@ -401,5 +401,9 @@ class BaseDPSolver(ABC):
                 f"({ledger.budget.epsilon}, {ledger.budget.delta}), not for "
                 f"({budget.epsilon}, {budget.delta}); refusing to run."
             )
-        coef = self._run(problem, plan, as_noise_source(random_state))
+        # Floating-point warnings are off while the solver runs: whether a score, a
+        # derivative or an iterate overflows depends on the data, and a warning would
+        # say so (the dask chunk functions, which run elsewhere, are silenced likewise).
+        with np.errstate(all="ignore"):
+            coef = self._run(problem, plan, as_noise_source(random_state))
         return SolverResult(coef=coef, n_iter=plan.n_iter, ledger=ledger, spent=spent, plan=plan)

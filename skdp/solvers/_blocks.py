@@ -15,6 +15,7 @@ See docs/scaling_out.md.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +107,20 @@ def make_block(X: Any, scale: np.ndarray, Y: np.ndarray, norms: np.ndarray, inte
                  float(intercept), int(n_params))
 
 
+def _silent(fn: Callable) -> Callable:
+    """``fn`` with floating-point warnings off: a chunk function runs on a dask worker,
+    outside :meth:`BaseDPSolver.solve <skdp.solvers.BaseDPSolver.solve>`'s
+    ``np.errstate``, and whether it overflows depends on the data."""
+
+    @functools.wraps(fn)
+    def quiet(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+
+    return quiet
+
+
+@_silent
 def _chunk_sum(X, Y, scale, norms, *, fn, args, size, intercept, n_params):
     """``fn`` on one chunk, flattened to a ``(1, size)`` row (dask sums the rows)."""
     block = make_block(X, scale[:, 0], Y, norms[:, 0], intercept, n_params)
@@ -113,10 +128,12 @@ def _chunk_sum(X, Y, scale, norms, *, fn, args, size, intercept, n_params):
     return out
 
 
+@_silent
 def _chunk_scores(X, scale, *, W, intercept):
     return block_scores(as_float_rows(X), scale[:, 0], W, intercept)
 
 
+@_silent
 def _chunk_gradient_sum(X, scale, D, *, intercept, n_params):
     G = block_gradient_sum(as_float_rows(X), scale[:, 0], D, intercept, n_params)
     return G.reshape(1, -1)

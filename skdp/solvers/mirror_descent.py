@@ -281,9 +281,12 @@ def batch_gradient_fn(
     Dense float64 rows: the per-record factors (row scale, augmented norm, labels) are
     packed into one ``(n_pool, 2 + K)`` array before the loop, so that a batch reads them
     in one gather of ``local`` (one cache line per record instead of three scattered
-    ones); the arithmetic is :func:`batch_gradient`'s, operation for operation, so the
-    result is the same array. Otherwise (CSR, other label types): :func:`batch_gradient`.
-    Public shapes only; the released query is unchanged.
+    ones); the arithmetic is :func:`batch_gradient`'s, so the result is the same array
+    (the derivative overwrites the scratch scores, as ``derivative_inplace`` does bit for
+    bit, and a pool none of whose rows was clipped skips its factors of 1.0). Otherwise
+    (CSR, other label types): :func:`batch_gradient`. Public shapes only; the released
+    query is unchanged. Floating-point warnings are the caller's (a solver's run has them
+    off: :meth:`~skdp.solvers.BaseDPSolver.solve`).
     """
     X, Y = problem.X, problem.Y
     dense = (not sp.issparse(X) and isinstance(X, np.ndarray) and Y.ndim == 2
@@ -306,6 +309,9 @@ def batch_gradient_fn(
     aux[:, 1] = problem.norms[sel]
     aux[:, 2:] = Y[sel]
     inv_b = 1.0 / batch_size
+    # No row of the pool clipped: the factors are all 1 and their products are skipped
+    # (multiplying by 1.0 is exact: the same result).
+    unit = bool(np.all(aux[:, 0] == 1.0))
 
     def grad(W: np.ndarray, local: np.ndarray) -> np.ndarray:
         idx = local if pool is None else pool[local]
@@ -313,15 +319,17 @@ def batch_gradient_fn(
         a = np.take(aux, local, axis=0)
         scale = a[:, 0:1]
         scores = rows @ W[:d]
-        scores *= scale
+        if not unit:
+            scores *= scale
         if c:
             scores += c * W[d]
-        with np.errstate(all="ignore"):
-            D = loss.derivative(scores, a[:, 2:] if k == 1 else np.ascontiguousarray(a[:, 2:]))
-            D = clip_unless_lossless(D, a[:, 1], clip, skip)
+        # The scores are scratch: the in-place derivative is derivative's, bit for bit.
+        D = loss.derivative_inplace(scores, a[:, 2:] if k == 1
+                                    else np.ascontiguousarray(a[:, 2:]))
+        D = clip_unless_lossless(D, a[:, 1], clip, skip)
         D *= inv_b
         G = np.empty_like(W, dtype=float)
-        G[:d] = rows.T @ (D * scale)
+        G[:d] = rows.T @ (D if unit else D * scale)
         if c:
             G[d] = c * D.sum(axis=0)
         return G

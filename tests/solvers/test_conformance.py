@@ -387,3 +387,21 @@ def test_reported_steps_are_the_planned_steps(name):
         assert result.n_iter == 1 and sum(calls[0]) in (0, 1)
     else:
         assert sum(calls[0]) == result.n_iter > 0
+
+
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_a_diverging_run_warns_nothing(name, recwarn):
+    # Whether scores, derivatives or iterates overflow depends on the data: a solver's run
+    # must not say so (BaseDPSolver.solve runs it with floating-point warnings off). An
+    # absurd step makes the iterates overflow in every solver that takes a step size.
+    solver = FAST[name]()
+    if "step_size" not in solver.get_params():
+        pytest.skip("no step size to make the iterates diverge")
+    solver.set_params(step_size=1e300)
+    problem = _problem(name)
+    try:
+        solver.prepare(problem.spec, Budget(1.0, 1e-5))
+    except (ValueError, IncompatibleSolverError):
+        pytest.skip("the solver refuses this step size before reading data")
+    solver.solve(problem, Budget(1.0, 1e-5), 0)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

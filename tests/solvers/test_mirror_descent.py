@@ -787,3 +787,16 @@ def test_lossless_clip_skip_changes_nothing(monkeypatch, name, sparse):
     monkeypatch.setattr(Problem, "clip_cannot_bind", lambda self, clip: False)
     clipped = solver._run(problem, plan, NoiseSource(np.random.default_rng(5)))
     np.testing.assert_array_equal(skipped, clipped)
+
+
+@pytest.mark.parametrize("solver", [
+    NoisyMirrorDescent(batch_size=8, n_iter=60, step_size=1e300, iterate="last"),
+    LocalizedMirrorDescent(step_size=1e300, batch_size=8),
+])
+def test_an_overflowing_iterate_warns_nothing(solver, recwarn):
+    # Whether scores or iterates overflow depends on the data: the loop must not say so
+    # (before the loop ran under one np.errstate, these fits warned "overflow" and
+    # "invalid value" from the scores and the steps).
+    problem = make_problem(n=64, d=3, intercept=True)
+    solver.solve(problem, Budget(1.0, 1e-5), 0)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -246,3 +246,21 @@ def test_search_and_accountant_under_the_joblib_dask_backend(data, client, tmp_p
         with pytest.raises(Exception, match="pickled copy of an in-memory accountant"):
             cross_validate(_classifier("gd", accountant=memory), X, y, cv=2, n_jobs=2,
                            error_score="raise")
+
+
+def test_chunk_functions_warn_nothing_when_they_overflow(recwarn):
+    # They run on dask workers, outside the solver's np.errstate: an overflow there depends
+    # on the data and must not be reported either.
+    from skdp.losses import LogisticLoss
+    from skdp.solvers._blocks import _chunk_gradient_sum, _chunk_scores, _chunk_sum
+    from skdp.solvers._problem import _clipped_gradient_block
+
+    X = np.ones((4, 2))
+    scale = np.ones((4, 1))
+    huge = np.full((3, 1), 1e308)
+    Z = _chunk_scores(X, scale, W=huge, intercept=1.0)
+    assert np.isinf(Z).all()
+    _chunk_gradient_sum(X, scale, np.full((4, 1), 1e308), intercept=1.0, n_params=3)
+    _chunk_sum(X, np.ones((4, 1)), scale, np.ones((4, 1)), fn=_clipped_gradient_block,
+               args=(huge, LogisticLoss(), 1.0, False), size=3, intercept=1.0, n_params=3)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
