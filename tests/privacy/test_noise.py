@@ -162,6 +162,23 @@ def test_batches_without_replacement_are_uniform_subsets(monkeypatch, n, size, l
         assert stat < chi2.ppf(1 - 1e-6, dof)
 
 
+@pytest.mark.parametrize("n, size", [(20000, 1500), (10000, 1500)])
+def test_large_batches_without_replacement_at_scale(n, size):
+    """Subsets above _SORT_LIMIT: (20000, 1500) takes the sorted redraw rounds (about 56
+    ties a row), (10000, 1500) numpy's row sampler (1500 > n / 8). 300 rows: each has
+    distinct sorted indices in range, and each index's inclusion count is uniform
+    (chi-square over the n counts; failure probability 1e-6 at the fixed seed)."""
+    rows = NoiseSource(np.random.default_rng(n + size)).batches_without_replacement(
+        n, size, 300)
+    assert rows.shape == (300, size)
+    assert np.all(np.diff(rows, axis=1) > 0) and rows.min() >= 0 and rows.max() < n
+    counts = np.bincount(rows.ravel(), minlength=n)
+    expected = 300 * size / n
+    stat = float(np.sum((counts - expected) ** 2 / expected))
+    # Without replacement the counts' variance is (1 - size / n) times the multinomial's.
+    assert stat / (1.0 - size / n) < chi2.ppf(1 - 1e-6, n - 1)
+
+
 @pytest.mark.parametrize("rate", [0.3, 0.8, 0.0, 1.0])
 def test_poisson_batches_have_the_independent_inclusion_law(rate):
     """Every subset A of range(5) has probability rate^|A| (1 - rate)^(5 - |A|): chi-square
