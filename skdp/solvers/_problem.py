@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -357,8 +358,14 @@ def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, ski
     """:func:`~skdp.losses.clip_coefficients` of the derivatives ``D``, skipped when
     ``skip`` (:meth:`Problem.clip_cannot_bind`: public facts prove the clip lossless) and
     every derivative is finite. A non-finite derivative (an overflowing iterate) takes the
-    clipping path, which drops it: the skip never changes a result."""
-    if skip and np.all(np.isfinite(D)):
+    clipping path, which drops it: the skip never changes a result.
+
+    ``skip`` holds only for a loss whose derivative is bounded by a finite constant
+    (``_exactly_bounded``), so the sum of ``D`` is finite exactly when every entry is (a
+    NaN or an infinity makes it NaN or infinite; finite bounded entries cannot overflow
+    it): one reduction, no temporary.
+    """
+    if skip and math.isfinite(float(D.sum())):
         return D
     return clip_coefficients(D, norms, clip_norm)
 
@@ -633,11 +640,19 @@ class Problem:
         Dense float64 slices are views; other storage is converted (a dask subset is
         computed). The clipping factors are applied to the products.
         """
-        scale = self.row_scale[index]
         X = self.X[index]
         if self.backend is not None:
             X = X.compute()
+        if self.unclipped:
+            return RowBlock(as_float_rows(X), None)
+        scale = self.row_scale[index]
         return RowBlock(as_float_rows(X), None if np.all(scale == 1.0) else scale)
+
+    @cached_property
+    def unclipped(self) -> bool:
+        """Whether no row was clipped (every clipping factor is 1), found once: the passes
+        then skip the per-block check (a timing matter only; the products are the same)."""
+        return bool(np.all(self.row_scale == 1.0))
 
     def row_blocks(self) -> Iterator[tuple[slice, RowBlock]]:
         """Consecutive cache-sized blocks of rows, ``(slice, RowBlock)``, covering all ``n``.

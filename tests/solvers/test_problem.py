@@ -584,3 +584,26 @@ def test_sparse_row_norms_never_densify_empty_or_tiny_rows(ord_):
     expected = np.array([vector_norms(X[i].toarray(), ord_)[0] for i in range(0, 3000, 7)])
     np.testing.assert_allclose(norms[::7], expected, rtol=1e-14, atol=0)
     assert np.all(norms[::2] == 0.0) and np.all(norms[1::4][X[1::4].getnnz(axis=1) > 0] > 0)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, "both"])
+@pytest.mark.parametrize("k", [1, 3])
+def test_clip_skip_sends_every_non_finite_derivative_to_the_clip(bad, k):
+    """The lossless-clip skip tests finiteness with one sum: a NaN, an infinity or two
+    infinities of opposite signs (whose sum is NaN) still take the clipping path, which
+    drops them; finite derivatives are returned as they are (the same array)."""
+    from skdp.losses import clip_coefficients
+    from skdp.solvers._problem import clip_unless_lossless
+
+    rng = np.random.default_rng(k)
+    D = rng.uniform(-1.0, 1.0, size=(50, k))
+    norms = rng.uniform(0.5, 1.0, size=50)
+    assert clip_unless_lossless(D, norms, 2.0, True) is D
+    if bad == "both":
+        D[3, 0], D[7, k - 1] = np.inf, -np.inf
+    else:
+        D[3, k - 1] = bad
+    out = clip_unless_lossless(D, norms, 2.0, True)
+    assert np.isfinite(out).all()
+    np.testing.assert_array_equal(out, clip_coefficients(D, norms, 2.0))
+    assert not out[3].any()
