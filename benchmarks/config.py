@@ -172,7 +172,7 @@ PROFILES = {
     "quick": Profile("quick", (1.0,), (0,), 3, 10_000,
                      (10_000, 30_000, 100_000, 300_000, 1_000_000),
                      (10, 100, 1_000, 10_000), (100, 1_000), 5_000, 7, 500_000,
-                     # The floors (about 40 s) would take quick past its 5 minutes.
+                     # The floors (about 90 s) would take quick past its 5 minutes.
                      skipped=("floors",)),
     "full": Profile("full", (0.2, 0.5, 1.0), (0, 1, 2, 3, 4), 5, 100_000,
                     (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000),

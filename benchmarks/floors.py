@@ -203,7 +203,8 @@ def _time_floors(profile, log) -> dict:
     f = runner.Objective(sc, X, y, True)
     optimum = runner.certified_optimum(f).value
     sweep = gd_sweep(sc, X, y, f, optimum, log)
-    meeting = [r["n_iter"] for r in sweep if r["excess"] <= config.TARGETS[0].bound]
+    bound = next(t for t in config.TARGETS if t.name.startswith("gd excess risk")).bound
+    meeting = [r["n_iter"] for r in sweep if r["excess"] <= bound]
     fewest = None
     if meeting:
         fewest = dict(n_iter=min(meeting))

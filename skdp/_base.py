@@ -222,7 +222,10 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                             f"{sorted(fit_params)}.")
         previous = self._fitted_state()
         try:
-            return self._fit(X, y)
+            # Floating-point warnings are off while the data is read: whether a sum, a
+            # norm or an iterate overflows depends on the data (docs/privacy.md, 1.4).
+            with np.errstate(all="ignore"):
+                return self._fit(X, y)
         except BaseException:
             # A failed fit leaves the estimator exactly as it was (and spends nothing).
             for name in self._fitted_state():

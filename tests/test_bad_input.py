@@ -27,6 +27,8 @@ from skdp import (
     NoisyGD,
 )
 from skdp._base import BaseDPLinearModel
+from skdp.model_selection import PrivateRandomizedSearch
+from skdp.preprocessing import DPStandardScaler
 from skdp.solvers import BaseDPSolver
 from tests.conftest import dp_clf
 
@@ -736,3 +738,32 @@ def test_clones_in_a_parallel_search_draw_independent_noise():
     for i in range(4):
         for j in range(i):
             assert not np.allclose(coefs[i], coefs[j])
+
+
+def _extreme(seed=0):
+    """Finite data whose sums overflow: half the rows of one column at +1.7e308, half at
+    -1.7e308 (scikit-learn's finiteness check sums X: inf - inf)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(200, 3))
+    X[:100, 0], X[100:, 0] = 1.7e308, -1.7e308
+    y = rng.normal(size=200)
+    y[:2], y[2:4] = 1.7e308, -1.7e308
+    return X, y, (X[:, 1] > 0).astype(int)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda X, y, yc: skdp.DPLinearRegression(random_state=0).fit(X, y),
+    lambda X, y, yc: skdp.DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, yc),
+    lambda X, y, yc: DPStandardScaler(random_state=0).fit(X),
+    lambda X, y, yc: DPStandardScaler(
+        bounds=(-1e-3, 1e-3), random_state=0).fit(X),
+    lambda X, y, yc: PrivateRandomizedSearch(
+        skdp.DPLogisticRegression(classes=[0, 1], data_norm=1e20),
+        {"solver": [NoisyGD(step_size=1e300)]}, epsilon=2.0,
+        n_candidates_mean=2, random_state=0).fit(X, yc),
+], ids=["linear", "logistic", "scaler_auto", "scaler_bounds", "search"])
+def test_extreme_finite_data_warns_nothing_numeric(fit, recwarn):
+    """Whether a sum, a scaled value or an iterate overflows depends on the data: fits
+    read it with floating-point warnings off (docs/privacy.md, 1.4)."""
+    fit(*_extreme())
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

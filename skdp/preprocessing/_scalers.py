@@ -60,7 +60,8 @@ class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        X = validate_data(self, X, dtype=np.float64)
+        with np.errstate(all="ignore"):  # validation sums X: silent (docs/privacy.md 1.4)
+            X = validate_data(self, X, dtype=np.float64)
         self._set_public(X.shape[1])
         return self
 
@@ -281,6 +282,12 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         -------
         self : object
         """
+        # Floating-point warnings are off while the data is read: whether a sum or a
+        # scaled value overflows depends on the data (docs/privacy.md, 1.4).
+        with np.errstate(all="ignore"):
+            return self._fit(X)
+
+    def _fit(self, X):
         shape = getattr(X, "shape", None)
         if shape is None or len(shape) != 2 or min(shape) < 1:
             X = validate_data(self, X, dtype=np.float64)
@@ -293,7 +300,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         if total.is_private and self.random_state is not None:
             warnings.warn("random_state is set: anyone who knows it can regenerate the "
                           "noise. Use random_state=None for releases.",
-                          PrivacyLeakWarning, stacklevel=2)
+                          PrivacyLeakWarning, stacklevel=3)
         entry = None if self.accountant is None else self.accountant.charge(
             ledger, source=type(self).__name__, params=self.get_params(deep=False))
         estimated = False

@@ -45,12 +45,13 @@ def _check_order(r: float, name: str) -> None:
         raise ValueError(f"{name} must be a norm order >= 1 (or inf), got {r!r}.")
 
 
-#: Subsets of more than this many indices, and more than ``n / _CHOICE_FRACTION`` of
-#: ``range(n)``, are drawn row by row (``Generator.choice``): duplicates are then frequent
-#: enough that the redraw rounds cost more (measured: 3163 of 100000, 27.9 ns an index
-#: sorted, 72.9 by choice; 20000 of 200000, 48 against 42; 40000 of 100000, 231 against 34).
+#: A call whose largest subset (or complement) has more than this many indices, and more
+#: than ``n / _CHOICE_FRACTION`` of ``range(n)``, draws its rows one by one
+#: (``Generator.choice``): duplicates are then frequent enough that the redraw rounds cost
+#: more (measured, ns an index sorted / by choice: 3163 of 100000, 28 / 73; 6325 of
+#: 200000, 29 / 61; 20000 of 200000, 48 / 42; 40000 of 100000, 231 / 34).
 _SORT_LIMIT = 1024
-_CHOICE_FRACTION = 8
+_CHOICE_FRACTION = 16
 
 
 def _check_count(count: int) -> int:
@@ -368,8 +369,8 @@ class NoiseSource:
         ``O(log k)``. The number of draws is random but independent of any data.
         Duplicates are found on each row sorted (ties are adjacent; a redraw round
         re-sorts nearly sorted rows, for which a merge sort is fastest); the padding
-        entries ``n + j`` are distinct and above every index. Rows of more than
-        :data:`_SORT_LIMIT` indices that are also more than ``n / _CHOICE_FRACTION`` use
+        entries ``n + j`` are distinct and above every index. When the call's largest
+        ``k`` exceeds :data:`_SORT_LIMIT` and ``n / _CHOICE_FRACTION``, every row uses
         ``Generator.choice`` (exact, uniform) instead.
         """
         rows = sizes.size

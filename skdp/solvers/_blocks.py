@@ -121,6 +121,20 @@ def _silent(fn: Callable) -> Callable:
 
 
 @_silent
+def _silent_sum(x: np.ndarray, axis: Any = None, keepdims: bool = False, **_: Any
+                ) -> np.ndarray:
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def _tree_sum(parts: Any) -> Any:
+    """``parts.sum(axis=0)`` as dask's tree reduction, each step silent (:func:`_silent`:
+    a sum of per-chunk values that overflows depends on the data)."""
+    import dask.array as da
+
+    return da.reduction(parts, _silent_sum, _silent_sum, axis=0, dtype=float)
+
+
+@_silent
 def _chunk_sum(X, Y, scale, norms, *, fn, args, size, intercept, n_params):
     """``fn`` on one chunk, flattened to a ``(1, size)`` row (dask sums the rows)."""
     block = make_block(X, scale[:, 0], Y, norms[:, 0], intercept, n_params)
@@ -177,7 +191,7 @@ class DaskBackend:
             intercept=intercept, n_params=n_params, dtype=float,
             chunks=((1,) * len(self.X.chunks[0]), (size,)),
         )
-        return np.asarray(parts.sum(axis=0).compute()).reshape(shape)
+        return np.asarray(_tree_sum(parts).compute()).reshape(shape)
 
     def scores(self, W: np.ndarray, intercept: float) -> np.ndarray:
         """``x'_i^T W`` of every row, gathered on the client (``n x K``)."""
@@ -196,4 +210,4 @@ class DaskBackend:
         parts = da.map_blocks(_chunk_gradient_sum, self.X, self.scale, Dd,
                               intercept=intercept, n_params=n_params, dtype=float,
                               chunks=((1,) * len(self.X.chunks[0]), (size,)))
-        return np.asarray(parts.sum(axis=0).compute()).reshape(n_params, D.shape[1])
+        return np.asarray(_tree_sum(parts).compute()).reshape(n_params, D.shape[1])

@@ -143,15 +143,17 @@ def _uniform_probs(n, size):
 
 
 @pytest.mark.parametrize("n, size", [(6, 3), (8, 4), (6, 5), (7, 1), (5, 0), (4, 4)])
-@pytest.mark.parametrize("limit", [None, 0])
-def test_batches_without_replacement_are_uniform_subsets(monkeypatch, n, size, limit):
+@pytest.mark.parametrize("path", ["default", "choice", "sorted"])
+def test_batches_without_replacement_are_uniform_subsets(monkeypatch, n, size, path):
     """Chi-square goodness of fit over all C(n, size) subsets (20000 rows in one call;
     failure probability 1e-6 at the fixed seed). (8, 4): many ties to redraw; (6, 5):
-    drawn as the complement; limit 0: the row-by-row path of large subsets."""
+    drawn as the complement; "choice": the row-by-row path of large dense subsets;
+    "sorted": the redraw rounds however large the subsets (as for large sparse ones)."""
     import skdp.privacy.noise as noise_module
 
-    if limit is not None:
-        monkeypatch.setattr(noise_module, "_SORT_LIMIT", limit)
+    if path != "default":
+        monkeypatch.setattr(noise_module, "_SORT_LIMIT", 0)
+        monkeypatch.setattr(noise_module, "_CHOICE_FRACTION", 10**9 if path == "choice" else 0)
     rows = NoiseSource(np.random.default_rng(n * 10 + size)).batches_without_replacement(
         n, size, 20000)
     assert rows.shape == (20000, size)
@@ -162,12 +164,17 @@ def test_batches_without_replacement_are_uniform_subsets(monkeypatch, n, size, l
         assert stat < chi2.ppf(1 - 1e-6, dof)
 
 
-@pytest.mark.parametrize("n, size", [(20000, 1500), (10000, 1500)])
+@pytest.mark.parametrize("n, size", [(40000, 1500), (20000, 1500)])
 def test_large_batches_without_replacement_at_scale(n, size):
-    """Subsets above _SORT_LIMIT: (20000, 1500) takes the sorted redraw rounds (about 56
-    ties a row), (10000, 1500) numpy's row sampler (1500 > n / 8). 300 rows: each has
-    distinct sorted indices in range, and each index's inclusion count is uniform
-    (chi-square over the n counts; failure probability 1e-6 at the fixed seed)."""
+    """Subsets above _SORT_LIMIT: (40000, 1500) takes the sorted redraw rounds (about 28
+    ties a row), (20000, 1500) numpy's row sampler (1500 > n / 16; the paths are asserted).
+    300 rows: each has distinct sorted indices in range, and each index's inclusion count
+    is uniform (chi-square over the n counts; failure probability 1e-6 at the fixed
+    seed)."""
+    import skdp.privacy.noise as noise_module
+
+    assert (size * noise_module._CHOICE_FRACTION > n) == (n == 20000)
+    assert size > noise_module._SORT_LIMIT
     rows = NoiseSource(np.random.default_rng(n + size)).batches_without_replacement(
         n, size, 300)
     assert rows.shape == (300, size)

@@ -737,10 +737,16 @@ def test_review_too_many_phases_is_a_clear_error():
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("intercept", [False, True])
 @pytest.mark.parametrize("pooled", [False, True])
-def test_batch_gradient_fn_is_batch_gradient(n_classes, intercept, pooled):
+@pytest.mark.parametrize("unclipped", [False, True])
+def test_batch_gradient_fn_is_batch_gradient(n_classes, intercept, pooled, unclipped):
     """The per-run gradient (packed per-record factors) is batch_gradient, bit for bit,
-    including huge rows (clipped) and a non-finite score (dropped)."""
+    including huge rows (clipped) and a non-finite score (dropped); ``unclipped``: no row
+    was clipped, so the factors of 1 are skipped."""
     problem = make_problem(n=300, d=6, n_classes=n_classes, intercept=intercept, seed=3)
+    if unclipped:
+        problem = Problem.build(problem.X * 0.1, problem.Y, problem.spec,
+                                intercept=problem.intercept)
+    assert problem.unclipped == unclipped
     rng = np.random.default_rng(0)
     pool = rng.permutation(300)[:150] if pooled else None
     W = rng.normal(size=(problem.spec.n_params, problem.spec.n_outputs)) * 3.0

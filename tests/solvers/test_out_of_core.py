@@ -264,3 +264,26 @@ def test_chunk_functions_warn_nothing_when_they_overflow(recwarn):
     _chunk_sum(X, np.ones((4, 1)), scale, np.ones((4, 1)), fn=_clipped_gradient_block,
                args=(huge, LogisticLoss(), 1.0, False), size=3, intercept=1.0, n_params=3)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_tree_sums_are_silent_on_a_distributed_worker(recwarn):
+    # A distributed worker does not run under the client's np.errstate: the per-chunk sums
+    # and dask's reduction of them must be silent themselves (here +/-1e308 rows make the
+    # gradient sum overflow to inf - inf).
+    distributed = pytest.importorskip("distributed")
+    from skdp.solvers._blocks import DaskBackend
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cluster's own start-up messages
+        client = distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                                    dashboard_address=None)
+    try:
+        X = da.from_array(np.ones((8, 2)), chunks=(2, 2))
+        backend = DaskBackend.build(X, np.ones((8, 1)), np.ones(8), np.ones(8))
+        D = np.array([1e308] * 4 + [-1e308] * 4)[:, None]
+        with np.errstate(all="ignore"):
+            out = backend.gradient_sum(D, 1.0, 3)
+    finally:
+        client.close()
+    assert not np.isfinite(out).all()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
