@@ -767,3 +767,18 @@ def test_extreme_finite_data_warns_nothing_numeric(fit, recwarn):
     read it with floating-point warnings off (docs/privacy.md, 1.4)."""
     fit(*_extreme())
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("bounds", [(-1e-3, 1e-3), "auto"])
+def test_a_private_pipeline_fits_extreme_finite_data_silently(bounds, recwarn):
+    """The DP scaler's transform keeps finite rows finite (an overflow saturates at the
+    largest float): a pipeline's next step would otherwise refuse an inf, an error that
+    depends on the data; and nothing warns."""
+    from sklearn.pipeline import make_pipeline
+
+    X, _, yc = _extreme()
+    pipe = make_pipeline(DPStandardScaler(bounds=bounds, random_state=0),
+                         skdp.DPLogisticRegression(classes=[0, 1], random_state=0))
+    pipe.fit(X, yc)
+    assert np.isfinite(pipe[0].transform(X)).all()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -80,7 +80,9 @@ class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self, "n_features_in_")
-        return self._map(validate_data(self, X, dtype=np.float64, reset=False))
+        # Silent: in a pipeline's fit this maps private rows (docs/privacy.md, 1.4).
+        with np.errstate(all="ignore"):
+            return self._map(validate_data(self, X, dtype=np.float64, reset=False))
 
 
 class PublicBoundsScaler(_PublicMap):
@@ -137,6 +139,8 @@ class RowNormClipper(_PublicMap):
                                / row_norms(X, float(self.norm)))
         return X * scale[:, None]
 
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
 
 #: A released mean this many noise standard deviations from its public default keeps
 #: ``1 - 1/SHRINK_LEVEL^2`` (75% at 2) of its distance; closer ones fall to the default.
@@ -371,10 +375,17 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return (X - self.mean_) / self.scale_
+        # In a pipeline's fit this maps private rows: silent, and a finite value stays
+        # finite (one that overflows saturates at the largest float, which the next
+        # step's row clipping handles, instead of an inf that it would refuse: an error
+        # that would depend on the data). docs/privacy.md, 1.4.
+        with np.errstate(all="ignore"):
+            X = validate_data(self, X, dtype=np.float64, reset=False)
+            out = (X - self.mean_) / self.scale_
+        return np.clip(out, -_FLOAT_MAX, _FLOAT_MAX, out=out)
 
     def inverse_transform(self, X):
         """``x * scale_ + mean_``."""
         check_is_fitted(self)
-        return np.asarray(X, dtype=float) * self.scale_ + self.mean_
+        with np.errstate(all="ignore"):
+            return np.asarray(X, dtype=float) * self.scale_ + self.mean_
