@@ -286,4 +286,7 @@ def test_tree_sums_are_silent_on_a_distributed_worker(recwarn):
     finally:
         client.close()
     assert not np.isfinite(out).all()
-    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    # numpy's floating-point warnings ("overflow encountered in ...", "invalid value
+    # encountered in ..."), not the cluster's own shutdown messages.
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)
+                and "encountered" in str(w.message)]
