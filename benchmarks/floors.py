@@ -19,19 +19,14 @@ Reads skdp's public API only (the fitted ``privacy_plan_``).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import warnings
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 from scipy.special import expit
 
 from benchmarks import config
 
-ROOT = Path(__file__).resolve().parent.parent
 #: Solvers whose schedules are replicated (the timed targets and the slowest defaults).
 FLOOR_SOLVERS = ("gd", "accelerated_mirror_descent", "svrg", "svrg++",
                  "localized_mirror_descent")
@@ -235,26 +230,14 @@ from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import RdpAccountant
 from benchmarks import config, runner
 from skdp.privacy.accountants import RDP_ORDERS, WOR_MAX_STABLE_ORDER
-name = sys.argv[1]
-sc = config.SCENARIOS["covertype"]
-X, y, _, _ = sc.load(config.COLD_ROWS + 200, 100, 0)
-X, y = X[:config.COLD_ROWS], y[:config.COLD_ROWS]
-caps = runner.SOLVERS[name].capabilities
-for kind, params in runner._options(sc, caps):
-    est = sc.estimator(epsilon=1.0, solver=name, random_state=0, **params)
-    try:
-        est.fit(X, y)
-    except runner.IncompatibleSolverError:
-        continue
-    break
-plan = est.privacy_plan_
+plan = runner.cold_fit(sys.argv[1])[1].privacy_plan_
 if hasattr(plan, "phase_sizes"):
     phases = zip(plan.phase_sizes, plan.batch_sizes, plan.noise_multiplier)
 else:
     phases = [(config.COLD_ROWS, plan.batch_size, plan.noise_multiplier)]
 events = sorted({(n, b, z) for n, b, z in phases if b < n})
 orders = [a for a in RDP_ORDERS if a <= WOR_MAX_STABLE_ORDER]
-start = time.perf_counter()
+start = time.perf_counter()  # dp_accounting keeps no memo: these are computed afresh
 for n, b, z in events:
     acc = RdpAccountant(orders, dpa.NeighboringRelation.REPLACE_ONE)
     acc.compose(dpe.SampledWithoutReplacementDpEvent(n, b, dpe.GaussianDpEvent(z)))
@@ -265,13 +248,11 @@ print(json.dumps(dict(events=len(events), seconds=time.perf_counter() - start)))
 def cold_floors(log) -> list[dict]:
     """The accounting floor of each ``COLD_FLOOR_SOLVERS`` 500-row default plan, in a
     fresh interpreter per solver (dp_accounting computes nothing before)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    from benchmarks import runner
+
     out = []
     for name in COLD_FLOOR_SOLVERS:
-        proc = subprocess.run([sys.executable, "-c", COLD_FLOOR_CODE, name],
-                              capture_output=True, text=True, env=env,
-                              cwd=ROOT)
+        proc = runner.run_fresh(COLD_FLOOR_CODE, name)
         if proc.returncode:
             log(f"  {name}: no cold floor ({proc.stderr.strip()[-200:]})")
             continue

@@ -441,38 +441,51 @@ def rates(profile: Profile, log) -> dict:
     return {"points": rows, "slopes": slopes, "n": profile.rates_n}
 
 
+def cold_fit(name: str) -> tuple[str, object, float] | None:
+    """``(scenario, estimator, seconds)`` of the first fit of :data:`config.COLD_ROWS`
+    rows by solver ``name``, on the first of :data:`config.COLD_SCENARIOS` (and option)
+    it accepts; ``None`` when it accepts none. Run in a fresh interpreter by the callers."""
+    for sc_name in config.COLD_SCENARIOS:
+        sc = config.SCENARIOS[sc_name]
+        X, y, _, _ = sc.load(config.COLD_ROWS + 200, 100, 0)
+        X, y = X[:config.COLD_ROWS], y[:config.COLD_ROWS]
+        caps = SOLVERS[name].capabilities
+        for _, params in _options(sc, caps) if sc.loss in caps.losses else ():
+            est = sc.estimator(epsilon=1.0, solver=name, random_state=0, **params)
+            start = time.perf_counter()
+            try:  # a refused option fails before any data is read
+                est.fit(X, y)
+            except IncompatibleSolverError:
+                continue
+            return sc_name, est, time.perf_counter() - start
+    return None
+
+
+def run_fresh(code: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -c code *args`` in a fresh interpreter with one BLAS thread."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT.parent)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT.parent)
+
+
 COLD_CODE = """
 import sys, time, warnings
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
-from benchmarks import config, runner
+from benchmarks import runner
 t1 = time.perf_counter()
-name = sys.argv[1]
-for sc_name in config.COLD_SCENARIOS:
-    sc = config.SCENARIOS[sc_name]
-    X, y, _, _ = sc.load(config.COLD_ROWS + 200, 100, 0)
-    X, y = X[:config.COLD_ROWS], y[:config.COLD_ROWS]
-    caps = runner.SOLVERS[name].capabilities
-    for kind, params in runner._options(sc, caps) if sc.loss in caps.losses else ():
-        est = sc.estimator(epsilon=1.0, solver=name, random_state=0, **params)
-        t2 = time.perf_counter()
-        try:  # a refused option fails before any data is read
-            est.fit(X, y)
-        except runner.IncompatibleSolverError:
-            continue
-        print(sc_name, t1 - t0, time.perf_counter() - t2)
-        sys.exit(0)
+found = runner.cold_fit(sys.argv[1])
+if found:
+    print(found[0], t1 - t0, found[2])
 """
 
 
 def cold_starts(log) -> list[dict]:
     """The first fit of 500 rows after import, in a fresh interpreter per solver."""
     rows = []
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT.parent)}
     for name in SOLVERS:
-        proc = subprocess.run([sys.executable, "-c", COLD_CODE, name], capture_output=True,
-                              text=True, env=env, cwd=ROOT.parent)
+        proc = run_fresh(COLD_CODE, name)
         if proc.returncode or not proc.stdout.strip():
             log(f"  {name}: no cold fit ({proc.stderr.strip()[-200:]})")
             continue

@@ -347,25 +347,24 @@ class DPSVRG(BaseDPSolver):
                 inner_noise += v_snap
                 inner_noise *= step
                 pending: list = []
-                with np.errstate(all="ignore"):
-                    for t in range(steps):
-                        if t % batches == 0:
-                            # The batches of the next steps of the block, before those
-                            # steps (data-independent; each with the law of one per-step
-                            # draw), with their labels and snapshot coefficients.
-                            pending = batch.draw_steps(noise, min(batches, steps - t),
-                                                       coef_snap)
-                        # eta v = eta mean_{i in B} clip_C(grad_i(x) - grad_i(w~))
-                        #         + eta (v~ + noise).
-                        v = batch.step_correction(x, step, *pending[t % batches])
-                        v += inner_noise[t]
-                        np.subtract(x, v, out=v)
-                        x = v
-                        if unconstrained:
-                            x[:p] *= shrink
-                        else:
-                            x[:p] = spec.constraint.project(shrink * x[:p])
-                        total += x
+                for t in range(steps):
+                    if t % batches == 0:
+                        # The batches of the next steps of the block, before those
+                        # steps (data-independent; each with the law of one per-step
+                        # draw), with their labels and snapshot coefficients.
+                        pending = batch.draw_steps(noise, min(batches, steps - t),
+                                                   coef_snap)
+                    # eta v = eta mean_{i in B} clip_C(grad_i(x) - grad_i(w~))
+                    #         + eta (v~ + noise).
+                    v = batch.step_correction(x, step, *pending[t % batches])
+                    v += inner_noise[t]
+                    np.subtract(x, v, out=v)
+                    x = v
+                    if unconstrained:
+                        x[:p] *= shrink
+                    else:
+                        x[:p] = spec.constraint.project(shrink * x[:p])
+                    total += x
                 problem.advance(steps)
             snapshot = total / m
         return snapshot
@@ -408,10 +407,9 @@ class _InnerBatches:
             self.skip_clip and 0.0 < diameter < math.inf and 0.0 < bound < math.inf
             and problem.clip_cannot_bind(self.correction_clip * bound / diameter))
         # Clipping factors of the rows (None: all 1, nothing to apply).
-        unit = bool(np.all(problem.row_scale == 1.0))
-        self.scale = None if unit else problem.row_scale
+        self.scale = None if problem.unclipped else problem.row_scale
         # Dense rows, no clipping factor, both clips lossless: the unclipped fast path.
-        self.fast = self.dense and unit and self.skip_correction_clip
+        self.fast = self.dense and problem.unclipped and self.skip_correction_clip
 
     def draw(self, noise: NoiseSource, count: int) -> Sequence[np.ndarray]:
         """The batches of ``count`` steps in one call: uniform ``b``-subsets
@@ -463,7 +461,8 @@ class _InnerBatches:
     def step_correction(self, x: np.ndarray, step: float, idx: np.ndarray, Y: np.ndarray,
                         coef_snap: np.ndarray) -> np.ndarray:
         """``eta`` times the batch ``idx``'s mean clipped correction at ``x`` (a new
-        array), inside the caller's ``np.errstate``; ``Y`` and ``coef_snap`` are the
+        array), inside the solver's run (whose floating-point warnings
+        :meth:`~skdp.solvers.BaseDPSolver.solve` turns off); ``Y`` and ``coef_snap`` are the
         batch's labels and snapshot coefficients."""
         problem, b, loss = self.problem, self.b, self.loss
         factor = step / b  # eta times the mean, with the public denominator b

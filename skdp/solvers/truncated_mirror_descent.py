@@ -81,7 +81,8 @@ def truncated_coefficients(
 
 def _truncate(D: np.ndarray, row_norms_q: np.ndarray, limit: float, q: float) -> np.ndarray:
     """:func:`truncated_coefficients` with the target ``limit = tau * NORM_SAFETY`` and
-    the row norms as a column, inside the caller's ``np.errstate``.
+    the row norms as a column, under the caller's ``np.errstate`` (a solver's run
+    has floating-point warnings off: :meth:`~skdp.solvers.BaseDPSolver.solve`).
 
     One output (``K = 1``): ``||d_i||_q = |d_i|`` (what ``vector_norms`` returns), and
     ``norm <= limit`` is False for a NaN or infinite norm (``limit`` is finite), so the
@@ -445,30 +446,28 @@ class _TruncatedBase(BaseDPSolver):
                 self._noise_sum(local, sizes[:, None, None], plan)[:, :, 0])
             W = np.array(iterate.W[:, 0])  # updated in place, then the new iterate
             radius = math.inf if iterate.radius is None else float(iterate.radius)
-            with np.errstate(all="ignore"):
-                step = run(A, np.ascontiguousarray(Yc[:, 0], dtype=np.float64),
-                           np.ascontiguousarray(norms_c[:, 0], dtype=np.float64),
-                           bounds, noise_sums,
-                           iterate.theta[:, 0], W, total[:, 0], step, first, float(eta),
-                           float(ridge), int(k), float(limit), code, parameter,
-                           float(iterate.p), float(iterate.q), radius)
+            step = run(A, np.ascontiguousarray(Yc[:, 0], dtype=np.float64),
+                       np.ascontiguousarray(norms_c[:, 0], dtype=np.float64),
+                       bounds, noise_sums,
+                       iterate.theta[:, 0], W, total[:, 0], step, first, float(eta),
+                       float(ridge), int(k), float(limit), code, parameter,
+                       float(iterate.p), float(iterate.q), radius)
             iterate.W = W[:, None]
             return iterate.W, step
         W = iterate.W
-        with np.errstate(all="ignore"):
-            for j in range(len(offsets) - 1):
-                a, b = offsets[j], offsets[j + 1]
-                rows = A[a:b]
-                D = _truncate(loss.derivative(rows @ W, Yc[a:b]), norms_c[a:b], limit, q)
-                g = rows.T @ D
-                g += self._noise_sum(local[j], b - a, plan)
-                g *= eta / (b - a)
-                if ridge:
-                    g[:k] += ridge * W[:k]
-                W = iterate.step(g)
-                if step >= first:
-                    total += W
-                step += 1
+        for j in range(len(offsets) - 1):
+            a, b = offsets[j], offsets[j + 1]
+            rows = A[a:b]
+            D = _truncate(loss.derivative(rows @ W, Yc[a:b]), norms_c[a:b], limit, q)
+            g = rows.T @ D
+            g += self._noise_sum(local[j], b - a, plan)
+            g *= eta / (b - a)
+            if ridge:
+                g[:k] += ridge * W[:k]
+            W = iterate.step(g)
+            if step >= first:
+                total += W
+            step += 1
         return W, step
 
     @abstractmethod
