@@ -261,19 +261,52 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
 
     The subsampled values are memoised per order for the process (``_RDP_MEMO``): the
     without-replacement bound costs ``O(alpha^2)`` per order (about 70 ms for the orders
-    up to 64), and the calibration's check of its result with every order, the solvers'
-    ``epsilon_spent`` and the re-accounting of the ledger evaluate it at the same ``z``.
+    up to 64), and the calibration's check of its result, the solvers' ``epsilon_spent``
+    and the re-accounting of the ledger evaluate it at the same ``z``.
+
+    **Lazy orders.** Without-replacement subsampled Gaussians are not evaluated when
+    composed: :meth:`get_epsilon` evaluates them only at the orders that can attain the
+    minimum. Each order's epsilon is a non-decreasing function of its RDP
+    (:func:`_order_epsilon`), so an order whose epsilon at a cheap lower bound of its RDP
+    (:func:`_wor_lower_bound`) is already at least the smallest exact epsilon found cannot
+    attain the minimum: the orders are visited by increasing lower bound and the search
+    stops there. The epsilon returned is the one of the full curve, float for float (each
+    visited order sums the same values in the same order as the full curve). The full
+    curve (:attr:`rdp`, :meth:`get_delta`) evaluates every order, as does a
+    ``RepeatAndSelectDpEvent``'s inner event (its RDP is a function of the whole curve).
     """
 
+    def __init__(self, orders=None,
+                 neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE) -> None:
+        super().__init__(orders, neighboring_relation)
+        # Without-replacement subsampled Gaussians composed but not yet evaluated at every
+        # order, as (q, z, count) in composition order (see "Lazy orders" above).
+        self._pending: list[tuple[float, float, int]] = []
+        self._eager = 0
+
     def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
-        rdp = self._subsampled_gaussian_rdp(event) if do_compose else None
-        if rdp is None:
+        if isinstance(event, dpe.RepeatAndSelectDpEvent):
+            # Its RDP is a non-additive function of the inner event's whole curve: the
+            # inner event is evaluated at every order now.
+            self._eager += 1
+            try:
+                return super()._maybe_compose(event, count, do_compose)
+            finally:
+                self._eager -= 1
+        found = self._subsampled_gaussian(event) if do_compose else None
+        if found is None:
             return super()._maybe_compose(event, count, do_compose)
-        self._rdp += count * rdp
+        wor, q, z = found
+        if wor and not self._eager:
+            self._pending.append((q, z, count))
+        else:
+            self._rdp += count * _subsampled_rdp(wor, self.neighboring_relation, q, z,
+                                                 self._orders)
         return None
 
-    def _subsampled_gaussian_rdp(self, event: dpe.DpEvent) -> np.ndarray | None:
-        """Clamped RDP of a subsampled Gaussian at every order, or ``None`` (not one).
+    def _subsampled_gaussian(self, event: dpe.DpEvent) -> tuple[bool, float, float] | None:
+        """``(without_replacement, q, z)`` of a subsampled Gaussian this class clamps, or
+        ``None`` (then dp_accounting composes the event unchanged).
 
         Sampling without replacement (replace-one): dp_accounting's bound at orders <= 64.
         Poisson (add/remove): dp_accounting's bound, which comes out slightly negative
@@ -297,20 +330,154 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
                 and event.event.noise_multiplier > 0):
             return None
         wor = isinstance(event, dpe.SampledWithoutReplacementDpEvent)
-        z = float(event.event.noise_multiplier)
-        orders = [float(a) for a in self._orders]
-        # The memo's key: every input of the per-order value (see _RDP_MEMO).
-        base = (_wor_rdp() if wor else _poisson_rdp(), WOR_MAX_STABLE_ORDER if wor else None,
-                relation, float(q), z)
-        values = [_RDP_MEMO.get((*base, a)) for a in orders]
-        missing = [k for k, v in enumerate(values) if v is None]
-        if missing:
-            computed = _clamped_rdp(wor, float(q), z, np.array([orders[k] for k in missing]))
-            if len(_RDP_MEMO) + len(missing) > _RDP_MEMO_SIZE:
-                _RDP_MEMO.clear()
-            for k, v in zip(missing, computed.tolist(), strict=True):
-                values[k] = _RDP_MEMO[(*base, orders[k])] = v
-        return np.array(values, dtype=float)
+        return wor, float(q), float(event.event.noise_multiplier)
+
+    # -- lazy orders ------------------------------------------------------------------------
+    def _settle(self) -> None:
+        """Evaluate the pending events at every order (the full RDP curve)."""
+        for q, z, count in self._pending:
+            self._rdp += count * _subsampled_rdp(True, self.neighboring_relation, q, z,
+                                                 self._orders)
+        self._pending.clear()
+
+    def _exact_at(self, k: int) -> float:
+        """The RDP of everything composed at order ``self._orders[k]`` (the value the
+        settled curve holds there, summed in the same order)."""
+        r = float(self._rdp[k])
+        order = self._orders[k:k + 1]
+        for q, z, count in self._pending:
+            r += count * float(_subsampled_rdp(True, self.neighboring_relation, q, z, order)[0])
+        return r
+
+    def _lower_curve(self) -> np.ndarray:
+        """A lower bound on the settled curve at every order (:func:`_wor_lower_bound`)."""
+        lower = np.array(self._rdp, dtype=float)
+        for q, z, count in self._pending:
+            lower += count * _wor_lower_bound(q, z, self._orders)
+        return lower
+
+    def order_epsilons(self, target_delta: float, upto: float = math.inf) -> list[float]:
+        """Epsilon at ``target_delta`` of each order alone (dp_accounting's conversion of
+        that order's RDP): exact where it is at most ``upto``; an order whose lower bound
+        (:func:`_wor_lower_bound`) already exceeds ``upto`` reports that lower bound,
+        which also exceeds ``upto``. ``upto = inf``: every order exact."""
+        lower = self._lower_curve() if self._pending else self._rdp
+        out = []
+        for k, a in enumerate(self._orders.tolist()):
+            e = _order_epsilon(a, float(lower[k]), target_delta)
+            if self._pending and not e > upto:
+                e = _order_epsilon(a, self._exact_at(k), target_delta)
+            out.append(e)
+        return out
+
+    def get_epsilon_and_optimal_order(self, target_delta: float) -> tuple[float, float]:
+        """dp_accounting's epsilon (the minimum over the orders of each order's
+        conversion), evaluating the pending events only at orders that can attain it."""
+        if not self._pending:
+            return super().get_epsilon_and_optimal_order(target_delta)
+        lower = self._lower_curve()
+        if not (target_delta > 0 and np.all(np.isfinite(lower) | (lower == math.inf))):
+            self._settle()
+            return super().get_epsilon_and_optimal_order(target_delta)
+        orders = self._orders.tolist()
+        bounds = [_order_epsilon(a, float(r), target_delta)
+                  for a, r in zip(orders, lower, strict=True)]
+        best, best_k = math.inf, None
+        for k in sorted(range(len(orders)), key=lambda j: (bounds[j], j)):
+            if best_k is not None and bounds[k] >= best:
+                break  # this order, and every later one, cannot go below `best`
+            e = _order_epsilon(orders[k], self._exact_at(k), target_delta)
+            if best_k is None or e < best or (e == best and k < best_k):
+                best, best_k = e, k
+        return best, orders[best_k]
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return self.get_epsilon_and_optimal_order(target_delta)[0]
+
+    def get_delta_and_optimal_order(self, target_epsilon: float) -> tuple[float, float]:
+        self._settle()
+        return super().get_delta_and_optimal_order(target_epsilon)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        self._settle()
+        return super().get_delta(target_epsilon)
+
+    @property
+    def rdp(self) -> np.ndarray:
+        """The RDP at every order (the pending events are evaluated first)."""
+        self._settle()
+        return np.copy(self._rdp)
+
+
+def _order_epsilon(order: float, rdp: float, delta: float) -> float:
+    """dp_accounting's conversion of the RDP ``rdp`` at ONE order to epsilon at ``delta``
+    (:func:`~dp_accounting.rdp.rdp_privacy_accountant.compute_epsilon` on that order):
+    non-decreasing in ``rdp`` (0 up to the KL bound, then ``rdp`` plus a constant of the
+    order, clipped at 0), and its minimum over the orders is the accountant's epsilon."""
+    return float(rdp_privacy_accountant.compute_epsilon([order], [rdp], delta)[0])
+
+
+def _subsampled_rdp(wor: bool, relation: dpa.NeighboringRelation, q: float, z: float,
+                    orders: np.ndarray) -> np.ndarray:
+    """The clamped RDP of a subsampled Gaussian at ``orders``, through the memo."""
+    orders = [float(a) for a in orders]
+    # The memo's key: every input of the per-order value (see _RDP_MEMO).
+    base = (_wor_rdp() if wor else _poisson_rdp(), WOR_MAX_STABLE_ORDER if wor else None,
+            relation, q, z)
+    values = [_RDP_MEMO.get((*base, a)) for a in orders]
+    missing = [k for k, v in enumerate(values) if v is None]
+    if missing:
+        computed = _clamped_rdp(wor, q, z, np.array([orders[k] for k in missing]))
+        if len(_RDP_MEMO) + len(missing) > _RDP_MEMO_SIZE:
+            _RDP_MEMO.clear()
+        for k, v in zip(missing, computed.tolist(), strict=True):
+            values[k] = _RDP_MEMO[(*base, orders[k])] = v
+    return np.array(values, dtype=float)
+
+
+#: Relative margin of :func:`_wor_lower_bound` (covers the rounding of its few operations
+#: against dp_accounting's own evaluation of the same term).
+_LOWER_BOUND_MARGIN = 1e-9
+
+
+def _wor_lower_bound(q: float, z: float, orders: np.ndarray) -> np.ndarray:
+    """A lower bound, in O(1) per order, on the clamped without-replacement RDP that
+    :func:`_clamped_rdp` returns at ``orders``.
+
+    dp_accounting evaluates Theorem 27 of Wang, Balle & Kasiviswanathan (2019) at an
+    integer order ``a`` as ``log(A_a) / (a - 1)`` with ``log A_a = log(1 + sum_{i=2..a}
+    exp(s_i))``, a log-sum of positive terms (each added by ``_log_add``, which never
+    decreases the sum), and at a fractional order as ``((1 - t) log A_f + t log A_c) / (a
+    - 1)`` between its neighbouring integers (``log A_1 = 0``). Keeping the ``i = 2`` term
+    only, ``s_2 = 2 log q + log C(a, 2) + min(log 4 + log(e^{1/z^2} - 1), 1/z^2 + log
+    2)``, gives a lower bound at each order, shrunk by :data:`_LOWER_BOUND_MARGIN`; the
+    clamp ``min(., a / (2 z^2))`` keeps it below the clamped value (which is either
+    ``min(bound, a / (2 z^2))`` or ``a / (2 z^2)``). Above ``WOR_MAX_STABLE_ORDER``, and for
+    ``q`` outside ``(0, 1)``, the returned value is the exact clamped one (cheap there).
+    The more the ``i = 2`` term dominates (small ``q``), the tighter the bound: it then
+    prunes almost every order (docs/privacy_accounting_speed.md). Checked against
+    dp_accounting over a grid of ``(q, z)`` at every order (tests/privacy/test_accounting.py).
+    """
+    orders = np.asarray(orders, dtype=float)
+    g = orders / (2.0 * z * z)
+    if not 0.0 < q < 1.0:
+        return _clamped_rdp(True, q, z, orders)
+    f2 = 1.0 / (z * z)
+    head = 2.0 * math.log(q) + min(math.log(4.0) + f2 + math.log1p(-math.exp(-f2)),
+                                   f2 + math.log(2.0))
+
+    def log_a(k: np.ndarray) -> np.ndarray:
+        # log(1 + exp(s_2)) with s_2 = head + log(k (k - 1) / 2); 0 at k = 1.
+        with np.errstate(divide="ignore"):
+            s2 = head + np.log(k * (k - 1.0) / 2.0)
+        return np.logaddexp(0.0, s2)
+
+    low, high = np.floor(orders), np.ceil(orders)
+    t = orders - low
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bound = ((1.0 - t) * log_a(low) + t * log_a(high)) / (orders - 1.0)
+    bound = np.minimum(bound * (1.0 - _LOWER_BOUND_MARGIN), g)
+    return np.where(orders <= WOR_MAX_STABLE_ORDER, bound, g)
 
 
 #: Per-order RDP of one subsampled Gaussian, shared by every ClampedRdpAccountant of the

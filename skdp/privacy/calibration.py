@@ -311,7 +311,7 @@ def _calibrate_rdp(
             lo, hi = root(i, start=lo)
             continue
         # A local optimum: check it with every order at hi (the ledger's accountant).
-        per_order = _per_order_epsilons(make_event(hi), delta, relation)
+        per_order = _per_order_epsilons(make_event(hi), delta, relation, epsilon)
         if min(per_order) > epsilon:
             raise _SearchFailed  # cannot happen: order i alone meets the budget at hi
         # An order with a root below lo meets the budget at hi, and at lo.
@@ -348,17 +348,20 @@ class _SearchFailed(Exception):
     """The RDP order search gives up; the generic search decides."""
 
 
-def _per_order_epsilons(event: dpe.DpEvent, delta: float, relation: str) -> list[float]:
-    """Epsilon at ``delta`` of ``event`` at each order of :data:`RDP_ORDERS` alone.
+def _per_order_epsilons(event: dpe.DpEvent, delta: float, relation: str, upto: float
+                        ) -> list[float]:
+    """Epsilon at ``delta`` of ``event`` at each order of :data:`RDP_ORDERS` alone, exact
+    where it is at most ``upto`` (an order above it may report a smaller value that is
+    still above ``upto``: :meth:`ClampedRdpAccountant.order_epsilons
+    <skdp.privacy.accountants.ClampedRdpAccountant.order_epsilons>`).
 
-    One accountant on every order composes the event (its subsampled-Gaussian values are
-    then in the accountants' memo, where the re-accounting of a ledger at the same
-    multiplier finds them); each order's RDP is converted by dp_accounting's
-    ``compute_epsilon`` on that order only, whose minimum is the full accountant's epsilon.
+    Whether each order meets the budget ``upto`` is therefore exact, and so is the minimum
+    when it is at most ``upto``: the full accountant's epsilon. The subsampled-Gaussian
+    values it evaluates land in the accountants' memo, where the ledger's accounting at the
+    same multiplier finds them.
     """
     acc = make_accountant("rdp", relation).compose(event)
-    return [float(compute_epsilon([a], [r], delta)[0])
-            for a, r in zip(RDP_ORDERS, acc.rdp.tolist(), strict=True)]
+    return acc.order_epsilons(delta, upto=upto)
 
 
 def _orders_meeting(meets: Callable[[int], bool], i: int, last: int) -> int | None:

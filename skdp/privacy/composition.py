@@ -93,7 +93,7 @@ def rdp_curve(event: dpe.DpEvent, relation: str = "replace_one") -> np.ndarray |
     # Renyi divergences are non-negative; dp_accounting's randomized-response formula
     # rounds to about -1e-17 at tiny epsilons, and one negative order makes its epsilon
     # conversion report 0 for the whole composition.
-    return np.maximum(np.asarray(acc._rdp, dtype=float), 0.0)
+    return np.maximum(np.asarray(acc.rdp, dtype=float), 0.0)
 
 
 @dataclass(frozen=True)

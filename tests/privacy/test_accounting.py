@@ -340,3 +340,97 @@ def test_tiny_poisson_rates_never_account_as_free():
     rdp = epsilon_spent(event, 1e-10, accountant="rdp", relation="add_remove")
     pld = epsilon_spent(event, 1e-10, accountant="pld", relation="add_remove")
     assert rdp >= pld > 0
+
+
+# -- lazy orders of the RDP accountant ------------------------------------------------------
+_LB_Q = (1e-5, 1e-3, 0.01, 0.032, 0.1, 0.26, 0.53, 0.9, 0.999)
+_LB_Z = (0.3, 0.6, 1.0, 2.0, 5.9, 20.0, 300.0)
+
+
+def test_wor_lower_bound_is_below_dp_accountings_bound_at_every_order():
+    """The pruning's premise: at every (q, z, order) of a wide grid, the cheap bound is at
+    most the clamped dp_accounting value, and tight (within 5%) where the i = 2 term
+    dominates, so that it prunes."""
+    import numpy as np
+
+    from skdp.privacy.accountants import RDP_ORDERS, _clamped_rdp, _wor_lower_bound
+
+    orders = np.array(RDP_ORDERS)
+    for q in _LB_Q:
+        for z in _LB_Z:
+            lower, exact = _wor_lower_bound(q, z, orders), _clamped_rdp(True, q, z, orders)
+            assert np.all(lower <= exact), (q, z, orders[lower > exact])
+            assert np.all(lower >= 0)
+    tight = (orders >= 2) & (orders <= 32)
+    ratio = (_wor_lower_bound(0.01, 5.9, orders) / _clamped_rdp(True, 0.01, 5.9, orders))
+    assert np.all(ratio[tight] > 0.95)
+
+
+def _lazy_cases():
+    wor = lambda z, n, b, t: _wor_event(z, n, b, t)  # noqa: E731
+    return [
+        wor(5.9, 250, 8, 977),
+        dpe.ComposedDpEvent([wor(2.0, 1000, 100, 50), dpe.GaussianDpEvent(3.0),
+                             wor(5.0, 8, 4, 4)]),
+        dpe.ComposedDpEvent([dpe.LaplaceDpEvent(1.0), wor(0.8, 100000, 100, 10000)]),
+        dpe.ComposedDpEvent([wor(6.0, 500, 16, 300), wor(6.0, 250, 8, 300),
+                             wor(30.0, 40, 39, 2)]),
+        # The inner event of a repeat-and-select is evaluated at every order (eagerly),
+        # next to a pending one.
+        dpe.ComposedDpEvent([dpe.RepeatAndSelectDpEvent(wor(4.0, 2000, 20, 100), 3.0, 1.0),
+                             wor(3.0, 2000, 40, 100)]),
+        dpe.SelfComposedDpEvent(dpe.NonPrivateDpEvent(), 1),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_lazy_cases())))
+@pytest.mark.parametrize("delta", [1e-9, 1e-5, 1e-3, 0.5])
+def test_lazy_rdp_epsilon_equals_the_full_curves(case, delta):
+    """get_epsilon evaluates the subsampled Gaussians at a few orders only; its epsilon is
+    the full curve's, float for float (dp_accounting's compute_epsilon on every order)."""
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
+    event = _lazy_cases()[case]
+    lazy = make_accountant("rdp").compose(event)
+    full = make_accountant("rdp").compose(event)
+    expected = float(compute_epsilon(full.orders, full.rdp, delta)[0])
+    assert lazy.get_epsilon(delta) == expected
+    assert epsilon_spent(event, delta, accountant="rdp", relation="replace_one") == expected
+    # The full curve of a partly evaluated accountant is the same curve.
+    lazy.get_epsilon(delta)
+    assert lazy.rdp.tolist() == full.rdp.tolist()
+
+
+@pytest.mark.parametrize("case", range(len(_lazy_cases()) - 1))
+def test_lazy_order_epsilons_classify_every_order_exactly(case):
+    """order_epsilons(delta, upto): exact where at most upto; above it elsewhere."""
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
+    event = _lazy_cases()[case]
+    full = make_accountant("rdp").compose(event)
+    exact = [float(compute_epsilon([a], [r], 1e-5)[0])
+             for a, r in zip(full.orders.tolist(), full.rdp.tolist(), strict=True)]
+    upto = sorted(exact)[3]
+    got = make_accountant("rdp").compose(event).order_epsilons(1e-5, upto=upto)
+    for e, g in zip(exact, got, strict=True):
+        assert (g <= upto) == (e <= upto)
+        if e <= upto:
+            assert g == e
+
+
+def test_lazy_rdp_epsilon_evaluates_few_orders(monkeypatch):
+    """The point of the pruning: a small-q ledger is evaluated at a handful of orders."""
+    from skdp.privacy import accountants
+
+    seen = []
+    real = accountants._clamped_rdp
+
+    def counting(wor, q, z, orders):
+        seen.extend(orders.tolist())
+        return real(wor, q, z, orders)
+
+    monkeypatch.setattr(accountants, "_clamped_rdp", counting)
+    monkeypatch.setattr(accountants, "_RDP_MEMO", {})
+    # A multiplier no other test uses (epsilon_spent memoises its answers).
+    make_accountant("rdp").compose(_wor_event(5.9371, 250, 8, 977)).get_epsilon(1e-3)
+    assert 1 <= len(seen) <= 5
