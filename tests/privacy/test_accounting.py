@@ -366,6 +366,25 @@ def test_wor_lower_bound_is_below_dp_accountings_bound_at_every_order():
     assert np.all(ratio[tight] > 0.95)
 
 
+def test_closed_form_forward_differences_are_below_dp_accountings():
+    """The premise of the terms i >= 3 of the lower bound: for z <= 10, dp_accounting's
+    log forward differences of exp(c x (x + 1)) at -1 (even orders up to 64) are at least
+    log(e^{-c/4} (2m)! c^m / m!), with room to spare for their rounding."""
+    import numpy as np
+    from dp_accounting.rdp import rdp_privacy_accountant
+    from scipy.special import gammaln
+
+    from skdp.privacy.accountants import _HIGHER_TERMS_MAX_Z
+
+    for z in np.geomspace(0.1, _HIGHER_TERMS_MAX_Z, 25):
+        c = 1.0 / (2.0 * z * z)
+        deltas, _ = rdp_privacy_accountant._get_forward_diffs(
+            lambda x, z=z: x * (x + 1) / (2 * z * z), 65)
+        m = np.arange(1, 33)
+        bound = -c / 4 + gammaln(2 * m + 1) - gammaln(m + 1) + m * np.log(c)
+        assert np.all(deltas[2 * m - 1] - bound > 1e-3), z
+
+
 def _lazy_cases():
     wor = lambda z, n, b, t: _wor_event(z, n, b, t)  # noqa: E731
     return [
