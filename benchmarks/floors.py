@@ -9,16 +9,11 @@ lower bound on any numpy implementation of that schedule on this machine, and it
 scikit-learn's fit (paired like the scenarios' ratios) says whether a time target can be
 met without changing the schedule: a floor above the bound cannot.
 
-The cold floor is the accounting that an exact ledger of the 500-row default plan needs:
-dp_accounting's RDP accountant composing each distinct subsampled Gaussian event of the
-plan once, at skdp's Renyi orders up to 64, in a fresh interpreter.
-
 Reads skdp's public API only (the fitted ``privacy_plan_``).
 """
 
 from __future__ import annotations
 
-import json
 import warnings
 from functools import partial
 
@@ -33,8 +28,6 @@ FLOOR_SOLVERS = ("gd", "accelerated_mirror_descent", "svrg", "svrg++",
 #: Iteration counts of DP-GD tried for the fewest passes that meet the excess-risk target.
 GD_SWEEP = (32, 36, 40, 44)
 GD_SWEEP_SEEDS = (0, 1, 2)
-#: Solvers of the cold floor (the ones whose 500-row fit misses 0.2 s).
-COLD_FLOOR_SOLVERS = ("mirror_descent", "localized_mirror_descent")
 
 
 def _derivative(z: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -160,7 +153,7 @@ def gd_sweep(sc, X, y, f, optimum: float, log) -> list[dict]:
 
 def time_floors(profile, log) -> dict:
     """Replicas of the default schedules on covertype-shaped data, paired with
-    scikit-learn; DP-GD's excess risk against its iteration count; the cold floors."""
+    scikit-learn; DP-GD's excess risk against its iteration count."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the scenario's known PrivacyLeakWarnings
         return _time_floors(profile, log)
@@ -207,8 +200,7 @@ def _time_floors(profile, log) -> dict:
         _, fewest["seconds"], fewest["ratio"] = runner.paired_fit(
             lambda: _Work(work), make_sklearn, X, y, config.PAIRED_REPEATS)
         log(f"  gd replica at n_iter={fewest['n_iter']}: {fewest['ratio']:.2f}x sklearn")
-    return dict(rows=rows, gd_sweep=sweep, gd_sweep_seeds=list(GD_SWEEP_SEEDS), gd_fewest=fewest,
-                cold=cold_floors(log))
+    return dict(rows=rows, gd_sweep=sweep, gd_sweep_seeds=list(GD_SWEEP_SEEDS), gd_fewest=fewest)
 
 
 def _describe(method: str, args: tuple) -> str:
@@ -220,45 +212,4 @@ def _describe(method: str, args: tuple) -> str:
     sizes, batches, iters = args
     rows = sum(b * t for b, t in zip(batches, iters, strict=True))
     return f"{len(sizes)} phases, {sum(iters)} steps, {rows} rows gathered"
-
-
-COLD_FLOOR_CODE = """
-import json, sys, time, warnings
-warnings.simplefilter("ignore")
-import dp_accounting as dpa
-from dp_accounting import dp_event as dpe
-from dp_accounting.rdp import RdpAccountant
-from benchmarks import config, runner
-from skdp.privacy.accountants import RDP_ORDERS, WOR_MAX_STABLE_ORDER
-plan = runner.cold_fit(sys.argv[1])[1].privacy_plan_
-if hasattr(plan, "phase_sizes"):
-    phases = zip(plan.phase_sizes, plan.batch_sizes, plan.noise_multiplier)
-else:
-    phases = [(config.COLD_ROWS, plan.batch_size, plan.noise_multiplier)]
-events = sorted({(n, b, z) for n, b, z in phases if b < n})
-orders = [a for a in RDP_ORDERS if a <= WOR_MAX_STABLE_ORDER]
-start = time.perf_counter()  # dp_accounting keeps no memo: these are computed afresh
-for n, b, z in events:
-    acc = RdpAccountant(orders, dpa.NeighboringRelation.REPLACE_ONE)
-    acc.compose(dpe.SampledWithoutReplacementDpEvent(n, b, dpe.GaussianDpEvent(z)))
-print(json.dumps(dict(events=len(events), seconds=time.perf_counter() - start)))
-"""
-
-
-def cold_floors(log) -> list[dict]:
-    """The accounting floor of each ``COLD_FLOOR_SOLVERS`` 500-row default plan, in a
-    fresh interpreter per solver (dp_accounting computes nothing before)."""
-    from benchmarks import runner
-
-    out = []
-    for name in COLD_FLOOR_SOLVERS:
-        proc = runner.run_fresh(COLD_FLOOR_CODE, name)
-        if proc.returncode:
-            log(f"  {name}: no cold floor ({proc.stderr.strip()[-200:]})")
-            continue
-        row = dict(solver=name, **json.loads(proc.stdout.strip().splitlines()[-1]))
-        out.append(row)
-        log(f"  {name:<28} accounting floor {row['seconds']:.3f}s "
-            f"({row['events']} subsampled events)")
-    return out
 

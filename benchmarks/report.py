@@ -390,20 +390,6 @@ def _floors(results: dict) -> list[str]:
                      f"{fewest['n_iter']} passes, take {fewest['ratio']:.2f}x "
                      "scikit-learn in plain numpy." if fewest else
                      "None of these meets the target."), ""]
-    cold = floors.get("cold") or []
-    if cold:
-        fits = {r["solver"]: r["fit_seconds"] for r in results.get("cold", [])}
-        lines += [f"Cold floor: dp_accounting's RDP accountant composing each distinct "
-                  f"subsampled Gaussian event of the {config.COLD_ROWS}-row default plan "
-                  "once, at skdp's Renyi orders up to 64, in a fresh interpreter: skdp "
-                  "accounts each phase at every order to find the one that spends the most "
-                  "(the ledger of parallel composition), so its cold fit takes at least "
-                  "this with dp_accounting's bound.", ""]
-        lines += _table(["solver", "subsampled events", "accounting floor (s)",
-                         "skdp first fit (s)", "bound"],
-                        [[f"`{r['solver']}`", r["events"], _f(r["seconds"]),
-                          _f(fits.get(r["solver"])), f"<= {_target('500-row cold').bound:g}"]
-                         for r in cold])
     return lines + _end("floors")
 
 
