@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from functools import lru_cache
 
 import dp_accounting as dpa
 import mpmath
@@ -290,7 +291,7 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
         found = self._subsampled_gaussian(event) if do_compose else None
         if found is not None and found[0] and not self._eager:
             _, q, z = found
-            # One cheap order now, so that an invalid event fails at compose as before.
+            # One order now, so that an invalid event fails at compose as before.
             _subsampled_rdp(True, self.neighboring_relation, q, z, self._orders[:1])
             self._tail.append((q, z, count))
             return None
@@ -482,6 +483,18 @@ _LOWER_BOUND_MARGIN = 1e-9
 _HIGHER_TERMS_MAX_Z = 7.0
 
 
+@lru_cache(maxsize=4)
+def _log_comb_table(kmax: int) -> np.ndarray:
+    """``log C(k, i)`` for ``k = 0..kmax`` (rows) and ``i = 2..kmax`` (columns), ``-inf``
+    where ``i > k``."""
+    k = np.arange(kmax + 1, dtype=float)[:, None]
+    i = np.arange(2, kmax + 1, dtype=float)[None, :]
+    with np.errstate(invalid="ignore"):
+        return np.where(i <= k, gammaln(k + 1.0) - gammaln(i + 1.0)
+                        - gammaln(np.maximum(k - i, 0.0) + 1.0), -np.inf)
+
+
+@lru_cache(maxsize=4096)
 def _log_a_lower_bounds(q: float, z: float, kmax: int) -> np.ndarray:
     """Lower bounds on dp_accounting's ``log A_k`` (Wang, Balle & Kasiviswanathan 2019, Thm.
     27, without replacement) at the integer orders ``k = 0..kmax`` (index ``k``).
@@ -500,6 +513,7 @@ def _log_a_lower_bounds(q: float, z: float, kmax: int) -> np.ndarray:
     :data:`_HIGHER_TERMS_MAX_Z` only. A bound that came out above dp_accounting's value could
     only make :meth:`ClampedRdpAccountant.get_epsilon` skip an order: its epsilon is always
     dp_accounting's exact value at an order it evaluated, never below the minimum.
+    Memoised (a pure function of its arguments; the array returned is read-only).
     """
     c = 1.0 / (2.0 * z * z)
     f2 = 2.0 * c
@@ -517,13 +531,11 @@ def _log_a_lower_bounds(q: float, z: float, kmax: int) -> np.ndarray:
         pair = 0.5 * (log_difference(np.floor(rest / 2.0)) + log_difference(np.ceil(rest / 2.0)))
         head[1:] = (np.minimum(math.log(4.0) + pair, math.log(2.0) + c * (rest - 1.0) * rest)
                     + rest * math.log(q))
-    k = np.arange(kmax + 1, dtype=float)[:, None]
-    with np.errstate(invalid="ignore"):
-        log_comb = np.where(i[None, :] <= k,
-                            gammaln(k + 1.0) - gammaln(i[None, :] + 1.0)
-                            - gammaln(np.maximum(k - i[None, :], 0.0) + 1.0), -np.inf)
-    terms = np.concatenate([np.zeros((k.shape[0], 1)), head[None, :] + log_comb], axis=1)
-    return np.logaddexp.reduce(terms, axis=1)
+    log_comb = _log_comb_table(kmax)
+    terms = np.concatenate([np.zeros((kmax + 1, 1)), head[None, :] + log_comb], axis=1)
+    out = np.logaddexp.reduce(terms, axis=1)
+    out.flags.writeable = False  # cached: shared by every caller
+    return out
 
 
 def _wor_lower_bound(q: float, z: float, orders: np.ndarray) -> np.ndarray:

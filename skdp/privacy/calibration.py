@@ -185,19 +185,6 @@ class _OrderEpsilons:
             self._memo[key] = value
         return value
 
-    def meets(self, i: int, z: float, epsilon: float) -> bool:
-        """Whether ``of(i, z) <= epsilon``, without evaluating the subsampled bound when
-        its lower bound already exceeds ``epsilon``
-        (:meth:`~skdp.privacy.accountants.ClampedRdpAccountant.order_epsilons`)."""
-        value = self._memo.get((i, z))
-        if value is None:
-            acc = make_accountant("rdp", self._relation, orders=(RDP_ORDERS[i],))
-            acc.compose(self._make_event(z))
-            value = float(acc.order_epsilons(self._delta, upto=epsilon)[0])
-            if value <= epsilon:  # then exact (order_epsilons), as of(i, z) would give
-                self._memo[(i, z)] = value
-        return value <= epsilon
-
 
 def _log_gap(epsilon: float, target: float) -> float:
     """``log(epsilon / target)``, finite (epsilon 0 and inf are clipped)."""
@@ -315,7 +302,7 @@ def _calibrate_rdp(
     for _ in range(2 * len(RDP_ORDERS)):
         if lo == 0.0:
             break
-        k = _orders_meeting(lambda j, z=lo: eps_of.meets(j, z, epsilon), i, last)
+        k = _orders_meeting(lambda j, z=lo: eps_of.of(j, z) <= epsilon, i, last)
         if k is not None:
             # Orders i + 1 .. k (or k .. i - 1) meet the budget at lo: their roots are
             # below lo. Solve for the middle one; the orders that still meet the budget
@@ -329,7 +316,7 @@ def _calibrate_rdp(
             raise _SearchFailed  # cannot happen: order i alone meets the budget at hi
         # An order with a root below lo meets the budget at hi, and at lo.
         better = [j for j, e in enumerate(per_order)
-                  if e <= epsilon and j != i and eps_of.meets(j, lo, epsilon)]
+                  if e <= epsilon and j != i and eps_of.of(j, lo) <= epsilon]
         if not better:
             break
         i = min(better, key=lambda j: eps_of.of(j, lo))
