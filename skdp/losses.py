@@ -630,17 +630,18 @@ def scalar_derivative(code: int, parameter: float, z: float, y: float) -> float:
 
     The same formulas as the classes' ``derivative`` (equal to rounding; tested), written
     on scalars so that the compiled kernels (:mod:`skdp.solvers._compiled`) can use them.
-    Logistic: ``-y expit(-y z)`` (``expit`` in its two overflow-free forms); squared:
+    Logistic: ``-y expit(-y z)`` (``expit`` in its overflow-free form, as
+    :meth:`LogisticLoss.value_and_derivative`); squared:
     ``z - y``; Huber: ``z - y`` clipped to ``[-parameter, parameter]``.
     """
     if code == _SCALAR_LOGISTIC:
+        # expit(t), t = -y z, from u = exp(-|t|) <= 1 (no overflow): 1 / (1 + u) for
+        # t >= 0, u / (1 + u) otherwise, as a select rather than a branch (the sign of t
+        # is data-dependent, and a mispredicted branch costs more than the product).
         t = -y * z
-        if t >= 0.0:
-            e = 1.0 / (1.0 + math.exp(-t))
-        else:
-            u = math.exp(t)
-            e = u / (1.0 + u)
-        return -y * e
+        u = math.exp(-abs(t))
+        inverse = 1.0 / (1.0 + u)
+        return -y * (inverse if t >= 0.0 else u * inverse)
     r = z - y
     if code == _SCALAR_HUBER:
         return min(max(r, -parameter), parameter) if r == r else r

@@ -14,12 +14,20 @@ compiles, a few seconds). When numba is installed but the kernels cannot be load
 incompatible numba, no writable cache location), a ``RuntimeWarning`` says so once and the
 numpy code runs.
 
-Kernels: the chunk loop of the truncated mirror descent solvers (one-output losses of
-``skdp.losses.scalar_kernel``; measured in docs/algorithms/truncated_mirror_descent.md).
+Kernels (one-output losses of ``skdp.losses.scalar_kernel``):
+
+- the chunk loop of the truncated mirror descent solvers (measured in
+  docs/algorithms/truncated_mirror_descent.md);
+- the full pass of :meth:`skdp.solvers.Problem.clipped_gradient` on a dense in-memory
+  ``X`` (DP-GD, DP-AccMD, the SVRG snapshots): scores, derivative, clipping and gradient
+  sum of each row while it is in cache, one read of ``X`` per pass where the numpy path
+  reads each block twice through BLAS (measured in docs/scaling_out.md, "Compiled
+  passes").
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import warnings
@@ -27,12 +35,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["KERNEL_MIN_STEPS", "enabled", "truncated_chunk"]
+__all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "clipped_gradient_pass", "enabled",
+           "truncated_chunk"]
 
 #: Fewest planned steps of a fit for which a kernel is used (public: a function of the
 #: plan). Measured: at 16384 steps the numpy loop (0.48 s) still beats a process's first
 #: kernel fit (0.65 s, numba's import included); at 65536 the kernel takes 0.85 s, numpy 2-4 s.
 KERNEL_MIN_STEPS = 20_000
+
+#: Fewest planned row-feature products of a fit (passes x n_samples x n_features) for which
+#: the compiled full pass is used (public: the plan and the shape). Set at the measured
+#: break-even of a process's first fit: the pass saves SAVING_PER_PRODUCT against the numpy
+#: pass, importing numba and loading the kernel costs LOAD_SECONDS once (docs/scaling_out.md).
+FULL_PASS_MIN_WORK = 1_000_000_000
 
 _LOADED: dict = {}
 
@@ -49,25 +64,46 @@ def enabled() -> bool:
             and importlib.util.find_spec("numba") is not None)
 
 
+def _load(name: str, warm_up: Callable[[Callable], object]) -> Callable | None:
+    """The kernel ``name`` of :mod:`skdp.solvers._numba_kernels`, run once by ``warm_up``
+    on a one-record input so that a failure to compile or to load the cache surfaces
+    here, before any step of a fit; ``None`` (and a ``RuntimeWarning``, once per process)
+    when numba cannot provide it."""
+    if name not in _LOADED:
+        try:
+            kernel = getattr(importlib.import_module("skdp.solvers._numba_kernels"), name)
+            warm_up(kernel)
+        except Exception as exc:  # numba's import, typing or cache errors vary by version
+            if not any(value is None for value in _LOADED.values()):
+                warnings.warn(f"skdp's compiled kernels are unavailable ({type(exc).__name__}"
+                              f": {exc}); the numpy code runs instead. SKDP_NUMBA=0 skips "
+                              "them.", RuntimeWarning, stacklevel=3)
+            kernel = None
+        _LOADED[name] = kernel
+    return _LOADED[name]
+
+
+def _warm_truncated_chunk(kernel: Callable) -> None:
+    one = np.zeros(1)
+    kernel(np.zeros((1, 1)), one, one, np.array([0, 1], dtype=np.int64), np.zeros((1, 1)),
+           np.zeros(1), np.zeros(1), np.zeros(1), 0, 0, 1.0, 0.0, 1, 1.0, 1, 0.0, 2.0, 2.0,
+           float("inf"))
+
+
+def _warm_clipped_gradient_pass(kernel: Callable) -> None:
+    one = np.zeros(1)
+    kernel(np.zeros((1, 1)), np.zeros(0), one, one, np.zeros(2), 1.0, 0, 0.0, 1.0, True,
+           np.zeros(1), False, np.zeros(2))
+
+
 def truncated_chunk() -> Callable[..., int] | None:
     """The compiled chunk loop of the truncated mirror descent solvers, or ``None`` when
-    the kernels cannot be loaded (then a ``RuntimeWarning``, once per process).
+    the kernels cannot be loaded (then a ``RuntimeWarning``, once per process)."""
+    return _load("truncated_chunk", _warm_truncated_chunk)
 
-    The first call imports numba and runs the kernel on a one-record chunk, so that a
-    failure to compile or to load the cache surfaces here, before any step of a fit.
-    """
-    if "truncated_chunk" not in _LOADED:
-        try:
-            from skdp.solvers._numba_kernels import truncated_chunk as kernel
 
-            one = np.zeros(1)
-            kernel(np.zeros((1, 1)), one, one, np.array([0, 1], dtype=np.int64),
-                   np.zeros((1, 1)), np.zeros(1), np.zeros(1), np.zeros(1), 0, 0, 1.0, 0.0,
-                   1, 1.0, 1, 0.0, 2.0, 2.0, float("inf"))
-        except Exception as exc:  # numba's import, typing or cache errors vary by version
-            warnings.warn(f"skdp's compiled kernels are unavailable ({type(exc).__name__}: "
-                          f"{exc}); the numpy code runs instead. SKDP_NUMBA=0 skips them.",
-                          RuntimeWarning, stacklevel=2)
-            kernel = None
-        _LOADED["truncated_chunk"] = kernel
-    return _LOADED["truncated_chunk"]
+def clipped_gradient_pass() -> Callable[..., None] | None:
+    """The compiled full pass of :meth:`~skdp.solvers.Problem.clipped_gradient`, or
+    ``None`` when the kernels cannot be loaded (then a ``RuntimeWarning``, once per
+    process)."""
+    return _load("clipped_gradient_pass", _warm_clipped_gradient_pass)

@@ -7,6 +7,8 @@ call are the plain-Python scalar forms kept next to their numpy versions
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -16,9 +18,9 @@ from skdp.losses import scalar_derivative
 #: sha256 of the sources of the two helpers compiled into the kernels. numba's on-disk cache
 #: is keyed by THIS file only, so a change to a helper must change this file: a test
 #: recomputes the hash and fails until it is updated here (which invalidates the cache).
-HELPERS_SHA256 = "7b0f6c1186e4d4899370c794b0b9cb72b6b3720ac8b5398da607b6ba00b8117e"
+HELPERS_SHA256 = "f6ac7e7dd7f6e68f4f48cf78552907611d9570f463d2a9bdbd96bfe478952fa9"
 
-_derivative = numba.njit(cache=True, nogil=True)(scalar_derivative)
+_derivative = numba.njit(cache=True, nogil=True, inline="always")(scalar_derivative)
 _mirror_step = numba.njit(cache=True, nogil=True)(lp_dual_step_vector)
 
 
@@ -69,3 +71,84 @@ def truncated_chunk(A, Y, norms, offsets, noise_sums, theta, W, total, step, fir
                 total[c] += W[c]
         step += 1
     return step
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _clipped(di, norm, target, skip):  # pragma: no cover
+    """A derivative clipped as :func:`skdp.losses.clip_coefficients` clips it (``skip``:
+    public facts prove the clip cannot bind); a non-finite one is dropped."""
+    gradient_norm = norm * abs(di)
+    if not math.isfinite(gradient_norm):
+        return 0.0  # an overflowing record is dropped, never passed on
+    if not skip and gradient_norm > target:
+        return di * (target / gradient_norm)
+    return di
+
+
+@numba.njit(cache=True, nogil=True)
+def clipped_gradient_pass(X, scale, Y, norms, w, intercept, code, parameter, target, skip,
+                          coefficients, store, G):  # pragma: no cover
+    """One full pass of :meth:`skdp.solvers.Problem.clipped_gradient` for one output.
+
+    For each row ``i`` of ``X`` (float64 or float32, C order; its products in float64):
+    the score ``z_i = scale_i (x_i . w[:d]) + c w[d]`` (``scale`` empty: all 1; ``c =
+    intercept``, no ``w[d]`` when 0), the derivative ``phi'(z_i, y_i)``, clipped as
+    :func:`skdp.losses.clip_coefficients` clips it (``norms_i |phi'_i|`` above ``target``
+    is scaled down to it, unless ``skip``: public facts prove it cannot be; a non-finite
+    one is dropped in both cases), stored in ``coefficients`` when ``store``, and added
+    to ``G = sum_i x'_i phi'_i`` (``G[d] = c sum_i phi'_i``).
+
+    Each row is read from memory once. Rows go in pairs ``a = i``, ``b = i + 1`` whose
+    dot products (four interleaved partial sums each, in an order fixed here rather than
+    by the compiler), derivatives and update of ``G`` overlap; an odd last row is paired
+    with itself at weight 0. Equal to the numpy pass to rounding (the order of the sums
+    differs).
+    """
+    n, d = X.shape
+    for j in range(G.shape[0]):
+        G[j] = 0.0
+    shift = intercept * w[d] if intercept != 0.0 else 0.0
+    scaled = scale.shape[0] > 0
+    d4 = d - d % 4
+    total = 0.0
+    for a in range(0, n, 2):
+        b = min(a + 1, n - 1)
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        b0 = 0.0
+        b1 = 0.0
+        b2 = 0.0
+        b3 = 0.0
+        for j in range(0, d4, 4):
+            a0 += X[a, j] * w[j]
+            a1 += X[a, j + 1] * w[j + 1]
+            a2 += X[a, j + 2] * w[j + 2]
+            a3 += X[a, j + 3] * w[j + 3]
+            b0 += X[b, j] * w[j]
+            b1 += X[b, j + 1] * w[j + 1]
+            b2 += X[b, j + 2] * w[j + 2]
+            b3 += X[b, j + 3] * w[j + 3]
+        for j in range(d4, d):
+            a0 += X[a, j] * w[j]
+            b0 += X[b, j] * w[j]
+        za = (a0 + a1) + (a2 + a3)
+        zb = (b0 + b1) + (b2 + b3)
+        if scaled:
+            za *= scale[a]
+            zb *= scale[b]
+        da = _clipped(_derivative(code, parameter, za + shift, Y[a]), norms[a], target, skip)
+        db = _clipped(_derivative(code, parameter, zb + shift, Y[b]), norms[b], target, skip)
+        if b == a:
+            db = 0.0
+        if store:
+            coefficients[a] = da
+            coefficients[b] = db if b != a else da
+        total += da + db
+        fa = da * scale[a] if scaled else da
+        fb = db * scale[b] if scaled else db
+        for j in range(d):
+            G[j] += fa * X[a, j] + fb * X[b, j]
+    if intercept != 0.0:
+        G[d] = intercept * total

@@ -20,9 +20,11 @@ from skdp.losses import (
     is_dask_array,
     row_block_size,
     row_norms,
+    scalar_kernel,
     vector_norms,
 )
 from skdp.privacy.budget import Budget
+from skdp.solvers import _compiled
 from skdp.solvers._blocks import (
     Block,
     DaskBackend,
@@ -372,9 +374,13 @@ def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, ski
 
 def _clipped_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss, clip_norm: float,
                             skip: bool) -> np.ndarray:
-    """``sum_i x'_i clip(phi'_i)^T`` over one block (see :meth:`Problem.clipped_gradient`)."""
-    D = loss.derivative_inplace(block.scores(W), block.Y)  # the scores are scratch
-    return block.gradient_sum(clip_unless_lossless(D, block.norms, clip_norm, skip))
+    """``sum_i x'_i clip(phi'_i)^T`` over one block (see :meth:`Problem.clipped_gradient`).
+
+    Floating-point warnings are silenced: an overflowing record is dropped by the clip,
+    and a warning would say, from the data, that one did."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = loss.derivative_inplace(block.scores(W), block.Y)  # the scores are scratch
+        return block.gradient_sum(clip_unless_lossless(D, block.norms, clip_norm, skip))
 
 
 def _loss_and_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss) -> np.ndarray:
@@ -735,7 +741,8 @@ class Problem:
 
     # -- clipped gradients -------------------------------------------------------------------
     def clipped_gradient(
-        self, W: np.ndarray, clip_norm: float, out_coefficients: np.ndarray | None = None
+        self, W: np.ndarray, clip_norm: float, out_coefficients: np.ndarray | None = None,
+        *, passes: int = 1,
     ) -> np.ndarray:
         """Mean of the clipped per-example gradients at ``W`` (public denominator ``n``).
 
@@ -744,10 +751,25 @@ class Problem:
         ``out_coefficients`` the clipped derivatives are also stored (SVRG snapshots).
         When :meth:`clip_cannot_bind` proves from public quantities that no gradient can
         exceed ``clip_norm``, the clipping arithmetic is skipped (the result is the same).
+        ``passes``, the number of such calls the fit plans (public), decides whether the
+        compiled pass runs (:meth:`_compiled_pass`); its result equals the numpy pass's to
+        rounding.
         """
         n, loss = self.spec.n_samples, self.spec.loss
         shape = (self.spec.n_params, W.shape[1])
         skip = self.clip_cannot_bind(clip_norm)
+        kernel = self._compiled_pass(passes, W.shape[1])
+        if kernel is not None:
+            run, code, parameter = kernel
+            X = np.asarray(self.X)  # a numpy.memmap as its ndarray view (no copy)
+            store = out_coefficients is not None
+            G = np.empty(shape[0])
+            run(X, np.empty(0) if self.unclipped else self.row_scale,
+                np.ascontiguousarray(self.Y[:, 0]),
+                self.norms, np.ascontiguousarray(W[:, 0]), float(self.intercept), code,
+                parameter, float(clip_norm) * NORM_SAFETY, skip,
+                out_coefficients[:, 0] if store else np.empty(1), store, G)
+            return G[:, None] / n
         if out_coefficients is None:
             return self.block_sum(_clipped_gradient_block, shape, W, loss, clip_norm,
                                   skip) / n
@@ -756,11 +778,30 @@ class Problem:
                              "on the client); pass a numpy array.")
         grad = np.zeros(shape)
         for block, Xs in self.row_blocks():
-            D = clip_unless_lossless(loss.derivative(self.scores(W, Xs), self.Y[block]),
-                                     self.norms[block], clip_norm, skip)
+            with np.errstate(over="ignore", invalid="ignore"):  # as _clipped_gradient_block
+                D = clip_unless_lossless(loss.derivative(self.scores(W, Xs), self.Y[block]),
+                                         self.norms[block], clip_norm, skip)
             out_coefficients[block] = D
             grad += self.gradient_sum(D, Xs)
         return grad / n
+
+    def _compiled_pass(self, passes: int, n_outputs: int) -> tuple | None:
+        """``(compiled pass, loss code, loss parameter)`` when :meth:`clipped_gradient`
+        runs compiled, else ``None``. Public facts only: numba enabled
+        (:func:`skdp.solvers._compiled.enabled`), one output of a loss with a scalar form,
+        a dense C-ordered float64 or float32 ``X`` in memory (or memory-mapped), and at
+        least ``FULL_PASS_MIN_WORK`` planned products ``passes * n * d`` (the kernel's
+        one-time load must be earned back by the fit)."""
+        X = self.X
+        if (self.backend is not None or n_outputs != 1 or not isinstance(X, np.ndarray)
+                or X.dtype not in (np.float64, np.float32) or not X.flags.c_contiguous
+                or passes * X.shape[0] * X.shape[1] < _compiled.FULL_PASS_MIN_WORK):
+            return None
+        coded = scalar_kernel(self.spec.loss)
+        if coded is None or not _compiled.enabled():
+            return None
+        run = _compiled.clipped_gradient_pass()
+        return None if run is None else (run, *coded)
 
     def loss_and_gradient_sums(self, W: np.ndarray, loss: GLMLoss | None = None
                                ) -> tuple[float, np.ndarray]:

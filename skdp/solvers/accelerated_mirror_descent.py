@@ -333,7 +333,8 @@ class DPAccMD(BaseDPSolver):
             a_next = (k + 2) / (4.0 * L)
             r = 2.0 / (k + 2)  # r_k = 1 / (2 a_{k+1} L)
             x = r * z + (1.0 - r) * y
-            g = problem.clipped_gradient(x, clip) + noise.gaussian(shape, sigma)
+            g = (problem.clipped_gradient(x, clip, passes=plan.n_iter)
+                 + noise.gaussian(shape, sigma))
             g[:p] += spec.alpha * x[:p]
             problem.advance()
             # Mirror step with the 1-strongly convex map w / mu: eta = mu a_{k+1} (the

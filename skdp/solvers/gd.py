@@ -322,7 +322,8 @@ class NoisyGD(BaseDPSolver):
             # Extrapolation from released iterates only (post-processing); y_0 = w_0.
             momentum = momentum_at(plan.momentum, t)
             Y = W + momentum * (W - previous) if momentum else W
-            grad = problem.clipped_gradient(Y, clip) + noise.gaussian(W.shape, sigma)
+            grad = (problem.clipped_gradient(Y, clip, passes=plan.n_iter)
+                    + noise.gaussian(W.shape, sigma))
             grad[:p] += spec.alpha * Y[:p]
             previous, W = W, Y - step * grad
             W[:p] = spec.constraint.project(W[:p])

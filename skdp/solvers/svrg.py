@@ -333,7 +333,8 @@ class DPSVRG(BaseDPSolver):
         x = snapshot
         for m, sigma_snap in zip(plan.epoch_lengths, plan.sigma_snapshots, strict=True):
             coef_snap = np.empty((n, spec.n_outputs))
-            v_snap = problem.clipped_gradient(snapshot, g, out_coefficients=coef_snap)
+            v_snap = problem.clipped_gradient(snapshot, g, out_coefficients=coef_snap,
+                                              passes=len(plan.epoch_lengths))
             v_snap += noise.gaussian(shape, sigma_snap)
             if self.restart_at_snapshot:
                 x = snapshot

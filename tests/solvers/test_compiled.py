@@ -247,3 +247,188 @@ def test_a_broken_numba_falls_back_to_numpy(monkeypatch):
     monkeypatch.setenv("SKDP_NUMBA", "0")
     reference, _ = _run(solver, problem)
     np.testing.assert_array_equal(broken, reference)
+
+
+# -- the compiled full pass (Problem.clipped_gradient) ------------------------------------
+@pytest.fixture
+def compiled_pass(monkeypatch):
+    """The compiled full pass forced on for small problems, with a count of its runs."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("SKDP_NUMBA", "1")
+    monkeypatch.setattr(_compiled, "FULL_PASS_MIN_WORK", 0)
+    calls = []
+    build = _compiled.clipped_gradient_pass
+
+    def counted():
+        kernel = build()
+
+        def run(*args):
+            calls.append(args[0].shape[0])
+            return kernel(*args)
+        return run
+
+    monkeypatch.setattr(_compiled, "clipped_gradient_pass", counted)
+    return calls
+
+
+def _pass_problem(loss, *, n=301, d=6, intercept=1.0, data_norm=None, dtype=np.float64,
+                  seed=3):
+    """Rows of norms up to ~3 (clipped when ``data_norm`` is below that), ``n`` odd."""
+    rng = np.random.default_rng(seed)
+    X = (rng.standard_t(3.0, size=(n, d)) / 3.0).astype(dtype)
+    if isinstance(loss, SquaredLoss | HuberLoss):
+        Y = np.clip(X @ rng.normal(size=d) + rng.normal(size=n), -5.0, 5.0)
+    else:  # labels in {-1, +1}
+        Y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    spec = ProblemSpec(n_samples=n, n_params=d + (intercept != 0), n_outputs=1,
+                       n_penalized=d, row_norm_bound=1e3, loss=loss,
+                       constraint=Unconstrained(), alpha=0.1)
+    return Problem.build(X, Y[:, None], spec, data_norm=data_norm, intercept=intercept)
+
+
+PASS_LOSSES = [LogisticLoss(), SquaredLoss(5.0), HuberLoss(0.5, label_bound=5.0)]
+
+
+@pytest.mark.parametrize("loss", PASS_LOSSES, ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("intercept", [1.0, 0.0, 0.5])
+@pytest.mark.parametrize("data_norm", [None, 0.5])
+@pytest.mark.parametrize("clip_norm", [1e3, 0.05])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_pass_equals_the_numpy_pass(compiled_pass, monkeypatch, loss, intercept,
+                                             data_norm, clip_norm, dtype):
+    """Scores, derivatives, clipping (binding or proven lossless), clipped rows, the
+    intercept feature, float32 rows, an odd number of rows, the stored derivatives of an
+    SVRG snapshot: the compiled pass equals the numpy pass to rounding."""
+    problem = _pass_problem(loss, intercept=intercept, data_norm=data_norm, dtype=dtype)
+    W = np.random.default_rng(5).normal(size=(problem.spec.n_params, 1))
+    n = problem.spec.n_samples
+    fast_coef, slow_coef = np.empty((n, 1)), np.empty((n, 1))
+    fast = problem.clipped_gradient(W, clip_norm)
+    fast_stored = problem.clipped_gradient(W, clip_norm, out_coefficients=fast_coef)
+    assert compiled_pass == [n, n]
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    slow = problem.clipped_gradient(W, clip_norm)
+    slow_stored = problem.clipped_gradient(W, clip_norm, out_coefficients=slow_coef)
+    assert compiled_pass == [n, n]
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(fast_stored, slow_stored, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(fast_coef, slow_coef, rtol=1e-12, atol=1e-15)
+    if clip_norm < 1.0:  # the clip binds: every per-example gradient is within it
+        per_example = problem.norms * np.abs(fast_coef[:, 0])
+        assert per_example.max() <= clip_norm and per_example.max() > 0.9 * clip_norm
+
+
+def test_compiled_pass_drops_overflowing_records(compiled_pass, monkeypatch):
+    """A record whose score or gradient overflows is dropped by both paths (never passed
+    on); the others are clipped. (One huge coordinate, so that which scores overflow does
+    not depend on the order of the sums.)"""
+    problem = _pass_problem(SquaredLoss(5.0), intercept=0.0)
+    W = np.zeros((problem.spec.n_params, 1))
+    W[0] = 1e308
+    n = problem.spec.n_samples
+    assert 0 < np.sum(np.abs(problem.X[:, 0]) > 1.0) < n  # some scores overflow, some not
+    fast = problem.clipped_gradient(W, 1.0)
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    slow = problem.clipped_gradient(W, 1.0)
+    assert compiled_pass and np.all(np.isfinite(fast))
+    np.testing.assert_allclose(fast, slow, rtol=1e-12)
+
+
+def test_compiled_pass_reads_a_memmap_in_place(compiled_pass, monkeypatch, tmp_path):
+    problem = _pass_problem(LogisticLoss())
+    path = tmp_path / "X.npy"
+    np.save(path, problem.X)
+    mapped = Problem.build(np.load(path, mmap_mode="r"), problem.Y, problem.spec,
+                           intercept=1.0)
+    W = np.random.default_rng(5).normal(size=(problem.spec.n_params, 1))
+    fast = mapped.clipped_gradient(W, 1e3)
+    assert compiled_pass == [problem.spec.n_samples]
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    np.testing.assert_allclose(fast, problem.clipped_gradient(W, 1e3), rtol=1e-12)
+
+
+def test_the_full_pass_decision_reads_public_facts_only(monkeypatch):
+    """Below FULL_PASS_MIN_WORK planned products, with SKDP_NUMBA off, for several
+    outputs, a loss without a scalar form, Fortran-ordered, integer or sparse rows: the
+    numpy pass runs and no kernel is built. At the threshold the kernel is asked for."""
+    import scipy.sparse as sp
+
+    from skdp.losses import MultinomialLogisticLoss, SmoothedHingeLoss
+
+    asked = []
+    monkeypatch.setattr(_compiled, "clipped_gradient_pass", lambda: asked.append(1))
+    monkeypatch.setattr(_compiled, "enabled", lambda: True)
+    problem = _pass_problem(LogisticLoss())
+    n, d = problem.X.shape
+    W = np.zeros((problem.spec.n_params, 1))
+    monkeypatch.setattr(_compiled, "FULL_PASS_MIN_WORK", 10 * n * d + 1)
+    problem.clipped_gradient(W, 1.0, passes=10)
+    assert not asked
+    problem.clipped_gradient(W, 1.0, passes=11)  # the kernel was asked for (None: numpy)
+    assert asked == [1]
+    monkeypatch.setattr(_compiled, "FULL_PASS_MIN_WORK", 0)
+    other = [_pass_problem(SmoothedHingeLoss()),
+             Problem.build(np.asfortranarray(problem.X), problem.Y, problem.spec,
+                           intercept=1.0),
+             Problem.build(np.rint(problem.X * 10).astype(np.int64), problem.Y,
+                           problem.spec, intercept=1.0),
+             Problem.build(sp.csr_matrix(problem.X), problem.Y, problem.spec, intercept=1.0)]
+    for each in other:
+        each.clipped_gradient(W, 1.0)
+    assert asked == [1]
+    multi = make_multinomial = ProblemSpec(
+        n_samples=n, n_params=d, n_outputs=3, n_penalized=d, row_norm_bound=1e3,
+        loss=MultinomialLogisticLoss(3), constraint=Unconstrained(), alpha=0.1)
+    labels = np.eye(3)[np.arange(n) % 3]
+    Problem.build(problem.X, labels, make_multinomial).clipped_gradient(
+        np.zeros((d, 3)), 1.0)
+    assert asked == [1] and multi is make_multinomial
+    monkeypatch.setattr(_compiled, "enabled", lambda: False)
+    problem.clipped_gradient(W, 1.0, passes=10**9)
+    assert asked == [1]
+
+
+@pytest.mark.parametrize("radius", [None, 0.2])
+@pytest.mark.parametrize("clip", [None, 0.2])
+def test_compiled_gd_matches_the_reference_fed_the_same_noise(compiled_pass, radius, clip):
+    from skdp.geometry import L2Ball
+    from skdp.solvers import NoisyGD
+    from tests.conftest import RecordingNoiseSource, ReplayNoiseSource, make_problem
+    from tests.solvers.test_gd import reference_nesterov_gd
+
+    problem = make_problem(n=51, d=3, alpha=0.1, seed=2,
+                           constraint=L2Ball(radius) if radius else None)
+    solver = NoisyGD(n_iter=15, clip_norm=clip, momentum="nesterov")
+    noise = RecordingNoiseSource(np.random.default_rng(0))
+    res = solver.solve(problem, Budget(0.5, 1e-6), noise)
+    assert compiled_pass == [51] * 15
+    replay = ReplayNoiseSource(noise.draws)
+    ref = reference_nesterov_gd(problem.design_matrix(), problem.Y[:, 0], 0.1, radius,
+                                res.plan, replay)
+    assert replay.exhausted()
+    np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("solver", ["gd", "accelerated_mirror_descent", "svrg"])
+def test_compiled_fits_equal_numpy_fits_with_the_same_ledger(compiled_pass, monkeypatch,
+                                                             solver):
+    """Through the public API: the same coefficients to rounding, the same ledger and
+    noise draws (the kernel replaces the data products only)."""
+    from skdp import DPLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(401, 5)) / 3.0
+    y = (X @ np.arange(5.0) + rng.normal(size=401) > 0).astype(int)
+    params = dict(solver=solver, epsilon=1.0, delta=1e-5, data_norm=1.5, classes=[0, 1],
+                  random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = DPLogisticRegression(**params).fit(X, y)
+        assert compiled_pass
+        monkeypatch.setenv("SKDP_NUMBA", "0")
+        count = len(compiled_pass)
+        slow = DPLogisticRegression(**params).fit(X, y)
+    assert len(compiled_pass) == count
+    np.testing.assert_allclose(fast.coef_, slow.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fast.intercept_, slow.intercept_, rtol=1e-9, atol=1e-12)
+    assert fast.privacy_plan_ == slow.privacy_plan_
