@@ -35,8 +35,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "clipped_gradient_pass", "enabled",
-           "truncated_chunk"]
+__all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "always", "clipped_gradient_pass",
+           "enabled", "truncated_chunk", "worth_it"]
 
 #: Fewest planned steps of a fit for which a kernel is used (public: a function of the
 #: plan). Measured: at 16384 steps the numpy loop (0.48 s) still beats a process's first
@@ -54,14 +54,33 @@ _LOADED: dict = {}
 
 #: Values of ``SKDP_NUMBA`` that switch the kernels off (case-insensitive).
 _OFF = ("0", "false", "no", "off")
+#: The value of ``SKDP_NUMBA`` that runs the kernels at every size (no work threshold).
+_ALWAYS = "always"
 
 
 def enabled() -> bool:
     """Whether compiled kernels may run: numba is installed and ``SKDP_NUMBA`` is not
     ``0``/``false``/``no``/``off`` (:func:`truncated_chunk` still falls back when numba
     fails to load)."""
-    return (os.environ.get("SKDP_NUMBA", "1").strip().lower() not in _OFF
+    return (_setting() not in _OFF
             and importlib.util.find_spec("numba") is not None)
+
+
+def always() -> bool:
+    """Whether ``SKDP_NUMBA=always`` asks for the kernels at every size: for a process
+    that fits many times (a search, a notebook), which pays the one-time load once,
+    rather than per fit as the work thresholds assume."""
+    return _setting() == _ALWAYS
+
+
+def worth_it(work: float, threshold: float) -> bool:
+    """Whether a fit's planned ``work`` (public) runs compiled: at least ``threshold``,
+    or any work with ``SKDP_NUMBA=always``; and :func:`enabled`."""
+    return (work >= threshold or always()) and enabled()
+
+
+def _setting() -> str:
+    return os.environ.get("SKDP_NUMBA", "1").strip().lower()
 
 
 def _load(name: str, warm_up: Callable[[Callable], object]) -> Callable | None:

@@ -791,14 +791,14 @@ class Problem:
         (:func:`skdp.solvers._compiled.enabled`), one output of a loss with a scalar form,
         a dense C-ordered float64 or float32 ``X`` in memory (or memory-mapped), and at
         least ``FULL_PASS_MIN_WORK`` planned products ``passes * n * d`` (the kernel's
-        one-time load must be earned back by the fit)."""
+        one-time load must be earned back by the fit) unless ``SKDP_NUMBA=always``."""
         X = self.X
         if (self.backend is not None or n_outputs != 1 or not isinstance(X, np.ndarray)
-                or X.dtype not in (np.float64, np.float32) or not X.flags.c_contiguous
-                or passes * X.shape[0] * X.shape[1] < _compiled.FULL_PASS_MIN_WORK):
+                or X.dtype not in (np.float64, np.float32) or not X.flags.c_contiguous):
             return None
         coded = scalar_kernel(self.spec.loss)
-        if coded is None or not _compiled.enabled():
+        work = float(passes) * X.shape[0] * X.shape[1]
+        if coded is None or not _compiled.worth_it(work, _compiled.FULL_PASS_MIN_WORK):
             return None
         run = _compiled.clipped_gradient_pass()
         return None if run is None else (run, *coded)

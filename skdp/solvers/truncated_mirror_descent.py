@@ -412,12 +412,12 @@ class _TruncatedBase(BaseDPSolver):
     def _kernel(problem: Problem, n_steps: int) -> tuple | None:
         """``(compiled chunk loop, loss code, loss parameter)`` when the compiled kernel
         runs (:mod:`skdp.solvers._compiled`: numba installed, a one-output loss it knows,
-        at least ``KERNEL_MIN_STEPS`` planned steps; public facts only), else ``None``."""
+        at least ``KERNEL_MIN_STEPS`` planned steps or ``SKDP_NUMBA=always``; public facts
+        only), else ``None``."""
         spec = problem.spec
-        if spec.n_outputs != 1 or n_steps < _compiled.KERNEL_MIN_STEPS:
-            return None
         coded = scalar_kernel(spec.loss)
-        if coded is None or not _compiled.enabled():
+        if (spec.n_outputs != 1 or coded is None
+                or not _compiled.worth_it(n_steps, _compiled.KERNEL_MIN_STEPS)):
             return None
         run = _compiled.truncated_chunk()
         return None if run is None else (run, *coded)

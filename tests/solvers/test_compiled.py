@@ -179,6 +179,10 @@ def test_the_decision_reads_public_facts_only(monkeypatch):
     monkeypatch.setenv("SKDP_NUMBA", "1")
     monkeypatch.setattr(_compiled, "KERNEL_MIN_STEPS", 701)
     _run(solver, problem)
+    monkeypatch.setenv("SKDP_NUMBA", "always")  # every size: the kernel is asked for
+    with pytest.raises(pytest.fail.Exception, match="must not be built"):
+        _run(solver, problem)
+    monkeypatch.setenv("SKDP_NUMBA", "1")
     monkeypatch.setattr(_compiled, "KERNEL_MIN_STEPS", 0)
     monkeypatch.setenv("SKDP_NUMBA", "0")
     assert not _compiled.enabled()
@@ -366,6 +370,11 @@ def test_the_full_pass_decision_reads_public_facts_only(monkeypatch):
     assert not asked
     problem.clipped_gradient(W, 1.0, passes=11)  # the kernel was asked for (None: numpy)
     assert asked == [1]
+    monkeypatch.setenv("SKDP_NUMBA", " Always ")  # every size
+    problem.clipped_gradient(W, 1.0)
+    assert asked == [1, 1]
+    asked.pop()
+    monkeypatch.delenv("SKDP_NUMBA")
     monkeypatch.setattr(_compiled, "FULL_PASS_MIN_WORK", 0)
     other = [_pass_problem(SmoothedHingeLoss()),
              Problem.build(np.asfortranarray(problem.X), problem.Y, problem.spec,
