@@ -200,7 +200,65 @@ def _time_floors(profile, log) -> dict:
         _, fewest["seconds"], fewest["ratio"] = runner.paired_fit(
             lambda: _Work(work), make_sklearn, X, y, config.PAIRED_REPEATS)
         log(f"  gd replica at n_iter={fewest['n_iter']}: {fewest['ratio']:.2f}x sklearn")
-    return dict(rows=rows, gd_sweep=sweep, gd_sweep_seeds=list(GD_SWEEP_SEEDS), gd_fewest=fewest)
+    compiled = compiled_passes(sc, X, y, make_sklearn, log)
+    return dict(rows=rows, gd_sweep=sweep, gd_sweep_seeds=list(GD_SWEEP_SEEDS), gd_fewest=fewest,
+                compiled=compiled)
+
+
+#: Solvers whose full passes run compiled (skdp[numba]) at some setting of SKDP_NUMBA.
+COMPILED_SOLVERS = ("gd", "accelerated_mirror_descent")
+
+LOAD_CODE = """
+import time, warnings
+warnings.simplefilter("ignore")
+import skdp, sklearn.linear_model
+from skdp.solvers import _compiled
+start = time.perf_counter()
+kernel = _compiled.clipped_gradient_pass()
+print(time.perf_counter() - start if kernel is not None else "none")
+"""
+
+
+def compiled_passes(sc, X, y, make_sklearn, log) -> dict | None:
+    """The default fits of :data:`COMPILED_SOLVERS` with the compiled full pass off
+    (``SKDP_NUMBA=0``) and at every size (``always``), paired with scikit-learn; which
+    path the default (work threshold) takes; the one-time load of the kernel in fresh
+    interpreters. ``None`` without numba."""
+    import os
+
+    from benchmarks import runner
+    from skdp.solvers import _compiled
+
+    if not _compiled.enabled() or _compiled.clipped_gradient_pass() is None:
+        return None
+    loads = []
+    for _ in range(3):
+        out = runner.run_fresh(LOAD_CODE).stdout.split()
+        if out and out[-1] != "none":
+            loads.append(float(out[-1]))
+    rows = []
+    before = os.environ.get("SKDP_NUMBA")
+    try:
+        for name in COMPILED_SOLVERS:
+            make = partial(sc.estimator, epsilon=1.0, solver=name, random_state=0, **sc.params)
+            row = dict(solver=name)
+            for setting in ("0", "always"):
+                os.environ["SKDP_NUMBA"] = setting
+                est, row[f"seconds_{setting}"], row[f"ratio_{setting}"] = runner.paired_fit(
+                    make, make_sklearn, X, y, config.PAIRED_REPEATS)
+            row["products"] = float(np.max(est.n_iter_)) * X.shape[0] * X.shape[1]
+            row["default_compiled"] = row["products"] >= _compiled.FULL_PASS_MIN_WORK
+            rows.append(row)
+            log(f"  {name:<28} numpy {row['ratio_0']:.2f}x, compiled {row['ratio_always']:.2f}x "
+                f"sklearn ({row['products']:.2e} products; default "
+                f"{'compiled' if row['default_compiled'] else 'numpy'})")
+    finally:
+        if before is None:
+            os.environ.pop("SKDP_NUMBA", None)
+        else:
+            os.environ["SKDP_NUMBA"] = before
+    log(f"  kernel load in a fresh interpreter: {', '.join(f'{s:.2f}' for s in loads)} s")
+    return dict(rows=rows, load_seconds=loads, threshold=float(_compiled.FULL_PASS_MIN_WORK))
 
 
 def _describe(method: str, args: tuple) -> str:

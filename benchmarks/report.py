@@ -390,6 +390,22 @@ def _floors(results: dict) -> list[str]:
                      f"{fewest['n_iter']} passes, take {fewest['ratio']:.2f}x "
                      "scikit-learn in plain numpy." if fewest else
                      "None of these meets the target."), ""]
+    compiled = floors.get("compiled")
+    if compiled:
+        loads = compiled["load_seconds"]
+        lines += [f"Compiled full passes (skdp[numba], `docs/scaling_out.md`): each default fit "
+                  "with `SKDP_NUMBA=0` (numpy) and `SKDP_NUMBA=always` (compiled at every "
+                  "size), paired with scikit-learn in this part. By default the pass runs "
+                  f"compiled from {compiled['threshold']:.2g} planned products (passes x n x "
+                  "d), where a process's first fit earns back the one-time load of the "
+                  "kernel (numba's import and the cached kernel, measured in fresh "
+                  f"interpreters: {', '.join(f'{x:.2f}' for x in loads)} s).", ""]
+        lines += _table(["solver", "products", "default path", "numpy / sklearn",
+                         "compiled / sklearn", "compiled / numpy (of the ratios)"],
+                        [[f"`{r['solver']}`", f"{r['products']:.3g}",
+                          "compiled" if r["default_compiled"] else "numpy",
+                          _f(r["ratio_0"]), _f(r["ratio_always"]),
+                          _f(r["ratio_always"] / r["ratio_0"])] for r in compiled["rows"]])
     return lines + _end("floors")
 
 
