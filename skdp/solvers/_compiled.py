@@ -7,12 +7,12 @@ from the same pre-drawn noise (equal to rounding: the order of the floating-poin
 differs; tested against the numpy path and the plain-numpy references), so privacy does
 not depend on which path runs.
 Whether it runs is decided from public facts only: numba importable, the loss and the
-shapes, and the planned number of steps (:data:`KERNEL_MIN_STEPS`: importing numba and
-loading a compiled kernel costs about half a second, which a short fit would not earn
-back). Compiled code is cached on disk (``cache=True``; the first fit on a machine also
-compiles, a few seconds). When numba is installed but the kernels cannot be loaded (an
-incompatible numba, no writable cache location), a ``RuntimeWarning`` says so once and the
-numpy code runs.
+shapes, and the planned work (:data:`KERNEL_MIN_STEPS`, :data:`FULL_PASS_MIN_WORK`:
+importing numba and loading a compiled kernel costs most of a second, which a short fit
+would not earn back), or ``SKDP_NUMBA=always`` (every size). Compiled code is cached on
+disk (``cache=True``; the first fit on a machine also compiles, a few seconds). When numba
+is installed but the kernels cannot be loaded (an incompatible numba, no writable cache
+location), a ``RuntimeWarning`` says so once and the numpy code runs.
 
 Kernels (one-output losses of ``skdp.losses.scalar_kernel``):
 
@@ -21,7 +21,7 @@ Kernels (one-output losses of ``skdp.losses.scalar_kernel``):
 - the full pass of :meth:`skdp.solvers.Problem.clipped_gradient` on a dense in-memory
   ``X`` (DP-GD, DP-AccMD, the SVRG snapshots): scores, derivative, clipping and gradient
   sum of each row while it is in cache, one read of ``X`` per pass where the numpy path
-  reads each block twice through BLAS (measured in docs/scaling_out.md, "Compiled
+  reads each block twice through BLAS (measured in docs/scaling_out.md, "Compiled full
   passes").
 """
 
@@ -44,9 +44,10 @@ __all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "always", "clipped_gradient
 KERNEL_MIN_STEPS = 20_000
 
 #: Fewest planned row-feature products of a fit (passes x n_samples x n_features) for which
-#: the compiled full pass is used (public: the plan and the shape). Set at the measured
-#: break-even of a process's first fit: the pass saves SAVING_PER_PRODUCT against the numpy
-#: pass, importing numba and loading the kernel costs LOAD_SECONDS once (docs/scaling_out.md).
+#: the compiled full pass is used (public: the plan and the shape). About the break-even of
+#: a process's first fit: the compiled pass saves about 0.5 ns a product against the numpy
+#: pass, and importing numba and loading the cached kernel costs 0.7-0.9 s once (measured
+#: in docs/scaling_out.md: DP-AccMD on covertype, 1.27e9 products, is even on a first fit).
 FULL_PASS_MIN_WORK = 1_000_000_000
 
 _LOADED: dict = {}

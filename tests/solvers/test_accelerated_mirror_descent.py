@@ -368,11 +368,11 @@ def test_one_clipped_gradient_per_iteration_and_feasible_iterates(monkeypatch, c
     calls, points = [], []
     original = Problem.clipped_gradient
 
-    def counting(self, W, clip_norm, out_coefficients=None):
+    def counting(self, W, clip_norm, out_coefficients=None, *, passes=1):
         calls.append(W.copy())
         inside.append(1)
         try:
-            return original(self, W, clip_norm, out_coefficients)
+            return original(self, W, clip_norm, out_coefficients, passes=passes)
         finally:
             inside.pop()
 

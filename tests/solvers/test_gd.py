@@ -173,8 +173,9 @@ def test_momentum_points_outside_the_ball_are_still_clipped(monkeypatch):
     points = []
     original = Problem.clipped_gradient
 
-    def recording(self, W, clip_norm, out_coefficients=None):
-        points.append((W.copy(), clip_norm, original(self, W, clip_norm, out_coefficients)))
+    def recording(self, W, clip_norm, out_coefficients=None, *, passes=1):
+        points.append((W.copy(), clip_norm,
+                       original(self, W, clip_norm, out_coefficients, passes=passes)))
         return points[-1][2]
 
     monkeypatch.setattr(Problem, "clipped_gradient", recording)
