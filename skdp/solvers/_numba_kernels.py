@@ -80,7 +80,7 @@ def _clipped(di, norm, target, skip):  # pragma: no cover
     gradient_norm = norm * abs(di)
     if not math.isfinite(gradient_norm):
         return 0.0  # an overflowing record is dropped, never passed on
-    if not skip and gradient_norm > target:
+    if not skip and not gradient_norm <= target:  # as the numpy path for a NaN target
         return di * (target / gradient_norm)
     return di
 

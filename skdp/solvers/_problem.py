@@ -438,6 +438,9 @@ class Problem:
     on_steps : callable or None
         Called with the number of planned steps done as the solver goes (progress
         output, see :meth:`advance`).
+    compiled_rows : bool
+        Whether the caller's ``X`` was a dense C-ordered float64 or float32 array (its
+        layout, read at :meth:`build` before any copy): a condition of the compiled pass.
     """
 
     X: Any
@@ -449,6 +452,7 @@ class Problem:
     clipped_to: float | None = None
     backend: DaskBackend | None = field(default=None, repr=False, compare=False)
     on_steps: Callable[[int], None] | None = field(default=None, repr=False, compare=False)
+    compiled_rows: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
     def build(
@@ -483,6 +487,10 @@ class Problem:
                              f"{type(spec.loss).__name__} would not hold.")
         ord = float(spec.row_norm_ord)
         backend = None
+        # The layout of the caller's X, before any copy of huge rows (whose occurrence
+        # depends on the data): the compiled pass is decided from it.
+        compiled_rows = (isinstance(X, np.ndarray) and X.dtype in (np.float64, np.float32)
+                         and X.flags.c_contiguous)
         if is_dask_array(X):
             X, scale, norms, augmented_max = cls._dask_statistics(X, ord, data_norm, intercept)
         else:
@@ -513,7 +521,7 @@ class Problem:
             backend = DaskBackend.build(X, Y, scale, norms)
         return cls(X=X, Y=Y, spec=spec, row_scale=scale, intercept=float(intercept),
                    norms=norms, clipped_to=None if data_norm is None else float(data_norm),
-                   backend=backend, on_steps=on_steps)
+                   backend=backend, on_steps=on_steps, compiled_rows=compiled_rows)
 
     @staticmethod
     def _statistics(X: Any, ord: float, data_norm: float | None, intercept: float
@@ -763,10 +771,15 @@ class Problem:
             run, code, parameter = kernel
             X = np.asarray(self.X)  # a numpy.memmap as its ndarray view (no copy)
             store = out_coefficients is not None
+            # The kernel does not check bounds: the shapes are checked here.
+            if W.shape[0] != shape[0] or (store and out_coefficients.shape != (n, 1)):
+                raise ValueError(f"W has {W.shape[0]} rows for {shape[0]} parameters, or "
+                                 "out_coefficients is not of shape (n_samples, 1).")
             G = np.empty(shape[0])
             run(X, np.empty(0) if self.unclipped else self.row_scale,
-                np.ascontiguousarray(self.Y[:, 0]),
-                self.norms, np.ascontiguousarray(W[:, 0]), float(self.intercept), code,
+                np.ascontiguousarray(self.Y[:, 0], dtype=np.float64),
+                self.norms, np.ascontiguousarray(W[:, 0], dtype=np.float64),
+                float(self.intercept), code,
                 parameter, float(clip_norm) * NORM_SAFETY, skip,
                 out_coefficients[:, 0] if store else np.empty(1), store, G)
             return G[:, None] / n
@@ -789,12 +802,16 @@ class Problem:
         """``(compiled pass, loss code, loss parameter)`` when :meth:`clipped_gradient`
         runs compiled, else ``None``. Public facts only: numba enabled
         (:func:`skdp.solvers._compiled.enabled`), one output of a loss with a scalar form,
-        a dense C-ordered float64 or float32 ``X`` in memory (or memory-mapped), and at
+        a dense C-ordered float64 or float32 ``X`` from the caller (``compiled_rows``; in
+        memory or memory-mapped), and at
         least ``FULL_PASS_MIN_WORK`` planned products ``passes * n * d`` (the kernel's
         one-time load must be earned back by the fit) unless ``SKDP_NUMBA=always``."""
         X = self.X
-        if (self.backend is not None or n_outputs != 1 or not isinstance(X, np.ndarray)
-                or X.dtype not in (np.float64, np.float32) or not X.flags.c_contiguous):
+        # compiled_rows: the caller's layout (the stored X of a huge-row copy is always
+        # dense float64, so it cannot decide); the stored X is checked as well.
+        if (not self.compiled_rows or self.backend is not None or n_outputs != 1
+                or not isinstance(X, np.ndarray) or X.dtype not in (np.float64, np.float32)
+                or not X.flags.c_contiguous):
             return None
         coded = scalar_kernel(self.spec.loss)
         work = float(passes) * X.shape[0] * X.shape[1]

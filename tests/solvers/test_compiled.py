@@ -441,3 +441,44 @@ def test_compiled_fits_equal_numpy_fits_with_the_same_ledger(compiled_pass, monk
     np.testing.assert_allclose(fast.coef_, slow.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(fast.intercept_, slow.intercept_, rtol=1e-9, atol=1e-12)
     assert fast.privacy_plan_ == slow.privacy_plan_
+
+
+def test_the_full_pass_decision_reads_the_callers_layout(compiled_pass, monkeypatch):
+    """A row so large that products could overflow is scaled in a dense float64 copy at
+    build; whether one exists depends on the data, so the decision reads the layout of
+    the caller's X: a strided X runs numpy with or without a huge row, a C-ordered one
+    runs compiled with or without it (and equals numpy)."""
+    problem = _pass_problem(LogisticLoss(), data_norm=1.0)
+    X = problem.X.copy()
+    X[7] *= 1e120  # a huge row: clipped to data_norm through the copy
+    W = np.random.default_rng(5).normal(size=(problem.spec.n_params, 1))
+    wide = np.zeros((X.shape[0], 2 * X.shape[1]))
+    wide[:, ::2] = X
+    strided = Problem.build(wide[:, ::2], problem.Y, problem.spec, data_norm=1.0,
+                            intercept=1.0)
+    assert strided.X.flags.c_contiguous  # the copy, which must not decide
+    strided.clipped_gradient(W, 1e3)
+    assert compiled_pass == []
+    huge = Problem.build(X, problem.Y, problem.spec, data_norm=1.0, intercept=1.0)
+    fast = huge.clipped_gradient(W, 1e3)
+    assert compiled_pass == [X.shape[0]]
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    np.testing.assert_allclose(fast, huge.clipped_gradient(W, 1e3), rtol=1e-12)
+
+
+def test_compiled_pass_edge_inputs(compiled_pass, monkeypatch):
+    """A NaN clip gives NaN as in numpy (never the unclipped sum); float16 targets are
+    read as float64; wrong shapes are refused before the kernel (it checks no bounds)."""
+    problem = _pass_problem(SquaredLoss(5.0))
+    W = np.random.default_rng(5).normal(size=(problem.spec.n_params, 1))
+    assert np.all(np.isnan(problem.clipped_gradient(W, math.nan)))
+    half = Problem.build(problem.X, problem.Y.astype(np.float16), problem.spec,
+                         intercept=1.0)
+    fast = half.clipped_gradient(W, 0.5)
+    with pytest.raises(ValueError, match="rows for"):
+        problem.clipped_gradient(W[:-1], 1.0)
+    with pytest.raises(ValueError, match="out_coefficients"):
+        problem.clipped_gradient(W, 1.0, out_coefficients=np.empty((3, 1)))
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    assert np.all(np.isnan(problem.clipped_gradient(W, math.nan)))
+    np.testing.assert_allclose(fast, half.clipped_gradient(W, 0.5), rtol=1e-12)
