@@ -45,8 +45,8 @@ KERNEL_MIN_STEPS = 20_000
 
 #: Fewest planned row-feature products of a fit (passes x n_samples x n_features) for which
 #: the compiled full pass is used (public: the plan and the shape). About the break-even of
-#: a process's first fit: the compiled pass saves about 0.5 ns a product against the numpy
-#: pass, and importing numba and loading the cached kernel costs 0.7-0.9 s once (measured
+#: a process's first fit: the compiled pass saves 0.35-0.5 ns a product against the numpy
+#: pass, and importing numba and loading the cached kernel costs 0.64-0.9 s once (measured
 #: in docs/scaling_out.md: DP-AccMD on covertype, 1.27e9 products, is even on a first fit).
 FULL_PASS_MIN_WORK = 1_000_000_000
 
