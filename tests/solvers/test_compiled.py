@@ -103,25 +103,32 @@ def _problem(loss, radius, alpha, seed=4, n=2000, d=3, p=1.5, penalized=True):
     return Problem.build(X, Y[:, None], spec, data_norm=1e3, intercept=1.0)
 
 
-@pytest.fixture
-def compiled(monkeypatch):
-    """The kernel forced on for small fits, with a count of its runs."""
+def _forced(monkeypatch, threshold: str, loader: str, count) -> list:
+    """The kernel ``loader`` of ``_compiled`` forced on (its ``threshold`` set to 0), with
+    ``count(args)`` of each of its runs recorded in the returned list."""
     pytest.importorskip("numba")
     monkeypatch.setenv("SKDP_NUMBA", "1")
-    monkeypatch.setattr(_compiled, "KERNEL_MIN_STEPS", 0)
+    monkeypatch.setattr(_compiled, threshold, 0)
     calls = []
-    build = _compiled.truncated_chunk
+    build = getattr(_compiled, loader)
 
     def counted():
         kernel = build()
 
         def run(*args):
-            calls.append(len(args[3]) - 1)
+            calls.append(count(args))
             return kernel(*args)
         return run
 
-    monkeypatch.setattr(_compiled, "truncated_chunk", counted)
+    monkeypatch.setattr(_compiled, loader, counted)
     return calls
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    """The chunk kernel forced on for small fits, with the steps of each of its runs."""
+    return _forced(monkeypatch, "KERNEL_MIN_STEPS", "truncated_chunk",
+                   lambda args: len(args[3]) - 1)
 
 
 BUDGET = Budget(1.0, 1e-5)
@@ -256,23 +263,9 @@ def test_a_broken_numba_falls_back_to_numpy(monkeypatch):
 # -- the compiled full pass (Problem.clipped_gradient) ------------------------------------
 @pytest.fixture
 def compiled_pass(monkeypatch):
-    """The compiled full pass forced on for small problems, with a count of its runs."""
-    pytest.importorskip("numba")
-    monkeypatch.setenv("SKDP_NUMBA", "1")
-    monkeypatch.setattr(_compiled, "FULL_PASS_MIN_WORK", 0)
-    calls = []
-    build = _compiled.clipped_gradient_pass
-
-    def counted():
-        kernel = build()
-
-        def run(*args):
-            calls.append(args[0].shape[0])
-            return kernel(*args)
-        return run
-
-    monkeypatch.setattr(_compiled, "clipped_gradient_pass", counted)
-    return calls
+    """The compiled full pass forced on for small problems, with the rows of each run."""
+    return _forced(monkeypatch, "FULL_PASS_MIN_WORK", "clipped_gradient_pass",
+                   lambda args: args[0].shape[0])
 
 
 def _pass_problem(loss, *, n=301, d=6, intercept=1.0, data_norm=None, dtype=np.float64,
