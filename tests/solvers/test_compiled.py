@@ -353,6 +353,7 @@ def test_the_full_pass_decision_reads_public_facts_only(monkeypatch):
     from skdp.losses import MultinomialLogisticLoss, SmoothedHingeLoss
 
     asked = []
+    monkeypatch.setenv("SKDP_NUMBA", "1")
     monkeypatch.setattr(_compiled, "clipped_gradient_pass", lambda: asked.append(1))
     monkeypatch.setattr(_compiled, "enabled", lambda: True)
     problem = _pass_problem(LogisticLoss())
@@ -367,7 +368,7 @@ def test_the_full_pass_decision_reads_public_facts_only(monkeypatch):
     problem.clipped_gradient(W, 1.0)
     assert asked == [1, 1]
     asked.pop()
-    monkeypatch.delenv("SKDP_NUMBA")
+    monkeypatch.setenv("SKDP_NUMBA", "1")
     monkeypatch.setattr(_compiled, "FULL_PASS_MIN_WORK", 0)
     other = [_pass_problem(SmoothedHingeLoss()),
              Problem.build(np.asfortranarray(problem.X), problem.Y, problem.spec,
