@@ -367,8 +367,9 @@ def _floors(results: dict) -> list[str]:
                      "scikit-learn's fit as the scenarios' ratios are (and next to skdp's "
                      "default fit, paired the same way in this part), bounds any numpy "
                      "implementation of that schedule from below: a floor above the bound "
-                     "means the target needs another schedule (fewer passes or steps), not "
-                     "faster code.")
+                     "means the target needs another schedule (fewer passes or steps) or "
+                     "compiled code, which reads each row once (the compiled full passes "
+                     "below go under their solvers' floors).")
     rows = []
     for r in floors["rows"]:
         bound = _time_bound(r["solver"])
@@ -397,7 +398,7 @@ def _floors(results: dict) -> list[str]:
                   "with `SKDP_NUMBA=0` (numpy) and `SKDP_NUMBA=always` (compiled at every "
                   "size), paired with scikit-learn in this part. By default the pass runs "
                   f"compiled from {compiled['threshold']:.2g} planned products (passes x n x "
-                  "d), where a process's first fit earns back the one-time load of the "
+                  "d), about where a process's first fit earns back the one-time load of the "
                   "kernel (numba's import and the cached kernel, measured in fresh "
                   f"interpreters: {', '.join(f'{x:.2f}' for x in loads)} s).", ""]
         lines += _table(["solver", "products", "default path", "numpy / sklearn",
