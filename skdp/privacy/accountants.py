@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from collections.abc import Callable
 from functools import lru_cache
 
 import dp_accounting as dpa
@@ -292,7 +293,7 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
         if found is not None and found[0] and not self._eager:
             _, q, z = found
             # One order now, so that an invalid event fails at compose as before.
-            _subsampled_rdp(True, self.neighboring_relation, q, z, self._orders[:1])
+            self._exact(q, z, self._orders[:1])
             self._tail.append((q, z, count))
             return None
         if (do_compose and self._tail and not self._eager
@@ -355,42 +356,39 @@ class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
         return wor, float(q), float(event.event.noise_multiplier)
 
     # -- lazy orders ------------------------------------------------------------------------
-    def _settle(self) -> None:
-        """Evaluate the pending events at every order (the full RDP curve)."""
+    def _summed(self, index: slice,
+                pending: Callable[[float, float, np.ndarray], np.ndarray]) -> np.ndarray:
+        """The evaluated curve plus the tail at the orders ``self._orders[index]``, in
+        composition order, each pending event ``(q, z, count)`` valued by ``pending(q, z,
+        orders)``: exactly (:func:`_subsampled_rdp`, then the sums the settled curve holds,
+        float for float) or from below (:func:`_wor_lower_bound`: float addition is
+        monotone, so the same sums of smaller terms stay smaller)."""
+        orders = self._orders[index]
+        out = np.array(self._rdp[index], dtype=float)
         for part in self._tail:
             if isinstance(part, tuple):
                 q, z, count = part
-                self._rdp += count * _subsampled_rdp(True, self.neighboring_relation, q, z,
-                                                     self._orders)
+                out += count * pending(q, z, orders)
             else:
-                self._rdp += part
+                out += part[index]
+        return out
+
+    def _exact(self, q: float, z: float, orders: np.ndarray) -> np.ndarray:
+        return _subsampled_rdp(True, self.neighboring_relation, q, z, orders)
+
+    def _settle(self) -> None:
+        """Evaluate the pending events at every order (the full RDP curve)."""
+        self._rdp = self._summed(slice(None), self._exact)
         self._tail.clear()
 
     def _exact_at(self, k: int) -> float:
         """The RDP of everything composed at order ``self._orders[k]`` (the value the
-        settled curve holds there, summed in the same order)."""
-        r = float(self._rdp[k])
-        order = self._orders[k:k + 1]
-        for part in self._tail:
-            if isinstance(part, tuple):
-                q, z, count = part
-                r += count * float(_subsampled_rdp(True, self.neighboring_relation, q, z,
-                                                   order)[0])
-            else:
-                r += float(part[k])
-        return r
+        settled curve holds there)."""
+        return float(self._summed(slice(k, k + 1), self._exact)[0])
 
     def _lower_curve(self) -> np.ndarray:
-        """A lower bound on the settled curve at every order (:func:`_wor_lower_bound`;
-        float addition is monotone, so the same sums of smaller terms stay smaller)."""
-        lower = np.array(self._rdp, dtype=float)
-        for part in self._tail:
-            if isinstance(part, tuple):
-                q, z, count = part
-                lower += count * _wor_lower_bound(q, z, self._orders)
-            else:
-                lower += part
-        return lower
+        """A lower bound on the settled curve at every order (:func:`_wor_lower_bound`)."""
+        return self._summed(slice(None), _wor_lower_bound)
 
     def order_epsilons(self, target_delta: float, upto: float = math.inf) -> list[float]:
         """Epsilon at ``target_delta`` of each order alone (dp_accounting's conversion of

@@ -35,8 +35,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from skdp.losses import scalar_kernel
+
 __all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "always", "clipped_gradient_pass",
-           "enabled", "truncated_chunk", "worth_it"]
+           "enabled", "scalar_kernel_for", "truncated_chunk", "worth_it"]
 
 #: Fewest planned steps of a fit for which a kernel is used (public: a function of the
 #: plan). Measured: at 16384 steps the numpy loop (0.48 s) still beats a process's first
@@ -78,6 +80,19 @@ def worth_it(work: float, threshold: float) -> bool:
     """Whether a fit's planned ``work`` (public) runs compiled: at least ``threshold``,
     or any work with ``SKDP_NUMBA=always``; and :func:`enabled`."""
     return (work >= threshold or always()) and enabled()
+
+
+def scalar_kernel_for(loss, n_outputs: int, work: float, threshold: float,
+                      load: Callable[[], Callable | None]) -> tuple | None:
+    """``(kernel, loss code, loss parameter)`` when a kernel runs for this fit, else
+    ``None``: one output of a loss with a scalar form (:func:`skdp.losses.scalar_kernel`),
+    :func:`worth_it` for the planned ``work``, and ``load()`` (the kernel's loader, such as
+    :func:`truncated_chunk`) provides it. Public facts only."""
+    coded = scalar_kernel(loss) if n_outputs == 1 else None
+    if coded is None or not worth_it(work, threshold):
+        return None
+    run = load()
+    return None if run is None else (run, *coded)
 
 
 def _setting() -> str:

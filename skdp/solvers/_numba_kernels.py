@@ -143,8 +143,8 @@ def clipped_gradient_pass(X, scale, Y, norms, w, intercept, code, parameter, tar
         if b == a:
             db = 0.0
         if store:
-            coefficients[a] = da
-            coefficients[b] = db if b != a else da
+            coefficients[b] = db
+            coefficients[a] = da  # after b: an odd last row (b == a) keeps its own
         total += da + db
         fa = da * scale[a] if scaled else da
         fb = db * scale[b] if scaled else db

@@ -20,7 +20,6 @@ from skdp.losses import (
     is_dask_array,
     row_block_size,
     row_norms,
-    scalar_kernel,
     vector_norms,
 )
 from skdp.privacy.budget import Budget
@@ -800,25 +799,18 @@ class Problem:
 
     def _compiled_pass(self, passes: int, n_outputs: int) -> tuple | None:
         """``(compiled pass, loss code, loss parameter)`` when :meth:`clipped_gradient`
-        runs compiled, else ``None``. Public facts only: numba enabled
-        (:func:`skdp.solvers._compiled.enabled`), one output of a loss with a scalar form,
-        a dense C-ordered float64 or float32 ``X`` from the caller (``compiled_rows``; in
-        memory or memory-mapped), and at
-        least ``FULL_PASS_MIN_WORK`` planned products ``passes * n * d`` (the kernel's
-        one-time load must be earned back by the fit) unless ``SKDP_NUMBA=always``."""
-        X = self.X
-        # compiled_rows: the caller's layout (the stored X of a huge-row copy is always
-        # dense float64, so it cannot decide); the stored X is checked as well.
-        if (not self.compiled_rows or self.backend is not None or n_outputs != 1
-                or not isinstance(X, np.ndarray) or X.dtype not in (np.float64, np.float32)
-                or not X.flags.c_contiguous):
+        runs compiled, else ``None``. Public facts only: the caller's ``X`` was a dense
+        C-ordered float64 or float32 array or memmap (``compiled_rows``; the stored ``X``,
+        that array or its dense copy, then is too), and
+        :func:`skdp.solvers._compiled.scalar_kernel_for` (numba enabled, one output of a
+        loss with a scalar form, at least ``FULL_PASS_MIN_WORK`` planned products ``passes
+        * n * d``, the kernel's one-time load to earn back, unless ``SKDP_NUMBA=always``)."""
+        if not self.compiled_rows:
             return None
-        coded = scalar_kernel(self.spec.loss)
-        work = float(passes) * X.shape[0] * X.shape[1]
-        if coded is None or not _compiled.worth_it(work, _compiled.FULL_PASS_MIN_WORK):
-            return None
-        run = _compiled.clipped_gradient_pass()
-        return None if run is None else (run, *coded)
+        work = float(passes) * self.X.shape[0] * self.X.shape[1]
+        return _compiled.scalar_kernel_for(self.spec.loss, n_outputs, work,
+                                           _compiled.FULL_PASS_MIN_WORK,
+                                           _compiled.clipped_gradient_pass)
 
     def loss_and_gradient_sums(self, W: np.ndarray, loss: GLMLoss | None = None
                                ) -> tuple[float, np.ndarray]:

@@ -27,7 +27,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import LpDualIterate
-from skdp.losses import NORM_SAFETY, scalar_kernel, vector_norms
+from skdp.losses import NORM_SAFETY, vector_norms
 from skdp.privacy.accounting import (
     ApproxDpEvent,
     PureDpEvent,
@@ -415,12 +415,9 @@ class _TruncatedBase(BaseDPSolver):
         at least ``KERNEL_MIN_STEPS`` planned steps or ``SKDP_NUMBA=always``; public facts
         only), else ``None``."""
         spec = problem.spec
-        coded = scalar_kernel(spec.loss)
-        if (spec.n_outputs != 1 or coded is None
-                or not _compiled.worth_it(n_steps, _compiled.KERNEL_MIN_STEPS)):
-            return None
-        run = _compiled.truncated_chunk()
-        return None if run is None else (run, *coded)
+        return _compiled.scalar_kernel_for(spec.loss, spec.n_outputs, n_steps,
+                                           _compiled.KERNEL_MIN_STEPS,
+                                           _compiled.truncated_chunk)
 
     def _dense_chunk(self, problem: Problem, plan: _TruncatedPlan, iterate: LpDualIterate,
                      chunk: np.ndarray, offsets: list[int], local: np.ndarray,
