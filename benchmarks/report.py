@@ -398,8 +398,8 @@ def _floors(results: dict) -> list[str]:
                   "with `SKDP_NUMBA=0` (numpy) and `SKDP_NUMBA=always` (compiled at every "
                   "size), paired with scikit-learn in this part. By default the pass runs "
                   f"compiled from {compiled['threshold']:.2g} planned products (passes x n x "
-                  "d), about where a process's first fit earns back the one-time load of the "
-                  "kernel (numba's import and the cached kernel, measured in fresh "
+                  "d), where the saving repays the one-time load of the kernel within five "
+                  "fits of a process (numba's import and the cached kernel, measured in fresh "
                   f"interpreters: {', '.join(f'{x:.2f}' for x in loads)} s).", ""]
         lines += _table(["solver", "products", "default path", "numpy / sklearn",
                          "compiled / sklearn", "compiled / numpy (of the ratios)"],

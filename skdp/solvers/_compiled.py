@@ -8,8 +8,9 @@ differs; tested against the numpy path and the plain-numpy references), so priva
 not depend on which path runs.
 Whether it runs is decided from public facts only: numba importable, the loss and the
 shapes, and the planned work (:data:`KERNEL_MIN_STEPS`, :data:`FULL_PASS_MIN_WORK`:
-importing numba and loading a compiled kernel costs most of a second, which a short fit
-would not earn back), or ``SKDP_NUMBA=always`` (every size). Compiled code is cached on
+importing numba and loading a compiled kernel costs most of a second once per process,
+which a fit runs compiled only when its saving repays it within :data:`REPAID_WITHIN_FITS`
+fits), or ``SKDP_NUMBA=always`` (every size). Compiled code is cached on
 disk (``cache=True``; the first fit on a machine also compiles, a few seconds). When numba
 is installed but the kernels cannot be loaded (an incompatible numba, no writable cache
 location), a ``RuntimeWarning`` says so once and the numpy code runs.
@@ -40,17 +41,33 @@ from skdp.losses import scalar_kernel
 __all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "always", "clipped_gradient_pass",
            "enabled", "scalar_kernel_for", "truncated_chunk", "worth_it"]
 
-#: Fewest planned steps of a fit for which a kernel is used (public: a function of the
-#: plan). Measured: at 16384 steps the numpy loop (0.48 s) still beats a process's first
-#: kernel fit (0.65 s, numba's import included); at 65536 the kernel takes 0.85 s, numpy 2-4 s.
-KERNEL_MIN_STEPS = 20_000
+#: One-time cost, per process, of importing numba and loading a cached kernel (measured in
+#: fresh interpreters, docs/scaling_out.md: numba's import 0.30-0.38 s and the kernel's
+#: first call 0.41-0.47 s here, 0.64-1.07 s in all).
+LOAD_SECONDS = 0.85
+#: A kernel runs for a fit whose estimated saving repays that load within this many fits of
+#: the process (a 5-fold cross-validation, a short search or notebook session); smaller
+#: fits, whose saving is within a fit's timing noise, keep the numpy code, and a process
+#: that fits once at most pays the load once.
+REPAID_WITHIN_FITS = 5
+#: Measured saving of the compiled full pass against the numpy pass, seconds per
+#: row-feature product (0.35-0.5 ns on covertype, docs/scaling_out.md).
+FULL_PASS_SAVING = 0.4e-9
+#: Measured saving of the truncated solvers' compiled chunk loop against the numpy loop,
+#: seconds per step (20-56 us on covertype, docs/algorithms/truncated_mirror_descent.md).
+CHUNK_STEP_SAVING = 20e-6
+
+#: Fewest planned steps of a fit for which the truncated solvers' chunk loop runs compiled
+#: (public: a function of the plan): its saving repays the load within
+#: ``REPAID_WITHIN_FITS`` fits, 8500 steps.
+KERNEL_MIN_STEPS = round(LOAD_SECONDS / REPAID_WITHIN_FITS / CHUNK_STEP_SAVING)
 
 #: Fewest planned row-feature products of a fit (passes x n_samples x n_features) for which
-#: the compiled full pass is used (public: the plan and the shape). About the break-even of
-#: a process's first fit: the compiled pass saves 0.35-0.5 ns a product against the numpy
-#: pass, and importing numba and loading the cached kernel costs 0.64-0.9 s once (measured
-#: in docs/scaling_out.md: DP-AccMD on covertype, 1.27e9 products, is even on a first fit).
-FULL_PASS_MIN_WORK = 1_000_000_000
+#: the compiled full pass is used (public: the plan and the shape): its saving repays the
+#: load within ``REPAID_WITHIN_FITS`` fits, 4.25e8 products (DP-GD on covertype, 5.5e8,
+#: runs compiled: its first fit in a process takes about 0.4 s more, every later one
+#: 0.1-0.3 s less).
+FULL_PASS_MIN_WORK = round(LOAD_SECONDS / REPAID_WITHIN_FITS / FULL_PASS_SAVING)
 
 _LOADED: dict = {}
 
