@@ -402,6 +402,7 @@ def _calibrate_cached(
     accountant: str,
     relation: str,
     lower_bound: float | None,
+    start: float | None = None,
 ) -> float:
     def make_event(z: float) -> dpe.DpEvent:
         return factory(z, *args)
@@ -420,7 +421,7 @@ def _calibrate_cached(
         # every upper-bounding accountant needs at least): search just above it.
         lo, hi = _bracket(epsilon_of, epsilon, start=lower_bound, factor=1.05)
     else:
-        lo, hi = _bracket(epsilon_of, epsilon)
+        lo, hi = _bracket(epsilon_of, epsilon, start=start or 1.0)
     if lo == 0.0:
         return hi
     z = dpa.calibrate_dp_mechanism(
@@ -442,12 +443,18 @@ def calibrate_noise_multiplier(
     accountant: str,
     relation: str,
     lower_bound: float | None = None,
+    start: float | None = None,
 ) -> float:
     """Smallest noise multiplier ``z`` with ``factory(z, *args)`` within ``budget``.
 
     ``factory`` must be a module-level function (results are cached by its identity and
     ``args``). ``lower_bound``, if given, must be a multiplier that is known NOT to be
-    larger than the solution (it only speeds up the search). ``budget`` is trusted (see
+    larger than the solution (it only speeds up the search). ``start`` (default 1), where
+    the doubling bracket of the generic search begins, keeps that search from evaluating
+    the accountant far below the solution (it halves down from ``start`` only while the
+    budget is met, so every multiplier it tries is at least ``min(start, z) / 2``): for an
+    event whose components' multipliers are far below ``z``, at which the PLD accountant's
+    memory would explode. ``budget`` is trusted (see
     :func:`~skdp.privacy.budget.check_budget`).
 
     The returned ``z`` is on the private side by construction. ``"rdp"`` with an event
@@ -466,7 +473,7 @@ def calibrate_noise_multiplier(
     if not budget.is_private:
         return 0.0
     return _calibrate_cached(factory, tuple(args), budget.epsilon, budget.delta, accountant,
-                             relation, lower_bound)
+                             relation, lower_bound, start)
 
 
 def _one_gaussian_event(z: float, accountant: str, relation: str) -> dpe.DpEvent:

@@ -16,6 +16,7 @@ from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
 from skdp.privacy.accounting import (
     add_remove_budget,
+    analytic_gaussian_multiplier,
     calibrate_noise_multiplier,
     check_sensitivity,
     gaussian_event,
@@ -279,9 +280,19 @@ class DPSVRG(BaseDPSolver):
         check_sensitivity(delta_in, "inner (correction) sensitivity")
         ratio = delta_snap / delta_in
         args = (n, b, lengths, ratio, self.sampling, accountant, event_relation)
+        start = None
+        if budget.is_private:
+            # A snapshot's multiplier is z / (sqrt(m) ratio), far below z when the
+            # correction clip is small, and the PLD accountant's memory explodes at tiny
+            # multipliers: the search starts no lower than where the longest epoch's
+            # snapshot release alone meets the budget, z1 sqrt(m) ratio (z1: the exact
+            # single-Gaussian multiplier, which no composition with it can beat).
+            start = max(1.0, analytic_gaussian_multiplier(event_budget, 1)
+                        * math.sqrt(max(lengths)) * ratio)
         z = calibrate_noise_multiplier(svrg_event, args,
                                        event_budget if budget.is_private else budget,
-                                       accountant=accountant, relation=event_relation)
+                                       accountant=accountant, relation=event_relation,
+                                       start=start)
         sigma_in = z * delta_in
         if budget.is_private:
             event = svrg_event(z, *args)
