@@ -397,7 +397,7 @@ def _floors(results: dict) -> list[str]:
         lines += [f"Compiled full passes (skdp[numba], `docs/scaling_out.md`): each default fit "
                   "with `SKDP_NUMBA=0` (numpy) and `SKDP_NUMBA=always` (compiled at every "
                   "size), paired with scikit-learn in this part. By default the pass runs "
-                  f"compiled from {compiled['threshold']:.2g} planned products (passes x n x "
+                  f"compiled from {compiled['threshold']:.3g} planned products (passes x n x "
                   "d), where the saving repays the one-time load of the kernel within five "
                   "fits of a process (numba's import and the cached kernel, measured in fresh "
                   f"interpreters: {', '.join(f'{x:.2f}' for x in loads)} s).", ""]

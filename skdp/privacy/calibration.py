@@ -421,7 +421,9 @@ def _calibrate_cached(
         # every upper-bounding accountant needs at least): search just above it.
         lo, hi = _bracket(epsilon_of, epsilon, start=lower_bound, factor=1.05)
     else:
-        lo, hi = _bracket(epsilon_of, epsilon, start=start or 1.0)
+        # A start above the largest multiplier tried would skip the unreachable-budget
+        # check of the doubling.
+        lo, hi = _bracket(epsilon_of, epsilon, start=min(start or 1.0, _MAX_MULTIPLIER))
     if lo == 0.0:
         return hi
     z = dpa.calibrate_dp_mechanism(
@@ -449,12 +451,14 @@ def calibrate_noise_multiplier(
 
     ``factory`` must be a module-level function (results are cached by its identity and
     ``args``). ``lower_bound``, if given, must be a multiplier that is known NOT to be
-    larger than the solution (it only speeds up the search). ``start`` (default 1), where
-    the doubling bracket of the generic search begins, keeps that search from evaluating
-    the accountant far below the solution (it halves down from ``start`` only while the
-    budget is met, so every multiplier it tries is at least ``min(start, z) / 2``): for an
-    event whose components' multipliers are far below ``z``, at which the PLD accountant's
-    memory would explode. ``budget`` is trusted (see
+    larger than the solution (it only speeds up the search). ``start`` (default 1, at most
+    ``1e6``), where the doubling bracket of the generic search begins, keeps that search
+    from evaluating the accountant far below the solution (it halves down from ``start``
+    only while the budget is met, so it never tries a multiplier below
+    ``min(start, z) / 2``): for an event whose components' multipliers are far below
+    ``z``, at which the PLD accountant's memory would explode. Any ``start`` gives a
+    multiplier within the budget; ``lower_bound``, when given, and the RDP order search
+    ignore it. ``budget`` is trusted (see
     :func:`~skdp.privacy.budget.check_budget`).
 
     The returned ``z`` is on the private side by construction. ``"rdp"`` with an event

@@ -7,10 +7,10 @@ from the same pre-drawn noise (equal to rounding: the order of the floating-poin
 differs; tested against the numpy path and the plain-numpy references), so privacy does
 not depend on which path runs.
 Whether it runs is decided from public facts only: numba importable, the loss and the
-shapes, and the planned work (:data:`KERNEL_MIN_STEPS`, :data:`FULL_PASS_MIN_WORK`:
-importing numba and loading a compiled kernel costs most of a second once per process,
-which a fit runs compiled only when its saving repays it within :data:`REPAID_WITHIN_FITS`
-fits), or ``SKDP_NUMBA=always`` (every size). Compiled code is cached on
+shapes, and the planned work (:data:`KERNEL_MIN_STEPS`, :data:`FULL_PASS_MIN_WORK`):
+importing numba and loading a compiled kernel costs most of a second once per process, so
+a fit runs compiled only when its measured saving repays that load within
+:data:`REPAID_WITHIN_FITS` fits; or ``SKDP_NUMBA=always`` (every size). Compiled code is cached on
 disk (``cache=True``; the first fit on a machine also compiles, a few seconds). When numba
 is installed but the kernels cannot be loaded (an incompatible numba, no writable cache
 location), a ``RuntimeWarning`` says so once and the numpy code runs.
@@ -47,14 +47,15 @@ __all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "always", "clipped_gradient
 LOAD_SECONDS = 0.85
 #: A kernel runs for a fit whose estimated saving repays that load within this many fits of
 #: the process (a 5-fold cross-validation, a short search or notebook session); smaller
-#: fits, whose saving is within a fit's timing noise, keep the numpy code, and a process
-#: that fits once at most pays the load once.
+#: fits, whose saving is within a fit's timing noise, keep the numpy code. The cost: a
+#: process that makes one such fit only is up to the load slower (SKDP_NUMBA=0 avoids it).
 REPAID_WITHIN_FITS = 5
 #: Measured saving of the compiled full pass against the numpy pass, seconds per
 #: row-feature product (0.35-0.5 ns on covertype, docs/scaling_out.md).
 FULL_PASS_SAVING = 0.4e-9
 #: Measured saving of the truncated solvers' compiled chunk loop against the numpy loop,
-#: seconds per step (20-56 us on covertype, docs/algorithms/truncated_mirror_descent.md).
+#: seconds per step (19.5-25.5 us on covertype-shaped data, 10k-20k rows;
+#: docs/algorithms/truncated_mirror_descent.md).
 CHUNK_STEP_SAVING = 20e-6
 
 #: Fewest planned steps of a fit for which the truncated solvers' chunk loop runs compiled

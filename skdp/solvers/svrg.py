@@ -282,13 +282,15 @@ class DPSVRG(BaseDPSolver):
         args = (n, b, lengths, ratio, self.sampling, accountant, event_relation)
         start = None
         if budget.is_private:
-            # A snapshot's multiplier is z / (sqrt(m) ratio), far below z when the
+            # A snapshot's multiplier is z / (sqrt(m_s) ratio), far below z when the
             # correction clip is small, and the PLD accountant's memory explodes at tiny
-            # multipliers: the search starts no lower than where the longest epoch's
-            # snapshot release alone meets the budget, z1 sqrt(m) ratio (z1: the exact
-            # single-Gaussian multiplier, which no composition with it can beat).
+            # multipliers. The T snapshot releases together are exactly one Gaussian of
+            # multiplier z / (ratio sqrt(sum m_s)) (Gaussian composition), which must be
+            # at least z1, the exact single-Gaussian multiplier of the budget (no sound
+            # accountant beats it): z >= z1 ratio sqrt(sum m_s). The search starts there
+            # when that is above 1 (below, at 1 as before).
             start = max(1.0, analytic_gaussian_multiplier(event_budget, 1)
-                        * math.sqrt(max(lengths)) * ratio)
+                        * math.sqrt(sum(lengths)) * ratio)
         z = calibrate_noise_multiplier(svrg_event, args,
                                        event_budget if budget.is_private else budget,
                                        accountant=accountant, relation=event_relation,
