@@ -20,7 +20,8 @@ Kernels (one-output losses of ``skdp.losses.scalar_kernel``):
 - the chunk loop of the truncated mirror descent solvers (measured in
   docs/algorithms/truncated_mirror_descent.md);
 - the full pass of :meth:`skdp.solvers.Problem.clipped_gradient` on a dense in-memory
-  ``X`` (DP-GD, DP-AccMD, the SVRG snapshots): scores, derivative, clipping and gradient
+  ``X`` (DP-GD, DP-AccMD, the SVRG snapshots, regularized mirror descent's ``l_q``-clipped
+  pass): scores, derivative, clipping and gradient
   sum of each row while it is in cache, one read of ``X`` per pass where the numpy path
   reads each block twice through BLAS (measured in docs/scaling_out.md, "Compiled full
   passes").

@@ -749,7 +749,7 @@ class Problem:
     # -- clipped gradients -------------------------------------------------------------------
     def clipped_gradient(
         self, W: np.ndarray, clip_norm: float, out_coefficients: np.ndarray | None = None,
-        *, passes: int = 1,
+        *, passes: int = 1, norms: np.ndarray | None = None, ord: float = 2.0,
     ) -> np.ndarray:
         """Mean of the clipped per-example gradients at ``W`` (public denominator ``n``).
 
@@ -761,10 +761,21 @@ class Problem:
         ``passes``, the number of such calls the fit plans (public), decides whether the
         compiled pass runs (:meth:`_compiled_pass`); its result equals the numpy pass's to
         rounding.
+
+        ``norms`` and ``ord`` clip in the entrywise ``l_ord`` norm instead (regularized
+        mirror descent's dual norm), ``norms`` the rows' ``l_ord`` norms
+        (:meth:`row_norms_in`): ``||x'_i d_i^T||_ord = ||x'_i||_ord ||d_i||_ord``
+        (:func:`~skdp.losses.clip_coefficients`; one output: only the norms differ, so
+        the compiled pass serves it too). No clip is skipped then (the lossless proof is
+        for ``l2``), and ``out_coefficients`` is not supported.
         """
         n, loss = self.spec.n_samples, self.spec.loss
         shape = (self.spec.n_params, W.shape[1])
-        skip = self.clip_cannot_bind(clip_norm)
+        custom = norms is not None
+        if custom and (out_coefficients is not None or np.shape(norms) != (n,)):
+            raise ValueError("norms must be the n_samples row norms of the clip's norm, "
+                             "without out_coefficients.")
+        skip = not custom and self.clip_cannot_bind(clip_norm)
         kernel = self._compiled_pass(passes, W.shape[1])
         if kernel is not None:
             run, code, parameter = kernel
@@ -777,11 +788,20 @@ class Problem:
             G = np.empty(shape[0])
             run(X, np.empty(0) if self.unclipped else self.row_scale,
                 np.ascontiguousarray(self.Y[:, 0], dtype=np.float64),
-                self.norms, np.ascontiguousarray(W[:, 0], dtype=np.float64),
+                np.ascontiguousarray(norms, dtype=np.float64) if custom else self.norms,
+                np.ascontiguousarray(W[:, 0], dtype=np.float64),
                 float(self.intercept), code,
                 parameter, float(clip_norm) * NORM_SAFETY, skip,
                 out_coefficients[:, 0] if store else np.empty(1), store, G)
             return G[:, None] / n
+        if custom:
+            grad = np.zeros(shape)
+            for block, rows in self.row_blocks():
+                with np.errstate(over="ignore", invalid="ignore"):  # as _clipped_gradient_block
+                    D = clip_coefficients(loss.derivative(self.scores(W, rows), self.Y[block]),
+                                          norms[block], clip_norm, ord=ord)
+                grad += self.gradient_sum(D, rows)
+            return grad / n
         if out_coefficients is None:
             return self.block_sum(_clipped_gradient_block, shape, W, loss, clip_norm,
                                   skip) / n

@@ -18,7 +18,6 @@ from dp_accounting import dp_event as dpe
 from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import LpGeometry, default_exponent
-from skdp.losses import clip_coefficients
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
     calibrate_noise_multiplier,
@@ -121,19 +120,17 @@ def calibrate_gg_multiplier(budget: Budget, count: int, relation: str) -> float:
 
 
 def clipped_mean_gradient(
-    problem: Problem, W: np.ndarray, clip: float, q: float, row_norms_q: np.ndarray
+    problem: Problem, W: np.ndarray, clip: float, q: float, row_norms_q: np.ndarray,
+    passes: int = 1,
 ) -> np.ndarray:
     """Mean over all ``n`` records of the per-example gradients clipped in entrywise l_q.
 
     ``||x_i d_i^T||_q = ||x_i||_q ||d_i||_q``, so clipping rescales the derivative rows
-    (:func:`~skdp.losses.clip_coefficients`); one blocked pass, sparse rows stay sparse.
+    (:meth:`Problem.clipped_gradient` with ``norms=row_norms_q``: one blocked pass, sparse
+    rows stay sparse; compiled for one output when the ``passes`` the fit plans are worth
+    it).
     """
-    spec = problem.spec
-    grad = np.zeros((spec.n_params, W.shape[1]))
-    for block, rows in problem.row_blocks():
-        D = spec.loss.derivative(problem.scores(W, rows), problem.Y[block])
-        grad += problem.gradient_sum(clip_coefficients(D, row_norms_q[block], clip, ord=q), rows)
-    return grad / spec.n_samples
+    return problem.clipped_gradient(W, clip, passes=passes, norms=row_norms_q, ord=q)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,7 +315,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
         total = np.zeros_like(W)
         weight_sum = 0.0
         for t in range(1, plan.n_iter + 1):
-            grad = clipped_mean_gradient(problem, W, clip, q, row_norms_q)
+            grad = clipped_mean_gradient(problem, W, clip, q, row_norms_q, plan.n_iter)
             grad[:k] += spec.alpha * W[:k]
             grad += noise.generalized_gaussian(W.shape, sigma, r)
             # argmin <G + g, w - w_t> + beta D_Phi(w, w_t) + a Phi(w)

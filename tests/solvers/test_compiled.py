@@ -412,7 +412,8 @@ def test_compiled_gd_matches_the_reference_fed_the_same_noise(compiled_pass, rad
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
 
 
-@pytest.mark.parametrize("solver", ["gd", "accelerated_mirror_descent", "svrg"])
+@pytest.mark.parametrize("solver", ["gd", "accelerated_mirror_descent", "svrg",
+                                    "regularized_mirror_descent"])
 def test_compiled_fits_equal_numpy_fits_with_the_same_ledger(compiled_pass, monkeypatch,
                                                              solver):
     """Through the public API: the same coefficients to rounding, the same ledger and
@@ -476,3 +477,24 @@ def test_compiled_pass_edge_inputs(compiled_pass, monkeypatch):
     monkeypatch.setenv("SKDP_NUMBA", "0")
     assert np.all(np.isnan(problem.clipped_gradient(W, math.nan)))
     np.testing.assert_allclose(fast, half.clipped_gradient(W, 0.5), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss", PASS_LOSSES, ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("clip_norm", [1e3, 0.05])
+@pytest.mark.parametrize("q", [5.0, 1.5])
+def test_compiled_pass_clips_in_another_norm(compiled_pass, monkeypatch, loss, clip_norm, q):
+    """Regularized mirror descent's clip in the entrywise l_q norm (its rows' l_q norms
+    passed in): for one output only the norms differ, and the compiled pass equals the
+    numpy pass, binding or not; a binding l_q clip is not the l2 clip."""
+    problem = _pass_problem(loss, data_norm=0.5)
+    norms = problem.row_norms_in(q)
+    W = np.random.default_rng(5).normal(size=(problem.spec.n_params, 1))
+    fast = problem.clipped_gradient(W, clip_norm, norms=norms, ord=q)
+    assert compiled_pass == [problem.spec.n_samples]
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    slow = problem.clipped_gradient(W, clip_norm, norms=norms, ord=q)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
+    if clip_norm < 1:
+        assert not np.allclose(slow, problem.clipped_gradient(W, clip_norm), rtol=1e-6)
+    with pytest.raises(ValueError, match="row norms"):
+        problem.clipped_gradient(W, clip_norm, norms=norms[:-1], ord=q)
