@@ -354,8 +354,8 @@ def _chunk_prescale(X: Any, *, ord: float, data_norm: float | None) -> np.ndarra
     return _prescale_dense(as_float_rows(X), ord, data_norm)
 
 
-def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, skip: bool
-                         ) -> np.ndarray:
+def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, skip: bool,
+                         ord: float = 2.0) -> np.ndarray:
     """:func:`~skdp.losses.clip_coefficients` of the derivatives ``D``, skipped when
     ``skip`` (:meth:`Problem.clip_cannot_bind`: public facts prove the clip lossless) and
     every derivative is finite. A non-finite derivative (an overflowing iterate) takes the
@@ -368,7 +368,7 @@ def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, ski
     """
     if skip and math.isfinite(float(D.sum())):
         return D
-    return clip_coefficients(D, norms, clip_norm)
+    return clip_coefficients(D, norms, clip_norm, ord=ord)
 
 
 def _clipped_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss, clip_norm: float,
@@ -794,26 +794,21 @@ class Problem:
                 parameter, float(clip_norm) * NORM_SAFETY, skip,
                 out_coefficients[:, 0] if store else np.empty(1), store, G)
             return G[:, None] / n
-        if custom:
-            grad = np.zeros(shape)
-            for block, rows in self.row_blocks():
-                with np.errstate(over="ignore", invalid="ignore"):  # as _clipped_gradient_block
-                    D = clip_coefficients(loss.derivative(self.scores(W, rows), self.Y[block]),
-                                          norms[block], clip_norm, ord=ord)
-                grad += self.gradient_sum(D, rows)
-            return grad / n
-        if out_coefficients is None:
+        if out_coefficients is None and not custom:
             return self.block_sum(_clipped_gradient_block, shape, W, loss, clip_norm,
                                   skip) / n
-        if self.backend is not None:
+        if out_coefficients is not None and self.backend is not None:
             raise ValueError("out_coefficients needs X in memory (it stores n x K values "
                              "on the client); pass a numpy array.")
+        # On the client, block by block: the stored coefficients, or another norm's clip.
+        norms = norms if custom else self.norms
         grad = np.zeros(shape)
         for block, Xs in self.row_blocks():
             with np.errstate(over="ignore", invalid="ignore"):  # as _clipped_gradient_block
                 D = clip_unless_lossless(loss.derivative(self.scores(W, Xs), self.Y[block]),
-                                         self.norms[block], clip_norm, skip)
-            out_coefficients[block] = D
+                                         norms[block], clip_norm, skip, ord)
+            if out_coefficients is not None:
+                out_coefficients[block] = D
             grad += self.gradient_sum(D, Xs)
         return grad / n
 
@@ -824,7 +819,8 @@ class Problem:
         that array or its dense copy, then is too), and
         :func:`skdp.solvers._compiled.scalar_kernel_for` (numba enabled, one output of a
         loss with a scalar form, at least ``FULL_PASS_MIN_WORK`` planned products ``passes
-        * n * d``, the kernel's one-time load to earn back, unless ``SKDP_NUMBA=always``)."""
+        * n * d``, where the saving repays the kernel's one-time load within
+        ``REPAID_WITHIN_FITS`` fits, unless ``SKDP_NUMBA=always``)."""
         if not self.compiled_rows:
             return None
         work = float(passes) * self.X.shape[0] * self.X.shape[1]

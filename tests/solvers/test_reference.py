@@ -253,4 +253,3 @@ class ReplayingSource(RecordingNoiseSource):
 
     def gaussian(self, shape, sigma):
         return self._replay.next("gaussian")
-
