@@ -119,20 +119,6 @@ def calibrate_gg_multiplier(budget: Budget, count: int, relation: str) -> float:
     )
 
 
-def clipped_mean_gradient(
-    problem: Problem, W: np.ndarray, clip: float, q: float, row_norms_q: np.ndarray,
-    passes: int = 1,
-) -> np.ndarray:
-    """Mean over all ``n`` records of the per-example gradients clipped in entrywise l_q.
-
-    ``||x_i d_i^T||_q = ||x_i||_q ||d_i||_q``, so clipping rescales the derivative rows
-    (:meth:`Problem.clipped_gradient` with ``norms=row_norms_q``: one blocked pass, sparse
-    rows stay sparse; compiled for one output when the ``passes`` the fit plans are worth
-    it).
-    """
-    return problem.clipped_gradient(W, clip, passes=passes, norms=row_norms_q, ord=q)
-
-
 @dataclass(frozen=True, kw_only=True)
 class RegularizedMirrorDescentPlan(Plan):
     """Plan of :class:`RegularizedMirrorDescent` (``n_iter`` is ``T``).
@@ -315,7 +301,11 @@ class RegularizedMirrorDescent(BaseDPSolver):
         total = np.zeros_like(W)
         weight_sum = 0.0
         for t in range(1, plan.n_iter + 1):
-            grad = clipped_mean_gradient(problem, W, clip, q, row_norms_q, plan.n_iter)
+            # Mean of the gradients clipped in entrywise l_q: ||x_i d_i^T||_q =
+            # ||x_i||_q ||d_i||_q, so the clip rescales the derivatives (one blocked pass;
+            # compiled for one output when the planned passes are worth it).
+            grad = problem.clipped_gradient(W, clip, passes=plan.n_iter, norms=row_norms_q,
+                                            ord=q)
             grad[:k] += spec.alpha * W[:k]
             grad += noise.generalized_gaussian(W.shape, sigma, r)
             # argmin <G + g, w - w_t> + beta D_Phi(w, w_t) + a Phi(w)

@@ -17,7 +17,6 @@ from skdp.solvers import Problem, ProblemSpec
 from skdp.solvers.regularized_mirror_descent import (
     LpGeometry,
     RegularizedMirrorDescent,
-    clipped_mean_gradient,
     gg_noise_geometry,
     lp_geometry,
 )
@@ -84,8 +83,8 @@ def test_brute_force_sensitivity_of_the_clipped_mean(p):
         a = Problem.build(X, Y, spec, data_norm=1.0)
         b = Problem.build(X2, Y2, spec, data_norm=1.0)
         W = rng.normal(size=(6, 1)) * 3
-        ga = clipped_mean_gradient(a, W, s.clip_norm, q, a.row_norms_in(q))
-        gb = clipped_mean_gradient(b, W, s.clip_norm, q, b.row_norms_in(q))
+        ga = a.clipped_gradient(W, s.clip_norm, norms=a.row_norms_in(q), ord=q)
+        gb = b.clipped_gradient(W, s.clip_norm, norms=b.row_norms_in(q), ord=q)
         worst_q = max(worst_q, _entry_norm(ga - gb, q))
         worst_r = max(worst_r, _entry_norm(ga - gb, r))
     assert worst_q <= s.sensitivity_q * (1 + 1e-9)
