@@ -240,6 +240,28 @@ def test_helpers_hash_is_recorded_in_the_kernel_file():
         "HELPERS_SHA256 to helpers_sha256() (this also invalidates numba's cache)")
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [54, 4, 3, 9])
+def test_pair_lanes_are_the_scalar_partial_sums_bit_for_bit(dtype, d):
+    """The vector dot products of the pass round as the four scalar partial sums they
+    replace (one multiply, one add per term, in increasing j), so the pass is unchanged."""
+    numba_kernels = pytest.importorskip("skdp.solvers._numba_kernels")
+    import numba
+
+    lanes = numba.njit(lambda X, a, b, w, stop: numba_kernels._pair_lanes(X, a, b, w, stop))
+    rng = np.random.default_rng(d)
+    X = (rng.standard_normal((5, d)) * np.exp(rng.uniform(-20, 20, (5, d)))).astype(dtype)
+    w = rng.standard_normal(d) * np.exp(rng.uniform(-20, 20, d))
+    stop = d - d % 4
+    for a, b in [(0, 1), (3, 3), (4, 2)]:
+        expected = [0.0] * 8
+        for r, row in enumerate((a, b)):
+            for j in range(stop):
+                expected[4 * r + j % 4] += float(X[row, j]) * float(w[j])
+        got = lanes(X, a, b, w, stop)
+        assert [v.hex() for v in got] == [v.hex() for v in expected]
+
+
 def test_a_broken_numba_falls_back_to_numpy(monkeypatch):
     """numba installed but its kernels fail to load: a RuntimeWarning, then the numpy
     code (the same fit as with SKDP_NUMBA=0)."""
