@@ -24,7 +24,9 @@ Kernels (one-output losses of ``skdp.losses.scalar_kernel``):
   pass): scores, derivative, clipping and gradient
   sum of each row while it is in cache, one read of ``X`` per pass where the numpy path
   reads each block twice through BLAS (measured in docs/scaling_out.md, "Compiled full
-  passes").
+  passes");
+- DP-SVRG's unconstrained inner steps: each batch's rows read in place, prefetched some
+  records ahead, instead of numpy's gather of each batch (docs/scaling_out.md).
 """
 
 from __future__ import annotations
@@ -39,37 +41,52 @@ import numpy as np
 
 from skdp.losses import scalar_kernel
 
-__all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "always", "clipped_gradient_pass",
-           "enabled", "scalar_kernel_for", "truncated_chunk", "worth_it"]
+__all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "SVRG_STEPS_MIN_WORK", "always",
+           "clipped_gradient_pass", "enabled", "scalar_kernel_for", "svrg_steps",
+           "truncated_chunk", "worth_it"]
 
-#: One-time cost, per process, of importing numba and loading a cached kernel (measured in
-#: fresh interpreters, docs/scaling_out.md: numba's import 0.30-0.38 s and the kernel's
-#: first call 0.41-0.47 s here, 0.64-1.07 s in all).
-LOAD_SECONDS = 0.85
+#: The constants below were measured together on one machine (stop 34: AMD EPYC, 2 cores,
+#: covertype-shaped data, one BLAS thread; docs/scaling_out.md, "When a kernel runs"), so
+#: that their ratios, which decide, are consistent; an earlier, slower machine gave a load
+#: of 0.85 s against savings about twice these, the same thresholds within 1.5x.
+#:
+#: One-time cost, per process, of importing numba and loading the cached kernels: 0.28-0.32
+#: s in fresh interpreters for the first kernel (numba's import included), 3-4 ms for each
+#: further one (they share one module).
+LOAD_SECONDS = 0.30
 #: A kernel runs for a fit whose estimated saving repays that load within this many fits of
 #: the process (a 5-fold cross-validation, a short search or notebook session); smaller
 #: fits, whose saving is within a fit's timing noise, keep the numpy code. The cost: a
 #: process that makes one such fit only is up to the load slower (SKDP_NUMBA=0 avoids it).
 REPAID_WITHIN_FITS = 5
 #: Measured saving of the compiled full pass against the numpy pass, seconds per
-#: row-feature product (0.35-0.5 ns on covertype, docs/scaling_out.md).
-FULL_PASS_SAVING = 0.4e-9
+#: row-feature product (DP-GD 0.18 ns, DP-AccMD 0.16 ns on covertype).
+FULL_PASS_SAVING = 0.17e-9
 #: Measured saving of the truncated solvers' compiled chunk loop against the numpy loop,
-#: seconds per step (19.5-25.5 us on covertype-shaped data, 10k-20k rows;
-#: docs/algorithms/truncated_mirror_descent.md).
-CHUNK_STEP_SAVING = 20e-6
+#: seconds per step (shuffled truncated mirror descent, covertype-shaped, 10k-20k rows:
+#: 10.1-10.5 us).
+CHUNK_STEP_SAVING = 10e-6
+#: Measured saving of DP-SVRG's compiled inner steps against the numpy steps, seconds per
+#: row-feature product of the steps (covertype, 448-row batches: DP-SVRG 0.34 ns,
+#: DP-SVRG++ 0.50-0.57 ns).
+SVRG_STEP_SAVING = 0.4e-9
 
 #: Fewest planned steps of a fit for which the truncated solvers' chunk loop runs compiled
 #: (public: a function of the plan): its saving repays the load within
-#: ``REPAID_WITHIN_FITS`` fits, 8500 steps.
+#: ``REPAID_WITHIN_FITS`` fits, 6000 steps.
 KERNEL_MIN_STEPS = round(LOAD_SECONDS / REPAID_WITHIN_FITS / CHUNK_STEP_SAVING)
 
 #: Fewest planned row-feature products of a fit (passes x n_samples x n_features) for which
 #: the compiled full pass is used (public: the plan and the shape): its saving repays the
-#: load within ``REPAID_WITHIN_FITS`` fits, 4.25e8 products (DP-GD on covertype, 5.5e8,
-#: runs compiled: its first fit in a process takes about 0.4 s more, every later one
-#: 0.1-0.3 s less).
+#: load within ``REPAID_WITHIN_FITS`` fits, 3.5e8 products (DP-GD on covertype, 5.5e8,
+#: runs compiled). A fit that runs another kernel has paid the load: its passes run
+#: compiled at any size (``Problem.clipped_gradient(kernels_loaded=True)``).
 FULL_PASS_MIN_WORK = round(LOAD_SECONDS / REPAID_WITHIN_FITS / FULL_PASS_SAVING)
+
+#: Fewest planned products of DP-SVRG's inner steps (steps x batch size x n_features) for
+#: which they run compiled: the saving repays the load within ``REPAID_WITHIN_FITS`` fits,
+#: 1.5e8 products (DP-SVRG++ on covertype, 2.0e8, runs compiled; DP-SVRG, 1.4e8, not).
+SVRG_STEPS_MIN_WORK = round(LOAD_SECONDS / REPAID_WITHIN_FITS / SVRG_STEP_SAVING)
 
 _LOADED: dict = {}
 
@@ -150,6 +167,13 @@ def _warm_clipped_gradient_pass(kernel: Callable) -> None:
            np.zeros(1), False, np.zeros(2))
 
 
+def _warm_svrg_steps(kernel: Callable) -> None:
+    one, row = np.zeros(1), np.zeros((1, 1))
+    kernel(np.zeros((1, 1)), np.zeros(0), one, 1.0, 1, 0.0, np.zeros((1, 1), dtype=np.intp),
+           row, row, np.zeros((1, 2)), np.zeros(2), np.zeros(2), 1.0, 1.0, 1, 1.0, True, 1.0,
+           True, 1)
+
+
 def truncated_chunk() -> Callable[..., int] | None:
     """The compiled chunk loop of the truncated mirror descent solvers, or ``None`` when
     the kernels cannot be loaded (then a ``RuntimeWarning``, once per process)."""
@@ -161,3 +185,9 @@ def clipped_gradient_pass() -> Callable[..., None] | None:
     ``None`` when the kernels cannot be loaded (then a ``RuntimeWarning``, once per
     process)."""
     return _load("clipped_gradient_pass", _warm_clipped_gradient_pass)
+
+
+def svrg_steps() -> Callable[..., None] | None:
+    """DP-SVRG's compiled inner steps (unconstrained, one output), or ``None`` when the
+    kernels cannot be loaded (then a ``RuntimeWarning``, once per process)."""
+    return _load("svrg_steps", _warm_svrg_steps)

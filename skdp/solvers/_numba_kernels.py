@@ -152,6 +152,52 @@ def _pair_lanes(typingctx, X, a, b, w, stop):  # pragma: no cover
     return signature, codegen
 
 
+@intrinsic
+def _prefetch_row(typingctx, X, r):  # pragma: no cover
+    """Ask the CPU to start loading row ``r`` of ``X`` (each of its cache lines) into
+    its caches (``llvm.prefetch``, a hint: no effect on any result). The SVRG steps read
+    rows at random places; issued some rows ahead, the loads overlap the work on the
+    current rows instead of each row waiting for memory in turn."""
+    if not (isinstance(X, types.Array) and X.ndim == 2 and X.layout == "C"):
+        return None
+    signature = types.void(X, types.intp)
+
+    def codegen(context, builder, sig, args):
+        X_arr = context.make_array(sig.args[0])(context, builder, args[0])
+        d = cgutils.unpack_tuple(builder, X_arr.shape, 2)[1]
+        index = d.type
+        row = builder.gep(X_arr.data, [builder.mul(args[1], d)])
+        byte = ir.IntType(8).as_pointer()
+        start = builder.ptrtoint(row, index)
+        itemsize = context.get_abi_sizeof(context.get_data_type(sig.args[0].dtype))
+        end = builder.add(start, builder.mul(d, ir.Constant(index, itemsize)))
+        i32 = ir.IntType(32)
+        prefetch = builder.module.declare_intrinsic(
+            "llvm.prefetch", [byte], ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
+        last = builder.sub(end, ir.Constant(index, 1))  # the row's last byte
+        entry = builder.block
+        loop = builder.append_basic_block("prefetch.loop")
+        done = builder.append_basic_block("prefetch.done")
+        builder.cbranch(builder.icmp_unsigned("<", start, end), loop, done)
+        builder.position_at_end(loop)
+        address = builder.phi(index)
+        # read access, keep in all cache levels, data cache
+        builder.call(prefetch, [builder.inttoptr(address, byte), ir.Constant(i32, 0),
+                                ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        following = builder.add(address, ir.Constant(index, 64))
+        address.add_incoming(start, entry)
+        address.add_incoming(following, loop)
+        # one address per 64-byte line from the row's start, and its last byte
+        builder.cbranch(builder.icmp_unsigned("<", following, end), loop, done)
+        builder.position_at_end(done)
+        with builder.if_then(builder.icmp_unsigned("<", start, end)):
+            builder.call(prefetch, [builder.inttoptr(last, byte), ir.Constant(i32, 0),
+                                    ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _clipped(di, norm, target, skip):  # pragma: no cover
     """A derivative clipped as :func:`skdp.losses.clip_coefficients` clips it (``skip``:
@@ -215,3 +261,80 @@ def clipped_gradient_pass(X, scale, Y, norms, w, intercept, code, parameter, tar
             G[j] += fa * X[a, j] + fb * X[b, j]
     if intercept != 0.0:
         G[d] = intercept * total
+
+
+@numba.njit(cache=True, nogil=True)
+def svrg_steps(X, scale, norms, intercept, code, parameter, rows, labels, snapshot,
+               offsets, x, total, factor, shrink, n_penalized, clip_target, skip_clip,
+               correction_target, skip_correction, ahead):  # pragma: no cover
+    """``rows.shape[0]`` unconstrained DP-SVRG inner steps for one output, in place.
+
+    Step ``t`` on batch ``B = rows[t]`` (labels ``labels[t]``, snapshot derivatives
+    ``snapshot[t]``): for each record, the derivative at ``x`` clipped as the full pass
+    clips it (``clip_target``, unless ``skip_clip``), minus its snapshot derivative,
+    clipped again (``correction_target``, unless ``skip_correction``; a non-finite one
+    dropped), times the augmented row, summed; times ``factor``; then ``x -= (that +
+    offsets[t])`` (``offsets``: the step's data-free part, ``eta (v~ + noise)``), the
+    first ``n_penalized`` coordinates shrunk by ``shrink`` (the ridge's prox), and ``x``
+    added to ``total``. Rows go in pairs as in :func:`clipped_gradient_pass`; the rows
+    ``ahead`` records later in the block are prefetched (:func:`_prefetch_row`). Equal to
+    the numpy steps to rounding (the order of the sums differs).
+    """
+    count, b = rows.shape
+    d = X.shape[1]
+    n_params = x.shape[0]
+    scaled = scale.shape[0] > 0
+    d4 = d - d % 4
+    v = np.empty(n_params)
+    flat = rows.ravel()
+    m = flat.shape[0]
+    for k in range(min(ahead, m)):
+        _prefetch_row(X, flat[k])
+    for t in range(count):
+        for c in range(n_params):
+            v[c] = 0.0
+        shift = intercept * x[d] if intercept != 0.0 else 0.0
+        sum_diff = 0.0
+        for k in range(0, b, 2):
+            k2 = min(k + 1, b - 1)
+            following = t * b + k + ahead
+            if following + 1 < m:
+                _prefetch_row(X, flat[following])
+                _prefetch_row(X, flat[following + 1])
+            elif following < m:
+                _prefetch_row(X, flat[following])
+            ra = rows[t, k]
+            rb = rows[t, k2]
+            a0, a1, a2, a3, b0, b1, b2, b3 = _pair_lanes(X, ra, rb, x, d4)
+            for j in range(d4, d):
+                a0 += X[ra, j] * x[j]
+                b0 += X[rb, j] * x[j]
+            za = (a0 + a1) + (a2 + a3)
+            zb = (b0 + b1) + (b2 + b3)
+            if scaled:
+                za *= scale[ra]
+                zb *= scale[rb]
+            ca = _clipped(_derivative(code, parameter, za + shift, labels[t, k]), norms[ra],
+                          clip_target, skip_clip)
+            cb = _clipped(_derivative(code, parameter, zb + shift, labels[t, k2]),
+                          norms[rb], clip_target, skip_clip)
+            da = _clipped(ca - snapshot[t, k], norms[ra], correction_target, skip_correction)
+            db = _clipped(cb - snapshot[t, k2], norms[rb], correction_target,
+                          skip_correction)
+            if k2 == k:
+                db = 0.0
+            sum_diff += da + db
+            fa = da * scale[ra] if scaled else da
+            fb = db * scale[rb] if scaled else db
+            for j in range(d):
+                v[j] += fa * X[ra, j] + fb * X[rb, j]
+        for j in range(d):
+            v[j] *= factor
+        if intercept != 0.0:
+            v[d] = sum_diff * (intercept * factor)
+        for c in range(n_params):
+            value = x[c] - (v[c] + offsets[t, c])
+            if c < n_penalized:
+                value *= shrink
+            x[c] = value
+            total[c] += value

@@ -520,3 +520,188 @@ def test_compiled_pass_clips_in_another_norm(compiled_pass, monkeypatch, loss, c
         assert not np.allclose(slow, problem.clipped_gradient(W, clip_norm), rtol=1e-6)
     with pytest.raises(ValueError, match="row norms"):
         problem.clipped_gradient(W, clip_norm, norms=norms[:-1], ord=q)
+
+
+# -- DP-SVRG's compiled inner steps -------------------------------------------------------
+@pytest.fixture
+def compiled_steps(monkeypatch):
+    """DP-SVRG's compiled inner steps forced on for small fits, with the steps of each of
+    its runs."""
+    return _forced(monkeypatch, "SVRG_STEPS_MIN_WORK", "svrg_steps",
+                   lambda args: args[6].shape[0])
+
+
+def _svrg_problem(loss, *, intercept=1.0, data_norm=None, dtype=np.float64):
+    problem = _pass_problem(loss, n=120, d=7, intercept=intercept, data_norm=data_norm,
+                            dtype=dtype)
+    spec = problem.spec
+    return problem, ProblemSpec(
+        n_samples=spec.n_samples, n_params=spec.n_params, n_outputs=1,
+        n_penalized=spec.n_penalized, row_norm_bound=spec.row_norm_bound, loss=loss,
+        constraint=Unconstrained(), alpha=0.1)
+
+
+@pytest.mark.parametrize("cls", ["DPSVRG", "DPSVRGPlusPlus"])
+@pytest.mark.parametrize("clip", [None, 0.4])
+@pytest.mark.parametrize("correction_clip", [None, 0.05])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_compiled_svrg_matches_the_reference_fed_the_same_noise(
+        compiled_steps, cls, clip, correction_clip, intercept):
+    """Lossless and binding clips, clipped rows, an odd batch, the intercept: the compiled
+    steps equal the plain-numpy reference fed the same noise and batches."""
+    from skdp import solvers
+    from tests.conftest import RecordingNoiseSource, ReplayNoiseSource, make_problem
+    from tests.solvers.test_reference import reference_svrg
+
+    solver_class = getattr(solvers, cls)
+    problem = make_problem(n=60, d=4, alpha=0.05, seed=6, intercept=intercept)
+    if intercept:
+        problem = Problem.build(problem.X, problem.Y, problem.spec, data_norm=0.6,
+                                intercept=1.0)
+        assert np.any(problem.row_scale < 1)
+    solver = solver_class(n_epochs=3, inner_steps=5, batch_size=7, clip_norm=clip,
+                          correction_clip=correction_clip, step_size=0.3)
+    noise = RecordingNoiseSource(np.random.default_rng(2))
+    res = solver.solve(problem, Budget(1.0, 1e-5), noise)
+    assert sum(compiled_steps) == sum(res.plan.epoch_lengths)
+    replay = ReplayNoiseSource(noise.draws)
+    ref = reference_svrg(problem.design_matrix(), problem.Y[:, 0], 0.05, None, res.plan,
+                         replay, restart_at_snapshot=cls == "DPSVRG", p=4)
+    assert replay.exhausted()
+    np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("loss", PASS_LOSSES, ids=lambda loss: type(loss).__name__)
+@pytest.mark.parametrize("data_norm", [None, 0.5])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("clip_norm", [None, 0.05])
+def test_compiled_svrg_steps_equal_the_numpy_steps(compiled_steps, monkeypatch, loss,
+                                                   data_norm, dtype, clip_norm):
+    """Every loss with a scalar form, float32 rows, clipped rows, binding clips: the same
+    fit to rounding and the same noise draws as the numpy steps."""
+    from skdp.solvers import DPSVRGPlusPlus
+    from tests.conftest import RecordingNoiseSource
+
+    problem, spec = _svrg_problem(loss, data_norm=data_norm, dtype=dtype)
+    problem = Problem.build(problem.X, problem.Y, spec, data_norm=data_norm, intercept=1.0)
+    if clip_norm is None and isinstance(loss, SquaredLoss):
+        clip_norm = 1e3  # its gradients are unbounded: a clip that does not bind
+    solver = DPSVRGPlusPlus(n_epochs=3, inner_steps=6, batch_size=9, clip_norm=clip_norm,
+                            step_size=0.2)
+    fast_noise = RecordingNoiseSource(np.random.default_rng(4))
+    fast = solver.solve(problem, Budget(1.0, 1e-5), fast_noise)
+    assert sum(compiled_steps) == sum(fast.plan.epoch_lengths)
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    slow_noise = RecordingNoiseSource(np.random.default_rng(4))
+    slow = solver.solve(problem, Budget(1.0, 1e-5), slow_noise)
+    np.testing.assert_allclose(fast.coef, slow.coef, rtol=1e-10, atol=1e-13)
+    assert [k for k, _ in fast_noise.draws] == [k for k, _ in slow_noise.draws]
+    for (_, a), (_, b) in zip(fast_noise.draws, slow_noise.draws, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_compiled_svrg_drops_overflowing_records(compiled_steps):
+    """A record whose score overflows (or is not finite) is dropped by both paths, never
+    passed on: one compiled step equals the numpy step on the same batch."""
+    from skdp.solvers import DPSVRG
+    from skdp.solvers import svrg as svrg_module
+    from tests.conftest import RecordingNoiseSource
+
+    problem = _pass_problem(SquaredLoss(5.0), intercept=0.0)
+    n, n_params = problem.spec.n_samples, problem.spec.n_params
+    plan = DPSVRG(n_epochs=1, inner_steps=1, batch_size=40, clip_norm=1.0,
+                  step_size=0.2).plan(problem.spec, Budget(1.0, 1e-5), "rdp", "replace_one")
+    batches = svrg_module._InnerBatches(problem, plan, "without_replacement")
+    kernel = batches.compiled_steps(True)
+    rng = np.random.default_rng(0)
+    coef_snap = rng.uniform(-1, 1, size=(n, 1)) * 0.5
+    offsets = rng.normal(size=(1, n_params, 1))
+    shrink = 1.0 / (1.0 + 0.2 * 0.1)
+    huge = np.zeros((n_params, 1))
+    huge[0] = 1e308
+    assert 0 < np.sum(np.abs(problem.X[:, 0]) > 1.0) < n  # some scores overflow, some not
+    for x0 in (huge, np.where(np.arange(n_params)[:, None] == 1, np.inf, 0.5)):
+        x, total = x0.copy(), np.zeros((n_params, 1))
+        noise = RecordingNoiseSource(np.random.default_rng(1))
+        batches.run_compiled(kernel, noise, 1, coef_snap, x, total, offsets, 0.2, shrink)
+        idx = np.atleast_2d(noise.draws[0][1])[0]
+        with np.errstate(all="ignore"):
+            v = batches.step_correction(x0, 0.2, idx, problem.Y[idx], coef_snap[idx])
+            want = x0 - (v + offsets[0])
+        want[:problem.spec.n_penalized] *= shrink
+        assert compiled_steps and np.all(np.isfinite(v))
+        np.testing.assert_allclose(x, want, rtol=1e-12)
+        np.testing.assert_array_equal(total, x)
+
+
+def test_the_svrg_steps_decision_reads_public_facts_only(monkeypatch):
+    """Below SVRG_STEPS_MIN_WORK planned products, with Poisson batches, a constraint,
+    sparse or Fortran-ordered rows, or SKDP_NUMBA off: the numpy steps run and no kernel
+    is asked for. At the threshold it is."""
+    import scipy.sparse as sp
+
+    from skdp.geometry import L2Ball
+    from skdp.solvers import DPSVRG
+
+    asked = []
+    monkeypatch.setenv("SKDP_NUMBA", "1")
+    monkeypatch.setattr(_compiled, "svrg_steps", lambda: asked.append(1))
+    monkeypatch.setattr(_compiled, "enabled", lambda: True)
+    problem, spec = _svrg_problem(LogisticLoss())
+    problem = Problem.build(problem.X, problem.Y, spec, intercept=1.0)
+    solver = DPSVRG(n_epochs=2, inner_steps=5, batch_size=9, step_size=0.2)
+    work = 10 * 9 * problem.X.shape[1]
+
+    def run(each, **options):
+        (solver if not options else DPSVRG(n_epochs=2, inner_steps=5, batch_size=9,
+                                           step_size=0.2, **options)).solve(
+            each, Budget(1.0, 1e-5), NoiseSource(np.random.default_rng(0)),
+            **({"accountant": "rdp"} if options else {}))
+
+    monkeypatch.setattr(_compiled, "SVRG_STEPS_MIN_WORK", work + 1)
+    run(problem)
+    assert not asked
+    monkeypatch.setattr(_compiled, "SVRG_STEPS_MIN_WORK", work)
+    run(problem)  # asked for (None: numpy)
+    assert asked == [1]
+    monkeypatch.setattr(_compiled, "SVRG_STEPS_MIN_WORK", 0)
+    constrained = ProblemSpec(**{**spec.__dict__, "constraint": L2Ball(1.0)})
+    for each in [Problem.build(np.asfortranarray(problem.X), problem.Y, spec, intercept=1.0),
+                 Problem.build(sp.csr_matrix(problem.X), problem.Y, spec, intercept=1.0),
+                 Problem.build(problem.X, problem.Y, constrained, intercept=1.0)]:
+        run(each)
+    run(problem, sampling="poisson")
+    assert asked == [1]
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    monkeypatch.setattr(_compiled, "enabled", lambda: False)
+    run(problem)
+    assert asked == [1]
+
+
+def test_svrg_snapshots_run_compiled_with_the_compiled_steps(compiled_steps, monkeypatch):
+    """A fit whose inner steps run compiled has paid the kernels' load: its snapshot
+    passes run compiled too, below FULL_PASS_MIN_WORK; with numpy steps they do not."""
+    from skdp.solvers import DPSVRGPlusPlus
+
+    passes = []
+    build = _compiled.clipped_gradient_pass
+
+    def counted():
+        kernel = build()
+
+        def run(*args):
+            passes.append(args[0].shape[0])
+            return kernel(*args)
+        return run
+
+    monkeypatch.setattr(_compiled, "clipped_gradient_pass", counted)
+    problem, spec = _svrg_problem(LogisticLoss())
+    problem = Problem.build(problem.X, problem.Y, spec, intercept=1.0)
+    solver = DPSVRGPlusPlus(n_epochs=3, inner_steps=4, batch_size=9, step_size=0.2)
+    plan = solver.solve(problem, Budget(1.0, 1e-5),
+                        NoiseSource(np.random.default_rng(0))).plan
+    steps, epochs = sum(plan.epoch_lengths), len(plan.epoch_lengths)
+    assert sum(compiled_steps) == steps and passes == [problem.spec.n_samples] * epochs
+    monkeypatch.setattr(_compiled, "SVRG_STEPS_MIN_WORK", math.inf)
+    solver.solve(problem, Budget(1.0, 1e-5), NoiseSource(np.random.default_rng(0)))
+    assert sum(compiled_steps) == steps and len(passes) == epochs
