@@ -2,7 +2,8 @@
 
 Everything here trusts its :class:`~skdp.privacy.budget.Budget` (validated once, by
 :func:`~skdp.privacy.budget.check_budget`, or derived from a validated one). Results are
-cached: :func:`epsilon_spent` by the event's ``repr`` and the calibration by its inputs.
+cached: :func:`epsilon_spent` by the event's ``repr``, the calibration by its inputs and the
+analytic Gaussian multiplier by ``(epsilon, delta)``.
 These caches serve the calibration and the solvers' own planning only; the check of a
 planned ledger against its budget is :func:`skdp.privacy.ledger.reaccount`, which shares
 none of them (it does not import this module).
@@ -87,10 +88,18 @@ def analytic_gaussian_multiplier(budget: Budget, count: int = 1) -> float:
         return 0.0
     if budget.delta <= 0:
         raise BudgetError("the Gaussian mechanism needs delta > 0.")
-    z1 = dpa.get_sigma_gaussian(budget.epsilon, budget.delta) * (1.0 + 1e-9)
-    while _precise_delta(1.0 / z1, budget.epsilon) > budget.delta:
+    return math.sqrt(count) * _analytic_unit_multiplier(budget.epsilon, budget.delta)
+
+
+@lru_cache(maxsize=256)
+def _analytic_unit_multiplier(epsilon: float, delta: float) -> float:
+    """``sigma_B1(epsilon, delta)`` of :func:`analytic_gaussian_multiplier`, memoised by
+    its two public inputs (a fit evaluates it for several release counts; a search for
+    each of its budgets)."""
+    z1 = dpa.get_sigma_gaussian(epsilon, delta) * (1.0 + 1e-9)
+    while _precise_delta(1.0 / z1, epsilon) > delta:
         z1 *= 1.0 + 1e-9
-    return math.sqrt(count) * z1
+    return z1
 
 
 # Largest noise multiplier tried before a budget is declared unreachable.

@@ -108,6 +108,19 @@ def test_analytic_calibration_round_trip(eps, count):
     assert spent >= 0.99999 * eps
 
 
+def test_analytic_multiplier_cache_keys_both_inputs():
+    """The memoised sigma_B1 is keyed by epsilon and delta: each budget gets its own
+    value, equal to the uncached computation, whatever was asked before."""
+    from skdp.privacy import calibration
+
+    budgets = [Budget(1.0, 1e-5), Budget(1.0, 1e-6), Budget(2.0, 1e-5), Budget(1.0, 1e-5)]
+    got = [analytic_gaussian_multiplier(budget, 4) for budget in budgets]
+    fresh = [2.0 * calibration._analytic_unit_multiplier.__wrapped__(b.epsilon, b.delta)
+             for b in budgets]
+    assert got == fresh
+    assert len({got[0], got[1], got[2]}) == 3 and got[0] == got[3]
+
+
 def _wor_event(z, n, b, steps):
     return dpe.SelfComposedDpEvent(
         subsampled_gaussian_event(z, 1.0, n_samples=n, batch_size=b,
