@@ -39,6 +39,7 @@ from skdp.privacy.noise import as_generator
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
 from skdp.solvers._base import snap_release
 from skdp.solvers._capabilities import accepts_any, check_out_of_core
+from skdp.solvers._problem import non_finite_message
 
 __all__ = ["BOUNDS_QUANTILE", "BaseDPLinearModel", "FitBounds"]
 
@@ -475,7 +476,9 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             planned, source=type(self).__name__, params=self.get_params(deep=False))
         estimated = False
         try:
-            X, y = self._validate(X, y)
+            # With declared bounds X is first read by Problem.build, whose row norms find
+            # any non-finite entry (the same pass, instead of one more over X here).
+            X, y = self._validate(X, y, finite_at_build=not auto)
             if auto:
                 # Independent streams for the bound estimates and the solver's noise.
                 bounds_rng, fit_rng = as_generator(self.random_state).spawn(2)
@@ -516,16 +519,20 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         progress("done", f"privacy spent ({spent.epsilon:.6g}, {spent.delta:.3g})")
         return self
 
-    def _validate(self, X, y):
+    def _validate(self, X, y, finite_at_build: bool = False):
         """``(X, y)`` checked as scikit-learn does; float32 ``X`` stays float32 (the
         solvers convert it one block of rows at a time, every sum is in float64), and a
         ``numpy.memmap`` stays mapped. A dask ``X`` is checked lazily
-        (:meth:`_validate_lazy`)."""
+        (:meth:`_validate_lazy`). ``finite_at_build``: nothing reads ``X`` before
+        :meth:`Problem.build <skdp.solvers.Problem.build>`, which refuses a NaN or
+        infinite entry (scikit-learn's message) from the row norms it computes
+        anyway, so scikit-learn's check (one more pass over ``X``) is left to it."""
         if is_dask_array(X):
             return self._validate_lazy(X, y)
         return validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
             y_numeric=self._y_numeric, multi_output=False,
+            ensure_all_finite=not finite_at_build,
         )
 
     def _validate_lazy(self, X, y):
@@ -549,11 +556,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         if X.dtype not in (np.float64, np.float32):
             X = X.astype(np.float64)  # lazy, chunk by chunk
         has_nan, has_inf = dask.compute(da.isnan(X).any(), da.isinf(X).any())
-        if has_nan:
-            raise ValueError("Input X contains NaN.")
-        if has_inf:
-            raise ValueError(f"Input X contains infinity or a value too large for "
-                             f"dtype('{X.dtype}').")
+        if has_nan or has_inf:
+            raise ValueError(non_finite_message(bool(has_nan), X.dtype))
         y = _check_y(y, multi_output=False, y_numeric=self._y_numeric, estimator=self)
         if y.shape[0] != n:
             raise ValueError("Found input variables with inconsistent numbers of samples: "

@@ -290,6 +290,14 @@ def _all_finite(X: Any) -> bool:
     return bool(np.all(np.isfinite(values)))
 
 
+def non_finite_message(has_nan: bool, dtype: Any) -> str:
+    """scikit-learn's message for an ``X`` with a NaN (first) or an infinite entry, shared
+    by :meth:`Problem.build` and the estimators' lazy check of a dask ``X``."""
+    if has_nan:
+        return "Input X contains NaN."
+    return f"Input X contains infinity or a value too large for dtype('{np.dtype(dtype)}')."
+
+
 def _huge(raw: np.ndarray) -> np.ndarray:
     """Rows whose products could overflow before the clipping factor is applied."""
     return np.flatnonzero(~(raw <= _PRESCALE_NORM))
@@ -546,8 +554,8 @@ class Problem:
             # row whose norm exceeds the largest float is one too).
             suspect = sp.issparse(Xb) or not np.all(np.isfinite(stats[:, _RAW]))
             if suspect and not _all_finite(Xb):
-                raise ValueError("X contains NaN or infinity; remove or impute those "
-                                 "entries.")
+                values = Xb.data if sp.issparse(Xb) else Xb
+                raise ValueError(non_finite_message(bool(np.isnan(values).any()), X.dtype))
             scale[block], norms[block] = stats[:, _SCALE], stats[:, _NORM]
             augmented_max = max(augmented_max, float(stats[:, _AUGMENTED].max(initial=0.0)))
             rows = _huge(stats[:, _RAW])
@@ -590,7 +598,8 @@ class Problem:
                               intercept=intercept, dtype=float,
                               chunks=(X.chunks[0], (5,))).compute()
         if np.any(stats[:, 4] == 1.0):
-            raise ValueError("X contains NaN or infinity; remove or impute those entries.")
+            # (the estimators check a dask X first, with the message of its kind)
+            raise ValueError("Input X contains NaN or infinity.")
         if np.any(stats[:, 4] == 2.0):
             # Huge rows are scaled lazily, chunk by chunk, in every pass (X is not copied).
             X = da.map_blocks(_chunk_prescale, X, ord=ord, data_norm=data_norm, dtype=float)
