@@ -50,7 +50,7 @@ __all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "SVRG_STEPS_MIN_WORK", "alw
 #: that their ratios, which decide, are consistent; an earlier, slower machine gave a load
 #: of 0.85 s against savings about twice these, the same thresholds within 1.5x.
 #:
-#: One-time cost, per process, of importing numba and loading the cached kernels: 0.28-0.32
+#: One-time cost, per process, of importing numba and loading the cached kernels: 0.28-0.34
 #: s in fresh interpreters for the first kernel (numba's import included), 3-4 ms for each
 #: further one (they share one module).
 LOAD_SECONDS = 0.30
