@@ -474,7 +474,13 @@ class _InnerBatches:
         steps update them (``offsets``: each step's ``eta (v~ + noise)``)."""
         run, code, parameter = kernel
         problem = self.problem
-        indices = self.draw(noise, count)
+        # The kernel reads rows by address: indices outside [-n, n) are refused and
+        # negative ones wrapped, as numpy's take does (a NoiseSource's draws are public).
+        indices = np.asarray(self.draw(noise, count))
+        if indices.size and not (-self.n <= indices.min() and indices.max() < self.n):
+            raise IndexError(f"a batch index is outside the {self.n} records.")
+        if indices.size and indices.min() < 0:
+            indices = np.where(indices < 0, indices + self.n, indices)
         run(np.asarray(problem.X), np.empty(0) if self.scale is None else self.scale,
             problem.norms, float(self.intercept), code, parameter, indices,
             problem.Y[:, 0].take(indices), coef_snap[:, 0].take(indices),

@@ -705,3 +705,30 @@ def test_svrg_snapshots_run_compiled_with_the_compiled_steps(compiled_steps, mon
     monkeypatch.setattr(_compiled, "SVRG_STEPS_MIN_WORK", math.inf)
     solver.solve(problem, Budget(1.0, 1e-5), NoiseSource(np.random.default_rng(0)))
     assert sum(compiled_steps) == steps and len(passes) == epochs
+
+
+def test_compiled_svrg_wraps_negative_batch_indices_as_numpy_does(compiled_steps,
+                                                                   monkeypatch):
+    """A NoiseSource may return negative batch indices (numpy's take wraps them): the
+    compiled steps, which read rows by address, wrap them too and refuse indices outside
+    [-n, n) (review of stop 34: they read before X's buffer)."""
+    from skdp.solvers import DPSVRG
+
+    class Shifted(NoiseSource):
+        def batches_without_replacement(self, n, size, count):
+            return super().batches_without_replacement(n, size, count) - n
+
+    class Outside(NoiseSource):
+        def batches_without_replacement(self, n, size, count):
+            return super().batches_without_replacement(n, size, count) + n
+
+    problem, spec = _svrg_problem(LogisticLoss())
+    problem = Problem.build(problem.X, problem.Y, spec, intercept=1.0)
+    solver = DPSVRG(n_epochs=2, inner_steps=5, batch_size=9, step_size=0.2)
+    fast = solver.solve(problem, Budget(1.0, 1e-5), Shifted(np.random.default_rng(3)))
+    assert compiled_steps
+    with pytest.raises(IndexError):
+        solver.solve(problem, Budget(1.0, 1e-5), Outside(np.random.default_rng(3)))
+    monkeypatch.setenv("SKDP_NUMBA", "0")
+    slow = solver.solve(problem, Budget(1.0, 1e-5), Shifted(np.random.default_rng(3)))
+    np.testing.assert_allclose(fast.coef, slow.coef, rtol=1e-10, atol=1e-13)
