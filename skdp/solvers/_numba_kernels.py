@@ -78,76 +78,87 @@ def truncated_chunk(A, Y, norms, offsets, noise_sums, theta, W, total, step, fir
 
 
 @intrinsic
-def _pair_lanes(typingctx, X, a, b, w, stop):  # pragma: no cover
-    """The four lanes of the dot products of rows ``a`` and ``b`` of ``X`` with ``w``.
+def _pair_dots(typingctx, X, a, b, w):  # pragma: no cover
+    """The dot products ``(x_a . w, x_b . w)`` of rows ``a`` and ``b`` of ``X`` with the
+    first ``d`` entries of ``w``, in an order fixed here rather than by the compiler.
 
-    Returns ``(a0, a1, a2, a3, b0, b1, b2, b3)``, lane ``k`` of row ``r`` being the sum,
-    in increasing ``j``, of ``X[r, j] * w[j]`` over ``j = k mod 4``, ``j < stop`` (a
-    multiple of 4; a float32 ``X`` is widened first). These are the four interleaved
-    partial sums the kernels used to write as scalar loops, with the same roundings (one
-    multiply and one add per term, no fused multiply-add), so the results are bit for bit
-    the same; the compiler kept them scalar, and the four lanes written here as one
-    4-wide vector make the pass's products about 15% faster (docs/scaling_out.md).
-    Needs C-contiguous ``X`` and ``w`` (the kernels' callers guarantee it).
+    Four lanes per row: lane ``k`` sums, in increasing ``j``, ``X[r, j] * w[j]`` over
+    ``j = k mod 4``, ``j < d4 = d - d mod 4``; the last ``d - d4`` terms are added to lane
+    0 in increasing ``j``; the result is ``(l0 + l1) + (l2 + l3)``. One multiply and one
+    add per term (no fused multiply-add); a float32 ``X`` is widened first. These are the
+    sums the kernels used to write as scalar loops, bit for bit (tested); numba kept them
+    scalar, and the lanes written here as one 4-wide vector make the pass's products about
+    15% faster (docs/scaling_out.md). Needs C-contiguous ``X`` and ``w`` (the kernels'
+    callers guarantee it).
     """
     if not (isinstance(X, types.Array) and X.ndim == 2 and X.layout == "C"
             and isinstance(w, types.Array) and w.ndim == 1 and w.layout == "C"
             and w.dtype == types.float64 and X.dtype in (types.float64, types.float32)):
         return None
-    signature = types.UniTuple(types.float64, 8)(X, a, b, w, types.intp)
+    signature = types.UniTuple(types.float64, 2)(X, a, b, w)
 
     def codegen(context, builder, sig, args):
         X_arr = context.make_array(sig.args[0])(context, builder, args[0])
         w_arr = context.make_array(sig.args[3])(context, builder, args[3])
-        row_a, row_b, stop = args[1], args[2], args[4]
         d = cgutils.unpack_tuple(builder, X_arr.shape, 2)[1]
-        index = stop.type
-        row_a = builder.gep(X_arr.data, [builder.mul(context.cast(
-            builder, row_a, sig.args[1], types.intp), d)])
-        row_b = builder.gep(X_arr.data, [builder.mul(context.cast(
-            builder, row_b, sig.args[2], types.intp), d)])
+        index = d.type
+        rows = [builder.gep(X_arr.data, [builder.mul(context.cast(
+            builder, args[k], sig.args[k], types.intp), d)]) for k in (1, 2)]
         double = ir.DoubleType()
         lanes = ir.VectorType(double, 4)
         element = context.get_data_type(sig.args[0].dtype)
         width = 8 if element == double else 4
         zero = ir.Constant(lanes, [0.0] * 4)
-        entry = builder.block
-        loop = builder.append_basic_block("lanes.loop")
-        done = builder.append_basic_block("lanes.done")
-        builder.cbranch(builder.icmp_signed(">", stop, ir.Constant(index, 0)), loop, done)
+        stop = builder.sub(d, builder.and_(d, ir.Constant(index, 3)))  # d4
+        i32 = ir.IntType(32)
 
-        builder.position_at_end(loop)
-        j = builder.phi(index)
-        sum_a = builder.phi(lanes)
-        sum_b = builder.phi(lanes)
+        def widen(value, kind):
+            return value if element == double else builder.fpext(value, kind)
 
-        def load4(base, kind, align):
-            return builder.load(builder.bitcast(builder.gep(base, [j]),
-                                                ir.VectorType(kind, 4).as_pointer()),
-                                align=align)
+        def loop(name, start, end, carried, body):
+            """``for j in range(start, end)`` (step in ``body``): the carried values."""
+            entry = builder.block
+            block = builder.append_basic_block(name)
+            after = builder.append_basic_block(name + ".done")
+            builder.cbranch(builder.icmp_signed("<", start, end), block, after)
+            builder.position_at_end(block)
+            j = builder.phi(index)
+            values = [builder.phi(v.type) for v in carried]
+            step, updated = body(j, values)
+            following = builder.add(j, ir.Constant(index, step))
+            for phi, first, last in zip([j, *values], [start, *carried],
+                                        [following, *updated], strict=True):
+                phi.add_incoming(first, entry)
+                phi.add_incoming(last, block)
+            builder.cbranch(builder.icmp_signed("<", following, end), block, after)
+            builder.position_at_end(after)
+            finals = [builder.phi(v.type) for v in carried]  # phis first in their block
+            for final, first, last in zip(finals, carried, updated, strict=True):
+                final.add_incoming(first, entry)
+                final.add_incoming(last, block)
+            return finals
 
-        def row(base):
-            x = load4(base, element, width)
-            return x if element == double else builder.fpext(x, lanes)
+        def vector_terms(j, sums):
+            w4 = builder.load(builder.bitcast(builder.gep(w_arr.data, [j]),
+                                              lanes.as_pointer()), align=8)
+            return 4, [builder.fadd(total, builder.fmul(widen(builder.load(
+                builder.bitcast(builder.gep(row, [j]), ir.VectorType(element, 4)
+                                .as_pointer()), align=width), lanes), w4))
+                for total, row in zip(sums, rows, strict=True)]
 
-        w4 = load4(w_arr.data, double, 8)
-        next_a = builder.fadd(sum_a, builder.fmul(row(row_a), w4))
-        next_b = builder.fadd(sum_b, builder.fmul(row(row_b), w4))
-        next_j = builder.add(j, ir.Constant(index, 4))
-        for phi, start, value in ((j, ir.Constant(index, 0), next_j), (sum_a, zero, next_a),
-                                  (sum_b, zero, next_b)):
-            phi.add_incoming(start, entry)
-            phi.add_incoming(value, loop)
-        builder.cbranch(builder.icmp_signed("<", next_j, stop), loop, done)
+        def tail_terms(j, sums):
+            wj = builder.load(builder.gep(w_arr.data, [j]))
+            return 1, [builder.fadd(total, builder.fmul(widen(builder.load(
+                builder.gep(row, [j])), double), wj))
+                for total, row in zip(sums, rows, strict=True)]
 
-        builder.position_at_end(done)
-        finals = [builder.phi(lanes) for _ in range(2)]  # phis first in their block
-        for final, result in zip(finals, (next_a, next_b), strict=True):
-            final.add_incoming(zero, entry)
-            final.add_incoming(result, loop)
-        values = [builder.extract_element(final, ir.Constant(ir.IntType(32), k))
-                  for final in finals for k in range(4)]
-        return context.make_tuple(builder, sig.return_type, values)
+        sums = loop("lanes", ir.Constant(index, 0), stop, [zero, zero], vector_terms)
+        parts = [[builder.extract_element(v, ir.Constant(i32, k)) for k in range(4)]
+                 for v in sums]
+        firsts = loop("tail", stop, d, [part[0] for part in parts], tail_terms)
+        dots = [builder.fadd(builder.fadd(first, part[1]), builder.fadd(part[2], part[3]))
+                for first, part in zip(firsts, parts, strict=True)]
+        return context.make_tuple(builder, sig.return_type, dots)
 
     return signature, codegen
 
@@ -224,7 +235,7 @@ def clipped_gradient_pass(X, scale, Y, norms, w, intercept, code, parameter, tar
     to ``G = sum_i x'_i phi'_i`` (``G[d] = c sum_i phi'_i``).
 
     Each row is read from memory once. Rows go in pairs ``a = i``, ``b = i + 1`` whose
-    dot products (four interleaved partial sums each, :func:`_pair_lanes`, in an order
+    dot products (four interleaved partial sums each, :func:`_pair_dots`, in an order
     fixed here rather than by the compiler), derivatives and update of ``G`` overlap; an
     odd last row is paired with itself at weight 0. Equal to the numpy pass to rounding
     (the order of the sums differs).
@@ -234,16 +245,10 @@ def clipped_gradient_pass(X, scale, Y, norms, w, intercept, code, parameter, tar
         G[j] = 0.0
     shift = intercept * w[d] if intercept != 0.0 else 0.0
     scaled = scale.shape[0] > 0
-    d4 = d - d % 4
     total = 0.0
     for a in range(0, n, 2):
         b = min(a + 1, n - 1)
-        a0, a1, a2, a3, b0, b1, b2, b3 = _pair_lanes(X, a, b, w, d4)
-        for j in range(d4, d):
-            a0 += X[a, j] * w[j]
-            b0 += X[b, j] * w[j]
-        za = (a0 + a1) + (a2 + a3)
-        zb = (b0 + b1) + (b2 + b3)
+        za, zb = _pair_dots(X, a, b, w)
         if scaled:
             za *= scale[a]
             zb *= scale[b]
@@ -284,7 +289,6 @@ def svrg_steps(X, scale, norms, intercept, code, parameter, rows, labels, snapsh
     d = X.shape[1]
     n_params = x.shape[0]
     scaled = scale.shape[0] > 0
-    d4 = d - d % 4
     v = np.empty(n_params)
     flat = rows.ravel()
     m = flat.shape[0]
@@ -305,14 +309,7 @@ def svrg_steps(X, scale, norms, intercept, code, parameter, rows, labels, snapsh
                 _prefetch_row(X, flat[following])
             ra = rows[t, k]
             rb = rows[t, k2]
-            # The pair's scores as in clipped_gradient_pass, written out: the same lines
-            # as a shared helper (numba-inlined or not) made the full pass 16-30% slower.
-            a0, a1, a2, a3, b0, b1, b2, b3 = _pair_lanes(X, ra, rb, x, d4)
-            for j in range(d4, d):
-                a0 += X[ra, j] * x[j]
-                b0 += X[rb, j] * x[j]
-            za = (a0 + a1) + (a2 + a3)
-            zb = (b0 + b1) + (b2 + b3)
+            za, zb = _pair_dots(X, ra, rb, x)
             if scaled:
                 za *= scale[ra]
                 zb *= scale[rb]

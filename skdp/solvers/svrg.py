@@ -477,13 +477,15 @@ class _InnerBatches:
         # The kernel reads rows by address: indices outside [-n, n) are refused and
         # negative ones wrapped, as numpy's take does (a NoiseSource's draws are public).
         indices = np.asarray(self.draw(noise, count))
-        if indices.size and not (-self.n <= indices.min() and indices.max() < self.n):
+        lowest, highest = (indices.min(), indices.max()) if indices.size else (0, 0)
+        if not (-self.n <= lowest and highest < self.n):
             raise IndexError(f"a batch index is outside the {self.n} records.")
-        if indices.size and indices.min() < 0:
+        if lowest < 0:
             indices = np.where(indices < 0, indices + self.n, indices)
+        labels, coefs = self._gather(indices, coef_snap)
         run(np.asarray(problem.X), np.empty(0) if self.scale is None else self.scale,
             problem.norms, float(self.intercept), code, parameter, indices,
-            problem.Y[:, 0].take(indices), coef_snap[:, 0].take(indices),
+            labels[..., 0], coefs[..., 0],
             offsets[:, :, 0], x[:, 0], total[:, 0], step / self.b, shrink,
             problem.spec.n_penalized,
             self.clip * NORM_SAFETY, self.skip_clip, self.correction_clip * NORM_SAFETY,
@@ -494,12 +496,16 @@ class _InnerBatches:
         one call per block for equal-sized batches: ``(idx, Y[idx], coef_snap[idx])`` per
         step."""
         indices = self.draw(noise, count)
-        Y = self.problem.Y
         if isinstance(indices, np.ndarray):
-            labels = Y.take(indices, axis=0)
-            coefs = coef_snap.take(indices, axis=0)
+            labels, coefs = self._gather(indices, coef_snap)
             return list(zip(indices, labels, coefs, strict=True))
-        return [(idx, Y[idx], coef_snap[idx]) for idx in indices]
+        return [(idx, self.problem.Y[idx], coef_snap[idx]) for idx in indices]
+
+    def _gather(self, indices: np.ndarray, coef_snap: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """The labels and snapshot coefficients of a ``count x b`` array of batches, one
+        call each (``count x b x K``)."""
+        return self.problem.Y.take(indices, axis=0), coef_snap.take(indices, axis=0)
 
     def _dense_fast(self, x: np.ndarray, factor: float, rows: np.ndarray, Y: np.ndarray,
                     coef_snap: np.ndarray) -> np.ndarray | None:

@@ -241,24 +241,27 @@ def test_helpers_hash_is_recorded_in_the_kernel_file():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("d", [54, 4, 3, 9])
-def test_pair_lanes_are_the_scalar_partial_sums_bit_for_bit(dtype, d):
-    """The vector dot products of the pass round as the four scalar partial sums they
-    replace (one multiply, one add per term, in increasing j), so the pass is unchanged."""
+@pytest.mark.parametrize("d", [54, 4, 3, 9, 1])
+def test_pair_dots_are_the_scalar_partial_sums_bit_for_bit(dtype, d):
+    """The vector dot products of the kernels round as the scalar sums they replace: four
+    lanes (one multiply, one add per term, in increasing j), the last d mod 4 terms added
+    to lane 0, then (l0 + l1) + (l2 + l3); so the pass is unchanged."""
     numba_kernels = pytest.importorskip("skdp.solvers._numba_kernels")
     import numba
 
-    lanes = numba.njit(lambda X, a, b, w, stop: numba_kernels._pair_lanes(X, a, b, w, stop))
+    dots = numba.njit(lambda X, a, b, w: numba_kernels._pair_dots(X, a, b, w))
     rng = np.random.default_rng(d)
     X = (rng.standard_normal((5, d)) * np.exp(rng.uniform(-20, 20, (5, d)))).astype(dtype)
-    w = rng.standard_normal(d) * np.exp(rng.uniform(-20, 20, d))
+    w = rng.standard_normal(d + 1) * np.exp(rng.uniform(-20, 20, d + 1))  # w[d]: ignored
     stop = d - d % 4
     for a, b in [(0, 1), (3, 3), (4, 2)]:
-        expected = [0.0] * 8
-        for r, row in enumerate((a, b)):
-            for j in range(stop):
-                expected[4 * r + j % 4] += float(X[row, j]) * float(w[j])
-        got = lanes(X, a, b, w, stop)
+        expected = []
+        for row in (a, b):
+            lanes = [0.0] * 4
+            for j in range(d):
+                lanes[j % 4 if j < stop else 0] += float(X[row, j]) * float(w[j])
+            expected.append((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+        got = dots(X, a, b, w)
         assert [v.hex() for v in got] == [v.hex() for v in expected]
 
 
