@@ -4,6 +4,7 @@ from skdp._report import privacy_report, privacy_spent
 from skdp.exceptions import (
     BudgetError,
     IncompatibleSolverError,
+    NoiseDominatedWarning,
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "IncompatibleSolverError",
     "NoisyGD",
     "OutputPerturbation",
+    "NoiseDominatedWarning",
     "PrivacyAccountingError",
     "PrivacyLeakWarning",
     "__version__",

@@ -26,12 +26,19 @@ from skdp._sklearn_compat import (
 )
 from skdp.exceptions import (
     IncompatibleSolverError,
+    NoiseDominatedWarning,
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
 from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
 from skdp.losses import GLMLoss, is_dask_array, row_norms
-from skdp.mechanisms import private_quantile, quantile_event
+from skdp.mechanisms import (
+    bound_event,
+    grid_points,
+    mean_event,
+    private_bound,
+    private_mean,
+)
 from skdp.privacy.accounting import ACCOUNTANTS, ApproxDpEvent, PrivacyLedger
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.composition import CompositeLedger
@@ -41,20 +48,44 @@ from skdp.solvers._base import snap_release
 from skdp.solvers._capabilities import accepts_any, check_out_of_core
 from skdp.solvers._problem import non_finite_message
 
-__all__ = ["BOUNDS_QUANTILE", "BaseDPLinearModel", "FitBounds"]
+__all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
 
-#: ``"auto"`` bounds are a public factor times a private quantile. The median: the
-#: exponential mechanism's utility drops by n/2 away from the data on both sides, so it
-#: finds the data's scale on a wide public grid even at small ``n epsilon`` (a high
-#: quantile q is only (1 - q) n above the grid points beyond the data, and the many such
-#: points would win). The factor 2 then clips few rows: a bound is ``2 * median``.
-BOUNDS_QUANTILE = 0.5
-BOUNDS_FACTOR = 2.0
+#: A fit whose :func:`noise_ratio` is at least this warns that it is noise-dominated:
+#: the noise of one release of the mean is then as large as any signal it could carry.
+NOISE_DOMINATED = 1.0
+
+
+#: The split of the bounds' budget among the estimates (proportional; public;
+#: docs/privacy.md, 1.6).
+BOUND_WEIGHTS = {"data_norm": 1.0, "y_scale": 1.0, "y_centre": 1.0, "y_bound": 1.0}
 
 
 def _round_up(bound: float) -> float:
-    """``bound`` rounded up to a power of 2^(1/4) (within the public range of bounds)."""
-    return float(min(2.0 ** (math.ceil(4.0 * math.log2(max(bound, 1e-300))) / 4.0), 1e149))
+    """``bound`` rounded up to a power of 2^(1/4) (within the public range of bounds);
+    a power of 2^(1/4) stays itself (the 1e-9 absorbs ``log2``'s rounding)."""
+    k = math.ceil(4.0 * math.log2(max(bound, 1e-300)) - 1e-9)
+    return float(min(2.0 ** (k / 4.0), 1e149))
+
+
+def noise_ratio(n_samples: int, n_params: int, budget: Budget) -> float:
+    """The expected norm of the noise of one private release of a mean of ``n`` per-record
+    terms of norm at most 1 in ``n_params`` dimensions, over that mean's largest norm (1).
+
+    Public: ``n``, the shape and the budget only. The mean's replace-one sensitivity is
+    ``2 / n`` (l2). Gaussian release at ``delta > 0``: ``sigma = (2 / n)
+    sqrt(2 ln(1.25 / delta)) / epsilon`` per coordinate (Dwork & Roth 2014, Thm. A.1),
+    a norm about ``sqrt(n_params) sigma``; pure DP: the l2-Laplace release of scale
+    ``2 / (n epsilon)``, whose norm is ``Gamma(n_params)``-distributed with mean
+    ``2 n_params / (n epsilon)``. Every solver's released statistics carry at least the
+    noise of such a release (a model is a function of the mean gradient), so a ratio of
+    1 or more means the fit cannot tell its data from noise.
+    """
+    if not budget.is_private:
+        return 0.0
+    n_eps = float(n_samples) * budget.epsilon
+    if budget.delta > 0:
+        return 2.0 * math.sqrt(2.0 * n_params * math.log(1.25 / budget.delta)) / n_eps
+    return 2.0 * float(n_params) / n_eps
 
 
 @dataclass(frozen=True)
@@ -99,8 +130,9 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     _y_numeric = False
     #: Whether the intercept is a coordinate of the constrained (and penalised) vector.
     _intercept_constrained = False
-    #: ``data_norm="auto"`` is this public factor times the private median row norm.
-    _data_norm_factor = BOUNDS_FACTOR
+    #: ``data_norm="auto"`` targets this quantile of the row norms at a finite epsilon
+    #: (the maximum at ``epsilon=inf``; see :func:`skdp.mechanisms.target_count`).
+    _data_norm_quantile = 0.75
 
     _parameter_constraints: dict = {
         # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
@@ -264,11 +296,13 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         return loss, Y.shape[1], attrs
 
     def _auto_bounds(self) -> tuple[str, ...]:
-        """The bounds to estimate privately: ``"data_norm"`` and, for regressors,
-        ``"y_centre"`` (with an intercept) and ``"y_bound"``."""
+        """The bounds to estimate privately: ``"data_norm"`` and, for regressors, the
+        scale and centre of ``y`` (``"y_scale"``, ``"y_centre"``, with an intercept) and
+        ``"y_bound"``."""
         names = ("data_norm",) if isinstance(self.data_norm, str) else ()
         if self._y_numeric and isinstance(getattr(self, "y_bound", None), str):
-            names += (("y_centre", "y_bound") if self.fit_intercept else ("y_bound",))
+            names += (("y_scale", "y_centre", "y_bound") if self.fit_intercept
+                      else ("y_bound",))
         return names
 
     def _placeholder_bounds(self) -> FitBounds:
@@ -373,7 +407,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         eps_fit = total.epsilon - eps_bounds
         while eps_bounds + eps_fit > total.epsilon:  # rounding must not exceed the total
             eps_fit = math.nextafter(eps_fit, 0.0)
-        shares = {k: eps_bounds / len(names) for k in names}
+        weights = {k: BOUND_WEIGHTS[k] for k in names}
+        shares = {k: eps_bounds * w / sum(weights.values()) for k, w in weights.items()}
         fit_budget = Budget(eps_fit, total.delta)
         reservation = CompositeLedger((
             ("bounds", self._bounds_ledger(shares, total)),
@@ -385,35 +420,37 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         return total, shares, fit_budget, reservation
 
     def _bounds_ledger(self, shares: dict, total: Budget) -> PrivacyLedger:
-        events = [quantile_event(eps) for eps in shares.values()]
+        events = [mean_event(eps) if name == "y_centre" else bound_event(eps)
+                  for name, eps in shares.items()]
         return PrivacyLedger(dpe.ComposedDpEvent(events), "pure", self.neighboring,
                              Budget(sum(shares.values()), 0.0))
 
     def _estimate_bounds(self, X, y, shares: dict, rng) -> FitBounds:
-        """The private bound estimates (exponential-mechanism quantiles over public grids)."""
-        # Every bound is post-processing of its private quantile: a public factor, then
-        # rounded up to a power of 2^(1/4), so that fits on similar data share one plan
-        # (and its cached calibration).
-        data_norm = (_round_up(self._data_norm_factor * private_quantile(
-            row_norms(X, self._data_norm_ord()), BOUNDS_QUANTILE, shares["data_norm"], rng))
-            if "data_norm" in shares else float(self.data_norm))
+        """The private bound estimates: AboveThreshold over public grids
+        (:func:`skdp.mechanisms.private_bound`), so every released bound is a grid point
+        or a public function of grid points (docs/privacy.md, "Private bounds").
+
+        ``data_norm``: the row norms' bound (the maximum at ``epsilon=inf``). With an
+        intercept, the centre of ``y`` is the private mean of ``y`` clipped to a private
+        bound of ``|y|`` (:func:`~skdp.mechanisms.private_mean`, on the grid of
+        multiples of that bound over ``64 n``) and ``y_bound`` a private bound of
+        ``|y - centre|`` (their maximum at ``epsilon=inf``: no target clipped). Without an
+        intercept the centre is 0.
+        """
+        data_norm = (private_bound(row_norms(X, self._data_norm_ord()), shares["data_norm"],
+                                   rng, quantile=self._data_norm_quantile)
+                     if "data_norm" in shares else float(self.data_norm))
         y_bound = getattr(self, "y_bound", None)
         centre = 0.0
         if "y_centre" in shares:
-            centre = private_quantile(y, 0.5, shares["y_centre"], rng, scale="asinh")
+            y = np.asarray(y, dtype=float)
+            scale = private_bound(np.abs(y), shares["y_scale"], rng)
+            centre = private_mean(y, scale, shares["y_centre"], rng)
         if "y_bound" in shares:
-            y_bound = _round_up(BOUNDS_FACTOR * private_quantile(
-                np.abs(y - centre), BOUNDS_QUANTILE, shares["y_bound"], rng))
+            y_bound = private_bound(np.abs(np.asarray(y, dtype=float) - centre),
+                                    shares["y_bound"], rng)
         elif y_bound is not None:
             y_bound = float(y_bound)
-        if "y_bound" in shares and y_bound <= 1e-3 * max(1.0, abs(centre)):
-            # Post-processing of the private estimates only: warning about it is free.
-            warnings.warn(
-                f"the private spread of y is {y_bound:.3g} around {centre:.4g}, so most "
-                "targets are clipped: more than half of them may be equal (discrete or "
-                "binary y), or n * epsilon is too small for private bounds. Give a public "
-                "y_bound.",
-                UserWarning, stacklevel=4)
         return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)
 
     def _planned_ledger(self, n_samples: int, n_features: int, y):
@@ -492,6 +529,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                     accountant.amend(entry, ledger)
             else:
                 fit_rng, ledger = self.random_state, prepared[1]
+            self._warn_if_noise_dominated(spec, prepared[1].budget, bounds)
             progress("solving", f"{prepared[0].n_iter} planned steps, data_norm_="
                      f"{bounds.data_norm:.4g}")
             steps = progress.steps(prepared[0].n_iter)
@@ -518,6 +556,36 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         self._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)
         progress("done", f"privacy spent ({spent.epsilon:.6g}, {spent.delta:.3g})")
         return self
+
+    def _warn_if_noise_dominated(self, spec, budget: Budget, bounds: FitBounds) -> None:
+        """Warn when the fit cannot learn: its :func:`noise_ratio` is at least
+        :data:`NOISE_DOMINATED`, or a private bound fell on the edge of its public grid.
+
+        Post-processing of public quantities and released (DP) bounds only: the warning
+        costs no privacy and says what to change.
+        """
+        ratio = noise_ratio(spec.n_samples, spec.n_params, budget)
+        if ratio >= NOISE_DOMINATED:
+            warnings.warn(
+                f"this fit is noise-dominated: {spec.n_samples} rows at epsilon "
+                f"{budget.epsilon:.3g} for {spec.n_params} coefficients give noise "
+                f"{ratio:.2g} times the largest signal, so expect a model near chance. "
+                "Raise epsilon, use fewer features, or declare public bounds (data_norm, "
+                "y_bound) so that no budget goes to them.",
+                NoiseDominatedWarning, stacklevel=5)
+        grid = grid_points()
+        auto = self._auto_bounds()
+        edges = [name for name, value in (("data_norm", bounds.data_norm),
+                                          ("y_bound", bounds.y_bound))
+                 if name in auto
+                 if value is not None and (value <= grid[0] or value >= grid[-1])]
+        if edges:
+            warnings.warn(
+                f"the private {' and '.join(edges)} fell on the edge of its public grid "
+                f"[{grid[0]:.2g}, {grid[-1]:.2g}]: n * epsilon is too small for private "
+                "bounds, or the values are outside the grid. Declare a public "
+                f"{edges[0]}, or raise epsilon or bounds_fraction.",
+                NoiseDominatedWarning, stacklevel=5)
 
     def _validate(self, X, y, finite_at_build: bool = False):
         """``(X, y)`` checked as scikit-learn does; float32 ``X`` stays float32 (the

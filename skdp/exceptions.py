@@ -3,6 +3,7 @@
 __all__ = [
     "BudgetError",
     "IncompatibleSolverError",
+    "NoiseDominatedWarning",
     "PrivacyAccountingError",
     "PrivacyLeakWarning",
 ]
@@ -13,6 +14,14 @@ class PrivacyLeakWarning(UserWarning):
 
     Raised for public facts only (the budget, the dataset size, a seed), never for
     anything computed from private data.
+    """
+
+
+class NoiseDominatedWarning(UserWarning):
+    """The fit's noise is at least as large as the signal it could carry.
+
+    Raised from public quantities (the dataset size, the shape, the budget) and released
+    (DP) bounds only, so the warning itself costs no privacy (docs/privacy.md, 1.6).
     """
 
 

@@ -8,7 +8,6 @@ import warnings
 import numpy as np
 import pytest
 from dp_accounting import dp_event as dpe
-from scipy import stats
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
 from skdp import (
@@ -21,7 +20,7 @@ from skdp import (
     PrivacyLeakWarning,
 )
 from skdp.audit import audit_scores
-from skdp.mechanisms import SCALES, private_quantile
+from skdp.mechanisms import grid_points, on_grid, private_bound
 from skdp.privacy import PureDpEvent
 from skdp.privacy.accounting import ApproxDpEvent, epsilon_spent
 from skdp.privacy.composition import CompositeLedger
@@ -34,82 +33,6 @@ def quiet(fn, *a, **k):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         return fn(*a, **k)
-
-
-H = np.log(2.0) / 4.0  # the public tolerance, restated
-
-
-def reference_log_density(values, q, epsilon, t, scale="log"):
-    """Plain-numpy log density of the mechanism's output at mapped points ``t``:
-    ``epsilon u(t) / 2 - log Z``, ``u(t) = -max(0, #{v < t - h} - qn, qn - #{v <= t + h})``,
-    ``Z`` integrated exactly over the pieces where ``u`` is constant."""
-    forward, _, (lo, hi) = SCALES[scale]
-    v = np.clip(forward(np.asarray(values, float)), lo, hi)
-    n = len(v)
-
-    def u(points):
-        points = np.asarray(points, float)[:, None]
-        below = np.sum(v[None, :] < points - H, axis=1)
-        at_most = np.sum(v[None, :] <= points + H, axis=1)
-        return -np.maximum(0, np.maximum(below - q * n, q * n - at_most))
-
-    edges = np.unique(np.clip(np.concatenate([[lo, hi], v - H, v + H]), lo, hi))
-    mids = 0.5 * (edges[:-1] + edges[1:])
-    log_z = np.logaddexp.reduce(np.log(np.diff(edges)) + 0.5 * epsilon * u(mids))
-    return 0.5 * epsilon * u(t) - log_z
-
-
-@pytest.mark.parametrize("scale", ["log", "asinh"])
-@pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0])
-def test_quantile_density_ratio_is_at_most_e_epsilon(scale, epsilon):
-    rng = np.random.default_rng(0)
-    values = np.abs(rng.normal(size=30)) + 0.5
-    values[:10] = 1.0  # ties
-    for canary in (1e12, 1e-9, -1e9, 3.0, 1.0):
-        neighbour = values.copy()
-        neighbour[17] = canary
-        forward, _, (lo, hi) = SCALES[scale]
-        anchors = np.clip(forward(np.concatenate([values, neighbour])), lo, hi)
-        t = np.concatenate([np.linspace(lo, hi, 20001), anchors, anchors + H, anchors - H,
-                            anchors + 1.0001 * H, anchors - 1.0001 * H])
-        ratio = (reference_log_density(values, 0.5, epsilon, t, scale)
-                 - reference_log_density(neighbour, 0.5, epsilon, t, scale))
-        assert np.max(np.abs(ratio)) <= epsilon * (1 + 1e-9)
-
-
-def test_quantile_sampler_draws_the_reference_law():
-    """Chi-square over the reference pieces, 40000 draws; failure probability 1e-6 for a
-    correct sampler (fixed seed: deterministic). Values with ties included."""
-    rng = np.random.default_rng(1)
-    values = np.exp(rng.normal(size=12) * 0.3)
-    values[:4] = 1.0
-    epsilon, q = 2.0, 0.5
-    forward, _, (lo, hi) = SCALES["log"]
-    v = forward(values)
-    edges = np.unique(np.clip(np.concatenate([[lo, hi], v - H, v + H]), lo, hi))
-    mids = 0.5 * (edges[:-1] + edges[1:])
-    logp = np.log(np.diff(edges)) + reference_log_density(values, q, epsilon, mids)
-    p = np.exp(logp)
-    assert np.sum(p) == pytest.approx(1.0)
-    draws = np.array([private_quantile(values, q, epsilon, rng) for _ in range(40000)])
-    k = np.searchsorted(edges, forward(draws), side="right") - 1
-    observed = np.bincount(np.clip(k, 0, len(p) - 1), minlength=len(p))
-    expected = p * len(draws)
-    keep = expected >= 5
-    obs, exp = observed[keep], expected[keep]
-    if expected[~keep].sum() > 0:
-        obs = np.append(obs, observed[~keep].sum())
-        exp = np.append(exp, expected[~keep].sum())
-    stat = np.sum((obs - exp) ** 2 / exp)
-    assert stat < stats.chi2.ppf(1 - 1e-6, len(obs) - 1)
-
-
-def test_ties_do_not_send_the_estimate_away():
-    """Rows normalised to norm 1 (all tied): the estimate stays within the tolerance of 1
-    in nearly every draw (the continuous mechanism without tolerance lost 90% of them)."""
-    rng = np.random.default_rng(5)
-    est = np.array([private_quantile(np.ones(300), 0.5, 0.2, rng) for _ in range(500)])
-    assert np.mean(np.abs(np.log(est)) <= H + 1e-12) > 0.95
 
 
 def test_auto_ledger_reaccounts_within_the_budget_and_shows_both_parts():
@@ -128,10 +51,11 @@ def test_auto_ledger_reaccounts_within_the_budget_and_shows_both_parts():
     assert clf.data_norm_ > 100  # raw breast cancer rows have norms ~ 300-4000
 
 
-def test_regressor_bounds_centre_and_three_parts():
+def test_regressor_bounds_centre_and_four_parts():
     reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
     bounds = reg.privacy_ledger_.part("bounds")
-    assert [e.epsilon for e in bounds.event.events] == pytest.approx([0.4 / 3] * 3)
+    # data_norm, the scale of |y|, the centre (a mean clipped to that scale) and y_bound.
+    assert [e.epsilon for e in bounds.event.events] == pytest.approx([0.4 / 4] * 4)
     assert 25 <= reg.y_centre_ <= 346  # the targets' documented range
     assert reg.y_bound_ > 0 and reg.data_norm_ > 0
     pred = reg.predict(X_D)
@@ -139,19 +63,27 @@ def test_regressor_bounds_centre_and_three_parts():
     assert np.all(pred <= reg.y_centre_ + reg.y_bound_ + 1e-9)
 
 
-@pytest.mark.parametrize("make, factor", [
-    (lambda: DPLinearRegression(epsilon=math.inf), 1.0),
-    (lambda: DPHuberRegressor(epsilon=math.inf), 2.0),
-])
-def test_auto_data_norm_is_the_declared_factor_times_the_median(make, factor):
-    """Non-private mode reads the exact median: ``data_norm_`` is the estimator's public
-    factor times it, rounded up to a power of 2^(1/4) (least squares: the median itself,
-    whose Gram noise beats clipping fewer rows; docs/privacy.md, "Private bounds")."""
-    from skdp._base import _round_up
+@pytest.mark.parametrize("make", [
+    lambda: DPLinearRegression(epsilon=math.inf),
+    lambda: DPHuberRegressor(epsilon=math.inf),
+    lambda: DPLogisticRegression(epsilon=math.inf),
+], ids=["linear", "huber", "logistic"])
+def test_auto_bounds_at_epsilon_inf_are_the_exact_maximum_and_range(make):
+    """Non-private mode: ``data_norm_`` is the largest row norm rounded up onto the public
+    grid (no row clipped), and a regressor's ``y_centre_ +- y_bound_`` covers the exact
+    range of ``y`` (no target clipped), so the default fit is the non-private one."""
     from skdp.losses import row_norms
 
-    reg = quiet(make().fit, X_D, Y_D)
-    assert reg.data_norm_ == _round_up(factor * np.median(row_norms(X_D, 2.0)))
+    X, y = (X_BC, Y_BC) if isinstance(make(), DPLogisticRegression) else (X_D, Y_D)
+    est = quiet(make().fit, X, y)
+    grid = grid_points()
+    top = row_norms(X, 2.0).max()
+    assert est.data_norm_ == grid[np.searchsorted(grid, top)] and on_grid(est.data_norm_)
+    if hasattr(est, "y_bound_"):
+        assert est.y_centre_ - est.y_bound_ <= y.min()
+        assert est.y_centre_ + est.y_bound_ >= y.max()
+        assert est.y_bound_ <= 2.0 ** 0.5 * (y.max() - y.min()) / 2.0
+        assert on_grid(est.y_bound_)
 
 
 def test_accountant_holds_the_real_events_not_the_reservation():
@@ -197,23 +129,23 @@ def test_audit_of_the_bound_estimate_with_an_extreme_canary(monkeypatch):
     mechanism run at 250 times its share) is flagged."""
     import skdp._base as base
 
-    # Two rows: the private median of the norms lies between them, so moving the larger
-    # row from norm 1e6 to 1e12 moves the whole interval the estimate is drawn from.
+    # Two rows: the bound of the norms lies at or above the larger one, so moving it
+    # from norm 1e6 to 1e12 moves the grid points where the search stops.
     X = np.array([[1.0, 0.0], [1e6, 0.0]])
     X_prime = np.array([[1.0, 0.0], [1e12, 0.0]])
     y = np.array([0, 1])
 
     def run(greedy: float, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
-        real = base.private_quantile
-        monkeypatch.setattr(base, "private_quantile",
-                            lambda v, q, e, r, scale="log": real(v, q, e * greedy, r, scale))
+        real = base.private_bound
+        monkeypatch.setattr(base, "private_bound",
+                            lambda v, e, r, **kw: real(v, e * greedy, r, **kw))
         out = []
         streams = np.random.default_rng(seed).spawn(800)
         for k, data in enumerate([X, X_prime] * 400):
             clf = DPLogisticRegression(epsilon=1.0, solver="output_perturbation",
                                        delta=0.0, random_state=streams[k])
             out.append(np.log(quiet(clf.fit, data, y).data_norm_))
-        monkeypatch.setattr(base, "private_quantile", real)
+        monkeypatch.setattr(base, "private_bound", real)
         return np.array(out[0::2]), np.array(out[1::2]), 0.2
 
     s, s_prime, claimed = run(1.0, 1)
@@ -305,15 +237,14 @@ def test_html_repr_shows_the_spend_and_sample_weight_is_refused_with_a_reason():
         clf.fit(X_BC[:100], Y_BC[:100], sample_weight=np.ones(100))
 
 
-def test_a_collapsed_private_spread_is_warned_about():
-    """More than half of the targets equal: the spread around the median is 0 and every
-    target would be clipped to the centre (shown in the exact mode, epsilon = inf, where the
-    estimates are the exact medians); the warning reads only the released bounds."""
+def test_binary_targets_get_their_whole_range():
+    """More than half of the targets equal: the private range still spans both values
+    (exact mode), so no target is clipped to the centre."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 3)) / 2
     y = np.r_[np.ones(1400), -np.ones(600)]
-    with pytest.warns(UserWarning, match="Give a public y_bound"):
-        quiet(DPLinearRegression(epsilon=np.inf).fit, X, y)
+    reg = quiet(DPLinearRegression(epsilon=np.inf).fit, X, y)
+    assert reg.y_centre_ - reg.y_bound_ <= -1 and reg.y_centre_ + reg.y_bound_ >= 1
 
 
 def test_privacy_report_lists_both_parts_of_an_auto_fit():
@@ -363,7 +294,7 @@ def test_a_failure_before_reading_data_is_refunded():
     assert len(acc) == 0
 
 
-def test_quantile_of_values_with_nan_is_finite():
+def test_bound_of_values_with_nan_is_on_the_grid():
     rng = np.random.default_rng(0)
-    est = private_quantile(np.array([1.0, 2.0, np.nan]), 0.5, 1.0, rng)
-    assert np.isfinite(est)
+    est = private_bound(np.array([1.0, 2.0, np.nan]), 1.0, rng)
+    assert np.isfinite(est) and on_grid(est)

@@ -14,8 +14,9 @@ _PARAMS = {
     'data_norm': """\
     data_norm : float or "auto", default="auto"
         Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: {factor} of
-        the row norms, estimated with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+        clipped to it in ``fit`` and ``predict``. ``"auto"``: a private bound of
+        {factor},
+        estimated on a public grid with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
         in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
         ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
         number is a PUBLIC bound (never compute it from the private data) and keeps the raw
@@ -24,9 +25,10 @@ _PARAMS = {
     'y_bound': """\
     y_bound : float or "auto", default="auto"
         Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
-        ``"auto"``: a private median of ``y`` is the centre (with an intercept; otherwise
-        0) and twice a private median of ``|y - centre|`` the bound (``y_centre_``,
-        ``y_bound_``), each with an equal part of ``bounds_fraction * epsilon``; the model
+        ``"auto"``: a private range of ``y`` on a public grid (its exact range at
+        ``epsilon=inf``): its midpoint is the centre (with an intercept; otherwise 0) and
+        its half-width the bound (``y_centre_``, ``y_bound_``), each end with an equal part
+        of ``bounds_fraction * epsilon``; the model
         then fits ``(y - centre) / y_bound`` and predictions are clipped to
         ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
 """,
@@ -79,21 +81,32 @@ def solver_list(losses: tuple[str, ...], constraints: tuple[str, ...],
 
 
 def shared_docs(cls):
-    """Replace each line ``    <<name>>`` or ``    <<name:default>>`` of ``cls.__doc__``
-    by the shared description of the parameter ``name``, and a line ``        <<solvers>>``
-    by the list of solvers that accept the class's ``_solver_losses`` and
+    """Replace each line ``<<name>>`` or ``<<name:default>>`` of ``cls.__doc__`` (at any
+    indentation) by the shared description of the parameter ``name``, and a line
+    ``<<solvers>>`` by the list of solvers that accept the class's ``_solver_losses`` and
     ``_solver_constraints``."""
 
-    factor = getattr(cls, "_data_norm_factor", 2.0)
-    factor = {1.0: "a private median", 2.0: "twice a private median"}.get(
-        factor, f"{factor:g} times a private median")
+    quantile = getattr(cls, "_data_norm_quantile", 1.0)
+    factor = ("the row norms' maximum" if quantile >= 1.0
+              else f"the row norms' {quantile:g}-quantile (their maximum at epsilon=inf)")
 
     def fill(match):
-        name, _, default = match.group(1).partition(":")
-        return _PARAMS[name].replace("{default}", default).replace("{factor}", factor)
+        indent, name = match.group(1), match.group(2)
+        name, _, default = name.partition(":")
+        if name == "solvers":
+            return match.group(0)
+        text = _PARAMS[name].replace("{default}", default).replace("{factor}", factor)
+        return textwrap.indent(textwrap.dedent(text), indent)
 
-    doc = re.sub(r"^    <<([a-z_]+(?::[^>]*)?)>>\n", fill, cls.__doc__, flags=re.M)
-    cls.__doc__ = doc.replace(
-        "        <<solvers>>\n",
-        solver_list(cls._solver_losses, cls._solver_constraints))
+    # The markers are found at any indentation (Python 3.13 strips a docstring's common
+    # indentation at compile time, older versions keep it) and the shared texts are
+    # indented like their marker.
+    doc = re.sub(r"^([ \t]*)<<([a-z_]+(?::[^>]*)?)>>[ \t]*(?:\n|\Z)", fill,
+                 cls.__doc__ + "\n", flags=re.M)
+    solvers = re.search(r"^([ \t]*)<<solvers>>[ \t]*\n", doc, flags=re.M)
+    if solvers is not None:
+        listing = textwrap.indent(textwrap.dedent(
+            solver_list(cls._solver_losses, cls._solver_constraints)), solvers.group(1))
+        doc = doc[:solvers.start()] + listing + doc[solvers.end():]
+    cls.__doc__ = doc
     return cls

@@ -1,13 +1,18 @@
-"""Private mechanisms that are not solvers: bound estimation (private quantiles)."""
+"""Private mechanisms that are not solvers: bound estimation on a public grid."""
 
 from skdp.mechanisms.quantile import (
-    SCALES,
-    TOLERANCE,
-    private_quantile,
-    quantile_event,
-    quantile_utility,
-    utility_pieces,
+    GRID_STEP,
+    GRIDS,
+    MEAN_RESOLUTION,
+    SLACK,
+    bound_event,
+    grid_points,
+    mean_event,
+    on_grid,
+    private_bound,
+    private_mean,
+    target_count,
 )
 
-__all__ = ["SCALES", "TOLERANCE", "private_quantile", "quantile_event", "quantile_utility",
-           "utility_pieces"]
+__all__ = ["GRIDS", "GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "grid_points",
+           "mean_event", "on_grid", "private_bound", "private_mean", "target_count"]

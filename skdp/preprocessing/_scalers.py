@@ -16,7 +16,7 @@ from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import NORM_SAFETY, row_norms
-from skdp.mechanisms import private_quantile, quantile_event
+from skdp.mechanisms import bound_event, private_bound
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.composition import CompositeLedger
@@ -141,6 +141,9 @@ class RowNormClipper(_PublicMap):
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
+#: ``bounds="auto"``: the quantile of the row norms that ``C`` bounds at a finite epsilon
+#: (the maximum at ``epsilon=inf``; :func:`skdp.mechanisms.target_count`).
+BOUNDS_QUANTILE = 0.75
 
 #: A released mean this many noise standard deviations from its public default keeps
 #: ``1 - 1/SHRINK_LEVEL^2`` (75% at 2) of its distance; closer ones fall to the default.
@@ -181,12 +184,13 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         ``0`` for pure DP (l2-Laplace noise).
     bounds : "auto" or tuple (lower, upper), default="auto"
         Public per-feature bounds (scalars or arrays), or ``"auto"``: every feature in
-        ``[-C, C]`` with ``C`` twice a private median of the row norms (a share
-        ``bounds_fraction`` of ``epsilon``). ``"auto"`` suits features on comparable
+        ``[-C, C]`` with ``C`` a private bound of the row norms' 0.75-quantile on a public
+        grid (their maximum at ``epsilon=inf``; a share ``bounds_fraction`` of
+        ``epsilon``; docs/privacy.md, "Private bounds"). ``"auto"`` suits features on comparable
         scales; features far smaller than the row norm get little signal (give public
         bounds for them).
     bounds_fraction : float in (0, 1), default=0.5
-        Share of ``epsilon`` spent on ``"auto"`` bounds (one private quantile, which must
+        Share of ``epsilon`` spent on ``"auto"`` bounds (one private bound, which must
         not fail at small ``n epsilon``: a far bound wipes out every feature).
     shrink_mean : bool, default=True
         Shrink each released mean toward the public centre of its bounds by its known
@@ -264,7 +268,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         release = single_release(moments, accounting, "replace_one")
         ledger = PrivacyLedger(release.event, accounting, "replace_one", moments)
         if auto and total.is_private:
-            bounds_ledger = PrivacyLedger(dpe.ComposedDpEvent([quantile_event(eps_bounds)]),
+            bounds_ledger = PrivacyLedger(dpe.ComposedDpEvent([bound_event(eps_bounds)]),
                                           "pure", "replace_one", Budget(eps_bounds, 0.0))
             ledger = CompositeLedger((("bounds", bounds_ledger), ("moments", ledger)), total)
         return total, release, ledger, (eps_bounds if auto and total.is_private else math.inf)
@@ -313,8 +317,10 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             n, d = X.shape
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
             if isinstance(self.bounds, str):
-                # Post-processing of one private median: every feature in [-C, C].
-                c = 2.0 * private_quantile(row_norms(X, 2.0), 0.5, eps_bounds, bounds_rng)
+                # One private bound of the row norms on the public grid (the maximum at
+                # epsilon=inf): every feature in [-C, C], C a grid point.
+                c = private_bound(row_norms(X, 2.0), eps_bounds, bounds_rng,
+                                  quantile=BOUNDS_QUANTILE)
                 estimated = True
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
