@@ -295,6 +295,16 @@ def markdown(results: dict, stem: str) -> str:
                 lines += _table(["workflow", "median", "range", "(epsilon, delta) spent",
                                  "target"], rows)
         lines += _end("defaults")
+    if results.get("tails"):
+        from benchmarks.tails import markdown as tails_markdown
+
+        lines += _section("tails", "Tails of default fits (issue 36)",
+                          "Unseeded noise (OS entropy) and fresh stratified 70/30 splits for "
+                          "every fit; median, 5th percentile and minimum of the test score "
+                          "(accuracy or R^2); the quick profile runs a tenth of the issue's "
+                          "fit counts (at least 10). `python -m benchmarks run --part tails`.")
+        lines += tails_markdown(results["tails"])
+        lines += _end("tails")
     runs = meta.get("part_runs", {})
     if len({(r["commit"], r["date"]) for r in runs.values()}) > 1:
         lines += ["Parts from separate runs (`--part`): " + "; ".join(

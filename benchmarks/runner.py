@@ -603,6 +603,12 @@ def out_of_core(profile: Profile, log) -> dict:
     return out
 
 
+def _tails(profile: Profile, log) -> list[dict]:
+    from benchmarks.tails import tails
+
+    return tails(profile, log)
+
+
 def defaults(profile: Profile, log) -> list[dict]:
     """Every workflow of :data:`config.WORKFLOWS` on raw bundled data, 70/30 splits: test
     accuracy or R^2 and the spend each fit reports (its ``privacy_spent_``, or the
@@ -710,7 +716,8 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                         dict(run_scenario(sc, profile, seed, log), run=here))
         for part, label, fn in (("scaling", "scaling", scaling), ("rates", "l_p rates", rates),
                                 ("float32", "float32 memory", float32_memory),
-                                ("defaults", "defaults on raw bundled data", defaults)):
+                                ("defaults", "defaults on raw bundled data", defaults),
+                                ("tails", "tails of default fits (unseeded)", _tails)):
             if part in parts:
                 log(label)
                 results[part] = fn(profile, log)

@@ -75,7 +75,8 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
     ``nu_i ~ Lap(2 / epsilon)``, the output is the first ``g_i`` with
     ``c_i + nu_i >= T + rho`` (the top of the grid if none). Replacing one record moves
     every count by at most 1 and all in the same direction, so the monotone analysis
-    (Lyu, Su & Li 2017, Thm. 5 with ``c = 1``) gives ``epsilon/2 + epsilon/2``.
+    (Lyu, Su & Li 2017, the monotonic case with one output) gives
+    ``epsilon/2 + epsilon/2``: docs/privacy.md, 1.6, has the argument.
 
     ``epsilon = inf``: the smallest grid point at or above the ``T``-th value (``T = n``:
     the maximum rounded up onto the grid, no record is clipped; ``exact="quantile"``: the
