@@ -23,7 +23,8 @@ class DPSVRGPlusPlus(DPSVRG):
     n_epochs : int, optional
         ``T``. Default ``ceil(log2(Delta0 n eps / (G sqrt(p ln(1/delta)))))`` (Theorem
         4.4), one fewer when private (measured more accurate; half the steps when
-        ``b 2^T > n``), at least 1 and at most 16 (see docs/algorithms/svrg.md).
+        ``b 2^T > n``), at least 1 and at most 16, and at most ``log2(n / b) + 4`` (no
+        more than ``32 n / b`` inner steps in all on tiny data; see docs/algorithms/svrg.md).
     inner_steps : int, optional
         First-epoch length ``m``. Default ``max(1, ceil(n / (b 2^T)))``: all epochs together
         run ``m (2^(T+1) - 2)`` steps, about two passes of inner samples when ``b 2^T <= n``
@@ -70,7 +71,12 @@ class DPSVRGPlusPlus(DPSVRG):
                 # the theorem's count ran twice the steps that measured best
                 # (docs/algorithms/svrg.md, Defaults).
                 n_epochs -= 1
-            n_epochs = min(max(n_epochs, 1), MAX_AUTO_EPOCHS_PP)
+            # With m = 1 the epochs run 2^(T+1) - 2 steps in all: at most 32 n / b (32
+            # passes of inner samples; the covertype-shaped default runs 9), so that tiny
+            # data cannot plan 2^17 steps (40 rows: 131,070 steps, 17-42 s a fit). Public:
+            # n and b only.
+            cap = math.floor(math.log2(max(spec.n_samples / b, 1.0))) + 4
+            n_epochs = min(max(n_epochs, 1), MAX_AUTO_EPOCHS_PP, cap)
         if self.inner_steps is not None:
             m = int(self.inner_steps)
         else:
