@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_y, check_is_fitted
 
 from skdp._progress import Progress
@@ -530,6 +531,15 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             else:
                 fit_rng, ledger = self.random_state, prepared[1]
             self._warn_if_noise_dominated(spec, prepared[1].budget, bounds)
+            if not total.is_private and isinstance(self.solver, str) and \
+                    solver.capabilities.inexact_at_inf:
+                # Public: the solver's declaration and the budget.
+                warnings.warn(
+                    f"solver {solver.name!r} does not reach its objective's optimum at "
+                    f"epsilon=inf with its defaults: {solver.capabilities.inexact_at_inf}. "
+                    "Set solver='gd' for the non-private optimum of the same objective, or "
+                    "pass a solver object with more iterations.",
+                    ConvergenceWarning, stacklevel=4)
             progress("solving", f"{prepared[0].n_iter} planned steps, data_norm_="
                      f"{bounds.data_norm:.4g}")
             steps = progress.steps(prepared[0].n_iter)

@@ -95,6 +95,10 @@ class Capabilities:
         CSR input stays sparse (never densified).
     secure : bool
         Declares the release's noise scale, so ``secure=True`` can snap the release.
+    inexact_at_inf : str
+        Why the solver's defaults do not reach its objective's optimum (within 1e-4 excess
+        risk) at ``epsilon=inf``; empty when they do. A non-empty reason makes the
+        estimators warn (``ConvergenceWarning``) on non-private fits.
     out_of_core : bool
         Runs on a ``dask.array`` ``X``: every pass over the data is a
         :meth:`~skdp.solvers.Problem` full-batch pass (or a subset gathered by public
@@ -119,6 +123,7 @@ class Capabilities:
     min_samples: int = 1
     sparse: bool = True
     secure: bool = False
+    inexact_at_inf: str = ""
     out_of_core: bool = False
 
     def __post_init__(self) -> None:
@@ -170,11 +175,14 @@ class Capabilities:
             "sparse": "yes" if self.sparse else "densified",
             "secure": "yes" if self.secure else "no",
             "dask": "yes" if self.out_of_core else "no",
+            "epsilon=inf": ("approximate: " + self.inexact_at_inf if self.inexact_at_inf
+                            else "optimum"),
         }
 
 
 TABLE_COLUMNS = ("algorithm", "delta > 0", "losses", "constraints", "intercept",
-                 "also needs", "objectives", "accountants", "sparse", "secure", "dask")
+                 "also needs", "objectives", "accountants", "sparse", "secure", "dask",
+                 "epsilon=inf")
 
 
 def _constraint_fix(caps: Capabilities) -> str:
@@ -340,6 +348,8 @@ def summary(caps: Capabilities, losses: Iterable[str] = LOSS_NAMES,
         notes.append(f"at most {caps.max_params} parameters")
     if "tilted" in caps.objectives:
         notes.append("tilted ERM and adversarial training")
+    if caps.inexact_at_inf:
+        notes.append("defaults approximate at epsilon=inf")
     return f"{caps.algorithm}; {', '.join(notes)}"
 
 

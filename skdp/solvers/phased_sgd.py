@@ -174,6 +174,8 @@ class PhasedDPSGD(BaseDPSolver):
         default_accountant="gaussian", constraints=("none", "l2", "l1", "lp", "simplex"),
         bounded_gradients=True,
         min_samples=2, secure=True,
+        inexact_at_inf=("one pass of phased SGD, an O(1/sqrt(n)) stochastic method even "
+                        "without noise (2e-2 excess risk on a 2000 x 5 logistic problem)"),
     )
 
     # Interval(Real, 0, None, "neither") refuses 0, inf and nan.

@@ -216,6 +216,9 @@ class RegularizedMirrorDescent(BaseDPSolver):
         algorithm=("noisy regularized mirror descent in l_p, Su-Zhao-Wang Alg. 3 "
                    "(generalized Gaussian noise)"),
         accountants=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
+        inexact_at_inf=("a public count of mirror steps with the paper's step size, "
+                        "tuned for the noise; without noise it stops where the schedule "
+                        "ends (6e-3 excess risk on a 2000 x 5 logistic problem)"),
     )
 
     def __init__(self, n_iter=None, regularization=None, clip_norm=None, p=None):

@@ -23,7 +23,7 @@ class DPSVRGPlusPlus(DPSVRG):
     n_epochs : int, optional
         ``T``. Default ``ceil(log2(Delta0 n eps / (G sqrt(p ln(1/delta)))))`` (Theorem
         4.4), one fewer when private (measured more accurate; half the steps when
-        ``b 2^T > n``), at least 1 and at most 16, and at most ``log2(n / b) + 4`` (no
+        ``b 2^T > n``), at least 1 and at most 16, and when private at most ``log2(n / b) + 4`` (no
         more than ``32 n / b`` inner steps in all on tiny data; see docs/algorithms/svrg.md).
     inner_steps : int, optional
         First-epoch length ``m``. Default ``max(1, ceil(n / (b 2^T)))``: all epochs together
@@ -75,7 +75,10 @@ class DPSVRGPlusPlus(DPSVRG):
             # passes of inner samples; the covertype-shaped default runs 9), so that tiny
             # data cannot plan 2^17 steps (40 rows: 131,070 steps, 17-42 s a fit). Public:
             # n and b only.
-            cap = math.floor(math.log2(max(spec.n_samples / b, 1.0))) + 4
+            # Non-private fits keep the theorem's count: their extra steps cost no noise
+            # and reach the optimum (epsilon=inf).
+            cap = (math.floor(math.log2(max(spec.n_samples / b, 1.0))) + 4
+                   if budget.is_private else MAX_AUTO_EPOCHS_PP)
             n_epochs = min(max(n_epochs, 1), MAX_AUTO_EPOCHS_PP, cap)
         if self.inner_steps is not None:
             m = int(self.inner_steps)

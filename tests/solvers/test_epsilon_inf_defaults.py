@@ -1,0 +1,73 @@
+"""Every solver's defaults at epsilon=inf (issue 36, item 3): the non-private optimum of
+its own objective within 1e-4 excess risk, or a declared reason and a warning."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+
+from skdp import SOLVERS, DPLogisticRegression
+from skdp.exceptions import IncompatibleSolverError
+from skdp.solvers._capabilities import accepts_any
+
+# Unconstrained logistic regression: the solvers that accept it with their defaults.
+NAMES = [name for name, cls in SOLVERS.items()
+         if accepts_any(cls.capabilities, ("logistic",), ("none",))
+         and "none" in cls.capabilities.constraints and not cls.capabilities.bounded_constraint]
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 5))
+    y = (X @ rng.normal(size=5) + rng.logistic(size=2000) > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_defaults_reach_the_optimum_at_epsilon_inf_or_say_why(name):
+    X, y = _data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            est = DPLogisticRegression(solver=name, epsilon=math.inf,
+                                       classes=[0, 1]).fit(X, y)
+        except IncompatibleSolverError as exc:
+            # Its default step needs a bounded constraint: the constrained optimum at
+            # epsilon=inf is tested in the solver's own file (test_mirror_descent.py).
+            assert "constraint" in str(exc)
+            pytest.skip("the solver's defaults need a bounded constraint")
+    warned = any(issubclass(w.category, ConvergenceWarning) and name in str(w.message)
+                 for w in caught)
+    # The same objective in units of the bound: rows x / D, the intercept feature 1,
+    # alpha / 2 ||v||^2 on the features' coefficients v = w D.
+    D = est.data_norm_
+    Xs, s = X / D, 2 * y - 1
+
+    def objective(p):
+        return (np.mean(np.logaddexp(0.0, -s * (Xs @ p[:-1] + p[-1])))
+                + est.alpha / 2 * p[:-1] @ p[:-1])
+
+    optimum = minimize(objective, np.zeros(6), method="L-BFGS-B",
+                       options=dict(gtol=1e-12, ftol=1e-15, maxiter=10000)).fun
+    excess = objective(np.r_[est.coef_.ravel() * D, est.intercept_[0]]) - optimum
+    reason = SOLVERS[name].capabilities.inexact_at_inf
+    assert warned == bool(reason)
+    if not reason:
+        assert excess <= 1e-4
+    else:
+        assert excess > 1e-4  # the declaration is not stale
+
+
+def test_no_warning_for_a_solver_object_or_a_private_fit():
+    from skdp import PhasedDPSGD
+
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        DPLogisticRegression(solver=PhasedDPSGD(), epsilon=math.inf, classes=[0, 1]).fit(X, y)
+        DPLogisticRegression(solver="phased_sgd", classes=[0, 1]).fit(X, y)
