@@ -61,11 +61,15 @@ NOISE_DOMINATED = 1.0
 BOUND_WEIGHTS = {"data_norm": 1.0, "y_scale": 1.0, "y_centre": 1.0, "y_bound": 1.0}
 
 
-def _round_up(bound: float) -> float:
-    """``bound`` rounded up to a power of 2^(1/4) (within the public range of bounds);
-    a power of 2^(1/4) stays itself (the 1e-9 absorbs ``log2``'s rounding)."""
-    k = math.ceil(4.0 * math.log2(max(bound, 1e-300)) - 1e-9)
-    return float(min(2.0 ** (k / 4.0), 1e149))
+def _split(total: float, weights: dict) -> dict:
+    """``total`` split in proportion to ``weights``, the shares rounded down until their
+    floating-point sum (as the ledger adds them, in order) is at most ``total``: three
+    equal shares of 3.85 summed to 3.8500000000000005 (found by an independent review)."""
+    scale = sum(weights.values())
+    shares = {k: total * w / scale for k, w in weights.items()}
+    while sum(shares.values()) > total:
+        shares = {k: math.nextafter(v, 0.0) for k, v in shares.items()}
+    return shares
 
 
 def noise_ratio(n_samples: int, n_params: int, budget: Budget) -> float:
@@ -134,6 +138,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     #: ``data_norm="auto"`` targets this quantile of the row norms at a finite epsilon
     #: (the maximum at ``epsilon=inf``; see :func:`skdp.mechanisms.target_count`).
     _data_norm_quantile = 0.75
+    #: ``y_bound="auto"`` targets this quantile of ``|y - centre|`` (regressors).
+    _y_bound_quantile = 1.0
 
     _parameter_constraints: dict = {
         # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
@@ -408,8 +414,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         eps_fit = total.epsilon - eps_bounds
         while eps_bounds + eps_fit > total.epsilon:  # rounding must not exceed the total
             eps_fit = math.nextafter(eps_fit, 0.0)
-        weights = {k: BOUND_WEIGHTS[k] for k in names}
-        shares = {k: eps_bounds * w / sum(weights.values()) for k, w in weights.items()}
+        shares = _split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names})
         fit_budget = Budget(eps_fit, total.delta)
         reservation = CompositeLedger((
             ("bounds", self._bounds_ledger(shares, total)),
@@ -449,7 +454,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             centre = private_mean(y, scale, shares["y_centre"], rng)
         if "y_bound" in shares:
             y_bound = private_bound(np.abs(np.asarray(y, dtype=float) - centre),
-                                    shares["y_bound"], rng)
+                                    shares["y_bound"], rng, quantile=self._y_bound_quantile)
         elif y_bound is not None:
             y_bound = float(y_bound)
         return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)

@@ -298,3 +298,17 @@ def test_bound_of_values_with_nan_is_on_the_grid():
     rng = np.random.default_rng(0)
     est = private_bound(np.array([1.0, 2.0, np.nan]), 1.0, rng)
     assert np.isfinite(est) and on_grid(est)
+
+
+@pytest.mark.parametrize("epsilon", [7.7, 1.0, 0.3, 2.9])
+def test_three_bound_shares_never_sum_above_the_total(epsilon):
+    """A declared data_norm with y_bound="auto" and an intercept: three estimates whose
+    equal shares of 0.5 * 7.7 summed to one rounding step above it, so a pure fit raised
+    PrivacyAccountingError after the bounds were spent (independent review)."""
+    from skdp._base import _split
+
+    shares = _split(0.5 * epsilon, {"a": 1.0, "b": 1.0, "c": 1.0})
+    assert sum(shares.values()) <= 0.5 * epsilon
+    reg = quiet(DPLinearRegression(epsilon=epsilon, delta=0.0, bounds_fraction=0.5,
+                                   data_norm=5.0).fit, X_D, Y_D)
+    assert reg.privacy_spent_.epsilon <= epsilon

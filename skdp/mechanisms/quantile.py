@@ -112,8 +112,9 @@ def private_mean(values, bound: float, epsilon: float, rng: np.random.Generator)
     (``R = MEAN_RESOLUTION``; ``round(clip(v) / h)``), so their sum ``Z`` is an integer
     whose replace-one sensitivity is ``2 R``. The release is ``Z + K`` with ``K`` drawn
     from the discrete Laplace law ``P(k) ~ exp(-epsilon |k| / (2 R))`` (the geometric
-    mechanism, Ghosh, Roughgarden & Sundararajan 2009: ``epsilon``-DP), sampled exactly
-    as the difference of two geometric variables; the mean is ``(Z + K) h / n``, a
+    mechanism, Ghosh, Roughgarden & Sundararajan 2009: ``epsilon``-DP up to numpy's
+    bounded samplers, docs/privacy.md 1.6), sampled as the difference of two geometric
+    variables; the mean is ``(Z + K) h / n``, a
     public function of an integer: no floating-point bit of it depends on a record
     beyond that integer. ``bound`` and ``n`` must be public (declared, or released).
     ``epsilon = inf``: ``Z h / n``, the mean of the rounded values.
