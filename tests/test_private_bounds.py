@@ -54,8 +54,10 @@ def test_auto_ledger_reaccounts_within_the_budget_and_shows_both_parts():
 def test_regressor_bounds_centre_and_four_parts():
     reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
     bounds = reg.privacy_ledger_.part("bounds")
-    # data_norm, the scale of |y|, the centre (a mean clipped to that scale) and y_bound.
-    assert [e.epsilon for e in bounds.event.events] == pytest.approx([0.4 / 4] * 4)
+    # data_norm, the scale of |y|, the centre (a mean clipped to that scale) and y_bound,
+    # sharing bounds_fraction="auto": 30 records' worth each, between 0.2 and 0.4 of
+    # epsilon (442 rows: 120 / 442 = 0.27).
+    assert [e.epsilon for e in bounds.event.events] == pytest.approx([120 / 442 / 4] * 4)
     assert 25 <= reg.y_centre_ <= 346  # the targets' documented range
     assert reg.y_bound_ > 0 and reg.data_norm_ > 0
     pred = reg.predict(X_D)
@@ -312,3 +314,14 @@ def test_three_bound_shares_never_sum_above_the_total(epsilon):
     reg = quiet(DPLinearRegression(epsilon=epsilon, delta=0.0, bounds_fraction=0.5,
                                    data_norm=5.0).fit, X_D, Y_D)
     assert reg.privacy_spent_.epsilon <= epsilon
+
+
+def test_auto_bounds_fraction_gives_each_estimate_30_records_within_its_range():
+    from skdp._base import bounds_share
+
+    assert bounds_share(0.3, 2.0, 4, 100) == pytest.approx(0.6)
+    assert bounds_share("auto", 1.0, 4, 309) == pytest.approx(120 / 309)  # inside
+    assert bounds_share("auto", 5.0, 4, 309) == pytest.approx(1.0)        # 0.2 floor
+    assert bounds_share("auto", 0.5, 4, 309) == pytest.approx(0.2)        # 0.4 cap
+    reg = quiet(DPHuberRegressor(epsilon=5.0).fit, X_D, Y_D)
+    assert reg.privacy_ledger_.part("bounds").budget.epsilon == pytest.approx(1.0)

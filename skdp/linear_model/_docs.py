@@ -57,9 +57,11 @@ _PARAMS = {
         class changes the model's shape, see docs/privacy.md).
 """,
     'bounds_fraction': """\
-    bounds_fraction : float in (0, 1), default={default}
+    bounds_fraction : float in (0, 1) or "auto", default={default}
         Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
-        all of ``delta``). Unused when every bound is a number.
+        all of ``delta``). ``"auto"``: enough for ``n epsilon >= 30`` per estimate,
+        between 0.2 and 0.4 of ``epsilon`` (public; docs/privacy.md, "Private bounds").
+        Unused when every bound is a number.
 """,
 }
 

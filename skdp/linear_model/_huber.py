@@ -55,7 +55,7 @@ class DPHuberRegressor(BaseDPRegressor):
         public constant (estimating a scale from private data would cost privacy).
     <<y_bound>>
     <<data_norm>>
-    <<bounds_fraction:0.4>>
+    <<bounds_fraction:"auto">>
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -145,7 +145,7 @@ class DPHuberRegressor(BaseDPRegressor):
         huber_delta=1.35,
         y_bound="auto",
         data_norm="auto",
-        bounds_fraction=0.4,
+        bounds_fraction="auto",
         fit_intercept=True,
         constraint=None,
         radius=None,

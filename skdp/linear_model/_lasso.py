@@ -40,7 +40,7 @@ class DPLasso(BaseDPRegressor):
     alpha : float, default=0.0
         Optional L2 strength (elastic net); ``0`` is the plain constrained Lasso.
     <<data_norm>>
-    <<bounds_fraction:0.4>>
+    <<bounds_fraction:"auto">>
     <<y_bound>>
     fit_intercept : bool, default=True
         Fit an intercept as the coefficient ``b'`` of a constant feature of value
@@ -125,7 +125,7 @@ class DPLasso(BaseDPRegressor):
         radius=1.0,
         alpha=0.0,
         data_norm="auto",
-        bounds_fraction=0.4,
+        bounds_fraction="auto",
         y_bound="auto",
         fit_intercept=True,
         data_norm_ord="auto",

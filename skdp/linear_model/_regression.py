@@ -40,7 +40,7 @@ class DPLinearRegression(BaseDPRegressor):
         bounds; ``"output_perturbation"`` penalises the intercept too and needs
         ``alpha > 0``, and its sensitivity falls like ``1 / alpha``).
     <<data_norm>>
-    <<bounds_fraction:0.4>>
+    <<bounds_fraction:"auto">>
     <<y_bound>>
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
@@ -134,7 +134,7 @@ class DPLinearRegression(BaseDPRegressor):
         solver="sufficient_statistics",
         alpha=1e-2,
         data_norm="auto",
-        bounds_fraction=0.4,
+        bounds_fraction="auto",
         y_bound="auto",
         fit_intercept=True,
         constraint=None,
