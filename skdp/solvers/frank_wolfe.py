@@ -174,6 +174,9 @@ class PrivateFrankWolfe(BaseDPSolver):
         needs_delta=False, accountants=("pure", "basic", "pld"), default_accountant="pure",
         constraints=("l1", "simplex"), bounded_constraint=True, intercept="constrained",
         secure=True, out_of_core=True,
+        inexact_at_inf=("a public count of Frank-Wolfe phases, whose vertex steps converge "
+                        "like O(1/T) (4.4e-3 excess risk on a 2000 x 5 logistic problem in "
+                        "an l1 ball of radius 1)"),
     )
 
     def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:

@@ -537,6 +537,9 @@ class NoisyMirrorDescent(BaseDPSolver):
         algorithm="noisy stochastic mirror descent, Asi-Feldman-Koren-Talwar 2021 Algs. 1, 5",
         losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
         constraints=("none", "l2", "l1", "lp", "simplex"),
+        inexact_at_inf=("a public count of stochastic mirror steps (averaged), an "
+                        "O(1/sqrt(T)) method even without noise (1.3e-2 excess risk on a "
+                        "2000 x 5 logistic problem in an l1 ball of radius 1)"),
     )
     _parameter_constraints: ClassVar[dict] = {
         "n_iter": _POSITIVE_INT,

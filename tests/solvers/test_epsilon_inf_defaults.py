@@ -71,3 +71,39 @@ def test_no_warning_for_a_solver_object_or_a_private_fit():
         warnings.simplefilter("error", ConvergenceWarning)
         DPLogisticRegression(solver=PhasedDPSGD(), epsilon=math.inf, classes=[0, 1]).fit(X, y)
         DPLogisticRegression(solver="phased_sgd", classes=[0, 1]).fit(X, y)
+
+
+# The l1 ball of radius 1 (in units of the bound), for the solvers that need a bounded
+# constraint or take one: the optimum by SLSQP over the ball.
+L1_NAMES = [name for name, cls in SOLVERS.items()
+            if accepts_any(cls.capabilities, ("logistic",), ("l1",))]
+
+
+@pytest.mark.parametrize("name", L1_NAMES)
+def test_l1_constrained_defaults_reach_the_optimum_at_epsilon_inf_or_say_why(name):
+    X, y = _data()
+    intercept = SOLVERS[name].capabilities.intercept != "constrained"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = DPLogisticRegression(solver=name, epsilon=math.inf, classes=[0, 1],
+                                   constraint="l1", radius=1.0, fit_intercept=intercept,
+                                   delta=1e-5).fit(X, y)
+    warned = any(issubclass(w.category, ConvergenceWarning) and name in str(w.message)
+                 for w in caught)
+    D = est.data_norm_
+    Xs, s = X / D, 2 * y - 1
+    d = X.shape[1]
+
+    def objective(p):
+        v, b = p[:d], (p[d] if intercept else 0.0)
+        return np.mean(np.logaddexp(0.0, -s * (Xs @ v + b))) + est.alpha / 2 * v @ v
+
+    ball = {"type": "ineq", "fun": lambda p: 1.0 - np.sum(np.abs(p[:d]))}
+    optimum = min(minimize(objective, x0, method="SLSQP", constraints=[ball],
+                           options=dict(ftol=1e-14, maxiter=2000)).fun
+                  for x0 in (np.zeros(d + intercept), np.full(d + intercept, 0.01)))
+    coef = est.coef_.ravel() * D
+    excess = objective(np.r_[coef, est.intercept_[0]] if intercept else coef) - optimum
+    reason = SOLVERS[name].capabilities.inexact_at_inf
+    assert warned == bool(reason)
+    assert (excess > 1e-4) == bool(reason)
