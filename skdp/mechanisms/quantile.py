@@ -53,20 +53,21 @@ def on_grid(value: float, grid: str = "log") -> bool:
 
 
 def target_count(n: int, epsilon: float, quantile: float = 1.0,
-                 exact: str = "maximum") -> float:
+                 exact: str = "maximum", slack: float = SLACK) -> float:
     """The count of records the search looks for: at ``epsilon = inf``, ``n`` (the
     maximum; ``exact="quantile"``: ``quantile n``); else ``min(quantile n,
-    n - SLACK / epsilon)``, at least ``n / 2``.
+    n - slack / epsilon)``, at least ``n / 2``.
 
-    A public function of the public ``n``, ``epsilon``, ``quantile`` and ``exact``.
+    A public function of the public ``n``, ``epsilon``, ``quantile``, ``exact`` and
+    ``slack``.
     """
     if math.isinf(epsilon):
         return float(n) if exact == "maximum" else float(quantile) * n
-    return max(0.5 * n, min(float(quantile) * n, n - SLACK / float(epsilon)))
+    return max(0.5 * n, min(float(quantile) * n, n - float(slack) / float(epsilon)))
 
 
 def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile: float = 1.0,
-                  grid: str = "log", exact: str = "maximum") -> float:
+                  grid: str = "log", exact: str = "maximum", slack: float = SLACK) -> float:
     """An ``epsilon``-DP (replace-one) upper bound of ``values`` on a public grid.
 
     AboveThreshold (Dwork & Roth 2014, Alg. 1) over the public grid ``g_1 < g_2 < ...``
@@ -80,7 +81,8 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
 
     ``epsilon = inf``: the smallest grid point at or above the ``T``-th value (``T = n``:
     the maximum rounded up onto the grid, no record is clipped; ``exact="quantile"``: the
-    ``quantile``, for a centre). Every draw is made for every
+    ``quantile``, for a centre). ``slack``: see :data:`SLACK` (a larger one trades the
+    tail above the data for the one below it). Every draw is made for every
     grid point, so the work does not depend on where the search stops. NaN counts as
     the lowest value; values above the grid's top are never counted (the top is output).
     """
@@ -89,7 +91,7 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
     v = np.sort(np.where(np.isnan(v), -math.inf, v))
     n = v.shape[0]
     counts = np.searchsorted(v, points, side="right").astype(float)
-    target = target_count(n, epsilon, quantile, exact)
+    target = target_count(n, epsilon, quantile, exact, slack)
     if math.isinf(epsilon):
         hits = np.flatnonzero(counts >= target)
     else:
