@@ -47,7 +47,7 @@ def reference_log_law(values, epsilon, quantile=1.0, grid="log", n_rho=40001):
     top of the grid also collects 'no stop'."""
     points = grid_points(grid)
     v = np.sort(np.asarray(values, float))
-    c = np.searchsorted(v, points, side="right").astype(float)
+    c = np.searchsorted(v, points * (1 + 1e-9), side="right").astype(float)
     b = 2.0 / epsilon
     target = target_count(len(v), epsilon, quantile)
     rho = np.linspace(-60 * b, 60 * b, n_rho)
@@ -110,6 +110,15 @@ def test_bound_at_epsilon_inf_is_the_maximum_rounded_up_onto_the_grid():
     assert private_bound(np.array([points[40]]), math.inf, None) == points[40]
     assert private_bound(values, math.inf, None, quantile=0.5, exact="quantile") == \
         points[np.searchsorted(points, 2.0)]
+
+
+def test_rows_of_norm_one_up_to_rounding_get_the_bound_one():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 64))
+    norms = np.linalg.norm(X / np.linalg.norm(X, axis=1, keepdims=True), axis=1)
+    assert norms.max() > 1.0  # a few ulps above
+    assert private_bound(norms, math.inf, None) == 1.0
+    assert private_bound(norms, 1.0, rng) == 1.0
 
 
 def test_bound_tail_above_the_data_is_light():
