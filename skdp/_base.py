@@ -39,6 +39,7 @@ from skdp.mechanisms import (
     mean_event,
     private_bound,
     private_mean,
+    target_count,
 )
 from skdp.privacy.accounting import ACCOUNTANTS, ApproxDpEvent, PrivacyLedger
 from skdp.privacy.budget import Budget, check_budget
@@ -167,6 +168,9 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     _data_norm_quantile = 0.75
     #: ``y_bound="auto"`` targets this quantile of ``|y - centre|`` (regressors).
     _y_bound_quantile = 1.0
+    #: ``y_bound="auto"`` is doubled when its search's target count is at most this share
+    #: of ``n`` (0: never).
+    _y_bound_widen_below = 0.0
 
     _parameter_constraints: dict = {
         # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
@@ -483,8 +487,17 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             centre = float(np.clip(private_mean(y, scale, shares["y_centre"], rng),
                                    -scale, scale))
         if "y_bound" in shares:
-            y_bound = private_bound(np.abs(np.asarray(y, dtype=float) - centre),
-                                    shares["y_bound"], rng, quantile=self._y_bound_quantile)
+            deviations = np.abs(np.asarray(y, dtype=float) - centre)
+            y_bound = private_bound(deviations, shares["y_bound"], rng,
+                                    quantile=self._y_bound_quantile)
+            n = deviations.shape[0]
+            if target_count(n, shares["y_bound"], self._y_bound_quantile) <= \
+                    self._y_bound_widen_below * n:
+                # Public: at small n epsilon the search's target falls to (near) the
+                # median of |y - centre|, which would clip half the targets; twice it clips
+                # few (the rule of the previous median-based bounds). A grid point times 2
+                # is a grid point.
+                y_bound = min(2.0 * y_bound, float(grid_points()[-1]))
             if "y_scale" in shares:
                 # Post-processing of released values: the targets within the released
                 # scale lie within scale + |centre| of the centre, so a larger y_bound

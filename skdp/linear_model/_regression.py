@@ -125,6 +125,12 @@ class DPLinearRegression(BaseDPRegressor):
     # rows clipped) beats a high quantile on raw diabetes (docs/privacy.md, "Private
     # bounds"); at epsilon=inf the bound is the maximum, as for every estimator.
     _data_norm_quantile = 0.5
+    # At small n epsilon the y_bound search's target falls to the median of |y - centre|;
+    # doubling it then (the previous rule, "twice the median") measured better on
+    # diabetes at epsilon 1 (300 unseeded fits: median R^2 0.067 against -0.006, no fit
+    # below -1 against 1; epsilon 5 unchanged). DPHuberRegressor measured worse with it
+    # (16 fits below -1 of 300): its huber_delta and noise grow with y_bound.
+    _y_bound_widen_below = 0.75
 
     def __init__(
         self,
