@@ -55,10 +55,10 @@ def test_regressor_bounds_centre_and_four_parts():
     reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
     bounds = reg.privacy_ledger_.part("bounds")
     # data_norm, the scale of |y| (twice the share), the centre (a mean clipped to that
-    # scale) and y_bound, sharing bounds_fraction="auto": 30 records' worth each, between
-    # 0.2 and 0.4 of epsilon (442 rows: 120 / 442 = 0.27).
+    # scale) and y_bound, sharing bounds_fraction="auto": 30 records' worth per unit of
+    # weight, between 0.2 and 0.4 of epsilon (442 rows: 150 / 442 = 0.34).
     assert [e.epsilon for e in bounds.event.events] == pytest.approx(
-        [120 / 442 * w / 5 for w in (1, 2, 1, 1)])
+        [150 / 442 * w / 5 for w in (1, 2, 1, 1)])
     assert 25 <= reg.y_centre_ <= 346  # the targets' documented range
     assert reg.y_bound_ > 0 and reg.data_norm_ > 0
     pred = reg.predict(X_D)
@@ -321,9 +321,9 @@ def test_auto_bounds_fraction_gives_each_estimate_30_records_within_its_range():
     from skdp._base import bounds_share
 
     assert bounds_share(0.3, 2.0, 4, 100) == pytest.approx(0.6)
-    assert bounds_share("auto", 1.0, 4, 309) == pytest.approx(120 / 309)  # inside
-    assert bounds_share("auto", 5.0, 4, 309) == pytest.approx(1.0)        # 0.2 floor
-    assert bounds_share("auto", 0.5, 4, 309) == pytest.approx(0.2)        # 0.4 cap
+    assert bounds_share("auto", 1.0, 5, 500) == pytest.approx(150 / 500)  # inside
+    assert bounds_share("auto", 5.0, 5, 309) == pytest.approx(1.0)        # 0.2 floor
+    assert bounds_share("auto", 0.5, 5, 309) == pytest.approx(0.2)        # 0.4 cap
     reg = quiet(DPHuberRegressor(epsilon=5.0).fit, X_D, Y_D)
     assert reg.privacy_ledger_.part("bounds").budget.epsilon == pytest.approx(1.0)
 
@@ -334,12 +334,17 @@ def test_a_y_bound_overshoot_is_capped_by_the_released_scale(monkeypatch):
     import skdp._base as base
 
     real = base.private_bound
+    fired = []
 
     def overshooting(values, epsilon, rng, **kw):
         out = real(values, epsilon, rng, **kw)
-        return grid_points()[-1] if kw.get("quantile") == 1.0 and "slack" not in kw \
-            and np.min(values) >= 0 and epsilon < 0.1 else out
+        if kw.get("quantile") == 1.0 and "slack" not in kw and np.min(values) >= 0 \
+                and epsilon < 0.1:  # the y_bound search (a weight-1 share of 0.34)
+            fired.append(True)
+            return grid_points()[-1]
+        return out
 
     monkeypatch.setattr(base, "private_bound", overshooting)
     reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
+    assert fired == [True]
     assert reg.y_bound_ < 1e4 and on_grid(reg.y_bound_)

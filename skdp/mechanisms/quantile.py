@@ -82,10 +82,10 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
     ``epsilon/2 + epsilon/2``: docs/privacy.md, 1.6, has the argument.
 
     ``epsilon = inf``: the smallest grid point at or above the ``T``-th value (``T = n``:
-    the maximum rounded up onto the grid, no record is clipped; ``exact="quantile"``: the
-    ``quantile``, for a centre). ``slack``: see :data:`SLACK` (a larger one trades the
-    tail above the data for the one below it). Every draw is made for every
-    grid point, so the work does not depend on where the search stops. NaN counts as
+    the maximum rounded up onto the grid, no record clipped beyond a relative 1e-9;
+    ``exact="quantile"``: the ``quantile``, for a centre). ``slack``: see :data:`SLACK`
+    (a larger one trades the tail above the data for the one below it). Every draw is
+    made for every grid point, so the work does not depend on where the search stops. NaN counts as
     the lowest value; values above the grid's top are never counted (the top is output).
     """
     points = grid_points(grid)

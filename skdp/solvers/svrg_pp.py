@@ -23,8 +23,9 @@ class DPSVRGPlusPlus(DPSVRG):
     n_epochs : int, optional
         ``T``. Default ``ceil(log2(Delta0 n eps / (G sqrt(p ln(1/delta)))))`` (Theorem
         4.4), one fewer when private (measured more accurate; half the steps when
-        ``b 2^T > n``), at least 1 and at most 16, and when private at most ``log2(n / b) + 4`` (no
-        more than ``32 n / b`` inner steps in all on tiny data; see docs/algorithms/svrg.md).
+        ``b 2^T > n``), at least 1 and at most 16; at most ``log2(n / b) + 4`` when
+        private (no more than ``32 n / b`` inner steps in all on tiny data) and
+        ``log2(n / b) + 8`` when not (see docs/algorithms/svrg.md).
     inner_steps : int, optional
         First-epoch length ``m``. Default ``max(1, ceil(n / (b 2^T)))``: all epochs together
         run ``m (2^(T+1) - 2)`` steps, about two passes of inner samples when ``b 2^T <= n``
@@ -72,13 +73,14 @@ class DPSVRGPlusPlus(DPSVRG):
                 # (docs/algorithms/svrg.md, Defaults).
                 n_epochs -= 1
             # With m = 1 the epochs run 2^(T+1) - 2 steps in all: at most 32 n / b (32
-            # passes of inner samples; the covertype-shaped default runs 9), so that tiny
+            # passes of inner samples; the covertype-shaped default at epsilon 1 runs 9 and
+            # keeps its 11 epochs, at epsilon 3 and 10 it gets 12), so that tiny
             # data cannot plan 2^17 steps (40 rows: 131,070 steps, 17-42 s a fit). Public:
             # n and b only.
-            # Non-private fits keep the theorem's count: their extra steps cost no noise
-            # and reach the optimum (epsilon=inf).
-            cap = (math.floor(math.log2(max(spec.n_samples / b, 1.0))) + 4
-                   if budget.is_private else MAX_AUTO_EPOCHS_PP)
+            # Non-private fits get 16 times more (their extra steps cost no noise and
+            # reach the optimum at epsilon=inf; 40 rows then plan 2046 steps, not 131,070).
+            cap = math.floor(math.log2(max(spec.n_samples / b, 1.0))) + (
+                4 if budget.is_private else 8)
             n_epochs = min(max(n_epochs, 1), MAX_AUTO_EPOCHS_PP, cap)
         if self.inner_steps is not None:
             m = int(self.inner_steps)

@@ -30,3 +30,18 @@ def test_svrg_pp_plans_at_most_32_passes_of_inner_samples(n, sparse):
     b = plan.batch_size
     assert len(plan.epoch_lengths) <= math.floor(math.log2(max(n / b, 1.0))) + 4
     assert sum(plan.epoch_lengths) <= max(32 * n / b, 2 * plan.epoch_lengths[0] + 2)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_svrg_pp_non_private_plan_is_capped_too(sparse):
+    """epsilon=inf: the theorem's count is the 16-epoch ceiling, 131,070 steps on 40 rows
+    (10-35 s); the non-private cap log2(n / b) + 8 keeps it at a few thousand."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    if sparse:
+        X = sp.csr_matrix(X)
+    clf = DPLogisticRegression(solver="svrg++", classes=[0, 1], epsilon=math.inf).fit(X, y)
+    plan = clf.privacy_plan_
+    assert len(plan.epoch_lengths) <= math.floor(math.log2(40 / plan.batch_size)) + 8
+    assert sum(plan.epoch_lengths) <= 512 * 40 / plan.batch_size
