@@ -239,7 +239,8 @@ def _accelerated_gradient(objective: PerturbedObjective, W0: np.ndarray, mu: flo
     ``J(W_k) - J* <= (1 - sqrt(mu/beta))^k (J(W_0) - J* + mu/2 ||W_0 - W*||^2)``
     (Nesterov 2004, Thm. 2.2.3 / scheme 2.2.19).
     """
-    q = math.sqrt(mu / beta)
+    # mu <= beta for any valid pair; rounding can make the public ratio exceed 1.
+    q = math.sqrt(min(mu / beta, 1.0))
     momentum = (1.0 - q) / (1.0 + q)
     W = W0.copy()
     previous = W0.copy()
@@ -288,7 +289,10 @@ def certified_argmin(
     mu = strong_convexity
     target = CERTIFICATE_MARGIN * certified_radius
     gtol = 0.5 * mu * target  # optimisers stop at half the certified gradient norm
-    rate = -math.log1p(-math.sqrt(mu / smoothness))
+    # A perfectly conditioned J (mu = smoothness: a ridge-dominated objective, e.g. rows
+    # clipped to a tiny bound) made log1p(-1) raise "math domain error" (issue 36). A
+    # ratio just below 1 under-states the contraction, so the step count stays sure.
+    rate = -math.log1p(-math.sqrt(min(mu / smoothness, 1.0 - 1e-12)))
     factor = math.sqrt((smoothness + mu) / mu)
 
     def sure_steps(distance: float) -> int:

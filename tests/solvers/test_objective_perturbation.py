@@ -332,6 +332,20 @@ def test_fallback_gradient_descent_certifies(monkeypatch):
         op.certified_argmin(obj, 5.0, beta, 1e-6, 3)
 
 
+def test_perfectly_conditioned_objective_does_not_crash(monkeypatch):
+    """mu == smoothness (a ridge-dominated J, rows clipped to a tiny bound) made the sure
+    method's rate log1p(-1): "math domain error" (issue 36). Now a ratio just below 1."""
+    import skdp.solvers._perturbed_objective as op
+
+    X, Y = _data(n=40, d=3)
+    problem = _problem(X * 1e-9, Y, LogisticLoss())
+    obj = PerturbedObjective(problem, np.full(3, 5.0), np.ones((3, 1)))
+    monkeypatch.setattr(op, "_lbfgs", lambda o, W0, g: W0 + 0.5)
+    monkeypatch.setattr(op, "_newton", lambda o, W0, g, m: W0)
+    W, cert = op.certified_argmin(obj, 5.0, 5.0, 1e-6, 100000)
+    assert np.linalg.norm(W - _reference_minimiser(obj, W)) <= cert + 1e-14 <= 1e-6
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_sure_fallback_is_never_rechecked_and_meets_half_the_radius(monkeypatch, seed):
     """Review regression: the sure accelerated-gradient output was re-checked with
