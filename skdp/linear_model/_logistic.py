@@ -38,7 +38,7 @@ class DPLogisticRegression(BaseDPClassifier):
         convexity in every coordinate). ``"svrg"`` and ``"output_perturbation"`` need
         ``alpha > 0``.
     <<data_norm>>
-    <<bounds_fraction:0.2>>
+    <<bounds_fraction:"auto">>
     fit_intercept : bool, default=True
         Fit an intercept, as an extra feature of constant value ``data_norm`` (the
         augmented row norm bound ``sqrt(2) data_norm`` enters the sensitivity).
@@ -138,7 +138,7 @@ class DPLogisticRegression(BaseDPClassifier):
         solver="gd",
         alpha=1e-2,
         data_norm="auto",
-        bounds_fraction=0.2,
+        bounds_fraction="auto",
         fit_intercept=True,
         constraint=None,
         radius=None,

@@ -49,7 +49,7 @@ class DPLinearSVC(BaseDPClassifier):
     alpha : float, default=1e-2
         L2 strength (``"output_perturbation"`` penalises the intercept too).
     <<data_norm>>
-    <<bounds_fraction:0.2>>
+    <<bounds_fraction:"auto">>
     fit_intercept : bool, default=True
         Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
     constraint : {"l2", "l1", "lp"} or None, default=None
@@ -132,7 +132,7 @@ class DPLinearSVC(BaseDPClassifier):
         solver="gd",
         alpha=1e-2,
         data_norm="auto",
-        bounds_fraction=0.2,
+        bounds_fraction="auto",
         fit_intercept=True,
         constraint=None,
         radius=None,
