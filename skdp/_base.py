@@ -41,6 +41,7 @@ from skdp.mechanisms import (
     private_mean,
     target_count,
 )
+from skdp.mechanisms.quantile import SLACK
 from skdp.privacy.accounting import ACCOUNTANTS, ApproxDpEvent, PrivacyLedger
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.composition import CompositeLedger
@@ -172,6 +173,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     #: ``y_bound="auto"`` is doubled when its search's target count is at most this share
     #: of ``n`` (0: never).
     _y_bound_widen_below = 0.0
+    #: The slack of the ``y_bound`` search (:data:`skdp.mechanisms.SLACK`).
+    _y_bound_slack = SLACK
 
     _parameter_constraints: dict = {
         # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
@@ -490,7 +493,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         if "y_bound" in shares:
             deviations = np.abs(np.asarray(y, dtype=float) - centre)
             y_bound = private_bound(deviations, shares["y_bound"], rng,
-                                    quantile=self._y_bound_quantile)
+                                    quantile=self._y_bound_quantile,
+                                    slack=self._y_bound_slack)
             n = deviations.shape[0]
             if target_count(n, shares["y_bound"], self._y_bound_quantile) <= \
                     self._y_bound_widen_below * n:
