@@ -35,6 +35,7 @@ from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
 from skdp.losses import GLMLoss, is_dask_array, row_norms
 from skdp.mechanisms import (
     bound_event,
+    grid_ceil,
     grid_points,
     mean_event,
     private_bound,
@@ -434,9 +435,9 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         """For ``"auto"`` bounds: the total budget, its split, and the reservation charged
         before any data is read (the fit's events depend on the estimated bounds).
 
-        The bound estimates get :func:`bounds_share` of ``epsilon`` (pure DP, split equally),
-        the fit the rest at the full delta; the two compose by basic composition to at most
-        ``(epsilon, delta)``.
+        The bound estimates get :func:`bounds_share` of ``epsilon`` (pure DP, split in
+        proportion to :data:`BOUND_WEIGHTS`), the fit the rest at the full delta; the two
+        compose by basic composition to at most ``(epsilon, delta)``.
         """
         # Validates every setting (solver, budget, constraint) before anything is charged.
         solver, total, *_ = self._privacy_plan(n_samples, n_features, y, calibrate=False)
@@ -484,20 +485,20 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                      if "data_norm" in shares else float(self.data_norm))
         y_bound = getattr(self, "y_bound", None)
         centre = 0.0
-        if "y_centre" in shares:
+        if "y_bound" in shares:
             y = np.asarray(y, dtype=float)
+        if "y_centre" in shares:
             scale = private_bound(np.abs(y), shares["y_scale"], rng, slack=SCALE_SLACK)
             # Post-processing: the clipped values' mean lies in [-scale, scale].
             centre = float(np.clip(private_mean(y, scale, shares["y_centre"], rng),
                                    -scale, scale))
         if "y_bound" in shares:
-            deviations = np.abs(np.asarray(y, dtype=float) - centre)
-            y_bound = private_bound(deviations, shares["y_bound"], rng,
+            y_bound = private_bound(np.abs(y - centre), shares["y_bound"], rng,
                                     quantile=self._y_bound_quantile,
                                     slack=self._y_bound_slack)
-            n = deviations.shape[0]
-            if target_count(n, shares["y_bound"], self._y_bound_quantile) <= \
-                    self._y_bound_widen_below * n:
+            n = y.shape[0]
+            if target_count(n, shares["y_bound"], self._y_bound_quantile,
+                            self._y_bound_slack) <= self._y_bound_widen_below * n:
                 # Public: at small n epsilon the search's target falls to (near) the
                 # median of |y - centre|, which would clip half the targets; twice it clips
                 # few (the rule of the previous median-based bounds). A grid point times 2
@@ -510,9 +511,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                 # 3e-4 per fit beyond 3x the data, the noise growing with it) and binds in
                 # many fits with targets centred near 0, where scale + |centre| is itself
                 # a tight bound (an independent review measured R^2 within 0.05 either way).
-                grid = grid_points()
-                cap = grid[min(np.searchsorted(grid, scale + abs(centre)), grid.size - 1)]
-                y_bound = min(y_bound, float(cap))
+                y_bound = min(y_bound, grid_ceil(scale + abs(centre)))
         elif y_bound is not None:
             y_bound = float(y_bound)
         return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)

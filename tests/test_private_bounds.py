@@ -347,3 +347,57 @@ def test_a_y_bound_overshoot_is_capped_by_the_released_scale(monkeypatch):
     reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
     assert fired == [True]
     assert reg.y_bound_ < 1e4 and on_grid(reg.y_bound_)
+
+
+def test_each_bound_mechanism_draws_at_its_ledger_epsilon(monkeypatch):
+    """The epsilons the mechanisms are called with are the bounds ledger's events, in
+    order (data_norm, the scale of |y|, the centre's mean, y_bound): the noise drawn is
+    the noise the ledger accounts for (the mechanisms' laws at a given epsilon are tested
+    in tests/privacy/test_private_bound.py)."""
+    import skdp._base as base
+
+    calls = []
+    real_bound, real_mean = base.private_bound, base.private_mean
+
+    def bound(values, epsilon, rng, **kw):
+        calls.append(("bound", epsilon))
+        return real_bound(values, epsilon, rng, **kw)
+
+    def mean(values, scale, epsilon, rng):
+        calls.append(("mean", epsilon))
+        return real_mean(values, scale, epsilon, rng)
+
+    monkeypatch.setattr(base, "private_bound", bound)
+    monkeypatch.setattr(base, "private_mean", mean)
+    reg = quiet(DPLinearRegression(epsilon=1.0).fit, X_D, Y_D)
+    events = reg.privacy_ledger_.part("bounds").event.events
+    assert [kind for kind, _ in calls] == ["bound", "bound", "mean", "bound"]
+    assert [eps for _, eps in calls] == [e.epsilon for e in events]
+
+
+def test_y_bound_is_doubled_only_when_its_own_search_targets_the_median(monkeypatch):
+    """The doubling rule reads the target of the search that ran (its slack included):
+    with DPLinearRegression's slack of 4 on 442 rows at epsilon 1 the target is above
+    0.75 n, so y_bound_ is the search's output (capped by the scale), not twice it. The
+    check had used the default slack and doubled it."""
+    import skdp._base as base
+    from skdp.mechanisms import grid_ceil, target_count
+
+    outputs = []
+    real = base.private_bound
+
+    def bound(values, epsilon, rng, **kw):
+        out = real(values, epsilon, rng, **kw)
+        outputs.append((kw, epsilon, out))
+        return out
+
+    monkeypatch.setattr(base, "private_bound", bound)
+    reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
+    kw, eps, searched = outputs[-1]
+    assert kw["slack"] == DPLinearRegression._y_bound_slack == 4.0
+    assert target_count(len(Y_D), eps, 1.0, 4.0) > 0.75 * len(Y_D)
+    assert target_count(len(Y_D), eps, 1.0) <= 0.75 * len(Y_D)  # the old check's target
+    scale = next(out for kw_, _, out in outputs if kw_.get("slack") == 20.0)
+    cap = grid_ceil(scale + abs(reg.y_centre_))
+    assert searched < cap  # this seed: the cap does not hide a doubling
+    assert reg.y_bound_ == searched

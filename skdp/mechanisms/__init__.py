@@ -2,10 +2,10 @@
 
 from skdp.mechanisms.quantile import (
     GRID_STEP,
-    GRIDS,
     MEAN_RESOLUTION,
     SLACK,
     bound_event,
+    grid_ceil,
     grid_points,
     mean_event,
     on_grid,
@@ -14,5 +14,5 @@ from skdp.mechanisms.quantile import (
     target_count,
 )
 
-__all__ = ["GRIDS", "GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "grid_points",
+__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "grid_ceil", "grid_points",
            "mean_event", "on_grid", "private_bound", "private_mean", "target_count"]

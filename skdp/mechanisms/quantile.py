@@ -15,7 +15,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp.privacy.accounting import PureDpEvent
 
-__all__ = ["GRID_STEP", "GRIDS", "MEAN_RESOLUTION", "SLACK", "bound_event", "grid_points",
+__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "grid_ceil", "grid_points",
            "mean_event", "on_grid", "private_bound", "private_mean", "target_count"]
 
 #: The public geometric grid: ``2^(k/4)`` (a factor ``2^(1/4)``, 19%, between neighbours)
@@ -23,9 +23,6 @@ __all__ = ["GRID_STEP", "GRIDS", "MEAN_RESOLUTION", "SLACK", "bound_event", "gri
 #: data set.
 GRID_STEP = 0.25
 _K_LO, _K_HI = -80, 240
-#: The grids: ``"log"`` (non-negative values: norms, spreads) and ``"signed"`` (the grid,
-#: its negatives and 0, ascending: locations such as the range of y).
-GRIDS = ("log", "signed")
 #: At a finite epsilon the search stops at ``n - SLACK / epsilon`` records (floored at the
 #: median): the max is out of reach of a noisy count, and a target that many noise
 #: scales below ``n`` makes the grid points above the data stop the search with high
@@ -39,37 +36,40 @@ SLACK = 12.0
 ROUNDING = 1e-9
 
 
-def grid_points(grid: str = "log") -> np.ndarray:
-    """The public grid, ascending (float64, exact powers of ``2^(1/4)`` up to rounding)."""
-    positive = 2.0 ** (np.arange(_K_LO, _K_HI + 1) * GRID_STEP)
-    if grid == "log":
-        return positive
-    if grid == "signed":
-        return np.concatenate([-positive[::-1], [0.0], positive])
-    raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")
+# Computed once and read-only: every bound search and check reads the same points.
+_POINTS = 2.0 ** (np.arange(_K_LO, _K_HI + 1) * GRID_STEP)
+_POINTS.flags.writeable = False
 
 
-def on_grid(value: float, grid: str = "log") -> bool:
+def grid_points() -> np.ndarray:
+    """The public grid, ascending (float64 powers of ``2^(1/4)``; read-only)."""
+    return _POINTS
+
+
+def on_grid(value: float) -> bool:
     """Whether ``value`` is a point of the public grid (bit for bit)."""
-    return bool(np.any(grid_points(grid) == value))
+    return bool(np.any(_POINTS == value))
+
+
+def grid_ceil(value: float) -> float:
+    """The smallest grid point at or above ``value`` (the top of the grid above it)."""
+    return float(_POINTS[min(np.searchsorted(_POINTS, value), _POINTS.size - 1)])
 
 
 def target_count(n: int, epsilon: float, quantile: float = 1.0,
-                 exact: str = "maximum", slack: float = SLACK) -> float:
-    """The count of records the search looks for: at ``epsilon = inf``, ``n`` (the
-    maximum; ``exact="quantile"``: ``quantile n``); else ``min(quantile n,
-    n - slack / epsilon)``, at least ``n / 2``.
+                 slack: float = SLACK) -> float:
+    """The count of records the search looks for: ``n`` (the maximum) at
+    ``epsilon = inf``; else ``min(quantile n, n - slack / epsilon)``, at least ``n / 2``.
 
-    A public function of the public ``n``, ``epsilon``, ``quantile``, ``exact`` and
-    ``slack``.
+    A public function of the public ``n``, ``epsilon``, ``quantile`` and ``slack``.
     """
     if math.isinf(epsilon):
-        return float(n) if exact == "maximum" else float(quantile) * n
+        return float(n)
     return max(0.5 * n, min(float(quantile) * n, n - float(slack) / float(epsilon)))
 
 
 def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile: float = 1.0,
-                  grid: str = "log", exact: str = "maximum", slack: float = SLACK) -> float:
+                  slack: float = SLACK) -> float:
     """An ``epsilon``-DP (replace-one) upper bound of ``values`` on a public grid.
 
     AboveThreshold (Dwork & Roth 2014, Alg. 1) over the public grid ``g_1 < g_2 < ...``
@@ -81,14 +81,13 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
     (Lyu, Su & Li 2017, the monotonic case with one output) gives
     ``epsilon/2 + epsilon/2``: docs/privacy.md, 1.6, has the argument.
 
-    ``epsilon = inf``: the smallest grid point at or above the ``T``-th value (``T = n``:
-    the maximum rounded up onto the grid, no record clipped beyond a relative 1e-9;
-    ``exact="quantile"``: the ``quantile``, for a centre). ``slack``: see :data:`SLACK`
-    (a larger one trades the tail above the data for the one below it). Every draw is
-    made for every grid point, so the work does not depend on where the search stops. NaN counts as
-    the lowest value; values above the grid's top are never counted (the top is output).
+    ``epsilon = inf``: the smallest grid point at or above the maximum (no record clipped
+    beyond a relative 1e-9). ``slack``: see :data:`SLACK` (a larger one trades the tail
+    above the data for the one below it). Every draw is made for every grid point, so
+    the work does not depend on where the search stops. NaN counts as the lowest value;
+    values above the grid's top are never counted (the top is output).
     """
-    points = grid_points(grid)
+    points = _POINTS
     v = np.asarray(values, dtype=float).ravel()
     v = np.sort(np.where(np.isnan(v), -math.inf, v))
     n = v.shape[0]
@@ -97,7 +96,7 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
     # by 1e-9 changes nothing). Each count still moves by at most 1, all in one direction.
     counts = np.searchsorted(v, points + ROUNDING * np.abs(points), side="right"
                              ).astype(float)
-    target = target_count(n, epsilon, quantile, exact, slack)
+    target = target_count(n, epsilon, quantile, slack)
     if math.isinf(epsilon):
         hits = np.flatnonzero(counts >= target)
     else:
