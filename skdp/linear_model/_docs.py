@@ -25,11 +25,11 @@ _PARAMS = {
     'y_bound': """\
     y_bound : float or "auto", default="auto"
         Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
-        ``"auto"``: a private range of ``y`` on a public grid (its exact range at
-        ``epsilon=inf``): its midpoint is the centre (with an intercept; otherwise 0) and
-        its half-width the bound (``y_centre_``, ``y_bound_``), each end with an equal part
-        of ``bounds_fraction * epsilon``; the model
-        then fits ``(y - centre) / y_bound`` and predictions are clipped to
+        ``"auto"``: with an intercept the centre is a private mean of ``y`` clipped to a
+        private bound of ``|y|`` (otherwise 0), and the bound a private bound of
+        ``|y - centre|`` on the public grid (``y_centre_``, ``y_bound_``; the exact range
+        at ``epsilon=inf``), from a share of ``bounds_fraction * epsilon``; the model then
+        fits ``(y - centre) / y_bound`` and predictions are clipped to
         ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
 """,
     'accountant': """\
