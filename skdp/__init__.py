@@ -1,5 +1,7 @@
 """skdp: differentially private empirical risk minimisation for scikit-learn."""
 
+# Subpackages reachable as attributes after ``import skdp`` (skdp.metrics.make_private_scorer).
+from skdp import metrics, model_selection, preprocessing
 from skdp._report import privacy_report, privacy_spent
 from skdp.exceptions import (
     BudgetError,
@@ -64,6 +66,9 @@ __all__ = [
     "PrivacyAccountingError",
     "PrivacyLeakWarning",
     "__version__",
+    "metrics",
+    "model_selection",
+    "preprocessing",
     "privacy_report",
     "privacy_spent",
 ]

@@ -15,8 +15,9 @@ from dp_accounting import dp_event as dpe
 
 from skdp.privacy.accounting import PureDpEvent
 
-__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "grid_ceil", "grid_points",
-           "mean_event", "on_grid", "private_bound", "private_mean", "target_count"]
+__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "discrete_laplace",
+           "grid_ceil", "grid_points", "mean_event", "on_grid", "private_bound",
+           "private_mean", "private_range_mean", "target_count"]
 
 #: The public geometric grid: ``2^(k/4)`` (a factor ``2^(1/4)``, 19%, between neighbours)
 #: for ``k`` in ``[-80, 240]``, i.e. ``[9.5e-7, 1.2e18]``. Constants, independent of every
@@ -131,11 +132,46 @@ def private_mean(values, bound: float, epsilon: float, rng: np.random.Generator)
     h = float(bound) / MEAN_RESOLUTION
     total = int(np.sum(np.rint(np.clip(v, -bound, bound) / h).astype(np.int64)))
     if not math.isinf(epsilon):
-        # Geometric(p) counts trials >= 1; the difference of two is discrete Laplace with
-        # P(k) ~ (1 - p)^|k| = exp(-epsilon |k| / (2 R)).
-        p = -math.expm1(-float(epsilon) / (2.0 * MEAN_RESOLUTION))
-        total += int(rng.geometric(p)) - int(rng.geometric(p))
+        total += discrete_laplace(2 * MEAN_RESOLUTION, epsilon, rng)
     return total * h / n
+
+
+def discrete_laplace(sensitivity: int, epsilon: float, rng: np.random.Generator) -> int:
+    """One draw ``K`` of the discrete Laplace law ``P(k) ~ exp(-epsilon |k| / sensitivity)``.
+
+    Added to an integer statistic whose replace-one sensitivity is ``sensitivity``, it
+    gives an ``epsilon``-DP integer (the geometric mechanism, Ghosh, Roughgarden &
+    Sundararajan 2009; docs/privacy.md 1.6). Sampled as the difference of two geometric
+    variables: ``Geometric(p)`` counts trials ``>= 1``, and the difference of two
+    independent ones has ``P(k) ~ (1 - p)^|k|``, here ``exp(-epsilon |k| / sensitivity)``.
+    """
+    p = -math.expm1(-float(epsilon) / float(sensitivity))
+    return int(rng.geometric(p)) - int(rng.geometric(p))
+
+
+def private_range_mean(values, low: float, high: float, epsilon: float,
+                       rng: np.random.Generator, *, resolution: int = MEAN_RESOLUTION
+                       ) -> float:
+    """An ``epsilon``-DP (replace-one) mean of ``values`` clipped to ``[low, high]``, on
+    the public grid ``low + k h / n``, ``h = (high - low) / resolution``.
+
+    Each value is clipped and rounded to an integer ``z_i = round((v - low) / h)`` in
+    ``[0, resolution]``, so their sum ``Z`` is an integer whose replace-one sensitivity is
+    ``resolution`` (one ``z_i`` moves from 0 to ``resolution`` at most; ``n``, ``low`` and
+    ``high`` are public). The release is ``low + (Z + K) h / n`` with ``K`` from
+    :func:`discrete_laplace`: a public function of an integer, so no floating-point bit
+    depends on a record beyond that integer. Values in ``{low, high}`` (a 0/1 statistic
+    such as accuracy) lose nothing to the rounding with ``resolution=1``.
+    ``epsilon = inf``: the mean of the rounded values. A NaN counts as ``low``.
+    """
+    v = np.nan_to_num(np.asarray(values, dtype=float).ravel(), nan=low, posinf=high,
+                      neginf=low)
+    n = v.shape[0]
+    h = (float(high) - float(low)) / resolution
+    total = int(np.sum(np.rint((np.clip(v, low, high) - low) / h).astype(np.int64)))
+    if not math.isinf(epsilon):
+        total += discrete_laplace(resolution, epsilon, rng)
+    return float(low) + total * h / n
 
 
 def mean_event(epsilon: float) -> dpe.DpEvent:

@@ -97,11 +97,24 @@ def _candidates(search) -> list[dict]:
         "public. Use GridSearchCV, RandomizedSearchCV or skdp's PrivateRandomizedSearch.")
 
 
+def _score_ledgers(scoring, return_train_score: bool = False) -> list[PrivacyLedger]:
+    """The ledgers one fold's scoring charges: each private scorer of ``scoring`` (one, or
+    the values of a dict) once per scored set (held-out, and training rows too with
+    ``return_train_score``). Exact scorers charge nothing (and are not private)."""
+    from skdp.metrics import PrivateScorer
+
+    scorers = scoring.values() if isinstance(scoring, dict) else [scoring]
+    ledgers = [s.ledger() for s in scorers
+               if isinstance(s, PrivateScorer) and s.accountant is not None]
+    return ledgers * (2 if return_train_score else 1)
+
+
 def _total(ledgers) -> PrivacySpent:
     return Totals.of(summarize(ledger) for ledger in ledgers).spent()[0]
 
 
-def privacy_cost(obj, X, y=None, *, cv=None, groups=None) -> PrivacySpent:
+def privacy_cost(obj, X, y=None, *, cv=None, groups=None, scoring=None,
+                 return_train_score=False) -> PrivacySpent:
     """The ``(epsilon, delta)`` a workflow will spend, computed before running it.
 
     Every fit of the workflow composes sequentially (cross-validation folds overlap, so
@@ -123,6 +136,12 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None) -> PrivacySpent:
         For an estimator: price ``cross_validate`` with this ``cv``.
     groups : array-like, optional
         Group labels of the split, as in scikit-learn.
+    scoring : PrivateScorer or dict of them, optional
+        For an estimator with ``cv``: the scoring of ``cross_validate``; each private
+        scorer (:func:`skdp.metrics.make_private_scorer`) is charged once per fold (twice
+        with ``return_train_score``). A search's own ``scoring`` is read from it.
+    return_train_score : bool, default=False
+        For an estimator with ``cv``: whether training scores are computed too.
 
     Returns
     -------
@@ -138,9 +157,10 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None) -> PrivacySpent:
         candidates = _candidates(obj)
         splitter = check_cv(obj.cv, y, classifier=is_classifier(obj.estimator))
         splits = [train for train, _ in splitter.split(X, y, groups)]
+        scores = _score_ledgers(obj.scoring, obj.return_train_score)
         ledgers = [ledger for params in candidates for train in splits
                    for ledger in fit_ledgers(clone(obj.estimator).set_params(**params),
-                                             X, y, train)]
+                                             X, y, train) + scores]
         if not obj.refit:
             return _total(ledgers)
         totals = [_total(ledgers + fit_ledgers(clone(obj.estimator).set_params(**params),
@@ -150,5 +170,6 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None) -> PrivacySpent:
     if cv is None:
         return _total(fit_ledgers(obj, X, y))
     splitter = check_cv(cv, y, classifier=is_classifier(obj))
+    scores = _score_ledgers(scoring, return_train_score)
     return _total([ledger for train, _ in splitter.split(X, y, groups)
-                   for ledger in fit_ledgers(obj, X, y, train)])
+                   for ledger in fit_ledgers(obj, X, y, train) + scores])

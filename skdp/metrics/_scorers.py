@@ -1,0 +1,353 @@
+"""Differentially private scorers for scikit-learn's model selection tools.
+
+A scorer here is what ``GridSearchCV(scoring=...)``, ``cross_val_score(scoring=...)`` and
+``cross_validate`` call once per held-out fold: ``scorer(estimator, X, y) -> float``. Each
+call releases ONE score with calibrated noise and charges the accountant it was given
+(before it reads ``X`` or ``y``), so that ``accountant.spent()`` covers every fit, every
+score and the refit of a search. The argument is in docs/tuning_and_budgets.md, section
+"Private scores".
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+from sklearn.utils.validation import _num_samples
+
+from skdp.exceptions import BudgetError, PrivacyLeakWarning
+from skdp.mechanisms import MEAN_RESOLUTION, private_range_mean
+from skdp.privacy.accounting import PureDpEvent
+from skdp.privacy.budget import Budget
+from skdp.privacy.ledger import PrivacyLedger
+from skdp.privacy.noise import as_generator
+
+__all__ = ["PrivateScorer", "make_private_scorer", "PRIVATE_METRICS"]
+
+#: Probabilities below this floor are raised to it by ``"neg_log_loss"``, so that one
+#: example's loss lies in ``[0, log(1 / LOG_LOSS_FLOOR)]`` (about 4.6).
+LOG_LOSS_FLOOR = 1e-2
+
+
+def _accuracy(y_true, y_pred):
+    return (np.asarray(y_true) == np.asarray(y_pred)).astype(float)
+
+
+def _squared_error(y_true, y_pred):
+    return (np.asarray(y_true, dtype=float) - np.asarray(y_pred, dtype=float)) ** 2
+
+
+def _absolute_error(y_true, y_pred):
+    return np.abs(np.asarray(y_true, dtype=float) - np.asarray(y_pred, dtype=float))
+
+
+#: The metrics known by name: ``(per-example function, response method, sign, needs
+#: y_range)``. Each released score is ``sign`` times the private mean of the function's
+#: per-example values over the held-out rows, except ``"r2"`` (three private means).
+PRIVATE_METRICS: dict[str, tuple[Callable | None, str, float, bool]] = {
+    "accuracy": (_accuracy, "predict", 1.0, False),
+    "neg_log_loss": (None, "predict_proba", -1.0, False),
+    "neg_mean_squared_error": (_squared_error, "predict", -1.0, True),
+    "neg_mean_absolute_error": (_absolute_error, "predict", -1.0, True),
+    "r2": (None, "predict", 1.0, True),
+}
+
+
+class PrivateScorer:
+    """A scorer that releases each score with calibrated noise and charges an accountant.
+
+    Build it with :func:`make_private_scorer`. Calling it, ``scorer(estimator, X, y)``,
+    predicts on ``X``, takes the metric's per-example values clipped to their public range
+    ``[low, high]`` and releases their mean with the discrete Laplace mechanism on a
+    public grid (:func:`skdp.mechanisms.private_range_mean`): ``epsilon``-DP under
+    replace-one for the rows ``(X, y)`` scored, given the fitted estimator. The estimator
+    is itself a private release (its fit was charged), so by adaptive composition the
+    pair, and anything computed from the scores (``best_params_``, the refit's choice), is
+    covered by the accountant's total. See docs/tuning_and_budgets.md, "Private scores".
+
+    Attributes
+    ----------
+    metric : str or callable
+        The metric.
+    epsilon : float
+        The epsilon of each call.
+    accountant : BudgetAccountant or None
+        Charged ``epsilon`` (a ``PureDpEvent``) by every call, before the data is read.
+    bounds : tuple of float
+        The public range ``(low, high)`` of one example's value.
+    """
+
+    def __init__(self, metric, epsilon, accountant, bounds, response_method, sign,
+                 y_range, random_state):
+        self.metric = metric
+        self.epsilon = epsilon
+        self.accountant = accountant
+        self.bounds = bounds
+        self.response_method = response_method
+        self.sign = sign
+        self.y_range = y_range
+        self.random_state = random_state
+
+    def __repr__(self) -> str:
+        name = self.metric if isinstance(self.metric, str) else getattr(
+            self.metric, "__name__", repr(self.metric))
+        return (f"make_private_scorer({name!r}, epsilon={self.epsilon:g}, "
+                f"bounds={self.bounds})")
+
+    # -- the ledger of one call --------------------------------------------------------
+    def _event(self) -> dpe.DpEvent:
+        if self.metric == "r2":
+            # Three means, epsilon / 3 each (basic composition of pure-DP releases).
+            return dpe.ComposedDpEvent([PureDpEvent(e) for e in _thirds(self.epsilon)])
+        return PureDpEvent(float(self.epsilon))
+
+    def ledger(self) -> PrivacyLedger:
+        """The ledger of one call (public: the metric and ``epsilon`` only)."""
+        event = (dpe.NonPrivateDpEvent() if math.isinf(self.epsilon) else self._event())
+        return PrivacyLedger(event, "pure", "replace_one", Budget(self.epsilon, 0.0))
+
+    # -- one call ----------------------------------------------------------------------
+    def __call__(self, estimator, X, y_true, sample_weight=None, **kwargs):
+        """Release one noisy score of ``estimator`` on ``(X, y_true)``.
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            Its fit must have been private (and charged), or public.
+        X : array-like of shape (n_samples, n_features)
+            The rows to score (their number is public).
+        y_true : array-like of shape (n_samples,)
+            Their targets.
+        sample_weight : None
+            Refused: a weighted mean's sensitivity depends on the weights.
+        **kwargs : dict
+            Refused (no metadata is routed to a private score).
+
+        Returns
+        -------
+        float
+            The noisy score (higher is better).
+        """
+        if sample_weight is not None or kwargs:
+            raise ValueError(
+                "a private scorer takes no sample_weight or other metadata: a weighted "
+                "mean's sensitivity depends on the weights. Score without weights.")
+        n = _num_samples(X)
+        if n < 1:
+            raise ValueError("a private scorer needs at least one row to score.")
+        accountant = self.accountant
+        entry = None if accountant is None else accountant.charge(
+            self.ledger(), source="PrivateScorer",
+            params={"metric": self.metric if isinstance(self.metric, str)
+                    else getattr(self.metric, "__name__", "callable"),
+                    "epsilon": self.epsilon, "n_rows": n})
+        try:
+            score = self._release(estimator, X, y_true)
+        except BaseException:
+            if entry is not None:
+                # Raised before the score was returned: nothing was released.
+                accountant.refund(entry)
+            raise
+        return float(self.sign * score)
+
+    def _release(self, estimator, X, y_true) -> float:
+        # One generator per scorer when seeded (so that calls draw different noise), fresh
+        # OS entropy per call otherwise (also in every worker process).
+        if self.random_state is None:
+            rng = as_generator(None)
+        else:
+            if getattr(self, "_rng", None) is None:
+                self._rng = as_generator(self.random_state)
+            rng = self._rng
+        low, high = self.bounds
+        if math.isinf(self.epsilon):
+            # Not private: the exact metric of the clipped values (no grid, no noise).
+            rng = None
+        if self.metric == "r2":
+            return _private_r2(estimator.predict(X), y_true, self.y_range, self.epsilon, rng)
+        if self.metric == "neg_log_loss":
+            values = _log_losses(estimator, X, y_true)
+        else:
+            fn = PRIVATE_METRICS[self.metric][0] if isinstance(self.metric, str) \
+                else self.metric
+            y_pred = getattr(estimator, self.response_method)(X)
+            if self.y_range is not None:
+                y_pred = np.clip(np.asarray(y_pred, dtype=float), *self.y_range)
+                y_true = np.clip(np.asarray(y_true, dtype=float), *self.y_range)
+            values = np.asarray(fn(y_true, y_pred), dtype=float)
+            if values.shape != (_num_samples(X),):
+                raise ValueError(
+                    f"the metric must return one value per row (shape ({_num_samples(X)},)), "
+                    f"got shape {values.shape}: a private scorer averages per-example "
+                    "values within their declared bounds.")
+        if rng is None:
+            return float(np.mean(np.clip(np.nan_to_num(values, nan=low), low, high)))
+        # {0, 1} statistics (accuracy) are integers already: no rounding.
+        resolution = 1 if self.metric == "accuracy" else MEAN_RESOLUTION
+        return private_range_mean(values, low, high, self.epsilon, rng,
+                                  resolution=resolution)
+
+
+def _thirds(epsilon: float) -> tuple[float, float, float]:
+    third = float(epsilon) / 3.0
+    while 3 * third > epsilon:  # rounding must not exceed the total
+        third = math.nextafter(third, 0.0)
+    return third, third, third
+
+
+def _log_losses(estimator, X, y_true) -> np.ndarray:
+    proba = np.asarray(estimator.predict_proba(X), dtype=float)
+    classes = np.asarray(estimator.classes_)
+    y = np.asarray(y_true)
+    # Labels outside classes_ get probability 0 (the clipped maximum loss).
+    index = np.searchsorted(classes, y)
+    index = np.clip(index, 0, classes.size - 1)
+    known = classes[index] == y
+    p = np.where(known, proba[np.arange(y.shape[0]), index], 0.0)
+    return -np.log(np.maximum(p, LOG_LOSS_FLOOR))
+
+
+def _private_r2(y_pred, y_true, y_range, epsilon, rng) -> float:
+    """``1 - MSE / Var`` from three private means, ``epsilon / 3`` each.
+
+    With ``m`` the centre of the public ``y_range`` (width ``w``): the mean squared error
+    (values in ``[0, w^2]``), the mean of ``(y - m)^2`` (in ``[0, w^2 / 4]``) and the mean
+    of ``y`` (in ``y_range``) give ``Var = E(y - m)^2 - (E y - m)^2``. Post-processing of
+    the three releases; the variance is floored at the grid step of its mean, ``w^2 /
+    (4 R n)``, so the ratio is finite.
+    """
+    low, high = y_range
+    y = np.clip(np.asarray(y_true, dtype=float), low, high)
+    pred = np.clip(np.asarray(y_pred, dtype=float), low, high)
+    width, centre = high - low, (low + high) / 2.0
+    if rng is None:
+        # Not private (epsilon = inf): the exact R^2 of the clipped values.
+        return 1.0 - float(np.mean((y - pred) ** 2)) / max(float(np.var(y)), 1e-300)
+    e1, e2, e3 = _thirds(epsilon)
+    mse = private_range_mean((y - pred) ** 2, 0.0, width ** 2, e1, rng)
+    second = private_range_mean((y - centre) ** 2, 0.0, width ** 2 / 4.0, e2, rng)
+    mean = private_range_mean(y, low, high, e3, rng)
+    floor = width ** 2 / (4.0 * MEAN_RESOLUTION * y.shape[0])
+    return 1.0 - max(mse, 0.0) / max(second - (mean - centre) ** 2, floor)
+
+
+def _check_range(value, name: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high) of public numbers, got "
+                         f"{value!r}.") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"{name} must be finite with low < high, got {value!r}.")
+    return low, high
+
+
+def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=None,
+                        response_method="predict", greater_is_better=True,
+                        random_state=None):
+    """A scikit-learn scorer whose every call releases one ``epsilon``-DP score.
+
+    Pass it as ``scoring=`` to ``GridSearchCV``, ``RandomizedSearchCV``,
+    ``cross_val_score`` or ``cross_validate`` with skdp estimators that share the same
+    ``accountant``: every fit, every score (held-out, and training scores with
+    ``return_train_score=True``) and the refit are then charged, ``best_params_`` is
+    post-processing of noisy scores, and ``accountant.spent()`` is the privacy of
+    everything the search released. Each call charges before it reads data; a call that
+    fails is refunded. The guarantee and its limits (use ``cv=KFold(..., shuffle=True)``:
+    stratified folds depend on the labels) are in docs/tuning_and_budgets.md, "Private
+    scores".
+
+    Parameters
+    ----------
+    metric : {"accuracy", "neg_log_loss", "neg_mean_squared_error", \
+"neg_mean_absolute_error", "r2"} or callable
+        The score. A callable ``metric(y_true, y_pred) -> array of shape (n_samples,)``
+        returns one value per row, within ``bounds``; its mean is released.
+        ``"neg_log_loss"`` floors probabilities at 0.01 (values in ``[0, log 100]``).
+        ``"r2"`` is ``1 - MSE / Var`` from three private means (``epsilon / 3`` each).
+    epsilon : float
+        Epsilon of each call (pure DP, ``delta = 0``), in ``(0, inf]``; ``inf`` releases
+        exact scores (not private; the accountant then records an unbounded entry).
+    accountant : BudgetAccountant or None
+        Charged by every call. ``None`` charges nothing: the caller must count the calls.
+    bounds : tuple of float, optional
+        The public range ``(low, high)`` of one row's value: values are clipped to it.
+        Required for a callable; derived for the named metrics.
+    y_range : tuple of float, optional
+        The public range of the targets, required by the regression metrics: targets and
+        predictions are clipped to it (the squared error lies in ``[0, width^2]``).
+    response_method : str, default="predict"
+        The estimator's method whose output a callable ``metric`` receives.
+    greater_is_better : bool, default=True
+        For a callable: ``False`` negates the released mean (a loss).
+    random_state : None, int or numpy.random.Generator, default=None
+        The noise's source. ``None`` (fresh OS entropy per call) for releases: a fixed
+        seed lets anyone who knows it remove the noise.
+
+    Returns
+    -------
+    PrivateScorer
+        ``scorer(estimator, X, y) -> float``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.model_selection import GridSearchCV, KFold
+    >>> from skdp import BudgetAccountant, DPLogisticRegression
+    >>> from skdp.metrics import make_private_scorer
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> acc = BudgetAccountant(epsilon=20.0, delta=1e-4)
+    >>> scorer = make_private_scorer("accuracy", epsilon=0.1, accountant=acc)
+    >>> search = GridSearchCV(
+    ...     DPLogisticRegression(data_norm=3000.0, classes=[0, 1], accountant=acc),
+    ...     {"epsilon": [0.5, 2.0]}, scoring=scorer,
+    ...     cv=KFold(3, shuffle=True, random_state=0)).fit(X, y)
+    >>> len(acc)   # 6 fits, 6 scores, 1 refit
+    13
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
+            or not float(epsilon) > 0:
+        raise BudgetError(f"the scorer's epsilon must be a real number in (0, inf], got "
+                          f"{epsilon!r}.")
+    epsilon = float(epsilon)
+    if accountant is not None and not hasattr(accountant, "charge"):
+        raise TypeError(f"accountant must be a BudgetAccountant or None, got {accountant!r}.")
+    if y_range is not None:
+        y_range = _check_range(y_range, "y_range")
+    if isinstance(metric, str):
+        if metric not in PRIVATE_METRICS:
+            raise ValueError(f"metric {metric!r} has no private version; use one of "
+                             f"{sorted(PRIVATE_METRICS)} or a callable with bounds=.")
+        _, method, sign, needs_range = PRIVATE_METRICS[metric]
+        if needs_range and y_range is None:
+            raise ValueError(
+                f"metric {metric!r} needs the public range of the targets: set y_range="
+                "(low, high) (values outside are clipped).")
+        if bounds is not None:
+            raise ValueError(f"bounds is derived for metric {metric!r}; leave it None "
+                             "(y_range sets the regression metrics' range).")
+        width = None if y_range is None else y_range[1] - y_range[0]
+        bounds = {"accuracy": (0.0, 1.0),
+                  "neg_log_loss": (0.0, -math.log(LOG_LOSS_FLOOR)),
+                  "neg_mean_squared_error": (0.0, (width or 0.0) ** 2),
+                  "neg_mean_absolute_error": (0.0, width or 0.0),
+                  "r2": (-math.inf, 1.0)}[metric]
+    elif callable(metric):
+        if bounds is None:
+            raise ValueError("a callable metric needs bounds=(low, high): the public range "
+                             "of one row's value (values are clipped to it).")
+        bounds = _check_range(bounds, "bounds")
+        method, sign = response_method, 1.0 if greater_is_better else -1.0
+    else:
+        raise ValueError(f"metric must be a name or a callable, got {metric!r}.")
+    if random_state is not None and math.isfinite(epsilon):
+        warnings.warn(
+            "random_state is set on a private scorer: anyone who knows it can regenerate "
+            "the noise of its scores. Use random_state=None for releases.",
+            PrivacyLeakWarning, stacklevel=2)
+    return PrivateScorer(metric, epsilon, accountant, bounds, method, sign, y_range,
+                         random_state)

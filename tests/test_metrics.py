@@ -1,0 +1,314 @@
+"""Private scorers (skdp.metrics): ledgers, noise law, searches end to end, audit."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.dummy import DummyClassifier
+from sklearn.metrics import accuracy_score, mean_squared_error, r2_score
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, cross_validate
+
+from skdp import BudgetAccountant, DPLinearRegression, DPLogisticRegression
+from skdp.audit import audit_scores
+from skdp.exceptions import PrivacyLeakWarning
+from skdp.mechanisms import discrete_laplace, private_range_mean
+from skdp.metrics import make_private_scorer
+from skdp.model_selection import privacy_cost
+from skdp.privacy.composition import Totals, summarize
+
+pytestmark = pytest.mark.filterwarnings("ignore::skdp.NoiseDominatedWarning")
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return X, y
+
+
+class _Constant:
+    """A fitted 'model' whose predictions are fixed: the score's noise is all there is."""
+
+    classes_ = np.array([0, 1])
+
+    def __init__(self, pred):
+        self.pred = np.asarray(pred)
+
+    def predict(self, X):
+        return self.pred[: len(X)]
+
+    def predict_proba(self, X):
+        p = np.zeros((len(X), 2))
+        p[np.arange(len(X)), self.pred[: len(X)]] = 1.0
+        return p
+
+
+def test_every_call_charges_its_ledger_and_the_ledger_reaccounts():
+    acc = BudgetAccountant(epsilon=10.0)
+    scorer = make_private_scorer("accuracy", epsilon=0.25, accountant=acc)
+    X, y = np.zeros((40, 2)), np.arange(40) % 2
+    for _ in range(3):
+        scorer(_Constant(y), X, y)
+    assert len(acc) == 3
+    for entry in acc.entries:
+        assert entry.source == "PrivateScorer"
+        assert entry.ledger.reaccount().epsilon == pytest.approx(0.25, rel=1e-12)
+        assert entry.ledger.reaccount().delta == 0.0
+    # Pure DP: basic composition (or tighter) of three 0.25.
+    assert acc.spent().epsilon <= 0.75 + 1e-12
+
+
+def test_r2_ledger_is_three_thirds_of_epsilon():
+    acc = BudgetAccountant(epsilon=10.0)
+    scorer = make_private_scorer("r2", epsilon=0.9, accountant=acc, y_range=(-1, 1))
+    scorer(_Constant(np.zeros(30)), np.zeros((30, 1)), np.linspace(-1, 1, 30))
+    (entry,) = acc.entries
+    assert entry.ledger.reaccount().epsilon <= 0.9
+    assert entry.ledger.reaccount().epsilon == pytest.approx(0.9, rel=1e-12)
+
+
+@pytest.mark.parametrize("sensitivity", [1, 64])
+def test_discrete_laplace_draws_its_law(sensitivity):
+    # Chi-square goodness of fit against P(k) ~ exp(-eps |k| / s); false failure 1e-4.
+    eps = 0.7
+    rng = np.random.default_rng(3)
+    draws = np.array([discrete_laplace(sensitivity, eps, rng) for _ in range(20000)])
+    scale = sensitivity / eps
+    edges = np.unique(np.round(np.linspace(-4 * scale, 4 * scale, 12))).astype(int)
+    r = math.exp(-eps / sensitivity)
+    ks = np.arange(-int(20 * scale) - 2, int(20 * scale) + 3)
+    pmf = (1 - r) / (1 + r) * r ** np.abs(ks)
+    bins = np.digitize(ks, edges)
+    expected = np.bincount(bins, weights=pmf) * draws.size
+    observed = np.bincount(np.digitize(draws, edges), minlength=expected.size)
+    observed = observed[: expected.size]
+    assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 1e-4
+
+
+def test_scorer_noise_is_the_ledgers_discrete_laplace():
+    # The released accuracy times n minus the exact count is the noise: a KS-style check of
+    # its distribution against the discrete Laplace of scale 1 / epsilon (chi-square,
+    # false failure 1e-4).
+    eps, n = 0.5, 50
+    y = np.arange(n) % 2
+    pred = y.copy()
+    pred[:13] = 1 - pred[:13]  # 37 correct
+    scorer = make_private_scorer("accuracy", epsilon=eps, accountant=None,
+                                 random_state=np.random.default_rng(11))
+    noise = np.array([round(scorer(_Constant(pred), np.zeros((n, 1)), y) * n) - 37
+                      for _ in range(8000)])
+    r = math.exp(-eps)
+    edges = np.array([-6, -3, -1, 0, 1, 2, 4, 7])
+    ks = np.arange(-200, 201)
+    pmf = (1 - r) / (1 + r) * r ** np.abs(ks)
+    expected = np.bincount(np.digitize(ks, edges), weights=pmf)
+    observed = np.bincount(np.digitize(noise, edges), minlength=expected.size)
+    assert stats.chisquare(observed, expected * noise.size).pvalue > 1e-4
+
+
+def test_released_scores_lie_on_the_public_grid():
+    rng = np.random.default_rng(0)
+    values = rng.uniform(0, 3, 37)
+    for _ in range(50):
+        s = private_range_mean(values, 0.0, 3.0, 1.0, rng)
+        k = (s - 0.0) * 37 / (3.0 / 64)
+        assert abs(k - round(k)) < 1e-6
+
+
+def test_epsilon_inf_gives_the_exact_metrics(cancer):
+    X, y = cancer
+    clf = DPLogisticRegression(epsilon=math.inf, classes=[0, 1]).fit(X, y)
+    acc = make_private_scorer("accuracy", epsilon=math.inf, accountant=None)
+    assert acc(clf, X, y) == accuracy_score(y, clf.predict(X))
+    Xr, yr = load_diabetes(return_X_y=True)
+    reg = DPLinearRegression(epsilon=math.inf).fit(Xr, yr)
+    rng_ = (float(yr.min()), float(yr.max()))
+    r2 = make_private_scorer("r2", epsilon=math.inf, accountant=None, y_range=rng_)
+    mse = make_private_scorer("neg_mean_squared_error", epsilon=math.inf, accountant=None,
+                              y_range=(-1e6, 1e6))
+    assert r2(reg, Xr, yr) == pytest.approx(r2_score(yr, np.clip(reg.predict(Xr), *rng_)))
+    assert mse(reg, Xr, yr) == pytest.approx(-mean_squared_error(yr, reg.predict(Xr)))
+
+
+def test_gridsearch_total_is_every_fit_score_and_refit(cancer):
+    X, y = cancer
+    acc = BudgetAccountant(epsilon=50.0, delta=1e-3)
+    scorer = make_private_scorer("accuracy", epsilon=0.2, accountant=acc)
+    est = DPLogisticRegression(data_norm=3000.0, classes=[0, 1], accountant=acc)
+    grid = {"epsilon": [0.5, 1.0, 2.0]}
+    cv = KFold(5, shuffle=True, random_state=0)
+    search = GridSearchCV(est, grid, scoring=scorer, cv=cv).fit(X, y)
+    sources = [e.source for e in acc.entries]
+    assert sources.count("PrivateScorer") == 15
+    assert sources.count("DPLogisticRegression") == 16
+    # The accountant's total is the composition of exactly these releases, re-accounted.
+    total = Totals.of(summarize(e.ledger) for e in acc.entries).spent()[0]
+    assert acc.spent().epsilon == pytest.approx(total.epsilon, rel=1e-12)
+    # ... and privacy_cost of the same search, scorer included, prices it.
+    priced = privacy_cost(GridSearchCV(est, grid, scoring=scorer, cv=cv), X, y)
+    assert priced.epsilon >= acc.spent().epsilon * (1 - 1e-9)
+    assert search.best_params_["epsilon"] in grid["epsilon"]
+
+
+def test_train_scores_and_multimetric_are_charged(cancer):
+    X, y = cancer
+    acc = BudgetAccountant(epsilon=50.0, delta=1e-3)
+    scoring = {"acc": make_private_scorer("accuracy", epsilon=0.1, accountant=acc),
+               "ll": make_private_scorer("neg_log_loss", epsilon=0.1, accountant=acc)}
+    est = DPLogisticRegression(epsilon=1.0, data_norm=3000.0, classes=[0, 1],
+                               solver="output_perturbation", accountant=acc)
+    cross_validate(est, X, y, cv=KFold(3, shuffle=True, random_state=0), scoring=scoring,
+                   return_train_score=True)
+    sources = [e.source for e in acc.entries]
+    assert sources.count("PrivateScorer") == 3 * 2 * 2  # folds x metrics x (test, train)
+    assert sources.count("DPLogisticRegression") == 3
+
+
+def test_failed_score_is_refunded_and_bad_settings_name_the_fix(cancer):
+    X, y = cancer
+    acc = BudgetAccountant(epsilon=5.0)
+    scorer = make_private_scorer("accuracy", epsilon=0.5, accountant=acc)
+
+    class Broken(_Constant):
+        def predict(self, X):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        scorer(Broken(y), X, y)
+    assert len(acc) == 0
+    with pytest.raises(ValueError, match="sample_weight"):
+        scorer(_Constant(y), X, y, sample_weight=np.ones(len(y)))
+    assert len(acc) == 0
+    with pytest.raises(ValueError, match="y_range"):
+        make_private_scorer("r2", epsilon=1.0, accountant=acc)
+    with pytest.raises(ValueError, match="bounds"):
+        make_private_scorer(lambda t, p: t == p, epsilon=1.0, accountant=acc)
+    with pytest.raises(ValueError, match="no private version"):
+        make_private_scorer("roc_auc", epsilon=1.0, accountant=acc)
+    with pytest.warns(PrivacyLeakWarning, match="random_state"):
+        make_private_scorer("accuracy", epsilon=1.0, accountant=None, random_state=0)
+
+
+def test_ceiling_refuses_a_score_before_it_reads_data():
+    acc = BudgetAccountant(epsilon=0.3)
+    scorer = make_private_scorer("accuracy", epsilon=0.2, accountant=acc)
+    y = np.arange(20) % 2
+    scorer(_Constant(y), np.zeros((20, 1)), y)
+
+    class Untouchable:
+        def __len__(self):
+            return 20
+
+        shape = (20, 1)
+
+        def __getitem__(self, item):
+            raise AssertionError("read")
+
+    from skdp import BudgetError
+
+    with pytest.raises(BudgetError):
+        scorer(_Constant(y), Untouchable(), y)
+    assert len(acc) == 1
+
+
+def test_callable_metric_with_declared_range(cancer):
+    X, y = cancer
+    clf = DummyClassifier(strategy="most_frequent").fit(X, y)
+    scorer = make_private_scorer(lambda t, p: (t == p).astype(float), bounds=(0, 1),
+                                 epsilon=math.inf, accountant=None)
+    assert scorer(clf, X, y) == pytest.approx(np.mean(y == 1))
+    loss = make_private_scorer(lambda t, p: (t != p).astype(float), bounds=(0, 1),
+                               greater_is_better=False, epsilon=math.inf, accountant=None)
+    assert loss(clf, X, y) == pytest.approx(-np.mean(y != 1))
+
+
+def test_n_jobs_2_with_a_file_accountant_totals_as_n_jobs_1(cancer, tmp_path):
+    X, y = cancer
+    totals = []
+    for n_jobs in (1, 2):
+        acc = BudgetAccountant(epsilon=50.0, delta=1e-3, path=tmp_path / f"b{n_jobs}.sqlite")
+        scorer = make_private_scorer("accuracy", epsilon=0.2, accountant=acc)
+        est = DPLogisticRegression(data_norm=3000.0, classes=[0, 1], accountant=acc)
+        GridSearchCV(est, {"epsilon": [0.5, 1.0]}, scoring=scorer, n_jobs=n_jobs,
+                     cv=KFold(3, shuffle=True, random_state=0)).fit(X, y)
+        totals.append((len(acc), acc.spent()))
+    assert totals[0][0] == totals[1][0] == 2 * 3 * 2 + 1
+    assert totals[0][1].epsilon == pytest.approx(totals[1][1].epsilon, rel=1e-12)
+    assert totals[0][1].delta == pytest.approx(totals[1][1].delta, rel=1e-12)
+
+
+def test_cross_val_score_with_a_private_scorer(cancer):
+    X, y = cancer
+    acc = BudgetAccountant(epsilon=20.0, delta=1e-4)
+    scorer = make_private_scorer("accuracy", epsilon=1.0, accountant=acc)
+    scores = cross_val_score(DPLogisticRegression(classes=[0, 1], accountant=acc), X, y,
+                             scoring=scorer, cv=KFold(3, shuffle=True, random_state=0))
+    assert scores.shape == (3,)
+    assert len(acc) == 6
+
+
+def test_audit_of_one_score_flags_an_unnoised_scorer_and_passes_the_private_one():
+    # Neighbouring test sets (one label replaced); the statistic is the released score.
+    # The private scorer must not be flagged (false failure <= 5%: the audit's
+    # confidence 0.95); the same scorer at epsilon=inf must be (its scores differ surely).
+    n, eps, trials = 20, 1.0, 600
+    y = np.arange(n) % 2
+    y_prime = y.copy()
+    y_prime[0] = 1 - y_prime[0]
+    model = _Constant(y)
+    X = np.zeros((n, 1))
+    rng = np.random.default_rng(5)
+    scorer = make_private_scorer("accuracy", epsilon=eps, accountant=None, random_state=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s0 = [scorer(model, X, y) for _ in range(trials)]
+        s1 = [scorer(model, X, y_prime) for _ in range(trials)]
+        result = audit_scores(s0, s1, epsilon=eps, delta=0.0, confidence=0.95)
+    assert not result.violated
+    assert result.epsilon_lower_bound > 0.2  # the audit sees the score's real leakage
+    exact = make_private_scorer("accuracy", epsilon=math.inf, accountant=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bad = audit_scores([exact(model, X, y)] * trials, [exact(model, X, y_prime)] * trials,
+                           epsilon=eps, delta=0.0, confidence=0.95)
+    assert bad.violated
+
+
+@pytest.mark.slow
+def test_audit_of_a_whole_gridsearch_stays_within_the_accountants_total():
+    # Neighbouring data sets (one record replaced by a canary with a flipped label and a
+    # large feature), a whole GridSearchCV with private scores; the released statistic is
+    # best_score_ + the index of best_params_. Claimed: what the accountant read. False
+    # failure <= 5% (the audit's confidence).
+    rng = np.random.default_rng(0)
+    n = 24
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] > 0).astype(int)
+    X_prime, y_prime = X.copy(), y.copy()
+    X_prime[0], y_prime[0] = [3.0, 3.0], 1 - y[0]
+    grid = {"epsilon": [0.2, 0.4]}
+    cv = KFold(2, shuffle=True, random_state=1)
+    stats_, claims = ([], []), []
+    for data, out in (((X, y), stats_[0]), ((X_prime, y_prime), stats_[1])):
+        for _ in range(300):
+            acc = BudgetAccountant(epsilon=math.inf)
+            scorer = make_private_scorer("accuracy", epsilon=1.0, accountant=acc)
+            est = DPLogisticRegression(data_norm=4.0, classes=[0, 1], accountant=acc,
+                                       solver="output_perturbation", delta=0.0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                search = GridSearchCV(est, grid, scoring=scorer, cv=cv).fit(*data)
+            out.append(search.best_score_ + grid["epsilon"].index(
+                search.best_params_["epsilon"]))
+            claims.append(acc.spent().epsilon)
+    # The refit's epsilon depends on the winner: the guarantee is the largest total,
+    # what privacy_cost prices before the run.
+    claim = max(claims)
+    assert claim == pytest.approx(privacy_cost(GridSearchCV(est, grid, scoring=scorer, cv=cv),
+                                               X, y).epsilon, rel=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = audit_scores(stats_[0], stats_[1], epsilon=claim, delta=0.0)
+    assert not result.violated
