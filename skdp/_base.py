@@ -43,7 +43,7 @@ from skdp.mechanisms import (
     target_count,
 )
 from skdp.mechanisms.quantile import SLACK
-from skdp.privacy.accounting import ACCOUNTANTS, ApproxDpEvent, PrivacyLedger
+from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator
@@ -433,11 +433,19 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
 
     def _bounds_plan(self, n_samples: int, n_features: int, y):
         """For ``"auto"`` bounds: the total budget, its split, and the reservation charged
-        before any data is read (the fit's events depend on the estimated bounds).
+        before any data is read.
 
         The bound estimates get :func:`bounds_share` of ``epsilon`` (pure DP, split in
         proportion to :data:`BOUND_WEIGHTS`), the fit the rest at the full delta; the two
-        compose by basic composition to at most ``(epsilon, delta)``.
+        compose by basic composition to at most ``(epsilon, delta)``. The reservation is
+        the bound estimates' events followed by the fit planned with the placeholder
+        bounds (:meth:`_placeholder_bounds`): for every solver whose plan does not depend
+        on the bounds' size in units of the bounds (all but ``svrg++`` and the mirror
+        descents with Huber's loss, tests/solvers/test_reservations.py), that is the plan
+        the fit runs, so an accountant (and :func:`~skdp.model_selection.privacy_cost`)
+        composes the real events, not ``(epsilon, delta)``. The accountant re-checks its
+        ceiling when the fit amends the reservation to what ran
+        (:meth:`BudgetAccountant.amend <skdp.BudgetAccountant.amend>`).
         """
         # Validates every setting (solver, budget, constraint) before anything is charged.
         solver, total, *_ = self._privacy_plan(n_samples, n_features, y, calibrate=False)
@@ -453,13 +461,11 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             eps_fit = math.nextafter(eps_fit, 0.0)
         shares = _split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names})
         fit_budget = Budget(eps_fit, total.delta)
+        # The fit planned with the placeholder bounds (calibrated once, and cached for the
+        # real plan when the two agree).
+        planned = self._privacy_plan(n_samples, n_features, y, None, fit_budget)[3][1]
         reservation = CompositeLedger((
-            ("bounds", self._bounds_ledger(shares, total)),
-            ("fit", PrivacyLedger(
-                ApproxDpEvent(eps_fit, total.delta, mechanism=(
-                    f"reserved for {solver.name!r}, planned after the private bounds")),
-                "basic", self.neighboring, fit_budget)),
-        ), total)
+            ("bounds", self._bounds_ledger(shares, total)), ("fit", planned)), total)
         return total, shares, fit_budget, reservation
 
     def _bounds_ledger(self, shares: dict, total: Budget) -> PrivacyLedger:

@@ -33,7 +33,6 @@ from skdp.exceptions import (
     PrivacyLeakWarning,
 )
 from skdp.privacy.accounting import (
-    ApproxDpEvent,
     PrivacyLedger,
     PureDpEvent,
     _gdp_epsilon,
@@ -140,45 +139,43 @@ class _OverCap(BudgetError):
     """A candidate's planned curve exceeds the reference (retry with a smaller budget)."""
 
 
+class _AmendedOverCap(BudgetError):
+    """A candidate with ``"auto"`` bounds, planned with its released bounds, exceeds the
+    reference: it releases nothing more (decided from its released bounds only)."""
+
+
 class _CandidateCap(SharedReference):
     """Accountant handed to one candidate's private steps: their Renyi curves together must
     stay under the reference curve (approximate DP), or their epsilons under the candidate
-    epsilon (pure DP). Checked from the plan, before the step reads ``X``. One cap per
+    epsilon (pure DP). Checked from the plan, before the step reads ``X``; a step with
+    ``"auto"`` bounds charges its reservation (the bound estimates and the solver planned
+    with placeholder bounds) and amends it to what it runs, checked again. One cap per
     candidate, shared by every copy: meta-estimators that clone their sub-estimators
     (one-vs-rest, voting, stacking) fill the same cap."""
 
     def __init__(self, reference: np.ndarray | None, pure_epsilon: float | None):
         self.reference = reference
         self.pure_epsilon = pure_epsilon
-        self.used_rdp = None if reference is None else np.zeros_like(reference)
-        self.used_pure = 0.0
+        self.used = 0.0 if reference is None else np.zeros_like(reference)
+        self._charged: dict[int, np.ndarray | float] = {}
 
-    def charge(self, ledger, *, source: str, params=None) -> int:
+    def _within(self, used) -> bool:
+        if self.reference is None:
+            return bool(used <= self.pure_epsilon)
+        return bool(np.all(used <= self.reference))
+
+    def _usage(self, ledger, source: str):
+        """The Renyi curve (or, for a pure-DP search, the epsilon) of ``ledger``."""
         if isinstance(ledger, CompositeLedger):
-            if any(isinstance(part.event, ApproxDpEvent) and part.accountant == "basic"
-                   for _, part in ledger.parts):
-                # A reservation: a fit with "auto" bounds plans its solver only after
-                # estimating them from the data, so its curve cannot be checked before it
-                # reads X.
-                raise IncompatibleSolverError(
-                    f"{source} estimates its bounds from the data (data_norm or y_bound "
-                    "'auto') before planning its solver; in a private search give them as "
-                    "numbers (public bounds, or a list to search over, for example "
-                    "data_norm in [1, 10, 100]).")
-            # Fully planned parts (a DP scaler's private bounds, then its moments).
-            for _, part in ledger.parts:
-                self.charge(part, source=source)
-            return 0
+            return sum((self._usage(part, source) for _, part in ledger.parts),
+                       0.0 if self.reference is None else np.zeros_like(self.reference))
         if self.reference is None:
             spent = ledger.spent()
             if spent.delta > 0:
                 raise IncompatibleSolverError(
                     f"a pure-DP search (delta=0) needs pure-DP candidates, but {source} "
                     f"spends delta={spent.delta:g}; use a solver with a pure mode.")
-            if self.used_pure + spent.epsilon > self.pure_epsilon:
-                raise _OverCap("candidate epsilon above the pure-DP share")
-            self.used_pure += spent.epsilon
-            return 0
+            return spent.epsilon
         if ledger.via_add_remove or ledger.accountant not in ("gaussian", "rdp", "pure"):
             raise IncompatibleSolverError(
                 f"{source} is accounted by {ledger.accountant!r}"
@@ -190,11 +187,24 @@ class _CandidateCap(SharedReference):
                 f"{source}'s guarantee (a closed-form (epsilon, delta) with delta > 0) has "
                 "no Renyi curve, which PrivateRandomizedSearch needs; choose another "
                 "solver for the candidates.")
-        total = self.used_rdp + curve
-        if not np.all(total <= self.reference):
-            raise _OverCap("candidate Renyi curve above the reference")
-        self.used_rdp = total
-        return 0
+        return curve
+
+    def charge(self, ledger, *, source: str, params=None) -> int:
+        usage = self._usage(ledger, source)
+        if not self._within(self.used + usage):
+            raise _OverCap("candidate's planned curve above the reference")
+        self.used = self.used + usage
+        entry = len(self._charged)
+        self._charged[entry] = usage
+        return entry
+
+    def amend(self, entry: int, ledger) -> None:
+        usage = self._usage(ledger, "the candidate")
+        used = self.used - self._charged[entry] + usage
+        if not self._within(used):
+            raise _AmendedOverCap("candidate's curve with its released bounds above the "
+                                  "reference")
+        self.used, self._charged[entry] = used, usage
 
     def refund(self, index: int) -> None:  # a failed candidate fails the whole search
         pass
@@ -482,7 +492,14 @@ default="truncated_negative_binomial"
             # One public label set for every candidate (read from the whole y, as skdp's
             # classifiers do): never the label set of a random training part.
             classes = None
-            if is_classifier(self.estimator):
+            declared = [step.classes for prefix, step in private_steps(self.estimator)
+                        if _sees_search_labels(self.estimator, prefix)
+                        and "classes" in step.get_params(deep=False)]
+            if is_classifier(self.estimator) and declared and all(
+                    c is not None for c in declared):
+                # The declared (public) label set: nothing is read from y.
+                classes = np.asarray(declared[0])
+            elif is_classifier(self.estimator):
                 classes = np.unique(np.asarray(y))
                 warnings.warn(
                     "the label set is read from y: it is treated as public (every "
@@ -494,6 +511,8 @@ default="truncated_negative_binomial"
                 params = _sample_params(rng, spaces)
                 model = self._fit_candidate(params, X_train, y_train, reference, pure_eps,
                                             first_eps, first_delta, rng, classes)
+                if model is None:
+                    continue
                 # The candidate's own public bound (y_bound may be a searched parameter).
                 noise_scale = self._score_noise_scale(
                     _score_sensitivity(model, n_val, scoring), z_ref, pure_eps)
@@ -569,6 +588,10 @@ default="truncated_negative_binomial"
             except _OverCap:
                 # Decided from the candidate's public plan, before it read X.
                 eps *= _SHRINK
+            except _AmendedOverCap:
+                # Decided from its released bounds (post-processing): the candidate outputs
+                # nothing; what it released (the bounds) is within the reference.
+                return None
         raise IncompatibleSolverError(
             f"candidate {params} does not fit under the search's per-candidate reference "
             f"even at epsilon={eps:.3g}; remove its solver from param_distributions or "

@@ -294,9 +294,12 @@ class BudgetAccountant(SharedReference):
 
         For fits that can only plan part of their mechanism before reading data (a private
         bound estimate, then a solver planned with the estimated bound): they charge a
-        reservation (an ``ApproxDpEvent`` at the fit's budget, composed by basic
-        composition) and amend it to the real events. The real ledger must spend no more
-        than the reservation (checked: ``BudgetError`` otherwise), so the ceiling holds.
+        reservation (the bound estimates and the solver planned with placeholder bounds,
+        the plan that runs for most solvers) and amend it to the real events. The ceiling
+        is checked again with the amended total, with the same composition as
+        :meth:`spent`: an amended ledger that would pass it raises ``BudgetError`` and
+        nothing changes (the fit then amends to the part it really ran). The decision
+        reads only the released bounds and public quantities.
         """
         new = summarize(ledger)
         if self._path is not None:
@@ -308,19 +311,24 @@ class BudgetAccountant(SharedReference):
                 raise KeyError(f"no entry with id {entry_id}.")
             i = found[0]
             entry, old = self._entries[i]
-            self._check_amend(old, new)
             totals = self._totals.minus(old).plus(new)
+            self._check_amend(totals, old, new)
             self._entries[i] = (BudgetEntry(entry.index, entry.id, entry.timestamp,
                                             entry.source, entry.params, ledger,
                                             PrivacySpent(new.epsilon, new.delta)), new)
             self._totals = totals
 
-    @staticmethod
-    def _check_amend(old: LedgerSummary, new: LedgerSummary) -> None:
-        if new.epsilon > old.epsilon or new.delta > old.delta * (1.0 + _DELTA_ROUNDING):
-            raise BudgetError(
-                f"the amended ledger spends ({new.epsilon}, {new.delta}), more than the "
-                f"reserved ({old.epsilon}, {old.delta}); refusing to amend.")
+    def _check_amend(self, totals: Totals, old: LedgerSummary, new: LedgerSummary) -> None:
+        spent, _ = totals.spent()
+        if (spent.epsilon <= self._epsilon
+                and spent.delta <= self._delta * (1.0 + _DELTA_ROUNDING)):
+            return
+        raise BudgetError(
+            f"the fit's plan with its private bounds spends ({new.epsilon:.6g}, "
+            f"{new.delta:.3g}) instead of the reserved ({old.epsilon:.6g}, {old.delta:.3g}) "
+            f"and would bring the total to ({spent.epsilon:.6g}, {spent.delta:.3g}), beyond "
+            f"the ceiling ({self._epsilon:g}, {self._delta:g}). Declare the bounds "
+            "(data_norm, y_bound) or leave more room under the ceiling.")
 
     def refund(self, entry_id: int) -> None:
         """Remove the entry ``entry_id`` (from :meth:`charge`): its fit failed before
@@ -555,11 +563,12 @@ class BudgetAccountant(SharedReference):
             if row is None:
                 raise KeyError(f"no entry with id {entry_id}.")
             old = LedgerSummary.from_dict(json.loads(row[0]))
-            self._check_amend(old, new)
+            totals = self._stored_totals(con).minus(old).plus(new)
+            self._check_amend(totals, old, new)
             con.execute("UPDATE entries SET ledger=?, summary=? WHERE id=?",
                         (json.dumps(_ledger_to_dict(ledger)), json.dumps(new.to_dict()),
                          entry_id))
-            self._store_totals(con, self._stored_totals(con).minus(old).plus(new))
+            self._store_totals(con, totals)
 
     def _refund_file(self, entry_id: int) -> None:
         with self._transaction() as con:

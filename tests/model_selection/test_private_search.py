@@ -223,7 +223,6 @@ def test_pipeline_and_regressor_with_clipped_mse():
     ({"param_distributions": {"solver": ["objective_perturbation"]}},
      IncompatibleSolverError, "Renyi"),
     ({"validation_fraction": 0.001}, ValueError, "validation_fraction"),
-    ({"estimator": DPLogisticRegression()}, IncompatibleSolverError, "data_norm"),
 ])
 def test_bad_settings_name_the_setting(kwargs, error, match):
     params = {"param_distributions": GRID, "estimator": DPLogisticRegression(data_norm=1.0),
