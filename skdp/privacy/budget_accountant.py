@@ -163,6 +163,13 @@ class BudgetAccountant(SharedReference):
         accountant and reopen the file), restarts and other programs. Without ``path``
         the entries live in this object only; a pickled copy of it (as sent to a process
         worker) refuses to record and names ``path``, so nothing is under-counted.
+    stop_at_ceiling : bool, default=True
+        Once the accountant refuses a charge (its ceiling would be passed), it refuses
+        every later one until :meth:`resume` is called: a scikit-learn search that
+        reaches the ceiling then stops with :class:`~skdp.exceptions.BudgetError` at its
+        refit (or with "all fits failed") instead of choosing among the fits that ran.
+        The refusal records no entry and reads no data; only this flag changes (on file,
+        for every process). ``False``: each charge is judged on its own.
 
     Examples
     --------
@@ -177,9 +184,11 @@ class BudgetAccountant(SharedReference):
     (3, True)
     """
 
-    def __init__(self, epsilon=None, delta=0.0, *, path=None):
+    def __init__(self, epsilon=None, delta=0.0, *, path=None, stop_at_ceiling=True):
         self._lock = threading.RLock()
         self._detached = False
+        self._stop_at_ceiling = bool(stop_at_ceiling)
+        self._stopped = False
         self._path = None if path is None else os.fspath(path)
         if self._path is None:
             if epsilon is None:
@@ -214,16 +223,19 @@ class BudgetAccountant(SharedReference):
     def __getstate__(self) -> dict:
         if self._path is not None:
             return {"path": self._path, "epsilon": self._epsilon, "delta": self._delta,
-                    "uid": self._uid}
+                    "uid": self._uid, "stop_at_ceiling": self._stop_at_ceiling}
         with self._lock:
             return {"path": None, "epsilon": self._epsilon, "delta": self._delta,
                     "entries": list(self._entries), "totals": self._totals,
-                    "next_id": self._next_id}
+                    "next_id": self._next_id, "stop_at_ceiling": self._stop_at_ceiling,
+                    "stopped": self._stopped}
 
     def __setstate__(self, state: dict) -> None:
         self._lock = threading.RLock()
         self._path = state["path"]
         self._epsilon, self._delta = state["epsilon"], state["delta"]
+        self._stop_at_ceiling = state.get("stop_at_ceiling", True)
+        self._stopped = state.get("stopped", False)
         if self._path is not None:
             self._detached = False
             # Reopen, never create: a missing file (another machine, a moved file) would
@@ -278,16 +290,68 @@ class BudgetAccountant(SharedReference):
         params = public_params(params or {})
         stamp = datetime.now(timezone.utc).isoformat(timespec="microseconds")
         if self._path is not None:
-            return self._charge_file(ledger, summary, source, params, stamp)
+            try:
+                return self._charge_file(ledger, summary, source, params, stamp)
+            except BudgetError:
+                self._stop()
+                raise
         with self._lock:
+            self._check_not_stopped(summary)
             totals = self._totals.plus(summary)
-            self._check_within(totals, summary)
+            try:
+                self._check_within(totals, summary)
+            except BudgetError:
+                self._stop()
+                raise
             entry = BudgetEntry(len(self._entries), self._next_id, stamp, source, params,
                                 ledger, PrivacySpent(summary.epsilon, summary.delta))
             self._next_id += 1
             self._entries.append((entry, summary))
             self._totals = totals
             return entry.id
+
+    # -- stopping at the ceiling ------------------------------------------------------------
+    @property
+    def stopped(self) -> bool:
+        """Whether the accountant refused a charge and refuses every later one (see
+        ``stop_at_ceiling``; :meth:`resume` clears it)."""
+        if self._path is None:
+            return self._stopped
+        with self._transaction(write=False) as con:
+            return self._stored_stopped(con)
+
+    def resume(self) -> None:
+        """Accept charges again after a refusal (each is checked against the ceiling)."""
+        if self._path is None:
+            with self._lock:
+                self._stopped = False
+            return
+        with self._transaction() as con:
+            con.execute("DELETE FROM meta WHERE key='stopped'")
+
+    def _stop(self) -> None:
+        if not self._stop_at_ceiling:
+            return
+        if self._path is None:
+            self._stopped = True
+            return
+        with self._transaction() as con:
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('stopped', '1')")
+
+    @staticmethod
+    def _stored_stopped(con: sqlite3.Connection) -> bool:
+        return con.execute("SELECT 1 FROM meta WHERE key='stopped'").fetchone() is not None
+
+    def _check_not_stopped(self, summary: LedgerSummary) -> None:
+        if not self._stopped:
+            return
+        raise BudgetError(
+            f"this accountant stopped at its ceiling ({self._epsilon:g}, {self._delta:g}): "
+            "it refused a charge earlier, and refuses every later one so that a search "
+            "that reached the ceiling stops instead of choosing among the fits that ran. "
+            f"This charge ({summary.epsilon:.6g}, {summary.delta:.3g}) was not recorded "
+            "and no data was read. Call accountant.resume() to charge it again (or create "
+            "it with stop_at_ceiling=False).")
 
     def amend(self, entry_id: int, ledger: PrivacyLedger | CompositeLedger) -> None:
         """Replace the ledger of entry ``entry_id`` by what the fit really ran.
@@ -354,13 +418,25 @@ class BudgetAccountant(SharedReference):
         if (spent.epsilon <= self._epsilon
                 and spent.delta <= self._delta * (1.0 + _DELTA_ROUNDING)):
             return
-        now = self.spent()
+        now = self._current_totals().spent()[0]
+        if spent.epsilon <= self._epsilon:
+            # The delta ceiling binds first: deltas add up over fits.
+            fits = "no fit" if summary.delta <= 0 else (
+                f"{int(self._delta / summary.delta * (1 + _DELTA_ROUNDING))} fits")
+            fix = (f"set BudgetAccountant(delta=...) to at least {spent.delta:.3g} "
+                   f"(a ceiling of {self._delta:g} admits {fits} of delta "
+                   f"{summary.delta:.3g}), or fit with delta=0 (a pure-DP solver)")
+            binds = "delta"
+        else:
+            fix = ("lower the fit's epsilon, or use an accountant with a larger epsilon "
+                   "ceiling")
+            binds = "epsilon"
         raise BudgetError(
-            f"this fit's own spend ({summary.epsilon:.6g}, {summary.delta:.3g}) would bring "
-            f"the accountant's total to ({spent.epsilon:.6g}, {spent.delta:.3g}), beyond its "
-            f"ceiling ({self._epsilon:g}, {self._delta:g}); spent so far "
-            f"({now.epsilon:.6g}, {now.delta:.3g}). Lower the fit's epsilon (or delta), or "
-            "use an accountant with a larger ceiling. Nothing was recorded or read."
+            f"the {binds} ceiling binds: this charge ({summary.epsilon:.6g}, "
+            f"{summary.delta:.3g}) would bring the accountant's total to "
+            f"({spent.epsilon:.6g}, {spent.delta:.3g}), beyond its ceiling "
+            f"({self._epsilon:g}, {self._delta:g}); spent so far ({now.epsilon:.6g}, "
+            f"{now.delta:.3g}). To go on, {fix}. Nothing was recorded or read."
         )
 
     # -- reading ---------------------------------------------------------------------------
@@ -457,7 +533,17 @@ class BudgetAccountant(SharedReference):
                 f"{totals.count} entries, spent (epsilon={spent.epsilon:.4g}, "
                 f"delta={spent.delta:.3g}) by {method} composition, remaining "
                 f"(epsilon={max(self._epsilon - spent.epsilon, 0):.4g}, "
-                f"delta={max(self._delta - spent.delta, 0):.3g})")
+                f"delta={max(self._delta - spent.delta, 0):.3g}){self._notes(spent)}")
+
+    def _notes(self, spent: PrivacySpent) -> str:
+        """What binds: a delta ceiling reached before the epsilon one, a stop."""
+        notes = []
+        if spent.delta >= self._delta and spent.epsilon < self._epsilon:
+            notes.append("the delta ceiling is reached: only pure-DP fits (delta=0) are "
+                         "admitted")
+        if self.stopped:
+            notes.append("stopped at its ceiling after a refusal (resume() to go on)")
+        return "".join(f"; {n}" for n in notes)
 
     def _repr_html_(self) -> str:
         entries, totals = self._state()
@@ -473,11 +559,12 @@ class BudgetAccountant(SharedReference):
             "<table><thead><tr><th>#</th><th>time (UTC)</th><th>source</th><th>parameters"
             "</th><th>epsilon</th><th>delta</th></tr></thead><tbody>{}</tbody></table>"
             "<b>total</b> ({} entries, {} composition): epsilon={:.4g}, delta={:.3g}; "
-            "<b>remaining</b>: epsilon={:.4g}, delta={:.3g}</div>"
+            "<b>remaining</b>: epsilon={:.4g}, delta={:.3g}{}</div>"
         ).format(self._epsilon, self._delta,
                  "" if self._path is None else f", file {html.escape(self._path)}", rows,
                  totals.count, method, spent.epsilon, spent.delta,
-                 max(self._epsilon - spent.epsilon, 0), max(self._delta - spent.delta, 0))
+                 max(self._epsilon - spent.epsilon, 0), max(self._delta - spent.delta, 0),
+                 html.escape(self._notes(spent)))
 
     # -- SQLite storage --------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -548,6 +635,12 @@ class BudgetAccountant(SharedReference):
         with self._transaction() as con:
             totals = self._stored_totals(con).plus(summary)
             if check:
+                if self._stop_at_ceiling and self._stored_stopped(con):
+                    self._stopped = True
+                    try:
+                        self._check_not_stopped(summary)
+                    finally:
+                        self._stopped = False
                 self._check_within(totals, summary)
             cursor = con.execute(
                 "INSERT INTO entries (timestamp, source, params, ledger, summary) "

@@ -206,6 +206,7 @@ def test_two_processes_racing_for_the_last_budget(tmp_path):
         assert results == ["ok", "refused"]
         assert len(acc) == 1 and acc.spent().epsilon == pytest.approx(0.6)
         acc.refund(acc.entries[0].id)
+        acc.resume()  # the refusal stopped it (stop_at_ceiling)
 
 
 # -- identity, copies and audit trail -----------------------------------------------------------
@@ -380,3 +381,69 @@ def test_default_estimators_in_process_workers_record_their_real_events(tmp_path
         assert [name for name, _ in entry.ledger.parts] == ["bounds", "fit"]
         assert isinstance(entry.ledger.part("fit").event, dpe.SelfComposedDpEvent)
     assert acc.spent().epsilon <= price.epsilon and acc.spent().delta <= price.delta
+
+
+# -- stopping at the ceiling (issue 37) ------------------------------------------------------
+def test_a_search_that_reaches_the_ceiling_stops_with_the_budget_error():
+    # 3 candidates x 3 folds at 1.0 under a ceiling of 4: the search used to go on with
+    # NaN scores and refit a survivor. Now every charge after the first refusal is refused
+    # (nothing read, nothing recorded) and the refit raises BudgetError.
+    acc = BudgetAccountant(4.0)
+    est = DPLogisticRegression(epsilon=1.0, delta=0.0, data_norm=3000.0, classes=[0, 1],
+                               solver="output_perturbation", accountant=acc)
+    search = GridSearchCV(est, {"alpha": [0.01, 0.1, 1.0]}, cv=KFold(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(BudgetError, match="stopped at its ceiling"):
+            search.fit(X_BC, Y_BC)
+    assert acc.stopped and len(acc) == 4 and acc.spent().epsilon <= 4.0
+    assert not hasattr(search, "refit_time_")  # the refit raised
+    assert "stopped" in repr(acc)
+    # A smaller fit is refused too until resume().
+    small = DPLogisticRegression(epsilon=0.1, delta=0.0, data_norm=3000.0, classes=[0, 1],
+                                 solver="output_perturbation", accountant=acc)
+    with pytest.raises(BudgetError, match="resume"):
+        small.fit(X_BC, Y_BC)
+    acc.resume()
+    small.fit(X_BC, Y_BC)
+    assert len(acc) == 5 and not acc.stopped
+
+
+def test_stop_at_ceiling_false_judges_each_charge_alone():
+    acc = BudgetAccountant(1.0, stop_at_ceiling=False)
+    est = DPLinearRegression(epsilon=0.8, delta=0.0, alpha=0.5, accountant=acc)
+    est.fit(X_BC, Y_BC.astype(float))
+    with pytest.raises(BudgetError):
+        est.fit(X_BC, Y_BC.astype(float))
+    est.set_params(epsilon=0.1).fit(X_BC, Y_BC.astype(float))
+    assert len(acc) == 2 and not acc.stopped
+
+
+def test_the_stop_is_shared_through_the_file(tmp_path):
+    acc = BudgetAccountant(0.5, path=tmp_path / "stop.sqlite")
+    ledger = PrivacyLedger(PureDpEvent(0.4), "pure", "replace_one", Budget(0.4, 0.0))
+    acc.charge(ledger, source="test")
+    with pytest.raises(BudgetError):
+        acc.charge(ledger, source="test")
+    other = pickle.loads(pickle.dumps(acc))
+    assert other.stopped
+    small = PrivacyLedger(PureDpEvent(0.05), "pure", "replace_one", Budget(0.05, 0.0))
+    with pytest.raises(BudgetError, match="stopped"):
+        other.charge(small, source="test")
+    other.resume()
+    acc.charge(small, source="test")
+    assert len(acc) == 2
+
+
+def test_a_binding_delta_ceiling_is_named_with_the_delta_to_set():
+    acc = BudgetAccountant(epsilon=5.0)  # delta 0: the default Gaussian fits need delta
+    with pytest.raises(BudgetError, match=r"delta ceiling binds.*delta=\.\.\.\) to at least "
+                                          r"1e-05"):
+        clf(acc).fit(X_BC, Y_BC)
+    acc = BudgetAccountant(epsilon=50.0, delta=2e-5, stop_at_ceiling=False)
+    clf(acc).fit(X_BC, Y_BC)
+    clf(acc).fit(X_BC, Y_BC)
+    with pytest.raises(BudgetError, match="admits 2 fits of delta 1e-05"):
+        clf(acc).fit(X_BC, Y_BC)
+    assert "delta ceiling is reached" in repr(acc)
+    assert "delta ceiling is reached" in acc._repr_html_()
