@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import warnings
 from collections import Counter
 
 from dp_accounting import dp_event as dpe
@@ -10,11 +11,55 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import estimator_html_repr
 
 from skdp._sklearn_compat import BaseSearchCV
+from skdp.exceptions import PrivacyLeakWarning
 from skdp.privacy.accounting import PrivacySpent
 from skdp.privacy.composition import CompositeLedger, Totals, summarize
 
-__all__ = ["PrivacyReport", "PrivacyReprMixin", "privacy_html", "privacy_report",
-           "privacy_spent"]
+__all__ = ["STATELESS_STEPS", "PrivacyReport", "PrivacyReprMixin", "non_private_steps",
+           "privacy_html", "privacy_report", "privacy_spent"]
+
+
+#: Steps that learn nothing from the data (their fit reads the public shape only).
+STATELESS_STEPS = ("FunctionTransformer",)
+
+
+def non_private_steps(obj, name: str = "") -> list[tuple[str, str]]:
+    """``(name, class)`` of every step of ``obj`` (a Pipeline or ColumnTransformer, fitted
+    or not) that learns from the data without a privacy guarantee: not an skdp private
+    step, not ``"passthrough"``/``"drop"`` and not a stateless transformer."""
+    if hasattr(obj, "_planned_ledger") or hasattr(obj, "privacy_ledger_"):
+        return []
+    if isinstance(obj, Pipeline):
+        return [found for step_name, step in obj.steps if step is not None
+                for found in non_private_steps(step, f"{name}{step_name}")]
+    items = getattr(obj, "transformers_", None) or getattr(obj, "transformers", None)
+    if items is not None and hasattr(obj, "get_params"):
+        return [found for step_name, step, _ in items if not isinstance(step, str)
+                for found in non_private_steps(step, f"{name}{step_name}")]
+    if isinstance(obj, str) or type(obj).__name__ in STATELESS_STEPS:
+        return []
+    if hasattr(obj, "get_params") and any(
+            hasattr(v, "_planned_ledger") for v in obj.get_params(deep=True).values()):
+        return []  # a meta-estimator of private steps (one-vs-rest, voting)
+    return [(name or type(obj).__name__, type(obj).__name__)]
+
+
+def _search_note(search) -> str:
+    """What a fitted scikit-learn search released beyond its refit, and who counted it."""
+    from skdp.metrics import PrivateScorer
+
+    scoring = search.scoring
+    scorers = list(scoring.values()) if isinstance(scoring, dict) else [scoring]
+    if scorers and all(isinstance(s, PrivateScorer) and s.accountant is not None
+                       for s in scorers):
+        return (f"{type(search).__name__}: every fit, every score (private scorers) and "
+                "the refit were charged to the accountants given to them: "
+                "accountant.spent() is the privacy of the whole search; best_params_ and "
+                "cv_results_ are post-processing of noisy scores.")
+    return (f"{type(search).__name__}: NOT private end to end: its scores (cv_results_) "
+            "are exact and best_params_ is chosen from them, which no accountant counts. "
+            "Use scoring=skdp.metrics.make_private_scorer(..., accountant=acc), or "
+            "PrivateRandomizedSearch.")
 
 
 def _private_parts(obj, name: str = "") -> list[tuple[str, object]]:
@@ -25,9 +70,11 @@ def _private_parts(obj, name: str = "") -> list[tuple[str, object]]:
     if isinstance(obj, BaseSearchCV):
         raise TypeError(
             f"{type(obj).__name__} does not record what its fits spent (each fit of each "
-            "fold spends, and the choice reads exact scores). Pass a BudgetAccountant to "
-            "the estimator and read accountant.spent(), price the search with "
-            "skdp.model_selection.privacy_cost, or tune with PrivateRandomizedSearch.")
+            "fold spends, and the scores may be exact). Pass a BudgetAccountant to the "
+            "estimator and to skdp.metrics.make_private_scorer and read "
+            "accountant.spent() (privacy_report(accountant) lists every release), price "
+            "the search with skdp.model_selection.privacy_cost, or tune with "
+            "PrivateRandomizedSearch.")
     parts = []
     if isinstance(obj, Pipeline):
         for step_name, step in obj.steps:
@@ -58,7 +105,15 @@ def privacy_spent(obj) -> PrivacySpent:
     TypeError
         For scikit-learn searches, which do not record the spend of their fits.
     """
+    if hasattr(obj, "charge") and hasattr(obj, "entries"):
+        return obj.spent()
     parts = _private_parts(obj)
+    leaks = non_private_steps(obj)
+    if leaks:
+        warnings.warn(
+            "not covered by this total: " + ", ".join(f"step {n!r} ({c})" for n, c in leaks)
+            + " learned from the data without differential privacy.",
+            PrivacyLeakWarning, stacklevel=2)
     return Totals.of(summarize(part.privacy_ledger_) for _, part in parts).spent()[0]
 
 
@@ -73,16 +128,24 @@ def _leaves(event: dpe.DpEvent, count: int, out: Counter) -> None:
 
 
 class PrivacyReport:
-    """What was spent, under which relation, by which mechanisms, and what is public."""
+    """What was spent, under which relation, by which mechanisms, and what is public.
 
-    def __init__(self, rows: list[dict], total: PrivacySpent):
+    ``not_private`` names what read data without a privacy guarantee (Pipeline steps,
+    a search's exact scores); ``notes`` says who counted what.
+    """
+
+    def __init__(self, rows: list[dict], total: PrivacySpent, not_private=(), notes=()):
         self.rows = rows
         self.total = total
+        self.not_private = list(not_private)
+        self.notes = list(notes)
 
     def __str__(self) -> str:
         lines = [f"Total: epsilon={self.total.epsilon:.4g}, delta={self.total.delta:.3g} "
                  "(replace-one neighbours: one record replaced by another; the private "
                  "steps compose sequentially)."]
+        lines += [f"NOT private: {item}" for item in self.not_private]
+        lines += [f"Note: {note}" for note in self.notes]
         for row in self.rows:
             lines.append(f"- {row['name']} ({row['class']}): epsilon={row['epsilon']:.4g}, "
                          f"delta={row['delta']:.3g}, accounted: {row['accounting']}")
@@ -111,8 +174,24 @@ def privacy_report(obj) -> PrivacyReport:
     Returns
     -------
     PrivacyReport
-        Printable (``str``) and rendered as HTML in notebooks.
+        Printable (``str``) and rendered as HTML in notebooks. For a
+        :class:`~skdp.BudgetAccountant`: its total and one row per entry. For a fitted
+        scikit-learn search: its refit, and whether its scores were private (charged) or
+        exact. Steps that learn from the data without a guarantee are named.
     """
+    if hasattr(obj, "charge") and hasattr(obj, "entries"):
+        return _accountant_report(obj)
+    notes = []
+    if isinstance(obj, BaseSearchCV):
+        notes.append(_search_note(obj))
+        if not hasattr(obj, "best_estimator_"):
+            return PrivacyReport([], PrivacySpent(0.0, 0.0), [], notes)
+        report = privacy_report(obj.best_estimator_)
+        report.notes = notes + report.notes
+        if "NOT private" in notes[0]:
+            report.not_private.insert(0, "the exact validation scores and the choice of "
+                                         "best_params_")
+        return report
     rows = []
     for name, part in _private_parts(obj):
         ledger = part.privacy_ledger_
@@ -140,7 +219,38 @@ def privacy_report(obj) -> PrivacyReport:
                      "delta": spent.delta, "accounting": accounting,
                      "mechanisms": counts.most_common(), "public": public,
                      "released_bounds": released})
-    return PrivacyReport(rows, privacy_spent(obj))
+    leaks = [f"step {n!r} ({c}) learned from the data without differential privacy"
+             for n, c in non_private_steps(obj)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # named in the report
+        total = privacy_spent(obj)
+    return PrivacyReport(rows, total, leaks)
+
+
+def _accountant_report(accountant) -> PrivacyReport:
+    """One row per entry of a budget accountant, and its composed total."""
+    rows = []
+    for e in accountant.entries:
+        counts: Counter = Counter()
+        ledger = e.ledger
+        pieces = ledger.parts if isinstance(ledger, CompositeLedger) else (("", ledger),)
+        for piece_name, piece in pieces:
+            leaves: Counter = Counter()
+            _leaves(piece.event, 1, leaves)
+            prefix = f"{piece_name}: " if piece_name else ""
+            counts.update({prefix + leaf: c for leaf, c in leaves.items()})
+        rows.append({"name": f"#{e.index} {e.timestamp[:19]}", "class": e.source,
+                     "epsilon": e.spent.epsilon, "delta": e.spent.delta,
+                     "accounting": ", ".join(f"{n or 'release'} by {p.accountant!r}"
+                                             for n, p in pieces),
+                     "mechanisms": counts.most_common(),
+                     "public": {k: v for k, v in e.params.items()
+                                if k.split("__")[-1] in ("epsilon", "delta", "solver",
+                                                         "metric", "n_rows", "alpha")}})
+    return PrivacyReport(rows, accountant.spent(),
+                         notes=[f"{len(rows)} entries composed by "
+                                f"{accountant.composition} composition; ceiling "
+                                f"({accountant.epsilon:g}, {accountant.delta:g})."])
 
 
 def privacy_html(estimator) -> str:

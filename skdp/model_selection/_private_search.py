@@ -24,7 +24,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from skdp._progress import Progress
-from skdp._report import PrivacyReprMixin
+from skdp._report import PrivacyReprMixin, non_private_steps
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.exceptions import (
     BudgetError,
@@ -210,23 +210,15 @@ class _CandidateCap(SharedReference):
         pass
 
 
-# Steps that learn nothing from the data (their fit reads the public shape only).
-_STATELESS = ("FunctionTransformer",)
-
-
 def _warn_stateful_steps(estimator) -> None:
     """Warn about non-private steps that learn from the data: not covered by any guarantee."""
-    steps = getattr(estimator, "steps", [])
-    for name, step in steps:
-        if step is None or step == "passthrough" or private_steps(step):
-            continue
-        if type(step).__name__ not in _STATELESS:
-            warnings.warn(
-                f"step {name!r} ({type(step).__name__}) learns from the data without "
-                "differential privacy: what it fits (and every row it transforms) is NOT "
-                "covered by the search's guarantee. Use a data-independent transform "
-                "(FunctionTransformer with public constants) instead.",
-                PrivacyLeakWarning, stacklevel=4)
+    for name, cls in non_private_steps(estimator) if hasattr(estimator, "steps") else []:
+        warnings.warn(
+            f"step {name!r} ({cls}) learns from the data without "
+            "differential privacy: what it fits (and every row it transforms) is NOT "
+            "covered by the search's guarantee. Use a data-independent transform "
+            "(FunctionTransformer with public constants) instead.",
+            PrivacyLeakWarning, stacklevel=4)
 
 
 def _sees_search_labels(model, prefix: str) -> bool:

@@ -383,7 +383,7 @@ class BudgetAccountant(SharedReference):
             self._totals = totals
 
     def _check_amend(self, totals: Totals, old: LedgerSummary, new: LedgerSummary) -> None:
-        spent, _ = totals.spent()
+        spent, _ = totals.spent(self._delta)
         if (spent.epsilon <= self._epsilon
                 and spent.delta <= self._delta * (1.0 + _DELTA_ROUNDING)):
             return
@@ -414,12 +414,13 @@ class BudgetAccountant(SharedReference):
             self._totals = Totals.of(s for _, s in self._entries)
 
     def _check_within(self, totals: Totals, summary: LedgerSummary) -> None:
-        spent, _ = totals.spent()
+        spent, _ = totals.spent(self._delta)
         if (spent.epsilon <= self._epsilon
                 and spent.delta <= self._delta * (1.0 + _DELTA_ROUNDING)):
             return
-        now = self._current_totals().spent()[0]
-        if spent.epsilon <= self._epsilon:
+        now = self._current_totals().spent(self._delta)[0]
+        if spent.epsilon <= self._epsilon or (
+                totals.delta > self._delta and totals.mu2_missing and totals.rdp_missing):
             # The delta ceiling binds first: deltas add up over fits.
             fits = "no fit" if summary.delta <= 0 else (
                 f"{int(self._delta / summary.delta * (1 + _DELTA_ROUNDING))} fits")
@@ -464,12 +465,12 @@ class BudgetAccountant(SharedReference):
 
     def spent(self) -> PrivacySpent:
         """The composed ``(epsilon, delta)`` of every entry (tightest applicable bound)."""
-        return self._current_totals().spent()[0]
+        return self._current_totals().spent(self._delta)[0]
 
     @property
     def composition(self) -> str:
         """The bound that gave :meth:`spent`: ``"gaussian"``, ``"rdp"`` or ``"basic"``."""
-        return self._current_totals().spent()[1]
+        return self._current_totals().spent(self._delta)[1]
 
     def remaining(self) -> PrivacySpent:
         """The ceiling minus :meth:`spent` (a conservative reading: tight composition
@@ -527,18 +528,19 @@ class BudgetAccountant(SharedReference):
     # -- display ---------------------------------------------------------------------------
     def __repr__(self) -> str:
         entries, totals = self._state()
-        spent, method = totals.spent()
+        spent, method = totals.spent(self._delta)
         where = "" if self._path is None else f", path={self._path!r}"
         return (f"BudgetAccountant(epsilon={self._epsilon:g}, delta={self._delta:g}{where}): "
                 f"{totals.count} entries, spent (epsilon={spent.epsilon:.4g}, "
                 f"delta={spent.delta:.3g}) by {method} composition, remaining "
                 f"(epsilon={max(self._epsilon - spent.epsilon, 0):.4g}, "
-                f"delta={max(self._delta - spent.delta, 0):.3g}){self._notes(spent)}")
+                f"delta={max(self._delta - spent.delta, 0):.3g}){self._notes(spent, method)}")
 
-    def _notes(self, spent: PrivacySpent) -> str:
+    def _notes(self, spent: PrivacySpent, method: str) -> str:
         """What binds: a delta ceiling reached before the epsilon one, a stop."""
         notes = []
-        if spent.delta >= self._delta and spent.epsilon < self._epsilon:
+        if (method == "basic" and spent.delta >= self._delta
+                and spent.epsilon < self._epsilon):
             notes.append("the delta ceiling is reached: only pure-DP fits (delta=0) are "
                          "admitted")
         if self.stopped:
@@ -547,7 +549,7 @@ class BudgetAccountant(SharedReference):
 
     def _repr_html_(self) -> str:
         entries, totals = self._state()
-        spent, method = totals.spent()
+        spent, method = totals.spent(self._delta)
         rows = "".join(
             f"<tr><td>{e.index}</td><td>{html.escape(e.timestamp[:19])}</td>"
             f"<td>{html.escape(e.source)}</td>"
@@ -564,7 +566,7 @@ class BudgetAccountant(SharedReference):
                  "" if self._path is None else f", file {html.escape(self._path)}", rows,
                  totals.count, method, spent.epsilon, spent.delta,
                  max(self._epsilon - spent.epsilon, 0), max(self._delta - spent.delta, 0),
-                 html.escape(self._notes(spent)))
+                 html.escape(self._notes(spent, method)))
 
     # -- SQLite storage --------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:

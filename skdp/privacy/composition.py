@@ -237,24 +237,38 @@ class Totals:
             total = total.plus(s)
         return total
 
-    def bounds(self) -> dict[str, float]:
-        """Epsilon of every applicable bound at delta = :attr:`delta`."""
+    def bounds(self, delta: float | None = None) -> dict[str, float]:
+        """Epsilon of every applicable bound at ``delta`` (default :attr:`delta`, the sum
+        of the entries' deltas). Basic composition holds at that sum only (``inf`` below
+        it); the Gaussian and Renyi bounds are curves, valid at every ``delta``."""
+        delta = self.delta if delta is None else float(delta)
         if self.count == 0:
             return {"basic": 0.0}
-        out = {"basic": self.epsilon}
-        if self.delta > 0 and self.mu2_missing == 0:
-            out["gaussian"] = _gdp_epsilon(math.sqrt(max(self.mu2, 0.0)), self.delta)
-        if self.delta > 0 and self.rdp_missing == 0:
+        out = {"basic": self.epsilon if self.delta <= delta * (1.0 + 1e-12) else math.inf}
+        if delta > 0 and self.mu2_missing == 0:
+            out["gaussian"] = _gdp_epsilon(math.sqrt(max(self.mu2, 0.0)), delta)
+        if delta > 0 and self.rdp_missing == 0:
             eps, _ = rdp_privacy_accountant.compute_epsilon(
-                RDP_ORDERS, np.asarray(self.rdp), self.delta)
+                RDP_ORDERS, np.asarray(self.rdp), delta)
             out["rdp"] = float(eps)
         return out
 
-    def spent(self) -> tuple[PrivacySpent, str]:
-        """The smallest epsilon of :meth:`bounds` at ``delta``, and the bound that gave it."""
-        bounds = self.bounds()
+    def spent(self, delta_cap: float | None = None) -> tuple[PrivacySpent, str]:
+        """The smallest epsilon of :meth:`bounds`, and the bound that gave it.
+
+        At ``delta`` (the sum of the entries' deltas), or, when that sum passes
+        ``delta_cap`` (a budget accountant's delta ceiling), at ``delta_cap`` by the
+        Gaussian or Renyi curve where one applies: deltas add up under basic
+        composition only, so many Gaussian fits compose to ``(epsilon(delta_cap),
+        delta_cap)`` whatever their own deltas sum to.
+        """
+        at = self.delta
+        if delta_cap is not None and self.delta > delta_cap * (1.0 + 1e-12) and (
+                self.mu2_missing == 0 or self.rdp_missing == 0) and delta_cap > 0:
+            at = float(delta_cap)
+        bounds = self.bounds(at)
         method = min(bounds, key=lambda k: (bounds[k], k != "basic"))
-        return PrivacySpent(bounds[method], self.delta), method
+        return PrivacySpent(bounds[method], at), method
 
     def to_dict(self) -> dict:
         return {"count": self.count, "epsilon": self.epsilon, "delta": self.delta,

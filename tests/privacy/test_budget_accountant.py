@@ -440,10 +440,28 @@ def test_a_binding_delta_ceiling_is_named_with_the_delta_to_set():
     with pytest.raises(BudgetError, match=r"delta ceiling binds.*delta=\.\.\.\) to at least "
                                           r"1e-05"):
         clf(acc).fit(X_BC, Y_BC)
+    # Objective perturbation's (epsilon, delta) has no Renyi curve: its deltas add up.
     acc = BudgetAccountant(epsilon=50.0, delta=2e-5, stop_at_ceiling=False)
-    clf(acc).fit(X_BC, Y_BC)
-    clf(acc).fit(X_BC, Y_BC)
+    for _ in range(2):
+        clf(acc, solver="objective_perturbation", delta=1e-5).fit(X_BC, Y_BC)
     with pytest.raises(BudgetError, match="admits 2 fits of delta 1e-05"):
-        clf(acc).fit(X_BC, Y_BC)
+        clf(acc, solver="objective_perturbation", delta=1e-5).fit(X_BC, Y_BC)
     assert "delta ceiling is reached" in repr(acc)
     assert "delta ceiling is reached" in acc._repr_html_()
+
+
+def test_gaussian_fits_compose_at_the_delta_ceiling_whatever_their_deltas_sum_to():
+    # README's accountant (delta 1e-4) admitted 10 default fits of delta 1e-5 (the deltas
+    # added up); their Renyi curves compose at the ceiling's delta instead.
+    acc = BudgetAccountant(epsilon=20.0, delta=1e-4)
+    for _ in range(12):
+        clf(acc, epsilon=0.5).fit(X_BC, Y_BC)
+    spent = acc.spent()
+    assert len(acc) == 12 and spent.delta == 1e-4 and spent.epsilon <= 20.0
+    assert acc.composition in ("rdp", "gaussian")
+    # The same total, re-accounted from the entries by dp_accounting's RDP accountant.
+    rdp = make_accountant("rdp")
+    for e in acc.entries:
+        rdp.compose(e.ledger.event)
+    assert spent.epsilon <= rdp.get_epsilon(1e-4) * (1 + 1e-9)
+    assert "delta ceiling is reached" not in repr(acc)
