@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from abc import abstractmethod
 from dataclasses import dataclass
 from numbers import Real
@@ -25,6 +24,7 @@ from skdp._sklearn_compat import (
     _fit_context,
     validate_data,
 )
+from skdp._warnings import warn_user
 from skdp.exceptions import (
     IncompatibleSolverError,
     NoiseDominatedWarning,
@@ -563,19 +563,17 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         if total.is_private and self.random_state is not None:
             # A seed (or a generator, which can be rewound) stored on the estimator lets
             # anyone who holds it regenerate the noise and remove it.
-            warnings.warn(
+            warn_user(
                 "random_state is set: anyone who knows it, or who holds this estimator "
                 "(pickle, get_params), can regenerate the noise and undo the privacy "
                 "guarantee. Use random_state=None (fresh OS entropy) for releases.",
-                PrivacyLeakWarning,
-                stacklevel=3,
-            )
+                PrivacyLeakWarning, once=True)
         if not self._y_numeric and getattr(self, "classes", None) is None:
-            warnings.warn(
+            warn_user(
                 "the label set is read from y (classes=None): replacing the only record of "
                 "a class changes the model's shape, which the privacy guarantee does not "
                 "cover. Declare the public label set with classes=[...].",
-                PrivacyLeakWarning, stacklevel=3)
+                PrivacyLeakWarning, once=True)
         accountant = self.accountant
         # The budget is charged from the public plan, before any value of X is read.
         entry = None if accountant is None else accountant.charge(
@@ -602,15 +600,17 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             if not total.is_private and isinstance(self.solver, str) and \
                     solver.capabilities.inexact_at_inf:
                 # Public: the solver's declaration and the budget.
-                warnings.warn(
+                warn_user(
                     f"solver {solver.name!r} does not reach its objective's optimum at "
                     f"epsilon=inf with its defaults: {solver.capabilities.inexact_at_inf}. "
                     "Set solver='gd' for the non-private optimum of the same objective, or "
                     "pass a solver object with more iterations.",
-                    ConvergenceWarning, stacklevel=4)
-            progress("solving", f"{prepared[0].n_iter} planned steps, data_norm_="
-                     f"{bounds.data_norm:.4g}")
-            steps = progress.steps(prepared[0].n_iter)
+                    ConvergenceWarning)
+            cells = shape[0] * shape[1]  # public: the solver's progress for long fits
+            if progress.shows_steps(cells):
+                progress("solving", f"{prepared[0].n_iter} planned steps, data_norm_="
+                         f"{bounds.data_norm:.4g}")
+            steps = progress.steps(prepared[0].n_iter, cells)
             result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng, steps)
             if steps is not None:
                 steps.finish()
@@ -644,13 +644,13 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         """
         ratio = noise_ratio(spec.n_samples, spec.n_params, budget)
         if ratio >= NOISE_DOMINATED:
-            warnings.warn(
+            warn_user(
                 f"this fit is noise-dominated: {spec.n_samples} rows at epsilon "
                 f"{budget.epsilon:.3g} for {spec.n_params} coefficients give noise "
                 f"{ratio:.2g} times the largest signal, so expect a model near chance. "
                 "Raise epsilon, use fewer features, or declare public bounds (data_norm, "
                 "y_bound) so that no budget goes to them.",
-                NoiseDominatedWarning, stacklevel=5)
+                NoiseDominatedWarning)
         grid = grid_points()
         auto = self._auto_bounds()
         edges = [name for name, value in (("data_norm", bounds.data_norm),
@@ -658,12 +658,12 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                  if name in auto
                  if value is not None and (value <= grid[0] or value >= grid[-1])]
         if edges:
-            warnings.warn(
+            warn_user(
                 f"the private {' and '.join(edges)} fell on the edge of its public grid "
                 f"[{grid[0]:.2g}, {grid[-1]:.2g}]: n * epsilon is too small for private "
                 "bounds, or the values are outside the grid. Declare a public "
                 f"{edges[0]}, or raise epsilon or bounds_fraction.",
-                NoiseDominatedWarning, stacklevel=5)
+                NoiseDominatedWarning)
 
     def _validate(self, X, y, finite_at_build: bool = False):
         """``(X, y)`` checked as scikit-learn does; float32 ``X`` stays float32 (the

@@ -9,6 +9,10 @@ __all__ = ["Progress", "StepProgress"]
 
 #: Step progress is printed at each of this many equal fractions of the planned steps.
 TICKS = 10
+#: At ``verbose=1`` the solver's progress is printed only for fits of at least this many
+#: cells (rows times features, public): smaller fits take well under a second and print
+#: their start, their private bounds and their end (at most 3 lines).
+LONG_FIT_CELLS = 5_000_000
 
 
 class Progress:
@@ -36,10 +40,16 @@ class Progress:
             text += f" ({time.perf_counter() - self.start:.2f} s)"
         print(text, file=sys.stdout, flush=True)
 
-    def steps(self, planned: int) -> StepProgress | None:
+    def shows_steps(self, cells: int) -> bool:
+        """Whether the solver's progress is printed for a fit of ``cells`` (public) cells:
+        at ``verbose=2``, or at ``verbose=1`` from :data:`LONG_FIT_CELLS` on."""
+        return self.verbose >= 2 or (self.verbose >= 1 and cells >= LONG_FIT_CELLS)
+
+    def steps(self, planned: int, cells: int | None = None) -> StepProgress | None:
         """A counter of the solver's ``planned`` steps for :class:`StepProgress` (``None``
-        when nothing is printed)."""
-        return StepProgress(self, planned) if self.verbose >= 1 else None
+        when nothing is printed; see :meth:`shows_steps`)."""
+        shown = self.verbose >= 1 if cells is None else self.shows_steps(cells)
+        return StepProgress(self, planned) if shown else None
 
 
 class StepProgress:

@@ -11,6 +11,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import estimator_html_repr
 
 from skdp._sklearn_compat import BaseSearchCV
+from skdp._warnings import warn_user
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.privacy.accounting import PrivacySpent
 from skdp.privacy.composition import CompositeLedger, Totals, summarize
@@ -110,10 +111,10 @@ def privacy_spent(obj) -> PrivacySpent:
     parts = _private_parts(obj)
     leaks = non_private_steps(obj)
     if leaks:
-        warnings.warn(
+        warn_user(
             "not covered by this total: " + ", ".join(f"step {n!r} ({c})" for n, c in leaks)
             + " learned from the data without differential privacy.",
-            PrivacyLeakWarning, stacklevel=2)
+            PrivacyLeakWarning, once=True)
     return Totals.of(summarize(part.privacy_ledger_) for _, part in parts).spent()[0]
 
 
@@ -254,10 +255,17 @@ def _accountant_report(accountant) -> PrivacyReport:
 
 
 def privacy_html(estimator) -> str:
-    """An HTML line with the ``(epsilon, delta)`` a fitted estimator spent, or ``""``."""
+    """An HTML line with the ``(epsilon, delta)`` a fitted estimator spent, or, before it
+    is fitted, its budget (scikit-learn's repr shows only parameters changed from their
+    defaults, so a default ``epsilon`` would not appear)."""
     spent = getattr(estimator, "privacy_spent_", None)
     if spent is None:
-        return ""
+        params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
+        if "epsilon" not in params:
+            return ""
+        return (f'<div class="skdp-privacy" style="font-family: monospace">privacy budget: '
+                f"epsilon={params['epsilon']!s}, delta={params.get('delta', 0.0)!s} "
+                "(replace-one; not fitted)</div>")
     return (f'<div class="skdp-privacy" style="font-family: monospace">privacy spent: '
             f"epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g} "
             f"(replace-one)</div>")

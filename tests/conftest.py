@@ -5,10 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from skdp._warnings import reset_shown
 from skdp.geometry import Unconstrained
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss, SquaredLoss
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
+
+
+@pytest.fixture(autouse=True)
+def _every_test_sees_its_warnings():
+    """skdp shows each privacy notice once per process: each test starts afresh."""
+    reset_shown()
+    yield
 
 
 def make_problem(

@@ -212,11 +212,25 @@ def test_progress_text_is_identical_on_neighbouring_data(capsys):
     assert outputs[0] == outputs[1]
     assert "[DPLogisticRegression] fit: 80 rows" in outputs[0]
     assert outputs[0].count("[PrivateRandomizedSearch]") == 2  # never one line per candidate
-    # Ten step-progress lines per estimator fit, whatever its planned step count.
+    # A fit of under a second prints at most 3 lines (start, private bounds, end).
     for name in ("DPLogisticRegression", "DPLinearRegression"):
-        lines = [line for line in outputs[0].splitlines()
-                 if line.startswith(f"[{name}] solving: ")]
-        assert lines == [f"[{name}] solving: {10 * k}%" for k in range(1, 11)]
+        lines = [line for line in outputs[0].splitlines() if line.startswith(f"[{name}]")]
+        assert 2 <= len(lines) <= 3, lines
+
+
+def test_verbose_1_shows_the_solvers_progress_for_long_fits_only(capsys, monkeypatch):
+    # Ten step-progress lines per long fit, whatever its planned step count (the size
+    # that decides is public: rows times features).
+    from skdp import _progress
+
+    monkeypatch.setattr(_progress, "LONG_FIT_CELLS", 100)
+    X = np.random.default_rng(0).normal(size=(80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    quiet(DPLogisticRegression(verbose=1, classes=[0, 1]).fit, X, y)
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines()
+             if line.startswith("[DPLogisticRegression] solving: ")]
+    assert lines == [f"[DPLogisticRegression] solving: {10 * k}%" for k in range(1, 11)]
 
 
 def test_verbose_2_reports_the_planned_steps_as_the_solver_goes(capsys):
@@ -236,6 +250,7 @@ def test_verbose_2_reports_the_planned_steps_as_the_solver_goes(capsys):
 def test_html_repr_shows_the_spend_and_sample_weight_is_refused_with_a_reason():
     clf = quiet(DPLogisticRegression(data_norm=1.0).fit, X_BC[:100] / 1000, Y_BC[:100])
     assert "privacy spent: epsilon=" in clf._repr_html_()
+    assert "privacy budget: epsilon=1.0, delta=1e-05" in DPLogisticRegression()._repr_html_()
     with pytest.raises(TypeError, match="public maximum weight"):
         clf.fit(X_BC[:100], Y_BC[:100], sample_weight=np.ones(100))
 

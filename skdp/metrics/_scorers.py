@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections.abc import Callable
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 from sklearn.utils.validation import _num_samples
 
+from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
 from skdp.mechanisms import MEAN_RESOLUTION, private_range_mean
 from skdp.privacy.accounting import PureDpEvent
@@ -345,9 +345,9 @@ def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=Non
     else:
         raise ValueError(f"metric must be a name or a callable, got {metric!r}.")
     if random_state is not None and math.isfinite(epsilon):
-        warnings.warn(
+        warn_user(
             "random_state is set on a private scorer: anyone who knows it can regenerate "
             "the noise of its scores. Use random_state=None for releases.",
-            PrivacyLeakWarning, stacklevel=2)
+            PrivacyLeakWarning, once=True)
     return PrivateScorer(metric, epsilon, accountant, bounds, method, sign, y_range,
                          random_state)

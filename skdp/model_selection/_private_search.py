@@ -11,7 +11,6 @@ docs/tuning_and_budgets.md.
 from __future__ import annotations
 
 import math
-import warnings
 from copy import deepcopy
 from numbers import Real
 
@@ -26,6 +25,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin, non_private_steps
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
+from skdp._warnings import suppressed, warn_user
 from skdp.exceptions import (
     BudgetError,
     IncompatibleSolverError,
@@ -213,12 +213,12 @@ class _CandidateCap(SharedReference):
 def _warn_stateful_steps(estimator) -> None:
     """Warn about non-private steps that learn from the data: not covered by any guarantee."""
     for name, cls in non_private_steps(estimator) if hasattr(estimator, "steps") else []:
-        warnings.warn(
+        warn_user(
             f"step {name!r} ({cls}) learns from the data without "
             "differential privacy: what it fits (and every row it transforms) is NOT "
             "covered by the search's guarantee. Use a data-independent transform "
             "(FunctionTransformer with public constants) instead.",
-            PrivacyLeakWarning, stacklevel=4)
+            PrivacyLeakWarning, once=True)
 
 
 def _sees_search_labels(model, prefix: str) -> bool:
@@ -456,9 +456,9 @@ default="truncated_negative_binomial"
         if not spent.within(ledger.budget):
             raise PrivacyAccountingError(f"the search's ledger spends {tuple(spent)}.")
         if self.random_state is not None:
-            warnings.warn("random_state is set: anyone who knows it can regenerate the "
+            warn_user("random_state is set: anyone who knows it can regenerate the "
                           "candidates' noise. Use random_state=None for releases.",
-                          PrivacyLeakWarning, stacklevel=3)
+                          PrivacyLeakWarning, once=True)
         rng = np.random.default_rng(self.random_state)
         # Everything random below is drawn before any value of X or y is read.
         n_candidates = sample_repetitions(rng, self.distribution,
@@ -493,10 +493,10 @@ default="truncated_negative_binomial"
                 classes = np.asarray(declared[0])
             elif is_classifier(self.estimator):
                 classes = np.unique(np.asarray(y))
-                warnings.warn(
+                warn_user(
                     "the label set is read from y: it is treated as public (every "
                     "candidate uses it), which the search's guarantee does not cover.",
-                    PrivacyLeakWarning, stacklevel=3)
+                    PrivacyLeakWarning, once=True)
             # X and y are validated arrays (CSR for sparse X): plain row indexing.
             X_train, y_train, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
             for _ in range(n_candidates):
@@ -529,9 +529,9 @@ default="truncated_negative_binomial"
         self.privacy_spent_ = spent
         progress("done: one candidate released")
         if self.best_estimator_ is None:
-            warnings.warn("the Poisson number of candidates was 0: nothing was released "
+            warn_user("the Poisson number of candidates was 0: nothing was released "
                           "(best_estimator_ is None); the budget is spent all the same.",
-                          UserWarning, stacklevel=3)
+                          UserWarning)
         elif hasattr(self.best_estimator_, "n_features_in_"):
             self.n_features_in_ = self.best_estimator_.n_features_in_
         if is_classifier(self.estimator) and hasattr(self.best_estimator_, "classes_"):
@@ -573,9 +573,7 @@ default="truncated_negative_binomial"
                 })
             model.set_params(**overrides)
             try:
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", "random_state is set",
-                                            PrivacyLeakWarning)
+                with suppressed("random_state is set"):
                     return model.fit(X, y)
             except _OverCap:
                 # Decided from the candidate's public plan, before it read X.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -14,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
+from skdp._warnings import warn_user
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
@@ -306,9 +306,9 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                  f"delta={self.delta:g}, bounds "
                  f"{'private' if isinstance(self.bounds, str) else 'public'}")
         if total.is_private and self.random_state is not None:
-            warnings.warn("random_state is set: anyone who knows it can regenerate the "
+            warn_user("random_state is set: anyone who knows it can regenerate the "
                           "noise. Use random_state=None for releases.",
-                          PrivacyLeakWarning, stacklevel=3)
+                          PrivacyLeakWarning, once=True)
         entry = None if self.accountant is None else self.accountant.charge(
             ledger, source=type(self).__name__, params=self.get_params(deep=False))
         estimated = False

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 
+from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
 
 __all__ = ["Budget", "check_budget"]
@@ -97,17 +97,13 @@ def check_budget(
             "set delta > 0 (for example 1e-5, well below 1/n_samples)."
         )
     if not math.isfinite(eps):
-        warnings.warn(
+        warn_user(
             "epsilon=inf: the model is fitted WITHOUT differential privacy (no noise is "
             "added). Use it only to debug or to measure the cost of privacy.",
-            PrivacyLeakWarning,
-            stacklevel=3,
-        )
+            PrivacyLeakWarning, once=True)
     elif n_samples is not None and n_samples > 0 and dlt >= 1.0 / n_samples:
-        warnings.warn(
+        warn_user(
             f"delta={dlt:g} is at least 1/n_samples={1.0 / n_samples:g}: a mechanism with "
             "this delta may reveal whole records. Use delta much smaller than 1/n_samples.",
-            PrivacyLeakWarning,
-            stacklevel=3,
-        )
+            PrivacyLeakWarning, once=True)
     return Budget(epsilon=eps, delta=dlt)

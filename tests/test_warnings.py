@@ -1,0 +1,55 @@
+"""Quiet by default: privacy notices point at the user's line and are shown once."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import warnings
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import GridSearchCV, KFold
+    from skdp import DPLogisticRegression, BudgetAccountant
+    X, y = load_breast_cancer(return_X_y=True)
+    {body}
+""")
+
+
+def run(body: str) -> str:
+    """The stderr of a fresh interpreter running ``body`` (default warning filters)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    out = subprocess.run([sys.executable, "-c", SCRIPT.format(body=body)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stderr
+
+
+@pytest.mark.slow
+def test_eleven_default_fits_print_the_label_notice_once_at_the_users_line():
+    err = run("\n".join(["DPLogisticRegression().fit(X, y)"] * 11))
+    assert err.count("the label set is read from y") == 1
+    assert "<string>:" in err  # attributed to the script, not to sklearn/base.py
+    assert "sklearn" not in err.split("PrivacyLeakWarning")[0].splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_gridsearch_with_two_workers_prints_it_once():
+    err = run("GridSearchCV(DPLogisticRegression(), {'alpha': [0.01, 0.1, 1.0]}, "
+              "cv=KFold(5), n_jobs=2).fit(X, y)")
+    assert err.count("the label set is read from y") == 1
+
+
+def test_declared_classes_print_no_label_notice():
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer
+
+    from skdp import DPLogisticRegression, PrivacyLeakWarning
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLogisticRegression(classes=[0, 1]).fit(X, y)
+    assert not [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
