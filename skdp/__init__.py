@@ -66,9 +66,6 @@ __all__ = [
     "PrivacyAccountingError",
     "PrivacyLeakWarning",
     "__version__",
-    "metrics",
-    "model_selection",
-    "preprocessing",
     "privacy_report",
     "privacy_spent",
 ]

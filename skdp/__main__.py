@@ -11,7 +11,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m skdp", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="a private workflow on raw bundled breast-cancer data")
-    demo.add_argument("--seed", type=int, default=0, help="split and noise seed (default 0)")
+    demo.add_argument("--seed", type=int, default=0,
+                      help="seed of the first split (default 0); the noise is fresh")
+    demo.add_argument("--runs", type=int, default=5,
+                      help="runs of the workflow; the median and range are printed")
     demo.add_argument("--plot", default="skdp_demo.png",
                       help="PNG path for accuracy vs epsilon (default skdp_demo.png)")
     demo.add_argument("--no-plot", action="store_true", help="do not write the PNG")
@@ -22,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         from skdp._demo import run_demo
 
         run_demo(seed=args.seed, plot=None if args.no_plot else args.plot,
-                 all_solvers=args.all_solvers)
+                 all_solvers=args.all_solvers, runs=args.runs)
     return 0
 
 

@@ -27,7 +27,8 @@ STATELESS_STEPS = ("FunctionTransformer",)
 def non_private_steps(obj, name: str = "") -> list[tuple[str, str]]:
     """``(name, class)`` of every step of ``obj`` (a Pipeline or ColumnTransformer, fitted
     or not) that learns from the data without a privacy guarantee: not an skdp private
-    step, not ``"passthrough"``/``"drop"`` and not a stateless transformer."""
+    step, not ``"passthrough"``/``"drop"``, not a stateless transformer
+    (:data:`STATELESS_STEPS`, or a class that declares ``_learns_from_data = False``)."""
     if hasattr(obj, "_planned_ledger") or hasattr(obj, "privacy_ledger_"):
         return []
     if isinstance(obj, Pipeline):
@@ -37,7 +38,8 @@ def non_private_steps(obj, name: str = "") -> list[tuple[str, str]]:
     if items is not None and hasattr(obj, "get_params"):
         return [found for step_name, step, _ in items if not isinstance(step, str)
                 for found in non_private_steps(step, f"{name}{step_name}")]
-    if isinstance(obj, str) or type(obj).__name__ in STATELESS_STEPS:
+    if (isinstance(obj, str) or type(obj).__name__ in STATELESS_STEPS
+            or getattr(obj, "_learns_from_data", True) is False):
         return []
     if hasattr(obj, "get_params") and any(
             hasattr(v, "_planned_ledger") for v in obj.get_params(deep=True).values()):

@@ -29,6 +29,7 @@ DOCUMENTED_MODULES = [
     "skdp.linear_model",
     "skdp.preprocessing",
     "skdp.model_selection",
+    "skdp.metrics",
     "skdp.solvers",
     "skdp.privacy",
     "skdp.privacy.budget_accountant",

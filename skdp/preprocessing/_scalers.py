@@ -47,6 +47,9 @@ def _check_bounds_param(bounds) -> None:
 class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """A per-record map with public constants: ``fit`` reads the shape only."""
 
+    #: Read by :func:`skdp._report.non_private_steps`: this step learns nothing from data.
+    _learns_from_data = False
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the shape and the settings (no statistic of ``X`` is read).
