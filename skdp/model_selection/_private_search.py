@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from copy import deepcopy
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
@@ -20,6 +20,7 @@ from scipy.optimize import brentq
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from skdp._progress import Progress
@@ -304,6 +305,11 @@ default="truncated_negative_binomial"
     verbose : int, default=0
         ``1``: print the start and the end of the search (never one line per candidate:
         their number K must stay hidden); ``2``: also elapsed times.
+    n_jobs : int, default=None
+        Candidates fitted in parallel (joblib; ``None``: 1, ``-1``: all cores). Each
+        candidate draws its parameters and noise from its own child of the search's
+        generator, so a seeded search releases the same candidate and score with any
+        ``n_jobs``; the charge is the search's one ledger either way.
 
     Attributes
     ----------
@@ -337,12 +343,13 @@ default="truncated_negative_binomial"
         "accountant": [HasMethods(["charge", "refund"]), None],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(self, estimator, param_distributions, *, epsilon=1.0, delta=1e-5,
                  n_candidates_mean=10, distribution="truncated_negative_binomial", eta=0.5,
                  scoring=None, validation_fraction=0.2, accountant=None, random_state=None,
-                 verbose=0):
+                 verbose=0, n_jobs=None):
         self.estimator = estimator
         self.param_distributions = param_distributions
         self.epsilon = epsilon
@@ -355,6 +362,7 @@ default="truncated_negative_binomial"
         self.accountant = accountant
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     # -- the public plan -------------------------------------------------------------------
     def _shape(self) -> float:
@@ -499,22 +507,17 @@ default="truncated_negative_binomial"
                     PrivacyLeakWarning, once=True)
             # X and y are validated arrays (CSR for sparse X): plain row indexing.
             X_train, y_train, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
-            for _ in range(n_candidates):
-                params = _sample_params(rng, spaces)
-                model = self._fit_candidate(params, X_train, y_train, reference, pure_eps,
-                                            first_eps, first_delta, rng, classes)
-                if model is None:
-                    continue
-                # The candidate's own public bound (y_bound may be a searched parameter).
-                noise_scale = self._score_noise_scale(
-                    _score_sensitivity(model, n_val, scoring), z_ref, pure_eps)
-                raw = _raw_score(model, X_val, y_val, scoring)
-                noise = (rng.laplace(0.0, noise_scale) if reference is None
-                         else rng.normal(0.0, noise_scale))
-                noisy = raw + noise
-                del raw  # the exact score never leaves this loop
-                if best[2] is None or noisy > best[0]:
-                    best = (noisy, params, model, noise_scale)
+            # One child generator per candidate (drawn before any data is read): its
+            # parameters, its fit's seeds and its score noise, whatever n_jobs is.
+            outputs = Parallel(n_jobs=self.n_jobs)(
+                delayed(self._run_candidate)(
+                    child, spaces, X_train, y_train, X_val, y_val, n_val, scoring,
+                    reference, z_ref, pure_eps, first_eps, first_delta, classes)
+                for child in rng.spawn(n_candidates))
+            for output in outputs:
+                # The first of equal noisy scores wins, as in a sequential loop.
+                if output is not None and (best[2] is None or output[0] > best[0]):
+                    best = output
         except BaseException:
             if entry is not None:
                 self.accountant.refund(entry)
@@ -537,6 +540,26 @@ default="truncated_negative_binomial"
         if is_classifier(self.estimator) and hasattr(self.best_estimator_, "classes_"):
             self.classes_ = self.best_estimator_.classes_
         return self
+
+    def _run_candidate(self, rng, spaces, X_train, y_train, X_val, y_val, n_val, scoring,
+                       reference, z_ref, pure_eps, eps, delta, classes):
+        """One run of the mechanism ``Q``: draw a candidate, fit it, release its noisy
+        validation score. Returns ``(noisy score, params, model, noise scale)``, or
+        ``None`` when the candidate released nothing beyond its private bounds."""
+        params = _sample_params(rng, spaces)
+        model = self._fit_candidate(params, X_train, y_train, reference, pure_eps, eps,
+                                    delta, rng, classes)
+        if model is None:
+            return None
+        # The candidate's own public bound (y_bound may be a searched parameter).
+        noise_scale = self._score_noise_scale(
+            _score_sensitivity(model, n_val, scoring), z_ref, pure_eps)
+        with np.errstate(all="ignore"):
+            raw = _raw_score(model, X_val, y_val, scoring)
+        noise = (rng.laplace(0.0, noise_scale) if reference is None
+                 else rng.normal(0.0, noise_scale))
+        # The exact score never leaves this function.
+        return raw + noise, params, model, noise_scale
 
     def _validate(self, X, y):
         # Values are checked by each candidate's own fit; here only the format.

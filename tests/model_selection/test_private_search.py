@@ -384,3 +384,29 @@ def test_pure_search_score_noise_is_the_ledgers_laplace(monkeypatch):
     assert epsilon_spent(s.privacy_ledger_.event, 0.0, accountant="pure",
                          relation="replace_one") == pytest.approx(1.5)
     assert stats.kstest(u, "uniform").pvalue > 1e-4
+
+
+# -- issue 37: n_jobs, "auto" candidates, declared labels --------------------------------------
+def test_n_jobs_gives_the_same_release_and_total_as_one_job():
+    out = []
+    for n_jobs in (1, 2):
+        acc = BudgetAccountant(10.0, 1e-4)
+        s = quiet(search(epsilon=1.0, delta=1e-5, random_state=7, n_jobs=n_jobs,
+                         accountant=acc).fit, X, Y)
+        out.append((s.best_params_, s.best_score_, s.best_estimator_.coef_.tolist(),
+                    acc.spent()))
+    assert out[0] == out[1]
+
+
+def test_auto_bounds_candidates_work_and_stay_within_the_total():
+    acc = BudgetAccountant(10.0, 1e-4)
+    s = PrivateRandomizedSearch(DPLogisticRegression(classes=[0, 1]),
+                                {"alpha": [0.01, 0.1]}, epsilon=1.0, delta=1e-5,
+                                n_candidates_mean=3, accountant=acc)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s.fit(X, Y)
+    assert s.best_estimator_.data_norm_ > 0  # a private bound, released by the candidate
+    assert acc.spent().epsilon <= 1.0 + 1e-12
+    # classes are declared: no label-set notice
+    assert not [w for w in caught if "label set is read" in str(w.message)]
