@@ -305,6 +305,17 @@ def markdown(results: dict, stem: str) -> str:
                           "fit counts (at least 10). `python -m benchmarks run --part tails`.")
         lines += tails_markdown(results["tails"])
         lines += _end("tails")
+    if results.get("selection"):
+        from benchmarks.selection import markdown as selection_markdown
+
+        lines += _section("selection", "Private model selection (issue 37)",
+                          "Raw breast cancer mapped by its published feature ranges; fresh "
+                          "stratified 70/30 splits and noise (OS entropy) every run; test "
+                          "accuracy of the released model; the total read from one "
+                          "BudgetAccountant per run and what privacy_cost priced before it. "
+                          "`python -m benchmarks run --part selection`.")
+        lines += selection_markdown(results["selection"])
+        lines += _end("selection")
     runs = meta.get("part_runs", {})
     if len({(r["commit"], r["date"]) for r in runs.values()}) > 1:
         lines += ["Parts from separate runs (`--part`): " + "; ".join(

@@ -609,6 +609,12 @@ def _tails(profile: Profile, log) -> list[dict]:
     return tails(profile, log)
 
 
+def _selection(profile: Profile, log) -> list[dict]:
+    from benchmarks.selection import selection
+
+    return selection(profile, log)
+
+
 def defaults(profile: Profile, log) -> list[dict]:
     """Every workflow of :data:`config.WORKFLOWS` on raw bundled data, 70/30 splits: test
     accuracy or R^2 and the spend each fit reports (its ``privacy_spent_``, or the
@@ -717,7 +723,9 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
         for part, label, fn in (("scaling", "scaling", scaling), ("rates", "l_p rates", rates),
                                 ("float32", "float32 memory", float32_memory),
                                 ("defaults", "defaults on raw bundled data", defaults),
-                                ("tails", "tails of default fits (unseeded)", _tails)):
+                                ("tails", "tails of default fits (unseeded)", _tails),
+                                ("selection", "private model selection (unseeded)",
+                                 _selection)):
             if part in parts:
                 log(label)
                 results[part] = fn(profile, log)

@@ -1,0 +1,154 @@
+"""Private model selection (issue 37): the two search paths side by side.
+
+Every run draws a fresh stratified 70/30 split of raw breast cancer and fresh noise (OS
+entropy), maps the raw features by their PUBLISHED ranges (``PublicBoundsScaler``, no
+privacy spent) and reports the median, the 10th percentile and the minimum of the test
+accuracy of the released model, with the total read from one ``BudgetAccountant`` per run
+and what ``privacy_cost`` priced before the run.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+#: Runs per row: the issue's 20 in both profiles (the rows take seconds).
+RUNS = {"quick": 20, "full": 20}
+#: GridSearchCV with private scores: 3 epsilons x 5 folds, scores at this epsilon.
+GRID_EPSILONS = [0.3, 0.6, 1.2]
+SCORE_EPSILON = 0.2
+
+
+def _pipeline(accountant=None, **params):
+    from sklearn.pipeline import make_pipeline
+
+    from skdp import DPLogisticRegression
+    from skdp._demo import PUBLIC_FEATURE_RANGES
+    from skdp.preprocessing import PublicBoundsScaler
+
+    public = (PUBLIC_FEATURE_RANGES[:, 0], PUBLIC_FEATURE_RANGES[:, 1])
+    return make_pipeline(PublicBoundsScaler(public),
+                         DPLogisticRegression(classes=[0, 1], accountant=accountant,
+                                              **params))
+
+
+def _grid_search(accountant, seed: int):
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from skdp.metrics import make_private_scorer
+
+    return GridSearchCV(
+        _pipeline(accountant, data_norm=2.0, alpha=0.01),
+        {"dplogisticregression__epsilon": GRID_EPSILONS},
+        scoring=make_private_scorer("accuracy", epsilon=SCORE_EPSILON, accountant=accountant),
+        cv=KFold(5, shuffle=True, random_state=seed))
+
+
+def _private_search(accountant, total: float):
+    from skdp.model_selection import PrivateRandomizedSearch
+
+    return PrivateRandomizedSearch(
+        _pipeline(), {"dplogisticregression__alpha": [1e-3, 1e-2, 1e-1],
+                      "dplogisticregression__data_norm": [1.0, 2.0, 4.0]},
+        epsilon=total, delta=1e-5, accountant=accountant)
+
+
+def selection(profile, log) -> list[dict]:
+    """The issue's rows: GridSearchCV with private scores at total ~5, the private search
+    at the same total, the private search at total 1."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+
+    from skdp import BudgetAccountant
+    from skdp.model_selection import privacy_cost
+
+    X, y = load_breast_cancer(return_X_y=True)
+    runs = RUNS.get(profile.name, 20)
+    rng = np.random.default_rng()  # unseeded splits; the noise is OS entropy too
+    rows = []
+    grid_total = None
+    specs = [("GridSearchCV(3 epsilons x cv=5), private accuracy scores", "grid", None,
+              0.87, None),
+             ("PrivateRandomizedSearch at the grid search's total", "private", "grid", 0.87,
+              None),
+             ("PrivateRandomizedSearch, total epsilon 1", "private", 1.0, 0.85, 0.75)]
+    for name, kind, total, target_median, target_p10 in specs:
+        scores, spent, priced = [], [], []
+        for _ in range(runs):
+            seed = int(rng.integers(2**31))
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y,
+                                                  random_state=seed)
+            acc = BudgetAccountant(np.inf, 1e-3)
+            if kind == "grid":
+                model = _grid_search(acc, seed)
+            else:
+                model = _private_search(acc, grid_total if total == "grid" else total)
+            priced.append(privacy_cost(model, Xtr, ytr).epsilon)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(Xtr, ytr)
+            # Exact test accuracy of the released model on held-out rows (search.score
+            # would call the private scorer: noisy, and charged).
+            scores.append(float(np.mean(model.predict(Xte) == yte)))
+            spent.append(acc.spent().epsilon)
+        s = np.array(scores)
+        if kind == "grid":
+            grid_total = float(np.max(priced))
+        row = dict(name=name, runs=runs, median=float(np.median(s)),
+                   p10=float(np.percentile(s, 10)), min=float(s.min()),
+                   spent_median=float(np.median(spent)), spent_max=float(np.max(spent)),
+                   priced=float(np.max(priced)),
+                   targets=dict(median=target_median, p10=target_p10))
+        row["met"] = (row["median"] >= target_median
+                      and (target_p10 is None or row["p10"] >= target_p10))
+        rows.append(row)
+        log(f"  {name}: median {row['median']:.3f}, p10 {row['p10']:.3f}, min "
+            f"{row['min']:.3f}; spent {row['spent_median']:.3f} (priced {row['priced']:.3f})")
+    rows.append(_cost_ratio(log))
+    return rows
+
+
+def _cost_ratio(log) -> dict:
+    """``privacy_cost`` against the accountant after the same run, private bounds."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import cross_val_score
+
+    from skdp import BudgetAccountant, DPLogisticRegression
+    from skdp.model_selection import privacy_cost
+
+    X, y = load_breast_cancer(return_X_y=True)
+    ratios = []
+    for eps in (0.5, 1.0, 3.0):
+        acc = BudgetAccountant(np.inf, 1e-3)
+        est = DPLogisticRegression(epsilon=eps, classes=[0, 1], accountant=acc)
+        price = privacy_cost(est, X, y, cv=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cross_val_score(est, X, y, cv=5)
+        ratios.append(price.epsilon / acc.spent().epsilon)
+    log(f"  privacy_cost / accountant, data_norm='auto', cv=5: {min(ratios):.6f} .. "
+        f"{max(ratios):.6f}")
+    return dict(name="privacy_cost / accountant (data_norm='auto', cv=5, epsilon 0.5, 1, 3)",
+                ratio_min=float(min(ratios)), ratio_max=float(max(ratios)),
+                met=bool(abs(max(ratios) - 1) <= 1e-9 and abs(min(ratios) - 1) <= 1e-9))
+
+
+def markdown(rows: list[dict]) -> list[str]:
+    """The section of the results page."""
+    lines = ["| workflow | runs | median | p10 | min | epsilon spent (median / max) | "
+             "priced | target (median / p10) | met |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "ratio_min" in r:
+            lines.append(f"| {r['name']} | - | ratio {r['ratio_min']:.9f} .. "
+                         f"{r['ratio_max']:.9f} | - | - | - | - | 1.000 | "
+                         f"{'yes' if r['met'] else 'no'} |")
+            continue
+        t = r["targets"]
+        lines.append(
+            f"| {r['name']} | {r['runs']} | {r['median']:.3f} | {r['p10']:.3f} | "
+            f"{r['min']:.3f} | {r['spent_median']:.3f} / {r['spent_max']:.3f} | "
+            f"{r['priced']:.3f} | {t['median']:g} / "
+            f"{'-' if t['p10'] is None else format(t['p10'], 'g')} | "
+            f"{'yes' if r['met'] else 'no'} |")
+    return lines + [""]
