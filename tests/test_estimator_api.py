@@ -20,6 +20,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from skdp import DPSVRG, DPLogisticRegression, NoisyGD, PrivacyLeakWarning
+from skdp._warnings import reset_shown
 from tests.conftest import dp_clf
 
 # One SVRG configuration for every SVRG fit below, on N_SVRG rows: its RDP calibration
@@ -476,6 +477,7 @@ def test_epsilon_inf_warns():
     X, y = make_data(n=300)
     with pytest.warns(PrivacyLeakWarning, match="WITHOUT differential privacy"):
         dp_clf(epsilon=np.inf).fit(X, y)
+    reset_shown()  # shown once per process: forget it to see it again
     with pytest.warns(PrivacyLeakWarning):
         dp_clf(epsilon=float("inf"), solver=NoisyGD(n_iter=5)).fit(X, y)
 

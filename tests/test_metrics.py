@@ -166,7 +166,8 @@ def test_train_scores_and_multimetric_are_charged(cancer):
     assert sources.count("DPLogisticRegression") == 3
 
 
-def test_failed_score_is_refunded_and_bad_settings_name_the_fix(cancer):
+def test_a_score_that_fails_after_reading_keeps_its_charge_and_bad_settings_name_the_fix(
+        cancer):
     X, y = cancer
     acc = BudgetAccountant(epsilon=5.0)
     scorer = make_private_scorer("accuracy", epsilon=0.5, accountant=acc)
@@ -175,9 +176,13 @@ def test_failed_score_is_refunded_and_bad_settings_name_the_fix(cancer):
         def predict(self, X):
             raise RuntimeError("boom")
 
+    # Whether scoring fails can depend on the data (scikit-learn releases it as a NaN
+    # score): the charge stays.
     with pytest.raises(RuntimeError):
         scorer(Broken(y), X, y)
-    assert len(acc) == 0
+    assert len(acc) == 1
+    acc = BudgetAccountant(epsilon=5.0)
+    scorer = make_private_scorer("accuracy", epsilon=0.5, accountant=acc)
     with pytest.raises(ValueError, match="sample_weight"):
         scorer(_Constant(y), X, y, sample_weight=np.ones(len(y)))
     assert len(acc) == 0
@@ -313,3 +318,41 @@ def test_audit_of_a_whole_gridsearch_stays_within_the_accountants_total():
         warnings.simplefilter("ignore")
         result = audit_scores(stats_[0], stats_[1], epsilon=claim, delta=0.0)
     assert not result.violated
+
+
+def test_a_column_y_is_one_value_per_row():
+    # (n, 1) targets must not broadcast into n x n values (one record would move n).
+    y = np.linspace(-1, 1, 40)
+    pred = _Constant(np.zeros(40))
+    for metric in ("r2", "neg_mean_squared_error"):
+        scorer = make_private_scorer(metric, epsilon=math.inf, accountant=None,
+                                     y_range=(-1, 1))
+        assert scorer(pred, np.zeros((40, 1)), y[:, None]) == pytest.approx(
+            scorer(pred, np.zeros((40, 1)), y))
+    labels = np.arange(40) % 2
+    ll = make_private_scorer("neg_log_loss", epsilon=math.inf, accountant=None)
+    assert ll(_Constant(labels), np.zeros((40, 1)), labels[:, None]) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="one value"):
+        ll(_Constant(labels), np.zeros((40, 1)), np.zeros((40, 2)))
+
+
+def test_the_grid_leaves_no_visible_rounding_bias():
+    # Small squared errors on a wide range: 64 levels rounded them all to 0.
+    rng = np.random.default_rng(1)
+    y = rng.uniform(-10, 10, 200)
+    model = _Constant(y + rng.normal(0, 1.0, 200))
+    exact = -np.mean((y - model.pred) ** 2)
+    scorer = make_private_scorer("neg_mean_squared_error", epsilon=1e9, accountant=None,
+                                 y_range=(-20, 20), random_state=rng)
+    assert scorer(model, np.zeros((200, 1)), y) == pytest.approx(exact, rel=1e-3)
+
+
+def test_a_seeded_scorer_refuses_to_run_in_a_process_worker(monkeypatch):
+    import multiprocessing
+
+    scorer = make_private_scorer("accuracy", epsilon=1.0, accountant=None,
+                                 random_state=np.random.default_rng(0))
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    y = np.arange(10) % 2
+    with pytest.raises(ValueError, match="process worker"):
+        scorer(_Constant(y), np.zeros((10, 1)), y)

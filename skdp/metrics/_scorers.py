@@ -11,6 +11,7 @@ score and the refit of a search. The argument is in docs/tuning_and_budgets.md, 
 from __future__ import annotations
 
 import math
+import multiprocessing
 import numbers
 from collections.abc import Callable
 
@@ -20,7 +21,7 @@ from sklearn.utils.validation import _num_samples
 
 from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
-from skdp.mechanisms import MEAN_RESOLUTION, private_range_mean
+from skdp.mechanisms import private_range_mean
 from skdp.privacy.accounting import PureDpEvent
 from skdp.privacy.budget import Budget
 from skdp.privacy.ledger import PrivacyLedger
@@ -31,6 +32,11 @@ __all__ = ["PrivateScorer", "make_private_scorer", "PRIVATE_METRICS"]
 #: Probabilities below this floor are raised to it by ``"neg_log_loss"``, so that one
 #: example's loss lies in ``[0, log(1 / LOG_LOSS_FLOOR)]`` (about 4.6).
 LOG_LOSS_FLOOR = 1e-2
+#: Grid levels of one example's value: the released mean's noise, ``(high - low) /
+#: (epsilon n)`` in scale, does not depend on it, so a fine grid costs nothing and leaves a
+#: rounding bias of at most ``(high - low) / 2^21`` (64 levels biased small squared errors
+#: to 0).
+SCORE_RESOLUTION = 2**20
 
 
 def _accuracy(y_true, y_pred):
@@ -63,7 +69,8 @@ class PrivateScorer:
     Build it with :func:`make_private_scorer`. Calling it, ``scorer(estimator, X, y)``,
     predicts on ``X``, takes the metric's per-example values clipped to their public range
     ``[low, high]`` and releases their mean with the discrete Laplace mechanism on a
-    public grid (:func:`skdp.mechanisms.private_range_mean`): ``epsilon``-DP under
+    public grid of :data:`SCORE_RESOLUTION` levels (one level for accuracy)
+    (:func:`skdp.mechanisms.private_range_mean`): ``epsilon``-DP under
     replace-one for the rows ``(X, y)`` scored, given the fitted estimator. The estimator
     is itself a private release (its fit was charged), so by adaptive composition the
     pair, and anything computed from the scores (``best_params_``, the refit's choice), is
@@ -139,22 +146,30 @@ class PrivateScorer:
         n = _num_samples(X)
         if n < 1:
             raise ValueError("a private scorer needs at least one row to score.")
+        if self.random_state is not None and multiprocessing.parent_process() is not None:
+            # Every worker would unpickle the same generator state and add the SAME noise
+            # to its scores: their differences, and the choice, would be exact.
+            raise ValueError(
+                "a seeded private scorer (random_state set) cannot run in a process "
+                "worker (n_jobs > 1): each worker would repeat the same noise. Use "
+                "random_state=None, or n_jobs=1.")
         accountant = self.accountant
-        entry = None if accountant is None else accountant.charge(
-            self.ledger(), source="PrivateScorer",
-            params={"metric": self.metric if isinstance(self.metric, str)
-                    else getattr(self.metric, "__name__", "callable"),
-                    "epsilon": self.epsilon, "n_rows": n})
-        try:
-            score = self._release(estimator, X, y_true)
-        except BaseException:
-            if entry is not None:
-                # Raised before the score was returned: nothing was released.
-                accountant.refund(entry)
-            raise
-        return float(self.sign * score)
+        if accountant is not None:
+            # Charged before X or y is read. No refund afterwards: whether scoring fails
+            # (a NaN in X, a label the model cannot handle) depends on the data, and
+            # scikit-learn releases the failure as a NaN score.
+            accountant.charge(
+                self.ledger(), source="PrivateScorer",
+                params={"metric": self.metric if isinstance(self.metric, str)
+                        else getattr(self.metric, "__name__", "callable"),
+                        "epsilon": self.epsilon, "n_rows": n})
+        return float(self.sign * self._release(estimator, X, y_true))
 
     def _release(self, estimator, X, y_true) -> float:
+        n = _num_samples(X)
+        # One value per row: a column y (n, 1) would otherwise broadcast into n x n values,
+        # and one record would move n of them.
+        y_true = _one_per_row(y_true, n, "y")
         # One generator per scorer when seeded (so that calls draw different noise), fresh
         # OS entropy per call otherwise (also in every worker process).
         if self.random_state is None:
@@ -168,13 +183,16 @@ class PrivateScorer:
             # Not private: the exact metric of the clipped values (no grid, no noise).
             rng = None
         if self.metric == "r2":
-            return _private_r2(estimator.predict(X), y_true, self.y_range, self.epsilon, rng)
+            return _private_r2(_one_per_row(estimator.predict(X), n, "the predictions"),
+                               y_true, self.y_range, self.epsilon, rng)
         if self.metric == "neg_log_loss":
             values = _log_losses(estimator, X, y_true)
         else:
             fn = PRIVATE_METRICS[self.metric][0] if isinstance(self.metric, str) \
                 else self.metric
             y_pred = getattr(estimator, self.response_method)(X)
+            if self.response_method == "predict":
+                y_pred = _one_per_row(y_pred, n, "the predictions")
             if self.y_range is not None:
                 y_pred = np.clip(np.asarray(y_pred, dtype=float), *self.y_range)
                 y_true = np.clip(np.asarray(y_true, dtype=float), *self.y_range)
@@ -187,9 +205,21 @@ class PrivateScorer:
         if rng is None:
             return float(np.mean(np.clip(np.nan_to_num(values, nan=low), low, high)))
         # {0, 1} statistics (accuracy) are integers already: no rounding.
-        resolution = 1 if self.metric == "accuracy" else MEAN_RESOLUTION
+        resolution = 1 if self.metric == "accuracy" else SCORE_RESOLUTION
         return private_range_mean(values, low, high, self.epsilon, rng,
                                   resolution=resolution)
+
+
+def _one_per_row(values, n: int, name: str) -> np.ndarray:
+    """``values`` as a vector of ``n`` (a column ``(n, 1)`` is raveled); anything else is
+    refused."""
+    v = np.asarray(values)
+    if v.ndim == 2 and v.shape[1] == 1:
+        v = v[:, 0]
+    if v.shape != (n,):
+        raise ValueError(f"a private scorer needs one value of {name} per row (shape "
+                         f"({n},)), got shape {v.shape}.")
+    return v
 
 
 def _thirds(epsilon: float) -> tuple[float, float, float]:
@@ -218,7 +248,7 @@ def _private_r2(y_pred, y_true, y_range, epsilon, rng) -> float:
     (values in ``[0, w^2]``), the mean of ``(y - m)^2`` (in ``[0, w^2 / 4]``) and the mean
     of ``y`` (in ``y_range``) give ``Var = E(y - m)^2 - (E y - m)^2``. Post-processing of
     the three releases; the variance is floored at the grid step of its mean, ``w^2 /
-    (4 R n)``, so the ratio is finite.
+    (4 R n)`` (``R =`` :data:`SCORE_RESOLUTION`), so the ratio is finite.
     """
     low, high = y_range
     y = np.clip(np.asarray(y_true, dtype=float), low, high)
@@ -228,10 +258,12 @@ def _private_r2(y_pred, y_true, y_range, epsilon, rng) -> float:
         # Not private (epsilon = inf): the exact R^2 of the clipped values.
         return 1.0 - float(np.mean((y - pred) ** 2)) / max(float(np.var(y)), 1e-300)
     e1, e2, e3 = _thirds(epsilon)
-    mse = private_range_mean((y - pred) ** 2, 0.0, width ** 2, e1, rng)
-    second = private_range_mean((y - centre) ** 2, 0.0, width ** 2 / 4.0, e2, rng)
-    mean = private_range_mean(y, low, high, e3, rng)
-    floor = width ** 2 / (4.0 * MEAN_RESOLUTION * y.shape[0])
+    r = SCORE_RESOLUTION
+    mse = private_range_mean((y - pred) ** 2, 0.0, width ** 2, e1, rng, resolution=r)
+    second = private_range_mean((y - centre) ** 2, 0.0, width ** 2 / 4.0, e2, rng,
+                                resolution=r)
+    mean = private_range_mean(y, low, high, e3, rng, resolution=r)
+    floor = width ** 2 / (4.0 * r * y.shape[0])
     return 1.0 - max(mse, 0.0) / max(second - (mean - centre) ** 2, floor)
 
 
@@ -256,8 +288,9 @@ def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=Non
     ``accountant``: every fit, every score (held-out, and training scores with
     ``return_train_score=True``) and the refit are then charged, ``best_params_`` is
     post-processing of noisy scores, and ``accountant.spent()`` is the privacy of
-    everything the search released. Each call charges before it reads data; a call that
-    fails is refunded. The guarantee and its limits (use ``cv=KFold(..., shuffle=True)``:
+    everything the search released. Each call charges before it reads data, and keeps
+    its charge if it fails afterwards (whether it fails depends on the data). The guarantee and
+    its limits (use ``cv=KFold(..., shuffle=True)``:
     stratified folds depend on the labels) are in docs/tuning_and_budgets.md, "Private
     scores".
 

@@ -136,6 +136,13 @@ def _sample_params(rng: np.random.Generator, space) -> dict:
     return params
 
 
+#: Said when no candidate output a model, without saying why (K stays hidden).
+_NOTHING_RELEASED = (
+    "nothing was released: no candidate output a model (a Poisson number of candidates "
+    "can be 0, and a candidate whose curve with its released bounds exceeds the reference "
+    "outputs nothing)")
+
+
 class _OverCap(BudgetError):
     """A candidate's planned curve exceeds the reference (retry with a smaller budget)."""
 
@@ -157,7 +164,12 @@ class _CandidateCap(SharedReference):
     def __init__(self, reference: np.ndarray | None, pure_epsilon: float | None):
         self.reference = reference
         self.pure_epsilon = pure_epsilon
-        self.used = 0.0 if reference is None else np.zeros_like(reference)
+        # ``reserved``: the sum of the charged plans (public); ``used``: with amendments to
+        # what ran (a function of released bounds). Retrying a candidate with a smaller
+        # budget is decided on ``reserved`` only: after a step has read data, a refusal
+        # caused by amendments makes the candidate output nothing instead.
+        zero = 0.0 if reference is None else np.zeros_like(reference)
+        self.reserved = self.used = zero
         self._charged: dict[int, np.ndarray | float] = {}
 
     def _within(self, used) -> bool:
@@ -192,8 +204,12 @@ class _CandidateCap(SharedReference):
 
     def charge(self, ledger, *, source: str, params=None) -> int:
         usage = self._usage(ledger, source)
-        if not self._within(self.used + usage):
+        if not self._within(self.reserved + usage):
             raise _OverCap("candidate's planned curve above the reference")
+        if not self._within(self.used + usage):
+            raise _AmendedOverCap("candidate's curve, with the released bounds of its "
+                                  "earlier steps, above the reference")
+        self.reserved = self.reserved + usage
         self.used = self.used + usage
         entry = len(self._charged)
         self._charged[entry] = usage
@@ -532,9 +548,8 @@ default="truncated_negative_binomial"
         self.privacy_spent_ = spent
         progress("done: one candidate released")
         if self.best_estimator_ is None:
-            warn_user("the Poisson number of candidates was 0: nothing was released "
-                          "(best_estimator_ is None); the budget is spent all the same.",
-                          UserWarning)
+            warn_user(_NOTHING_RELEASED + " (best_estimator_ is None); the budget is spent "
+                      "all the same.", UserWarning)
         elif hasattr(self.best_estimator_, "n_features_in_"):
             self.n_features_in_ = self.best_estimator_.n_features_in_
         if is_classifier(self.estimator) and hasattr(self.best_estimator_, "classes_"):
@@ -641,8 +656,8 @@ default="truncated_negative_binomial"
     def _released(self):
         check_is_fitted(self, "privacy_ledger_")
         if self.best_estimator_ is None:
-            raise ValueError("nothing was released: the Poisson number of candidates was "
-                             "0. Fit again (with a new budget) to get a model.")
+            raise ValueError(_NOTHING_RELEASED + ". Fit again (with a new budget) to get "
+                             "a model.")
         return self.best_estimator_
 
     def __sklearn_tags__(self):

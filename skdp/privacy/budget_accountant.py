@@ -367,7 +367,11 @@ class BudgetAccountant(SharedReference):
         """
         new = summarize(ledger)
         if self._path is not None:
-            self._amend_file(entry_id, ledger, new)
+            try:
+                self._amend_file(entry_id, ledger, new)
+            except BudgetError:
+                self._stop()
+                raise
             return
         with self._lock:
             found = [i for i, (e, _) in enumerate(self._entries) if e.id == entry_id]
@@ -376,7 +380,11 @@ class BudgetAccountant(SharedReference):
             i = found[0]
             entry, old = self._entries[i]
             totals = self._totals.minus(old).plus(new)
-            self._check_amend(totals, old, new)
+            try:
+                self._check_amend(totals, old, new)
+            except BudgetError:
+                self._stop()
+                raise
             self._entries[i] = (BudgetEntry(entry.index, entry.id, entry.timestamp,
                                             entry.source, entry.params, ledger,
                                             PrivacySpent(new.epsilon, new.delta)), new)

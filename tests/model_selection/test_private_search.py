@@ -410,3 +410,21 @@ def test_auto_bounds_candidates_work_and_stay_within_the_total():
     assert acc.spent().epsilon <= 1.0 + 1e-12
     # classes are declared: no label-set notice
     assert not [w for w in caught if "label set is read" in str(w.message)]
+
+
+def test_cap_retries_on_public_plans_only():
+    """A retry with a smaller budget must be decided before data is read: a step refused
+    only because an earlier step's amendment (its released bounds) used more makes the
+    candidate output nothing instead (reviewer's finding, issue 37)."""
+    from skdp.privacy import Budget, PrivacyLedger, PureDpEvent
+
+    def pure(eps):
+        return PrivacyLedger(PureDpEvent(eps), "pure", "replace_one", Budget(eps, 0.0))
+
+    cap = ps._CandidateCap(None, 1.0)
+    first = cap.charge(pure(0.4), source="a")
+    cap.amend(first, pure(0.5))
+    with pytest.raises(ps._AmendedOverCap):
+        cap.charge(pure(0.55), source="b")
+    with pytest.raises(ps._OverCap):
+        cap.charge(pure(0.7), source="c")  # over on the plans alone: a public retry

@@ -25,6 +25,7 @@ from skdp import (
     DPLinearRegression,
     DPLogisticRegression,
 )
+from skdp._warnings import reset_shown
 from skdp.model_selection import privacy_cost
 from skdp.privacy import Budget, PrivacyLedger, PureDpEvent
 from skdp.privacy.accounting import make_accountant
@@ -163,6 +164,7 @@ def test_non_private_fit_is_refused_by_a_finite_ceiling_and_counted_by_none():
         clf(acc, epsilon=math.inf).fit(X_BC, Y_BC)
     assert len(acc) == 0
     counter = BudgetAccountant(math.inf, 0.5)
+    reset_shown()  # the epsilon=inf notice is shown once per process
     with pytest.warns(skdp.PrivacyLeakWarning):
         clf(counter, epsilon=math.inf).fit(X_BC, Y_BC)
     assert counter.spent().epsilon == math.inf

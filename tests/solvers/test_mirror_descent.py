@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
+from skdp._warnings import reset_shown
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import (
     EntropyMirrorMap,
@@ -715,6 +716,7 @@ def test_logistic_l1_end_to_end_through_the_estimator():
     X = rng.uniform(-1, 1, size=(300, 20))
     y = (X[:, 0] - X[:, 1] > 0).astype(int)
     for solver in (NoisyMirrorDescent(), LocalizedMirrorDescent()):
+        reset_shown()  # the epsilon=inf notice is shown once per process
         with pytest.warns(Warning):
             clf = DPLogisticRegression(epsilon=math.inf, delta=0.0, solver=solver,
                                        constraint="l1", radius=5.0, alpha=0.0,

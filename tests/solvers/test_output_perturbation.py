@@ -12,6 +12,7 @@ from scipy import stats
 from scipy.optimize import minimize
 
 from skdp import DPLinearRegression, DPLinearSVC, DPLogisticRegression
+from skdp._warnings import reset_shown
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import L2Ball, Unconstrained
 from skdp.losses import HingeLoss, LogisticLoss, SmoothedHingeLoss, SquaredLoss
@@ -335,6 +336,7 @@ def test_linear_svc_hinge_and_smoothed():
     X, Y = _data(n=300, d=3, seed=6)
     y = np.where(X[:, 0] + 0.2 * X[:, 1] > 0, "a", "b")
     for loss in ("hinge", "smoothed_hinge"):
+        reset_shown()  # the epsilon=inf notice is shown once per process
         with pytest.warns(Warning):
             clf = DPLinearSVC(np.inf, 0.0, loss=loss, solver="output_perturbation",
                               alpha=0.01, data_norm=1.0).fit(X, y)
