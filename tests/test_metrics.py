@@ -356,3 +356,13 @@ def test_a_seeded_scorer_refuses_to_run_in_a_process_worker(monkeypatch):
     y = np.arange(10) % 2
     with pytest.raises(ValueError, match="process worker"):
         scorer(_Constant(y), np.zeros((10, 1)), y)
+
+
+def test_privacy_cost_names_folds_that_read_the_labels(cancer):
+    X, y = cancer
+    est = DPLogisticRegression(classes=[0, 1])
+    with pytest.warns(PrivacyLeakWarning, match="KFold"):
+        privacy_cost(est, X, y, cv=3)  # a classifier's cv=3 is StratifiedKFold
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        privacy_cost(est, X, y, cv=KFold(3, shuffle=True, random_state=0))

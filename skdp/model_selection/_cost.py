@@ -14,6 +14,8 @@ from sklearn.model_selection import (
 from sklearn.pipeline import Pipeline
 
 from skdp._sklearn_compat import BaseSearchCV
+from skdp._warnings import warn_user
+from skdp.exceptions import PrivacyLeakWarning
 from skdp.model_selection._private_search import PrivateRandomizedSearch, is_private_step
 from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
 from skdp.privacy.composition import Totals, summarize
@@ -109,6 +111,18 @@ def _score_ledgers(scoring, return_train_score: bool = False) -> list[PrivacyLed
     return ledgers * (2 if return_train_score else 1)
 
 
+def _check_splitter(splitter) -> None:
+    """Warn about folds that read the labels (once): each fit's guarantee then holds for
+    groups of a few records only (docs/tuning_and_budgets.md, "Private scores")."""
+    if "Stratified" in type(splitter).__name__:
+        warn_user(
+            f"{type(splitter).__name__} assigns records to folds by their labels: replacing "
+            "one record can move up to three others between folds, which the accountant's "
+            "per-record guarantee does not cover. Pass cv=KFold(n_splits, shuffle=True, "
+            "random_state=0) (folds drawn independently of the data).",
+            PrivacyLeakWarning, once=True)
+
+
 def _total(ledgers) -> PrivacySpent:
     return Totals.of(summarize(ledger) for ledger in ledgers).spent()[0]
 
@@ -156,6 +170,7 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None, scoring=None,
     if isinstance(obj, BaseSearchCV):
         candidates = _candidates(obj)
         splitter = check_cv(obj.cv, y, classifier=is_classifier(obj.estimator))
+        _check_splitter(splitter)
         splits = [train for train, _ in splitter.split(X, y, groups)]
         scores = _score_ledgers(obj.scoring, obj.return_train_score)
         ledgers = [ledger for params in candidates for train in splits
@@ -170,6 +185,7 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None, scoring=None,
     if cv is None:
         return _total(fit_ledgers(obj, X, y))
     splitter = check_cv(cv, y, classifier=is_classifier(obj))
+    _check_splitter(splitter)
     scores = _score_ledgers(scoring, return_train_score)
     return _total([ledger for train, _ in splitter.split(X, y, groups)
                    for ledger in fit_ledgers(obj, X, y, train) + scores])
