@@ -155,6 +155,21 @@ class FitBounds:
         return self.target_scale / self.data_norm if self.rescaled else 1.0
 
 
+#: Shown once per process by ``score``: scikit-learn's searches and ``cross_val_score``
+#: call it (``scoring=None``) on held-out PRIVATE rows.
+EXACT_SCORE_NOTICE = (
+    "score() is exact: on private rows (for example inside GridSearchCV or "
+    "cross_val_score with scoring=None) the score, and any choice made from it, are not "
+    "covered by the privacy guarantee or by any accountant. Pass scoring="
+    "skdp.metrics.make_private_scorer(..., accountant=acc) there; on public test rows "
+    "score() is fine.")
+
+
+def exact_score_notice() -> None:
+    """Say once that ``score`` is exact (see :data:`EXACT_SCORE_NOTICE`)."""
+    warn_user(EXACT_SCORE_NOTICE, PrivacyLeakWarning, once=True)
+
+
 class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
     """Shared fit pipeline: validate, check the budget, clip, plan, solve, re-account.
 

@@ -53,3 +53,23 @@ def test_declared_classes_print_no_label_notice():
         warnings.simplefilter("always")
         DPLogisticRegression(classes=[0, 1]).fit(X, y)
     assert not [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+
+
+def test_an_exact_score_says_once_that_it_is_not_private():
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import KFold, cross_val_score
+
+    from skdp import DPLinearRegression, DPLogisticRegression, PrivacyLeakWarning
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cross_val_score(DPLogisticRegression(classes=[0, 1]), X, y,
+                        cv=KFold(3, shuffle=True, random_state=0))
+        DPLinearRegression().fit(X, y.astype(float)).score(X, y.astype(float))
+    notices = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)
+               and "score() is exact" in str(w.message)]
+    assert len(notices) == 1
+    assert "make_private_scorer" in str(notices[0].message)

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
-from skdp._base import BaseDPLinearModel
+from skdp._base import BaseDPLinearModel, exact_score_notice
 
 __all__ = ["BaseDPClassifier"]
 
@@ -18,6 +18,29 @@ class BaseDPClassifier(ClassifierMixin, BaseDPLinearModel):
         **BaseDPLinearModel._parameter_constraints,
         "classes": ["array-like", None],
     }
+
+    def score(self, X, y, sample_weight=None):
+        """Exact mean accuracy on ``(X, y)`` (scikit-learn's ``ClassifierMixin.score``).
+
+        Not private: on private rows use :func:`skdp.metrics.make_private_scorer`
+        (docs/tuning_and_budgets.md); a notice says so once per process.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test rows.
+        y : array-like of shape (n_samples,)
+            Their labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights.
+
+        Returns
+        -------
+        float
+            The accuracy.
+        """
+        exact_score_notice()
+        return super().score(X, y, sample_weight=sample_weight)
 
     def _check_classes(self, y) -> np.ndarray:
         """The sorted label set, after the checks every loss needs.
