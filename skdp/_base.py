@@ -45,6 +45,7 @@ from skdp.mechanisms import (
 from skdp.mechanisms.quantile import SLACK
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger
 from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator
 from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
@@ -589,12 +590,10 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                 "a class changes the model's shape, which the privacy guarantee does not "
                 "cover. Declare the public label set with classes=[...].",
                 PrivacyLeakWarning, once=True)
-        accountant = self.accountant
-        # The budget is charged from the public plan, before any value of X is read.
-        entry = None if accountant is None else accountant.charge(
-            planned, source=type(self).__name__, params=self.get_params(deep=False))
-        estimated = False
-        try:
+        # The budget is charged from the public plan, before any value of X is read; on
+        # failure only what was released stays charged (skdp.privacy.charging).
+        with Charge(self.accountant, planned, source=type(self).__name__,
+                    params=self.get_params(deep=False)) as charge:
             # With declared bounds X is first read by Problem.build, whose row norms find
             # any non-finite entry (the same pass, instead of one more over X here).
             X, y = self._validate(X, y, finite_at_build=not auto)
@@ -602,13 +601,15 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                 # Independent streams for the bound estimates and the solver's noise.
                 bounds_rng, fit_rng = as_generator(self.random_state).spawn(2)
                 bounds = self._estimate_bounds(X, y, shares, bounds_rng)
-                estimated = True
+                # The private bounds are computed, and whether the rest fails can depend
+                # on them (the solver is planned with them): their part stays charged.
+                charge.keep(CompositeLedger(
+                    (("bounds", self._bounds_ledger(shares, total)),), total))
                 solver, _, spec, prepared, label_attrs = self._privacy_plan(
                     *shape, y, bounds, fit_budget)
                 ledger = CompositeLedger((("bounds", self._bounds_ledger(shares, total)),
                                           ("fit", prepared[1])), total)
-                if entry is not None:
-                    accountant.amend(entry, ledger)
+                charge.amend(ledger)
             else:
                 fit_rng, ledger = self.random_state, prepared[1]
             self._warn_if_noise_dominated(spec, prepared[1].budget, bounds)
@@ -635,17 +636,6 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                     f"re-accounting the fit's ledger gives (epsilon, delta) = "
                     f"{tuple(spent)} beyond the budget ({total.epsilon}, {total.delta})."
                 )
-        except BaseException:
-            if entry is not None and estimated:
-                # The private bounds were computed, and whether the rest fails can depend
-                # on them (the solver is planned with them): their part of the charge
-                # stays; only the fit's part is taken back.
-                accountant.amend(entry, CompositeLedger(
-                    (("bounds", self._bounds_ledger(shares, total)),), total))
-            elif entry is not None:
-                # Nothing was computed from the data: the entry is taken back.
-                accountant.refund(entry)
-            raise
         self._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)
         progress("done", f"privacy spent ({spent.epsilon:.6g}, {spent.delta:.3g})")
         return self

@@ -24,6 +24,7 @@ from skdp.exceptions import BudgetError, PrivacyLeakWarning
 from skdp.mechanisms import private_range_mean
 from skdp.privacy.accounting import PureDpEvent
 from skdp.privacy.budget import Budget
+from skdp.privacy.charging import Charge
 from skdp.privacy.ledger import PrivacyLedger
 from skdp.privacy.noise import as_generator
 
@@ -153,17 +154,16 @@ class PrivateScorer:
                 "a seeded private scorer (random_state set) cannot run in a process "
                 "worker (n_jobs > 1): each worker would repeat the same noise. Use "
                 "random_state=None, or n_jobs=1.")
-        accountant = self.accountant
-        if accountant is not None:
-            # Charged before X or y is read. No refund afterwards: whether scoring fails
+        ledger = self.ledger()
+        with Charge(self.accountant, ledger, source="PrivateScorer",
+                    params={"metric": self.metric if isinstance(self.metric, str)
+                            else getattr(self.metric, "__name__", "callable"),
+                            "epsilon": self.epsilon, "n_rows": n}) as charge:
+            # Charged before X or y is read, and kept if scoring fails: whether it fails
             # (a NaN in X, a label the model cannot handle) depends on the data, and
             # scikit-learn releases the failure as a NaN score.
-            accountant.charge(
-                self.ledger(), source="PrivateScorer",
-                params={"metric": self.metric if isinstance(self.metric, str)
-                        else getattr(self.metric, "__name__", "callable"),
-                        "epsilon": self.epsilon, "n_rows": n})
-        return float(self.sign * self._release(estimator, X, y_true))
+            charge.keep(ledger)
+            return float(self.sign * self._release(estimator, X, y_true))
 
     def _release(self, estimator, X, y_true) -> float:
         n = _num_samples(X)

@@ -41,6 +41,7 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import check_budget
 from skdp.privacy.budget_accountant import SharedReference
+from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger, rdp_curve
 
 __all__ = ["PrivateRandomizedSearch", "private_steps"]
@@ -500,9 +501,10 @@ default="truncated_negative_binomial"
             # calibrated by the exact accountant to its (epsilon, delta) matches it.
             first_delta = float(self.delta)
             first_eps = _gdp_epsilon(1.0 / z_ref, first_delta)
-        entry = None if self.accountant is None else self.accountant.charge(
-            ledger, source=type(self).__name__, params=self.get_params(deep=False))
-        try:
+        # Charged before any value of X or y is read; refunded if the search fails (no
+        # candidate is released then).
+        with Charge(self.accountant, ledger, source=type(self).__name__,
+                    params=self.get_params(deep=False)):
             X, y = self._validate(X, y)
             best = (math.nan, None, None, math.nan)
             # One public label set for every candidate (read from the whole y, as skdp's
@@ -534,10 +536,6 @@ default="truncated_negative_binomial"
                 # The first of equal noisy scores wins, as in a sequential loop.
                 if output is not None and (best[2] is None or output[0] > best[0]):
                     best = output
-        except BaseException:
-            if entry is not None:
-                self.accountant.refund(entry)
-            raise
         # K is not stored: the guarantee holds for the best output with K hidden (the fit
         # time reveals it roughly; see docs). K = 0 (Poisson only) releases nothing.
         self.best_score_, self.best_params_, self.best_estimator_, noise_scale = best

@@ -19,6 +19,7 @@ from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator, as_noise_source
 
@@ -312,10 +313,8 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             warn_user("random_state is set: anyone who knows it can regenerate the "
                           "noise. Use random_state=None for releases.",
                           PrivacyLeakWarning, once=True)
-        entry = None if self.accountant is None else self.accountant.charge(
-            ledger, source=type(self).__name__, params=self.get_params(deep=False))
-        estimated = False
-        try:
+        with Charge(self.accountant, ledger, source=type(self).__name__,
+                    params=self.get_params(deep=False)) as charge:
             X = validate_data(self, X, dtype=np.float64)
             n, d = X.shape
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
@@ -324,7 +323,9 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 # epsilon=inf): every feature in [-C, C], C a grid point.
                 c = private_bound(row_norms(X, 2.0), eps_bounds, bounds_rng,
                                   quantile=BOUNDS_QUANTILE)
-                estimated = True
+                # As the estimators: once the private bound is computed, its charge
+                # stays whatever happens next.
+                charge.keep(CompositeLedger((ledger.parts[0],), total))
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
                 lower, upper = _public_bounds(self.bounds, d)
@@ -353,13 +354,6 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 std = release.unit_scale * sensitivity * (
                     1.0 if release.mechanism == "gaussian" else math.sqrt(2 * d + 1))
                 mean_u, shrunk = shrink_to_centre(mean_u, std / n)
-        except BaseException:
-            if entry is not None and estimated:
-                # As the estimators: once the private bound is computed, its charge stays.
-                self.accountant.amend(entry, CompositeLedger((ledger.parts[0],), total))
-            elif entry is not None:
-                self.accountant.refund(entry)
-            raise
         self.lower_, self.upper_ = lower, upper
         self.mean_ = lower + width * mean_u
         self.var_ = width ** 2 * var_u
