@@ -456,8 +456,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         compose by basic composition to at most ``(epsilon, delta)``. The reservation is
         the bound estimates' events followed by the fit planned with the placeholder
         bounds (:meth:`_placeholder_bounds`): for every solver whose plan does not depend
-        on the bounds' size in units of the bounds (all but ``svrg++`` and the mirror
-        descents with Huber's loss, tests/solvers/test_reservations.py), that is the plan
+        on the bounds' size in units of the bounds (all but ``svrg++``,
+        tests/solvers/test_reservations.py), that is the plan
         the fit runs, so an accountant (and :func:`~skdp.model_selection.privacy_cost`)
         composes the real events, not ``(epsilon, delta)``. The accountant re-checks its
         ceiling when the fit amends the reservation to what ran
