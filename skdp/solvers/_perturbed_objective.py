@@ -22,7 +22,7 @@ from skdp.exceptions import IncompatibleSolverError
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss, SmoothedHingeLoss
 from skdp.solvers._base import Problem
 from skdp.solvers._blocks import Block
-from skdp.solvers.output_perturbation import CertificateError
+from skdp.solvers.output_perturbation import CERTIFICATE_MARGIN, CertificateError
 
 __all__ = [
     "CERTIFICATE_MARGIN",
@@ -37,10 +37,6 @@ __all__ = [
 #: a ``HuberLoss`` (bounded ``phi'``, ``phi'' <= 1``) is recognised too, see
 #: :func:`supports_loss`.
 SUPPORTED_LOSSES = (LogisticLoss, MultinomialLogisticLoss, SmoothedHingeLoss)
-#: A certificate is accepted only below this fraction of ``r_max`` (float64 rounding of
-#: the gradient can then never push the true distance above ``r_max``), as in
-#: :mod:`skdp.solvers.output_perturbation`.
-CERTIFICATE_MARGIN = 0.5
 #: Newton uses the dense Hessian (one BLAS-3 pass, Cholesky) up to this many parameters
 #: ``p K``, and Newton-CG with Hessian-vector products above.
 DENSE_HESSIAN_MAX = 512

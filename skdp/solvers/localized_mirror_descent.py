@@ -22,13 +22,12 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._sampling import SAMPLINGS, BatchSampling
 from skdp.solvers.mirror_descent import (
     _POSITIVE_INT,
     _POSITIVE_REAL,
     MAX_AUTO_ITER,
-    SAMPLINGS,
     MDPhase,
-    NoisyMirrorDescent,
     calibrate_md_phase,
     capped_schedule,
     dual_gradient_bound,
@@ -125,7 +124,7 @@ def _log_dim(dim: int) -> float:
     return max(math.log(max(dim, 1)), 1.0)
 
 
-class LocalizedMirrorDescent(BaseDPSolver):
+class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
     """Localized noisy mirror descent (Asi, Feldman, Koren & Talwar 2021, Alg. 2 and 6).
 
     ``k = ceil(log2 n)`` phases. Phase ``i`` takes a fresh block of ``n_i = floor(n 2^{-i})``
@@ -253,20 +252,12 @@ class LocalizedMirrorDescent(BaseDPSolver):
         self.sampling = sampling
 
     # -- checks ----------------------------------------------------------------------------
-    resolve_accountant = NoisyMirrorDescent.resolve_accountant
-
     def gradient_clip(self, spec: ProblemSpec) -> float:
         """``min(clip_norm, sqrt(d) L_inf, L_2)`` (see :func:`md_gradient_clip`)."""
         return md_gradient_clip(spec, self.clip_norm, self.name)
 
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        if self.sampling == "without_replacement" and accountant == "pld":
-            raise IncompatibleSolverError(
-                "the PLD accountant cannot account batches sampled without replacement; "
-                "use accounting='rdp' (estimators; accountant='rdp' in solver calls), or the "
-                "solver option sampling='poisson'."
-            )
-        super().check_compatible(spec, accountant, relation)
+        super().check_compatible(spec, accountant, relation)  # sampling, then declarations
         if self.step_size is None and not spec.constraint.bounded:
             raise IncompatibleSolverError(
                 f"solver {self.name!r} needs a bounded constraint for its default step "

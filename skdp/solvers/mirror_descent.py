@@ -36,6 +36,7 @@ from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import clip_unless_lossless
+from skdp.solvers._sampling import SAMPLINGS, BatchSampling
 
 __all__ = [
     "MDGeometry",
@@ -52,7 +53,6 @@ __all__ = [
     "run_noisy_md",
 ]
 
-SAMPLINGS = ("without_replacement", "poisson")
 SCHEDULES = ("auto", "convex", "strongly_convex")
 ITERATES = ("average", "last")
 #: Default cap on the number of noisy steps of one run of Algorithm 1: the paper's
@@ -465,7 +465,7 @@ _POSITIVE_INT = [Interval(Integral, 1, None, closed="left"), None]
 _POSITIVE_REAL = [Interval(Real, 0, math.inf, closed="neither"), None]
 
 
-class NoisyMirrorDescent(BaseDPSolver):
+class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
     """Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Alg. 1 and 5).
 
     Each of ``T`` steps releases ``g_k = (1/b) sum_{i in B_k} clip_C(grad f(x_k; z_i)) +
@@ -576,19 +576,8 @@ class NoisyMirrorDescent(BaseDPSolver):
         self.sampling = sampling
 
     # -- checks ----------------------------------------------------------------------------
-    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        if accountant == "auto":
-            return "pld" if self.sampling == "poisson" else "rdp"
-        return accountant
-
     def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        if self.sampling == "without_replacement" and accountant == "pld":
-            raise IncompatibleSolverError(
-                "the PLD accountant cannot account batches sampled without replacement; "
-                "use accounting='rdp' (estimators; accountant='rdp' in solver calls), or the "
-                "solver option sampling='poisson'."
-            )
-        super().check_compatible(spec, accountant, relation)
+        super().check_compatible(spec, accountant, relation)  # sampling, then declarations
         geometry = spec.constraint.mirror_geometry(spec.n_penalized * spec.n_outputs)
         schedule = self._schedule(spec, geometry)
         if schedule == "strongly_convex":

@@ -54,8 +54,9 @@ INNER = ("auto", "lbfgs", "gd", "subgradient")
 # Default certified radius of smooth objectives as a fraction of Delta_F: the noise
 # scale Delta_F + 2 r_max is then 10% above the exact-minimiser sensitivity.
 DEFAULT_RADIUS_FRACTION = 0.05
-# A certificate is accepted only below this fraction of r_max, so that the rounding
-# error of a float64 gradient can never push the true distance above r_max.
+#: A certificate is accepted only below this fraction of ``r_max``, so that the rounding
+#: error of a float64 gradient can never push the true distance above ``r_max`` (also
+#: objective perturbation's certificates, :mod:`skdp.solvers._perturbed_objective`).
 CERTIFICATE_MARGIN = 0.5
 
 

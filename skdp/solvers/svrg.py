@@ -12,7 +12,6 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
-from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
 from skdp.losses import NORM_SAFETY
 from skdp.privacy.accounting import (
@@ -29,6 +28,7 @@ from skdp.solvers import _compiled
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import clip_unless_lossless
+from skdp.solvers._sampling import SAMPLINGS, BatchSampling
 from skdp.solvers.mirror_descent import batch_block, noise_block
 
 #: Records ahead of the current one whose rows the compiled inner steps prefetch (a hint
@@ -37,7 +37,6 @@ PREFETCH_AHEAD = 32
 
 __all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
 
-SAMPLINGS = ("without_replacement", "poisson")
 MAX_AUTO_EPOCHS = 40
 # DP-SVRG++ doubles its epochs: 2^16 inner steps at least already in its last epoch.
 MAX_AUTO_EPOCHS_PP = 16
@@ -115,7 +114,7 @@ class SVRGPlan(Plan):
     step_size: float
 
 
-class DPSVRG(BaseDPSolver):
+class DPSVRG(BatchSampling, BaseDPSolver):
     """DP-SVRG: proximal SVRG with a noisy snapshot gradient and noisy mini-batch corrections.
 
     Epoch ``s`` (of ``T``) releases ``v~_s = mean_i clip_G(grad f(w~; z_i)) + N(0,
@@ -208,23 +207,6 @@ class DPSVRG(BaseDPSolver):
         self.clip_norm = clip_norm
         self.correction_clip = correction_clip
         self.sampling = sampling
-
-    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        # Poisson batches: the PLD accountant is tight where RDP is not (section 6.3 of
-        # the calibration note); sampling without replacement is accounted by RDP only.
-        if accountant == "auto":
-            return "pld" if self.sampling == "poisson" else "rdp"
-        return accountant
-
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        # Depends on the solver's own sampling option, which no declaration expresses.
-        if self.sampling == "without_replacement" and accountant == "pld":
-            raise IncompatibleSolverError(
-                "the PLD accountant cannot account batches sampled without replacement; "
-                "use accounting='rdp' (estimators; accountant='rdp' in solver calls), or the "
-                "solver option sampling='poisson'."
-            )
-        super().check_compatible(spec, accountant, relation)
 
     # -- schedule ------------------------------------------------------------------------
     def _batch_size(self, spec: ProblemSpec) -> int:
