@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from pathlib import Path
@@ -295,27 +296,23 @@ def markdown(results: dict, stem: str) -> str:
                 lines += _table(["workflow", "median", "range", "(epsilon, delta) spent",
                                  "target"], rows)
         lines += _end("defaults")
-    if results.get("tails"):
-        from benchmarks.tails import markdown as tails_markdown
-
-        lines += _section("tails", "Tails of default fits (issue 36)",
-                          "Unseeded noise (OS entropy) and fresh stratified 70/30 splits for "
-                          "every fit; median, 5th percentile and minimum of the test score "
-                          "(accuracy or R^2); the quick profile runs a tenth of the issue's "
-                          "fit counts (at least 10). `python -m benchmarks run --part tails`.")
-        lines += tails_markdown(results["tails"])
-        lines += _end("tails")
-    if results.get("selection"):
-        from benchmarks.selection import markdown as selection_markdown
-
-        lines += _section("selection", "Private model selection (issue 37)",
-                          "Raw breast cancer mapped by its published feature ranges; fresh "
-                          "stratified 70/30 splits and noise (OS entropy) every run; test "
-                          "accuracy of the released model; the total read from one "
-                          "BudgetAccountant per run and what privacy_cost priced before it. "
-                          "`python -m benchmarks run --part selection`.")
-        lines += selection_markdown(results["selection"])
-        lines += _end("selection")
+    # The parts whose module writes its own table: (part, title, introduction).
+    for part, title, intro in (
+            ("tails", "Tails of default fits (issue 36)",
+             "Unseeded noise (OS entropy) and fresh stratified 70/30 splits for every fit; "
+             "median, 5th percentile and minimum of the test score (accuracy or R^2); the "
+             "quick profile runs a tenth of the issue's fit counts (at least 10). "
+             "`python -m benchmarks run --part tails`."),
+            ("selection", "Private model selection (issue 37)",
+             "Raw breast cancer mapped by its published feature ranges; fresh stratified "
+             "70/30 splits and noise (OS entropy) every run; test accuracy of the released "
+             "model; the total read from one BudgetAccountant per run and what "
+             "privacy_cost priced before it. `python -m benchmarks run --part selection`.")):
+        if results.get(part):
+            module = importlib.import_module(f"benchmarks.{part}")
+            lines += _section(part, title, intro)
+            lines += module.markdown(results[part])
+            lines += _end(part)
     runs = meta.get("part_runs", {})
     if len({(r["commit"], r["date"]) for r in runs.values()}) > 1:
         lines += ["Parts from separate runs (`--part`): " + "; ".join(
