@@ -53,12 +53,24 @@ def _search_note(search) -> str:
 
     scoring = search.scoring
     scorers = list(scoring.values()) if isinstance(scoring, dict) else [scoring]
-    if scorers and all(isinstance(s, PrivateScorer) and s.accountant is not None
-                       for s in scorers):
+    steps = [v for v in search.estimator.get_params(deep=True).values()
+             if hasattr(v, "_planned_ledger")]
+    if hasattr(search.estimator, "_planned_ledger"):
+        steps.append(search.estimator)
+    accountants = {id(getattr(x, "accountant", None))
+                   for x in [*steps, *scorers]}
+    if (scorers and all(isinstance(s, PrivateScorer) for s in scorers)
+            and len(accountants) == 1 and scorers[0].accountant is not None):
         return (f"{type(search).__name__}: every fit, every score (private scorers) and "
-                "the refit were charged to the accountants given to them: "
-                "accountant.spent() is the privacy of the whole search; best_params_ and "
-                "cv_results_ are post-processing of noisy scores.")
+                "the refit were charged to one accountant: its spent() covers the whole "
+                "search (and whatever else it recorded); best_params_ and cv_results_ "
+                "are post-processing of noisy scores. The total below is the refit's "
+                "alone.")
+    if scorers and all(isinstance(s, PrivateScorer) for s in scorers):
+        return (f"{type(search).__name__}: its scores are private, but its fits and scores "
+                "are not all charged to one accountant (a step or a scorer has none, or "
+                "another): no single spent() covers the search. Give the estimator's "
+                "private steps and the scorer the same accountant.")
     return (f"{type(search).__name__}: NOT private end to end: its scores (cv_results_) "
             "are exact and best_params_ is chosen from them, which no accountant counts. "
             "Use scoring=skdp.metrics.make_private_scorer(..., accountant=acc), or "

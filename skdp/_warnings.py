@@ -4,16 +4,20 @@ A warning raised inside ``fit`` would otherwise point at scikit-learn's wrapper
 (``sklearn/base.py``) or at skdp itself, and a notice that holds for every fit (a label set
 read from ``y``, a seed) would repeat for every fold of a search. :func:`warn_user`
 attributes each warning to the first frame outside skdp, scikit-learn and joblib (the
-user's line), and shows a ``once`` warning once per process and message; process workers
-(``n_jobs > 1``) stay quiet about them, since their parent shows the same notice at the
-refit (or in :func:`skdp.privacy_report`).
+user's line), and shows a ``once`` warning once per session and message: the main
+process and its process workers (``n_jobs > 1``) share a marker file per notice, so the
+workers of one search print it once between them, and the parent not again. An
+``"always"`` filter on the category turns the deduplication off.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 from contextlib import contextmanager
 
@@ -62,12 +66,63 @@ def warn_user(message: str, category: type[Warning], *, once: bool = False) -> N
     """
     if any(message.startswith(prefix) for prefix in _SUPPRESSED):
         return
-    if once:
+    if once and not _always(category):
         key = (category, message)
-        if key in _SHOWN or multiprocessing.parent_process() is not None:
+        if key in _SHOWN:
             return
         _SHOWN.add(key)
+        if _shown_in_session(category, message):
+            return
     warnings.warn(message, category, stacklevel=_user_stacklevel())
+
+
+def _always(category: type[Warning]) -> bool:
+    """Whether the user asked for every occurrence of ``category`` (an ``"always"``
+    filter): then nothing is deduplicated."""
+    return any(action == "always" and issubclass(category, cat)
+               for action, _, cat, _, _ in warnings.filters)
+
+
+def _session() -> tuple[int, str] | None:
+    """The session a ``once`` notice is shown once in: the main process and its process
+    workers (``n_jobs > 1``), identified by the main process's id and start time (read
+    from ``/proc``; ``None`` elsewhere)."""
+    pid = os.getpid() if multiprocessing.parent_process() is None else os.getppid()
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+    return pid, start
+
+
+def _session_dir() -> str | None:
+    """The folder of this session's marker files (``None`` where no session is known)."""
+    session = _session()
+    if session is None:
+        return None
+    return os.path.join(tempfile.gettempdir(), f"skdp-notices-{session[0]}-{session[1]}")
+
+
+def _shown_in_session(category: type[Warning], message: str) -> bool:
+    """Mark the notice shown for this session; whether another process of the session (a
+    worker, or the main process) showed it first. A marker file per notice in the
+    session's folder, created atomically, so that the workers of one search print it
+    once between them."""
+    folder = _session_dir()
+    if folder is None:
+        # No way to coordinate: the main process shows it, workers stay quiet.
+        return multiprocessing.parent_process() is not None
+    digest = hashlib.sha256(f"{category.__qualname__}:{message}".encode()).hexdigest()
+    try:
+        os.makedirs(folder, exist_ok=True)
+        os.close(os.open(os.path.join(folder, digest[:32]),
+                         os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return True
+    except OSError:
+        return multiprocessing.parent_process() is not None
+    return False
 
 
 @contextmanager
@@ -84,3 +139,6 @@ def suppressed(prefix: str):
 def reset_shown() -> None:
     """Forget which ``once`` warnings were shown (tests, or a user who wants them again)."""
     _SHOWN.clear()
+    folder = _session_dir()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy import stats
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import accuracy_score, mean_squared_error, r2_score
@@ -28,21 +29,32 @@ def cancer():
     return X, y
 
 
-class _Constant:
+class _Constant(ClassifierMixin, BaseEstimator):
     """A fitted 'model' whose predictions are fixed: the score's noise is all there is."""
 
     classes_ = np.array([0, 1])
 
-    def __init__(self, pred):
-        self.pred = np.asarray(pred)
+    def __init__(self, pred=None):
+        self.pred = pred
 
     def predict(self, X):
-        return self.pred[: len(X)]
+        return np.asarray(self.pred)[: len(X)]
 
     def predict_proba(self, X):
+        pred = np.asarray(self.pred)[: len(X)]
         p = np.zeros((len(X), 2))
-        p[np.arange(len(X)), self.pred[: len(X)]] = 1.0
+        p[np.arange(len(X)), pred] = 1.0
         return p
+
+
+class _ConstantRegressor(RegressorMixin, BaseEstimator):
+    """Fixed real predictions."""
+
+    def __init__(self, pred=None):
+        self.pred = pred
+
+    def predict(self, X):
+        return np.asarray(self.pred, dtype=float)[: len(X)]
 
 
 def test_every_call_charges_its_ledger_and_the_ledger_reaccounts():
@@ -63,7 +75,7 @@ def test_every_call_charges_its_ledger_and_the_ledger_reaccounts():
 def test_r2_ledger_is_three_thirds_of_epsilon():
     acc = BudgetAccountant(epsilon=10.0)
     scorer = make_private_scorer("r2", epsilon=0.9, accountant=acc, y_range=(-1, 1))
-    scorer(_Constant(np.zeros(30)), np.zeros((30, 1)), np.linspace(-1, 1, 30))
+    scorer(_ConstantRegressor(np.zeros(30)), np.zeros((30, 1)), np.linspace(-1, 1, 30))
     (entry,) = acc.entries
     assert entry.ledger.reaccount().epsilon <= 0.9
     assert entry.ledger.reaccount().epsilon == pytest.approx(0.9, rel=1e-12)
@@ -323,7 +335,7 @@ def test_audit_of_a_whole_gridsearch_stays_within_the_accountants_total():
 def test_a_column_y_is_one_value_per_row():
     # (n, 1) targets must not broadcast into n x n values (one record would move n).
     y = np.linspace(-1, 1, 40)
-    pred = _Constant(np.zeros(40))
+    pred = _ConstantRegressor(np.zeros(40))
     for metric in ("r2", "neg_mean_squared_error"):
         scorer = make_private_scorer(metric, epsilon=math.inf, accountant=None,
                                      y_range=(-1, 1))
@@ -340,7 +352,7 @@ def test_the_grid_leaves_no_visible_rounding_bias():
     # Small squared errors on a wide range: 64 levels rounded them all to 0.
     rng = np.random.default_rng(1)
     y = rng.uniform(-10, 10, 200)
-    model = _Constant(y + rng.normal(0, 1.0, 200))
+    model = _ConstantRegressor(y + rng.normal(0, 1.0, 200))
     exact = -np.mean((y - model.pred) ** 2)
     scorer = make_private_scorer("neg_mean_squared_error", epsilon=1e9, accountant=None,
                                  y_range=(-20, 20), random_state=rng)
@@ -365,4 +377,43 @@ def test_privacy_cost_names_folds_that_read_the_labels(cancer):
         privacy_cost(est, X, y, cv=3)  # a classifier's cv=3 is StratifiedKFold
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        privacy_cost(est, X, y, cv=KFold(3, shuffle=True, random_state=0))
+        privacy_cost(est, X, y, cv=KFold(3, shuffle=True, random_state=0),
+                     scoring=make_private_scorer("accuracy", epsilon=0.1,
+                                                 accountant=None))
+
+
+def test_settings_that_fail_whatever_the_data_are_refused_before_charging(cancer):
+    X, y = cancer
+    acc = BudgetAccountant(epsilon=5.0)
+    from sklearn.svm import LinearSVC
+
+    svc = LinearSVC().fit(X[:50], y[:50])  # no predict_proba
+    with pytest.raises(ValueError, match="predict_proba"):
+        make_private_scorer("neg_log_loss", epsilon=0.5, accountant=acc)(svc, X, y)
+    with pytest.raises(ValueError, match="scores classifiers"):
+        make_private_scorer("accuracy", epsilon=0.5, accountant=acc)(
+            _ConstantRegressor(np.zeros(len(y))), X, y)
+    assert len(acc) == 0
+    with pytest.raises(ValueError, match="finite ceiling"):
+        make_private_scorer("accuracy", epsilon=math.inf, accountant=acc)
+    with pytest.raises(ValueError, match="callable metric"):
+        make_private_scorer("accuracy", epsilon=1.0, accountant=acc, greater_is_better=False)
+
+
+def test_released_scores_stay_in_their_range():
+    y = np.arange(10) % 2
+    scorer = make_private_scorer("accuracy", epsilon=0.05, accountant=None,
+                                 random_state=np.random.default_rng(0))
+    scores = [scorer(_Constant(y), np.zeros((10, 1)), y) for _ in range(200)]
+    assert min(scores) >= 0.0 and max(scores) <= 1.0
+
+
+def test_privacy_cost_names_exact_scores_and_refuses_nested_searches(cancer):
+    X, y = cancer
+    est = DPLogisticRegression(classes=[0, 1])
+    cv = KFold(3, shuffle=True, random_state=0)
+    with pytest.warns(PrivacyLeakWarning, match="scores are exact"):
+        privacy_cost(est, X, y, cv=cv)
+    search = GridSearchCV(est, {"alpha": [0.1, 1.0]}, cv=cv)
+    with pytest.raises(ValueError, match="Nested cross-validation"):
+        privacy_cost(search, X, y, cv=cv)

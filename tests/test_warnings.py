@@ -65,7 +65,7 @@ def test_an_exact_score_says_once_that_it_is_not_private():
 
     X, y = load_breast_cancer(return_X_y=True)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("default")  # "always" would turn the deduplication off
         cross_val_score(DPLogisticRegression(classes=[0, 1]), X, y,
                         cv=KFold(3, shuffle=True, random_state=0))
         DPLinearRegression().fit(X, y.astype(float)).score(X, y.astype(float))
@@ -73,3 +73,27 @@ def test_an_exact_score_says_once_that_it_is_not_private():
                and "score() is exact" in str(w.message)]
     assert len(notices) == 1
     assert "make_private_scorer" in str(notices[0].message)
+
+
+@pytest.mark.slow
+def test_workers_of_a_search_without_a_parent_fit_print_the_notice_once():
+    # cross_validate with n_jobs=2 fits only in workers: the notice must appear (once).
+    err = run("from sklearn.model_selection import cross_validate\n"
+              "cross_validate(DPLogisticRegression(), X, y, cv=KFold(4), n_jobs=2)")
+    assert err.count("the label set is read from y") == 1
+
+
+def test_an_always_filter_shows_every_notice():
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer
+
+    from skdp import DPLogisticRegression, PrivacyLeakWarning
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            DPLogisticRegression().fit(X, y)
+    assert sum("label set is read" in str(w.message) for w in caught
+               if issubclass(w.category, PrivacyLeakWarning)) == 2

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 from dp_accounting import dp_event as dpe
+from sklearn.base import is_classifier
 from sklearn.utils.validation import _num_samples
 
 from skdp._warnings import warn_user
@@ -154,6 +155,7 @@ class PrivateScorer:
                 "a seeded private scorer (random_state set) cannot run in a process "
                 "worker (n_jobs > 1): each worker would repeat the same noise. Use "
                 "random_state=None, or n_jobs=1.")
+        self._check_estimator(estimator)
         ledger = self.ledger()
         with Charge(self.accountant, ledger, source="PrivateScorer",
                     params={"metric": self.metric if isinstance(self.metric, str)
@@ -164,6 +166,23 @@ class PrivateScorer:
             # scikit-learn releases the failure as a NaN score.
             charge.keep(ledger)
             return float(self.sign * self._release(estimator, X, y_true))
+
+    def _check_estimator(self, estimator) -> None:
+        """Refuse, before charging, what fails whatever the data (public: the estimator's
+        type and methods)."""
+        method = ("predict_proba" if self.metric == "neg_log_loss" else
+                  "predict" if isinstance(self.metric, str) else self.response_method)
+        if not hasattr(estimator, method):
+            raise ValueError(f"{type(estimator).__name__} has no {method}(), which the "
+                             f"private scorer {self!r} needs; nothing was charged.")
+        if self.metric in ("accuracy", "neg_log_loss") and not is_classifier(estimator):
+            raise ValueError(f"metric {self.metric!r} scores classifiers; "
+                             f"{type(estimator).__name__} is not one. Nothing was charged.")
+        if self.metric in ("neg_mean_squared_error", "neg_mean_absolute_error", "r2") \
+                and is_classifier(estimator):
+            raise ValueError(f"metric {self.metric!r} scores regressors; "
+                             f"{type(estimator).__name__} is a classifier. Nothing was "
+                             "charged.")
 
     def _release(self, estimator, X, y_true) -> float:
         n = _num_samples(X)
@@ -206,8 +225,10 @@ class PrivateScorer:
             return float(np.mean(np.clip(np.nan_to_num(values, nan=low), low, high)))
         # {0, 1} statistics (accuracy) are integers already: no rounding.
         resolution = 1 if self.metric == "accuracy" else SCORE_RESOLUTION
-        return private_range_mean(values, low, high, self.epsilon, rng,
-                                  resolution=resolution)
+        # Post-processing: the noisy mean clipped to the values' public range (a released
+        # accuracy of 1.03 or a negative squared error carries no information).
+        return float(np.clip(private_range_mean(values, low, high, self.epsilon, rng,
+                                                resolution=resolution), low, high))
 
 
 def _one_per_row(values, n: int, name: str) -> np.ndarray:
@@ -304,7 +325,7 @@ def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=Non
         ``"r2"`` is ``1 - MSE / Var`` from three private means (``epsilon / 3`` each).
     epsilon : float
         Epsilon of each call (pure DP, ``delta = 0``), in ``(0, inf]``; ``inf`` releases
-        exact scores (not private; the accountant then records an unbounded entry).
+        exact scores (not private: refused with an accountant of finite ceiling).
     accountant : BudgetAccountant or None
         Charged by every call. ``None`` charges nothing: the caller must count the calls.
     bounds : tuple of float, optional
@@ -351,7 +372,16 @@ def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=Non
         raise TypeError(f"accountant must be a BudgetAccountant or None, got {accountant!r}.")
     if y_range is not None:
         y_range = _check_range(y_range, "y_range")
+    if math.isinf(epsilon) and accountant is not None and math.isfinite(accountant.epsilon):
+        raise ValueError(
+            "epsilon=inf releases exact scores, which an accountant with a finite ceiling "
+            "refuses; use accountant=None (not private), or an accountant with "
+            "epsilon=inf to count them.")
     if isinstance(metric, str):
+        if response_method != "predict" or greater_is_better is not True:
+            raise ValueError(
+                f"response_method and greater_is_better apply to a callable metric; metric "
+                f"{metric!r} sets its own (leave them at their defaults).")
         if metric not in PRIVATE_METRICS:
             raise ValueError(f"metric {metric!r} has no private version; use one of "
                              f"{sorted(PRIVATE_METRICS)} or a callable with bounds=.")

@@ -16,7 +16,11 @@ from sklearn.pipeline import Pipeline
 from skdp._sklearn_compat import BaseSearchCV
 from skdp._warnings import warn_user
 from skdp.exceptions import PrivacyLeakWarning
-from skdp.model_selection._private_search import PrivateRandomizedSearch, is_private_step
+from skdp.model_selection._private_search import (
+    PrivateRandomizedSearch,
+    is_private_step,
+    private_steps,
+)
 from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
 from skdp.privacy.composition import Totals, summarize
 
@@ -123,8 +127,36 @@ def _check_splitter(splitter) -> None:
             PrivacyLeakWarning, once=True)
 
 
-def _total(ledgers) -> PrivacySpent:
-    return Totals.of(summarize(ledger) for ledger in ledgers).spent()[0]
+def _total(ledgers, accountant=None) -> PrivacySpent:
+    """Composed as the accountant that will record them composes (at its delta ceiling
+    when the ledgers' deltas sum past it)."""
+    cap = None if accountant is None else accountant.delta
+    return Totals.of(summarize(ledger) for ledger in ledgers).spent(cap)[0]
+
+
+def _shared_accountant(obj):
+    """The one budget accountant that the private steps of ``obj`` share, or ``None``."""
+    target = obj.estimator if isinstance(obj, BaseSearchCV) else obj
+    found = {id(step.accountant): step.accountant for _, step in private_steps(target)
+             if getattr(step, "accountant", None) is not None}
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _warn_exact_scores(scoring, scored: bool) -> None:
+    """Warn (once) when a cross-validation or search scores exactly: its scores and any
+    choice made from them are not covered by the price."""
+    from skdp.metrics import PrivateScorer
+
+    if not scored:
+        return
+    scorers = list(scoring.values()) if isinstance(scoring, dict) else [scoring]
+    exact = [s for s in scorers if not isinstance(s, PrivateScorer)]
+    if exact:
+        warn_user(
+            "the scores are exact (scoring is not a private scorer): they, and any choice "
+            "made from them, are not covered by this price or by any accountant. Use "
+            "scoring=skdp.metrics.make_private_scorer(..., accountant=acc).",
+            PrivacyLeakWarning, once=True)
 
 
 def privacy_cost(obj, X, y=None, *, cv=None, groups=None, scoring=None,
@@ -165,8 +197,19 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None, scoring=None,
         same). Fits with ``"auto"`` bounds are priced by their reservation (the bound
         estimates plus the fit's budget), an upper bound of what they spend.
     """
+    if (isinstance(obj, PrivateRandomizedSearch | BaseSearchCV)
+            and (cv is not None or scoring is not None or return_train_score)):
+        raise ValueError(
+            f"privacy_cost prices one fit of {type(obj).__name__} with its own cv and "
+            "scoring; cv=, scoring= and return_train_score= price cross-validation of an "
+            "estimator. Nested cross-validation of a search (cross_validate(search, ...)) "
+            "is not priced: price the search on each outer training part and add the "
+            "outer scores, or read the accountant after the run.")
+    accountant = _shared_accountant(obj)
     if isinstance(obj, PrivateRandomizedSearch):
         return obj._plan()[0].spent()
+    _warn_exact_scores(obj.scoring if isinstance(obj, BaseSearchCV) else scoring,
+                       cv is not None or isinstance(obj, BaseSearchCV))
     if isinstance(obj, BaseSearchCV):
         candidates = _candidates(obj)
         splitter = check_cv(obj.cv, y, classifier=is_classifier(obj.estimator))
@@ -177,15 +220,15 @@ def privacy_cost(obj, X, y=None, *, cv=None, groups=None, scoring=None,
                    for ledger in fit_ledgers(clone(obj.estimator).set_params(**params),
                                              X, y, train) + scores]
         if not obj.refit:
-            return _total(ledgers)
+            return _total(ledgers, accountant)
         totals = [_total(ledgers + fit_ledgers(clone(obj.estimator).set_params(**params),
-                                               X, y))
+                                               X, y), accountant)
                   for params in candidates]
         return max(totals, key=lambda s: (s.epsilon, s.delta))
     if cv is None:
-        return _total(fit_ledgers(obj, X, y))
+        return _total(fit_ledgers(obj, X, y), accountant)
     splitter = check_cv(cv, y, classifier=is_classifier(obj))
     _check_splitter(splitter)
     scores = _score_ledgers(scoring, return_train_score)
     return _total([ledger for train, _ in splitter.split(X, y, groups)
-                   for ledger in fit_ledgers(obj, X, y, train) + scores])
+                   for ledger in fit_ledgers(obj, X, y, train) + scores], accountant)

@@ -547,8 +547,10 @@ class BudgetAccountant(SharedReference):
     def _notes(self, spent: PrivacySpent, method: str) -> str:
         """What binds: a delta ceiling reached before the epsilon one, a stop."""
         notes = []
-        if (method == "basic" and spent.delta >= self._delta
-                and spent.epsilon < self._epsilon):
+        if self._delta == 0:
+            notes.append("delta ceiling 0: only pure-DP fits (delta=0) are admitted")
+        elif (method == "basic" and spent.delta >= self._delta
+              and spent.epsilon < self._epsilon):
             notes.append("the delta ceiling is reached: only pure-DP fits (delta=0) are "
                          "admitted")
         if self.stopped:
