@@ -156,7 +156,7 @@ class FitBounds:
         return self.target_scale / self.data_norm if self.rescaled else 1.0
 
 
-#: Shown once per process by ``score``: scikit-learn's searches and ``cross_val_score``
+#: Shown once per session by ``score``: scikit-learn's searches and ``cross_val_score``
 #: call it (``scoring=None``) on held-out PRIVATE rows.
 EXACT_SCORE_NOTICE = (
     "score() is exact: on private rows (for example inside GridSearchCV or "

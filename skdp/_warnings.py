@@ -62,7 +62,8 @@ def warn_user(message: str, category: type[Warning], *, once: bool = False) -> N
     category : type of Warning
         Its class.
     once : bool, default=False
-        Show it once per process and message (not in process workers).
+        Show it once per session and message (the main process and its process
+        workers; see the module docstring), unless an "always" filter asks for all.
     """
     if any(message.startswith(prefix) for prefix in _SUPPRESSED):
         return

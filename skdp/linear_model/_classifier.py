@@ -23,7 +23,7 @@ class BaseDPClassifier(ClassifierMixin, BaseDPLinearModel):
         """Exact mean accuracy on ``(X, y)`` (scikit-learn's ``ClassifierMixin.score``).
 
         Not private: on private rows use :func:`skdp.metrics.make_private_scorer`
-        (docs/tuning_and_budgets.md); a notice says so once per process.
+        (docs/tuning_and_budgets.md); a notice says so once per session.
 
         Parameters
         ----------

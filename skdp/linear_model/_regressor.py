@@ -29,7 +29,7 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
         """Exact R^2 on ``(X, y)`` (scikit-learn's ``RegressorMixin.score``).
 
         Not private: on private rows use :func:`skdp.metrics.make_private_scorer`
-        (docs/tuning_and_budgets.md); a notice says so once per process.
+        (docs/tuning_and_budgets.md); a notice says so once per session.
 
         Parameters
         ----------
