@@ -166,9 +166,33 @@ EXACT_SCORE_NOTICE = (
     "score() is fine.")
 
 
-def exact_score_notice() -> None:
-    """Say once that ``score`` is exact (see :data:`EXACT_SCORE_NOTICE`)."""
-    warn_user(EXACT_SCORE_NOTICE, PrivacyLeakWarning, once=True)
+class ExactScoreNoticeMixin:
+    """``score`` as scikit-learn's mixins define it, saying once per session that it is
+    exact (:data:`EXACT_SCORE_NOTICE`). Placed before ``ClassifierMixin`` or
+    ``RegressorMixin``."""
+
+    def score(self, X, y, sample_weight=None):
+        """Exact accuracy (classifiers) or R^2 (regressors) on ``(X, y)``.
+
+        Not private: on private rows use :func:`skdp.metrics.make_private_scorer`
+        (docs/tuning_and_budgets.md); a notice says so once per session.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test rows.
+        y : array-like of shape (n_samples,)
+            Their targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights.
+
+        Returns
+        -------
+        float
+            The score of scikit-learn's ``ClassifierMixin`` or ``RegressorMixin``.
+        """
+        warn_user(EXACT_SCORE_NOTICE, PrivacyLeakWarning, once=True)
+        return super().score(X, y, sample_weight=sample_weight)
 
 
 class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):

@@ -6,41 +6,18 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
-from skdp._base import BaseDPLinearModel, exact_score_notice
+from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
 
 __all__ = ["BaseDPClassifier"]
 
 
-class BaseDPClassifier(ClassifierMixin, BaseDPLinearModel):
+class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel):
     """Linear classifier: one score per class (one score for two classes)."""
 
     _parameter_constraints: dict = {
         **BaseDPLinearModel._parameter_constraints,
         "classes": ["array-like", None],
     }
-
-    def score(self, X, y, sample_weight=None):
-        """Exact mean accuracy on ``(X, y)`` (scikit-learn's ``ClassifierMixin.score``).
-
-        Not private: on private rows use :func:`skdp.metrics.make_private_scorer`
-        (docs/tuning_and_budgets.md); a notice says so once per session.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test rows.
-        y : array-like of shape (n_samples,)
-            Their labels.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights.
-
-        Returns
-        -------
-        float
-            The accuracy.
-        """
-        exact_score_notice()
-        return super().score(X, y, sample_weight=sample_weight)
 
     def _check_classes(self, y) -> np.ndarray:
         """The sorted label set, after the checks every loss needs.

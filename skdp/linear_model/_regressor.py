@@ -7,13 +7,13 @@ from numbers import Real
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from skdp._base import BaseDPLinearModel, exact_score_notice
+from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
 from skdp._sklearn_compat import Interval, StrOptions
 
 __all__ = ["BaseDPRegressor"]
 
 
-class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
+class BaseDPRegressor(ExactScoreNoticeMixin, RegressorMixin, BaseDPLinearModel):
     """Single-target regression with labels clipped to the public ``[-y_bound, y_bound]``.
 
     Subclasses choose the loss in :meth:`_encode_targets` from :meth:`_clipped_labels`.
@@ -24,29 +24,6 @@ class BaseDPRegressor(RegressorMixin, BaseDPLinearModel):
         **BaseDPLinearModel._parameter_constraints,
         "y_bound": [Interval(Real, 0, 1e150, closed="neither"), StrOptions({"auto"})],
     }
-
-    def score(self, X, y, sample_weight=None):
-        """Exact R^2 on ``(X, y)`` (scikit-learn's ``RegressorMixin.score``).
-
-        Not private: on private rows use :func:`skdp.metrics.make_private_scorer`
-        (docs/tuning_and_budgets.md); a notice says so once per session.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test rows.
-        y : array-like of shape (n_samples,)
-            Their targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights.
-
-        Returns
-        -------
-        float
-            The coefficient of determination.
-        """
-        exact_score_notice()
-        return super().score(X, y, sample_weight=sample_weight)
 
     def _clipped_labels(self, y, bounds) -> tuple[np.ndarray, float]:
         """``y - centre`` clipped to the bound (a per-record map with public or privately
