@@ -37,6 +37,10 @@ class PrivacySpent(NamedTuple):
     epsilon: float
     delta: float
 
+    def __repr__(self) -> str:
+        # Rounded for reading (3.0000000000000004e-05 is 3e-05); the fields keep every bit.
+        return f"PrivacySpent(epsilon={self.epsilon:.6g}, delta={self.delta:.6g})"
+
     def within(self, budget: Budget) -> bool:
         """Whether both ``epsilon`` and ``delta`` meet ``budget``.
 

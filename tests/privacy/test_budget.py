@@ -41,3 +41,11 @@ def test_infinite_epsilon_is_explicit_non_private_mode():
 def test_large_delta_warns():
     with pytest.warns(PrivacyLeakWarning, match="1/n_samples"):
         check_budget(1.0, 0.01, n_samples=100)
+
+
+def test_privacy_spent_reads_rounded_and_keeps_every_bit():
+    from skdp.privacy import PrivacySpent
+
+    spent = PrivacySpent(0.9999999991, 3.0000000000000004e-05)
+    assert repr(spent) == "PrivacySpent(epsilon=1, delta=3e-05)"
+    assert spent.delta == 3.0000000000000004e-05

@@ -43,3 +43,4 @@ def test_no_accountant_charges_nothing():
         charge.amend(pure(0.5))
         charge.keep(pure(0.1))
     assert charge.entry is None
+
