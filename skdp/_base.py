@@ -574,6 +574,22 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                          0.0)
 
     def _fit(self, X, y):
+        """One private fit, in the order the guarantee needs.
+
+        1. *Public plan.* From the shape of ``X``, the label set and the parameters only:
+           with declared bounds the solver's whole plan and ledger; with ``"auto"``
+           bounds the budget split and the reservation (the bound estimates and the
+           solver planned with placeholder bounds, :meth:`_bounds_plan`).
+        2. *Notices* that depend on parameters only (a seed, a label set read from ``y``).
+        3. *Charge* the planned ledger to the accountant, before any value of ``X`` is
+           read (:class:`~skdp.privacy.charging.Charge`; a refusal reads nothing).
+        4. *Validate* ``X`` and ``y`` (input errors before any release are refunded).
+        5. *Private bounds* (``"auto"``): estimate them on public grids; from here their
+           share stays charged whatever happens. Plan the solver with them and amend the
+           charge to what runs (the accountant re-checks its ceiling).
+        6. *Solve* the planned, fixed-length algorithm with its calibrated noise, then
+           re-account the ledger; store the fitted attributes.
+        """
         if is_dask_array(y):
             # The targets are O(n): gathered once (the label set is read from them as
             # before); X stays a dask array.

@@ -443,6 +443,21 @@ default="truncated_negative_binomial"
             raise
 
     def _fit(self, X, y):
+        """The private search, in the order its guarantee needs.
+
+        1. *Checks and plan* (public): the candidates' space, the scoring and its public
+           sensitivity, the validation share; the search's ledger (repeat-and-select of
+           the reference Gaussian, or pure DP) and the reference curve each candidate
+           must stay under.
+        2. *Draws before data*: the number of candidates ``K``, the train/validation
+           permutation, one child generator per candidate.
+        3. *Charge* the search's ledger (:class:`~skdp.privacy.charging.Charge`).
+        4. *Candidates* (in parallel with ``n_jobs``): each draws its parameters, fits
+           under its cap (retried with a smaller budget on its public plan only) and
+           releases one noisy validation score; the exact score never leaves
+           :meth:`_run_candidate`.
+        5. *Release* the best noisy score's candidate (``K`` is not stored).
+        """
         steps = private_steps(self.estimator)
         if not steps:
             raise IncompatibleSolverError(

@@ -300,6 +300,9 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             return self._fit(X)
 
     def _fit(self, X):
+        """Plan from the shape (public), charge, estimate the bounds (``"auto"``), then
+        release the clipped sums of ``u`` and ``u^2`` once with calibrated noise; the
+        means and variances are post-processing."""
         shape = getattr(X, "shape", None)
         if shape is None or len(shape) != 2 or min(shape) < 1:
             X = validate_data(self, X, dtype=np.float64)
