@@ -125,6 +125,17 @@ class Constraint(ABC):
     #: ``"l1"``, ``"lp"`` or ``"simplex"``.
     kind: str
 
+    @staticmethod
+    def norm_ball(p: float, radius: float) -> Constraint:
+        """The origin-centred ball ``{||x||_p <= radius}`` (``p`` in ``(1, 2]``; no
+        constraint for an infinite radius): how a mirror geometry builds the ball of its
+        map's own norm without importing the set classes."""
+        if not math.isfinite(radius):
+            return Unconstrained()
+        if p == 2.0:
+            return L2Ball(radius)
+        return LpBall(radius, p)
+
     @abstractmethod
     def project(self, w: np.ndarray) -> np.ndarray:
         """Euclidean projection of ``w`` onto the set."""

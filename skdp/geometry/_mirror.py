@@ -103,13 +103,7 @@ class MirrorGeometry:
         """The origin-centred ball ``{||x||_{map_p} <= radius}`` of the map's own norm, on
         which :meth:`Constraint.mirror_step` with :attr:`mirror_map` is exact (no
         constraint for an infinite radius)."""
-        from skdp.geometry._constraints import L2Ball, LpBall, Unconstrained
-
-        if not math.isfinite(radius):
-            return Unconstrained()
-        if self.map_p == 2.0:
-            return L2Ball(radius)
-        return LpBall(radius, self.map_p)
+        return self.constraint.norm_ball(self.map_p, radius)
 
 
 def mirror_stepper(constraint: Constraint, mirror_map: MirrorMap, size: int
@@ -123,16 +117,14 @@ def mirror_stepper(constraint: Constraint, mirror_map: MirrorMap, size: int
     its result is the same array; every other pair calls :meth:`Constraint.mirror_step`.
     Loops of many small steps (mirror descent) spend most of a step in that dispatch.
     """
-    from skdp.geometry._constraints import L2Ball, Unconstrained
-
     mm = mirror_map.for_size(size)
     if isinstance(mm, EuclideanMirrorMap):
-        if type(constraint) is Unconstrained:
+        if constraint.kind == "none":
             def free_step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
                 return x - eta * g
 
             return free_step
-        if type(constraint) is L2Ball:
+        if constraint.kind == "l2":
             radius = constraint.radius
 
             def ball_step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
@@ -144,11 +136,8 @@ def mirror_stepper(constraint: Constraint, mirror_map: MirrorMap, size: int
             return ball_step
 
     if isinstance(mm, PNormMirrorMap) and mm.p < 2.0:
-        from skdp.geometry._constraints import L1Ball, LpBall
-
-        kind = type(constraint)
-        if kind is L1Ball or kind is Unconstrained or (kind is LpBall
-                                                       and constraint.p == mm.p):
+        kind = constraint.kind
+        if kind in ("l1", "none") or (kind == "lp" and constraint.p == mm.p):
             return _PNormDualStep(constraint, mm)
 
     def step(x: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
@@ -175,12 +164,10 @@ class _PNormDualStep:
     """
 
     def __init__(self, constraint: Constraint, mm: PNormMirrorMap) -> None:
-        from skdp.geometry._constraints import L1Ball, Unconstrained
-
         self.constraint, self.mm = constraint, mm
         self.p, self.q = mm.p, mm.q
-        self.l1 = type(constraint) is L1Ball
-        self.radius = (math.inf if type(constraint) is Unconstrained
+        self.l1 = constraint.kind == "l1"
+        self.radius = (math.inf if constraint.kind == "none"
                        else float(constraint.radius))
         self.x: np.ndarray | None = None
         self.theta: np.ndarray | None = None
