@@ -124,7 +124,7 @@ def _schedule(name: str, plan, n_iter) -> tuple[str, tuple]:
 
 
 class _Work:
-    """A replica with an estimator's ``fit``, for :func:`benchmarks.runner.paired_fit`."""
+    """A replica with an estimator's ``fit``, for :func:`benchmarks.measure.paired_fit`."""
 
     def __init__(self, work) -> None:
         self.work = work
@@ -160,36 +160,36 @@ def time_floors(profile, log) -> dict:
 
 
 def _time_floors(profile, log) -> dict:
-    from benchmarks import runner
+    from benchmarks import measure
 
     sc = config.SCENARIOS["covertype"]
     X, y, _, _ = sc.load(sc.sizes[profile.name], 0, 0)
-    replica = Replica(X, runner._labels(sc, y)[:, 0])
+    replica = Replica(X, measure._labels(sc, y)[:, 0])
     make_sklearn = lambda: sc.sklearn(*X.shape)  # noqa: E731
     rows = []
     for name in FLOOR_SOLVERS:
-        caps = runner.SOLVERS[name].capabilities
-        for _, params in runner._options(sc, caps):
+        caps = measure.SOLVERS[name].capabilities
+        for _, params in measure._options(sc, caps):
             make = partial(sc.estimator, epsilon=1.0, solver=name, random_state=0, **params)
             try:  # skdp's default fit, paired with scikit-learn in this run
-                est, fit_seconds, fit_ratio = runner.paired_fit(make, make_sklearn, X, y,
+                est, fit_seconds, fit_ratio = measure.paired_fit(make, make_sklearn, X, y,
                                                                 config.PAIRED_REPEATS)
-            except runner.IncompatibleSolverError:
+            except measure.IncompatibleSolverError:
                 continue
             break
         else:
             continue
         method, args = _schedule(name, est.privacy_plan_, est.n_iter_)
         work = partial(getattr(replica, method), *args)
-        _, seconds, ratio = runner.paired_fit(lambda w=work: _Work(w), make_sklearn, X, y,
+        _, seconds, ratio = measure.paired_fit(lambda w=work: _Work(w), make_sklearn, X, y,
                                               config.PAIRED_REPEATS)
         rows.append(dict(solver=name, schedule=method, work=_describe(method, args),
                          seconds=seconds, ratio=ratio, fit_seconds=fit_seconds,
                          fit_ratio=fit_ratio))
         log(f"  {name:<28} skdp {fit_ratio:.2f}x, replica {seconds:.2f}s = {ratio:.2f}x "
             f"sklearn ({rows[-1]['work']})")
-    f = runner.Objective(sc, X, y, True)
-    optimum = runner.certified_optimum(f).value
+    f = measure.Objective(sc, X, y, True)
+    optimum = measure.certified_optimum(f).value
     sweep = gd_sweep(sc, X, y, f, optimum, log)
     bound = next(t for t in config.TARGETS if t.name.startswith("gd excess risk")).bound
     meeting = [r["n_iter"] for r in sweep if r["excess"] <= bound]
@@ -197,7 +197,7 @@ def _time_floors(profile, log) -> dict:
     if meeting:
         fewest = dict(n_iter=min(meeting))
         work = partial(replica.passes, fewest["n_iter"])
-        _, fewest["seconds"], fewest["ratio"] = runner.paired_fit(
+        _, fewest["seconds"], fewest["ratio"] = measure.paired_fit(
             lambda: _Work(work), make_sklearn, X, y, config.PAIRED_REPEATS)
         log(f"  gd replica at n_iter={fewest['n_iter']}: {fewest['ratio']:.2f}x sklearn")
     compiled = compiled_passes(sc, X, y, make_sklearn, log)
@@ -226,14 +226,14 @@ def compiled_passes(sc, X, y, make_sklearn, log) -> dict | None:
     interpreters. ``None`` without numba."""
     import os
 
-    from benchmarks import runner
+    from benchmarks import measure
     from skdp.solvers import _compiled
 
     if not _compiled.enabled() or _compiled.clipped_gradient_pass() is None:
         return None
     loads = []
     for _ in range(3):
-        out = runner.run_fresh(LOAD_CODE).stdout.split()
+        out = measure.run_fresh(LOAD_CODE).stdout.split()
         if out and out[-1] != "none":
             loads.append(float(out[-1]))
     rows = []
@@ -244,7 +244,7 @@ def compiled_passes(sc, X, y, make_sklearn, log) -> dict | None:
             row = dict(solver=name)
             for setting in ("0", "always"):
                 os.environ["SKDP_NUMBA"] = setting
-                est, row[f"seconds_{setting}"], row[f"ratio_{setting}"] = runner.paired_fit(
+                est, row[f"seconds_{setting}"], row[f"ratio_{setting}"] = measure.paired_fit(
                     make, make_sklearn, X, y, config.PAIRED_REPEATS)
             row["products"] = float(np.max(est.n_iter_)) * X.shape[0] * X.shape[1]
             row["default_compiled"] = row["products"] >= _compiled.FULL_PASS_MIN_WORK
