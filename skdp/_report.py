@@ -77,6 +77,16 @@ def _search_note(search) -> str:
             "PrivateRandomizedSearch.")
 
 
+def _stratified(search) -> bool:
+    """Whether a scikit-learn search's folds read the labels (public: its parameters)."""
+    from sklearn.base import is_classifier
+
+    cv = search.cv
+    if cv is None or isinstance(cv, int):
+        return is_classifier(search.estimator)
+    return "Stratified" in type(cv).__name__
+
+
 def _private_parts(obj, name: str = "") -> list[tuple[str, object]]:
     """``(name, fitted object)`` of every fitted private part of ``obj``."""
     if hasattr(obj, "privacy_ledger_"):
@@ -199,6 +209,11 @@ def privacy_report(obj) -> PrivacyReport:
     notes = []
     if isinstance(obj, BaseSearchCV):
         notes.append(_search_note(obj))
+        if _stratified(obj):
+            notes.append("its folds were stratified by the labels (a classifier's integer "
+                         "cv): replacing one record can move others between folds, which "
+                         "the per-record guarantee does not cover; use cv=KFold(k, "
+                         "shuffle=True, random_state=0).")
         if not hasattr(obj, "best_estimator_"):
             return PrivacyReport([], PrivacySpent(0.0, 0.0), [], notes)
         report = privacy_report(obj.best_estimator_)

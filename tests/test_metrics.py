@@ -417,3 +417,21 @@ def test_privacy_cost_names_exact_scores_and_refuses_nested_searches(cancer):
     search = GridSearchCV(est, {"alpha": [0.1, 1.0]}, cv=cv)
     with pytest.raises(ValueError, match="Nested cross-validation"):
         privacy_cost(search, X, y, cv=cv)
+
+
+def test_privacy_report_of_a_search_names_private_scores_and_stratified_folds(cancer):
+    from skdp import privacy_report
+
+    X, y = cancer
+    acc = BudgetAccountant(epsilon=50.0, delta=1e-3)
+    est = DPLogisticRegression(data_norm=3000.0, classes=[0, 1], accountant=acc)
+    private = make_private_scorer("accuracy", epsilon=0.2, accountant=acc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        good = GridSearchCV(est, {"alpha": [0.1, 1.0]}, scoring=private,
+                            cv=KFold(3, shuffle=True, random_state=0)).fit(X, y)
+        exact = GridSearchCV(est, {"alpha": [0.1, 1.0]}, cv=3).fit(X, y)
+    text = str(privacy_report(good))
+    assert "charged to one accountant" in text and "stratified" not in text
+    text = str(privacy_report(exact))
+    assert "NOT private" in text and "stratified" in text
