@@ -48,9 +48,16 @@ from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator
-from skdp.solvers import SOLVERS, BaseDPSolver, Problem, ProblemSpec, get_solver
+from skdp.solvers import (
+    SOLVERS,
+    BaseDPSolver,
+    Problem,
+    ProblemSpec,
+    accepting_solvers,
+    get_solver,
+)
 from skdp.solvers._base import snap_release
-from skdp.solvers._capabilities import accepts_any, check_out_of_core
+from skdp.solvers._capabilities import accepts_any
 from skdp.solvers._problem import non_finite_message
 
 __all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
@@ -154,6 +161,21 @@ class FitBounds:
     @property
     def radius_scale(self) -> float:
         return self.target_scale / self.data_norm if self.rescaled else 1.0
+
+
+def check_out_of_core(solver) -> None:
+    """Raise :class:`IncompatibleSolverError` when ``solver`` cannot take a dask ``X``,
+    naming the registered solvers that can.
+
+    Public: it reads the solver's declaration and the type of ``X`` only.
+    """
+    if solver.capabilities.out_of_core:
+        return
+    capable = [key for key, cls in SOLVERS.items() if cls.capabilities.out_of_core]
+    raise IncompatibleSolverError(
+        f"solver {solver.name!r} needs X in memory, and X is a dask array; set solver to "
+        f"one of {capable}, or pass a numpy array (or a numpy.memmap)."
+    )
 
 
 #: Shown once per session by ``score``: scikit-learn's searches and ``cross_val_score``
@@ -464,11 +486,16 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
             intercept_feature=bounds.data_norm if self.fit_intercept else 0.0,
             row_norm_ord=self._data_norm_ord(),
         )
-        if not calibrate:
-            solver.check(spec, budget, accountant=self.accounting, relation=self.neighboring)
-            return solver, budget, spec, None, label_attrs
-        prepared = solver.prepare(spec, budget, accountant=self.accounting,
-                                  relation=self.neighboring)
+        try:
+            if not calibrate:
+                solver.check(spec, budget, accountant=self.accounting,
+                             relation=self.neighboring)
+                return solver, budget, spec, None, label_attrs
+            prepared = solver.prepare(spec, budget, accountant=self.accounting,
+                                      relation=self.neighboring)
+        except IncompatibleSolverError as error:
+            # Public: name the registered solvers that accept this problem.
+            raise accepting_solvers(error) from None
         return solver, budget, spec, prepared, label_attrs
 
     def _bounds_plan(self, n_samples: int, n_features: int, y):

@@ -70,6 +70,25 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
 }
 
 
+def accepting_solvers(error: Exception) -> Exception:
+    """``error`` with :data:`~skdp.solvers._capabilities.SEE_SOLVERS` replaced by the
+    registered solvers that accept the problem it was raised for (its ``suggest``), or
+    ``error`` itself. Used by the estimators: the solver layer does not import the
+    registry."""
+    from skdp.exceptions import IncompatibleSolverError
+    from skdp.solvers._capabilities import SEE_SOLVERS, accepting
+
+    suggest = getattr(error, "suggest", None)
+    if suggest is None or SEE_SOLVERS not in str(error):
+        return error
+    name, spec, accountant, relation = suggest
+    fits = [key for key, cls in SOLVERS.items()
+            if key != name and accepting(cls.capabilities, key, spec, accountant, relation)]
+    names = (f"({', '.join(map(repr, fits))})" if fits else
+             "(no registered solver accepts this problem as it is)")
+    return IncompatibleSolverError(str(error).replace(SEE_SOLVERS, names))
+
+
 def get_solver(solver: str | BaseDPSolver, **params: Any) -> BaseDPSolver:
     """A solver instance from a registry name (with ``params``) or a solver object.
 

@@ -30,8 +30,9 @@ __all__ = [
     "LOSS_NAMES",
     "Capabilities",
     "accepts_any",
+    "SEE_SOLVERS",
+    "accepting",
     "check_capabilities",
-    "check_out_of_core",
     "incompatibility",
     "solver_table",
     "summary",
@@ -266,50 +267,40 @@ def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
     return None
 
 
+#: Where a compatibility message names the solvers that accept the problem. The solver
+#: layer does not import the registry: the estimators fill in the names
+#: (:func:`skdp.solvers.accepting_solvers`); a solver called directly points at the docs.
+SEE_SOLVERS = "(see the table in docs/solvers.md)"
+
+
 def check_capabilities(solver, spec, accountant: str, relation: str) -> None:
     """Raise :class:`IncompatibleSolverError` when ``spec`` does not meet the declaration.
 
-    The message names the setting to change and, where changing the solver is the way
-    out, the registered solvers whose declarations accept this problem.
+    The message names the setting to change; where changing the solver is the way out it
+    ends with :data:`SEE_SOLVERS`, and the error carries ``suggest = (solver name, spec,
+    accountant, relation)`` for the estimators, which replace it by the registered solvers
+    whose declarations accept this problem.
     """
     caps: Capabilities = solver.capabilities
     reason = incompatibility(caps, solver.name, spec, accountant, relation)
     if reason is None:
         return
-    if "(see below)" in reason:
-        from skdp.solvers import SOLVERS  # the registry imports every solver module
-
-        def as_built_for(caps: Capabilities):
-            # The estimators penalise the intercept for the solvers that need it so.
-            if caps.intercept == "penalized":
-                return dataclasses.replace(spec, n_penalized=spec.n_params)
-            return spec
-
-        fits = [key for key, cls in SOLVERS.items() if key != solver.name and incompatibility(
-            cls.capabilities, key, as_built_for(cls.capabilities),
-            cls.capabilities.default_accountant
-            if accountant not in cls.capabilities.accountants else accountant,
-            relation) is None]
-        reason = reason.replace(
-            "(see below)", f"({', '.join(map(repr, fits))})" if fits else
-            "(no registered solver accepts this problem as it is)")
-    raise IncompatibleSolverError(reason)
+    if "(see below)" not in reason:
+        raise IncompatibleSolverError(reason)
+    error = IncompatibleSolverError(reason.replace("(see below)", SEE_SOLVERS))
+    error.suggest = (solver.name, spec, accountant, relation)
+    raise error
 
 
-def check_out_of_core(solver) -> None:
-    """Raise :class:`IncompatibleSolverError` when ``solver`` cannot take a dask ``X``.
-
-    Public: it reads the solver's declaration and the type of ``X`` only.
-    """
-    if solver.capabilities.out_of_core:
-        return
-    from skdp.solvers import SOLVERS  # the registry imports every solver module
-
-    capable = [key for key, cls in SOLVERS.items() if cls.capabilities.out_of_core]
-    raise IncompatibleSolverError(
-        f"solver {solver.name!r} needs X in memory, and X is a dask array; set solver to "
-        f"one of {capable}, or pass a numpy array (or a numpy.memmap)."
-    )
+def accepting(caps: Capabilities, name: str, spec, accountant: str, relation: str) -> bool:
+    """Whether a solver declared by ``caps`` accepts ``spec`` as the estimators would build
+    it (intercept penalised for the solvers that need it so; the solver's default
+    accountant when ``accountant`` is not one of its own)."""
+    if caps.intercept == "penalized":
+        spec = dataclasses.replace(spec, n_penalized=spec.n_params)
+    if accountant not in caps.accountants:
+        accountant = caps.default_accountant
+    return incompatibility(caps, name, spec, accountant, relation) is None
 
 
 def accepts_any(caps: Capabilities, losses: Iterable[str], constraints: Iterable[str]) -> bool:

@@ -217,3 +217,43 @@ def test_a_solver_the_estimator_does_not_list_is_refused_naming_the_listed_ones(
         estimator(solver=name).fit(Untouchable(), np.r_[np.zeros(25), np.ones(25)])
     assert str(listed) in str(info.value)
     assert "constraint" not in str(info.value).split("; ")[1]
+
+
+def test_the_solver_layer_points_at_the_docs_and_the_estimators_name_the_solvers():
+    """The solver layer does not import the registry (issue 38): a solver called directly
+    points at docs/solvers.md; the estimators replace that by the accepting solvers."""
+    import ast
+    import inspect
+
+    from skdp.solvers import _capabilities
+    from skdp.solvers._capabilities import SEE_SOLVERS
+
+    tree = ast.parse(inspect.getsource(_capabilities))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "skdp.solvers" not in imported
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.arange(40) % 2
+    est = skdp.DPLogisticRegression(solver="svrg", alpha=0.0, data_norm=1.0)
+    solver = SOLVERS["svrg"]()
+    spec = _spec_of(skdp.DPLogisticRegression(solver=solver, alpha=0.0, data_norm=1.0), X, y)
+    with pytest.raises(IncompatibleSolverError) as direct:
+        solver.check(spec, skdp.privacy.Budget(1.0, 1e-5))
+    assert SEE_SOLVERS in str(direct.value)
+    with pytest.raises(IncompatibleSolverError) as through:
+        est.fit(X, y)
+    assert SEE_SOLVERS not in str(through.value) and "'gd'" in str(through.value)
+
+
+def _spec_of(est, X, y):
+    """The public spec an estimator builds (its solver's check is not run)."""
+    import unittest.mock
+
+    captured = {}
+    solver_cls = type(est.solver)
+
+    def spy(self, spec, budget, accountant="auto", relation="replace_one"):
+        captured["spec"] = spec
+
+    with unittest.mock.patch.object(solver_cls, "check", spy):
+        est._privacy_plan(X.shape[0], X.shape[1], y, calibrate=False)
+    return captured["spec"]
