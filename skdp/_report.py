@@ -152,6 +152,23 @@ def _leaves(event: dpe.DpEvent, count: int, out: Counter) -> None:
         out[repr(event)] += count
 
 
+def _mechanisms(ledger) -> tuple[tuple, Counter]:
+    """The ledger's parts (a composite ledger, private bounds then the fit, is reported
+    part by part) and its mechanisms with their counts; a repeat-and-select event (a
+    private search) is one mechanism, not its inner event."""
+    pieces = ledger.parts if isinstance(ledger, CompositeLedger) else (("", ledger),)
+    counts: Counter = Counter()
+    for piece_name, piece in pieces:
+        prefix = f"{piece_name}: " if piece_name else ""
+        if isinstance(piece.event, dpe.RepeatAndSelectDpEvent):
+            counts[prefix + repr(piece.event)] = 1
+        else:
+            leaves: Counter = Counter()
+            _leaves(piece.event, 1, leaves)
+            counts.update({prefix + leaf: c for leaf, c in leaves.items()})
+    return pieces, counts
+
+
 class PrivacyReport:
     """What was spent, under which relation, by which mechanisms, and what is public.
 
@@ -225,18 +242,7 @@ def privacy_report(obj) -> PrivacyReport:
     rows = []
     for name, part in _private_parts(obj):
         ledger = part.privacy_ledger_
-        # A composite ledger (private bounds, then the fit) is reported part by part.
-        pieces = (ledger.parts if isinstance(ledger, CompositeLedger)
-                  else (("", ledger),))
-        counts: Counter = Counter()
-        for piece_name, piece in pieces:
-            prefix = f"{piece_name}: " if piece_name else ""
-            if isinstance(piece.event, dpe.RepeatAndSelectDpEvent):
-                counts[prefix + repr(piece.event)] = 1
-            else:
-                leaves: Counter = Counter()
-                _leaves(piece.event, 1, leaves)
-                counts.update({prefix + leaf: c for leaf, c in leaves.items()})
+        pieces, counts = _mechanisms(ledger)
         spent = ledger.spent()
         public = {k: getattr(part, k) for k in ("n_features_in_", "data_norm", "y_bound")
                   if hasattr(part, k)}
@@ -261,14 +267,7 @@ def _accountant_report(accountant) -> PrivacyReport:
     """One row per entry of a budget accountant, and its composed total."""
     rows = []
     for e in accountant.entries:
-        counts: Counter = Counter()
-        ledger = e.ledger
-        pieces = ledger.parts if isinstance(ledger, CompositeLedger) else (("", ledger),)
-        for piece_name, piece in pieces:
-            leaves: Counter = Counter()
-            _leaves(piece.event, 1, leaves)
-            prefix = f"{piece_name}: " if piece_name else ""
-            counts.update({prefix + leaf: c for leaf, c in leaves.items()})
+        pieces, counts = _mechanisms(e.ledger)
         rows.append({"name": f"#{e.index} {e.timestamp[:19]}", "class": e.source,
                      "epsilon": e.spent.epsilon, "delta": e.spent.delta,
                      "accounting": ", ".join(f"{n or 'release'} by {p.accountant!r}"

@@ -4,8 +4,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import KFold, cross_val_score
+
+from skdp import DPLinearRegression, DPLogisticRegression, PrivacyLeakWarning
 
 SCRIPT = textwrap.dedent("""
     import warnings
@@ -41,38 +46,32 @@ def test_a_gridsearch_with_two_workers_prints_it_once():
     assert err.count("the label set is read from y") == 1
 
 
-def test_declared_classes_print_no_label_notice():
-    import warnings
-
-    from sklearn.datasets import load_breast_cancer
-
-    from skdp import DPLogisticRegression, PrivacyLeakWarning
-
-    X, y = load_breast_cancer(return_X_y=True)
+def notices(action: str, fit, text: str) -> list[str]:
+    """The privacy notices containing ``text`` that ``fit()`` emits in this process under
+    the warnings filter ``action``."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        DPLogisticRegression(classes=[0, 1]).fit(X, y)
-    assert not [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+        warnings.simplefilter(action)
+        fit()
+    return [str(w.message) for w in caught
+            if issubclass(w.category, PrivacyLeakWarning) and text in str(w.message)]
+
+
+def test_declared_classes_print_no_label_notice():
+    X, y = load_breast_cancer(return_X_y=True)
+    assert not notices("always", lambda: DPLogisticRegression(classes=[0, 1]).fit(X, y), "")
 
 
 def test_an_exact_score_says_once_that_it_is_not_private():
-    import warnings
-
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.model_selection import KFold, cross_val_score
-
-    from skdp import DPLinearRegression, DPLogisticRegression, PrivacyLeakWarning
-
     X, y = load_breast_cancer(return_X_y=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")  # "always" would turn the deduplication off
+
+    def fits():
         cross_val_score(DPLogisticRegression(classes=[0, 1]), X, y,
                         cv=KFold(3, shuffle=True, random_state=0))
         DPLinearRegression().fit(X, y.astype(float)).score(X, y.astype(float))
-    notices = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)
-               and "score() is exact" in str(w.message)]
-    assert len(notices) == 1
-    assert "make_private_scorer" in str(notices[0].message)
+
+    # "default", not "always": "always" turns the deduplication off.
+    found = notices("default", fits, "score() is exact")
+    assert len(found) == 1 and "make_private_scorer" in found[0]
 
 
 @pytest.mark.slow
@@ -84,16 +83,10 @@ def test_workers_of_a_search_without_a_parent_fit_print_the_notice_once():
 
 
 def test_an_always_filter_shows_every_notice():
-    import warnings
-
-    from sklearn.datasets import load_breast_cancer
-
-    from skdp import DPLogisticRegression, PrivacyLeakWarning
-
     X, y = load_breast_cancer(return_X_y=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+
+    def fits():
         for _ in range(2):
             DPLogisticRegression().fit(X, y)
-    assert sum("label set is read" in str(w.message) for w in caught
-               if issubclass(w.category, PrivacyLeakWarning)) == 2
+
+    assert len(notices("always", fits, "label set is read")) == 2

@@ -170,19 +170,19 @@ class PrivateScorer:
     def _check_estimator(self, estimator) -> None:
         """Refuse, before charging, what fails whatever the data (public: the estimator's
         type and methods)."""
-        method = ("predict_proba" if self.metric == "neg_log_loss" else
-                  "predict" if isinstance(self.metric, str) else self.response_method)
+        method = self.response_method  # declared in PRIVATE_METRICS for named metrics
         if not hasattr(estimator, method):
             raise ValueError(f"{type(estimator).__name__} has no {method}(), which the "
                              f"private scorer {self!r} needs; nothing was charged.")
-        if self.metric in ("accuracy", "neg_log_loss") and not is_classifier(estimator):
-            raise ValueError(f"metric {self.metric!r} scores classifiers; "
-                             f"{type(estimator).__name__} is not one. Nothing was charged.")
-        if self.metric in ("neg_mean_squared_error", "neg_mean_absolute_error", "r2") \
-                and is_classifier(estimator):
-            raise ValueError(f"metric {self.metric!r} scores regressors; "
-                             f"{type(estimator).__name__} is a classifier. Nothing was "
-                             "charged.")
+        if isinstance(self.metric, str):
+            # The regression metrics are those that need y_range (PRIVATE_METRICS).
+            regression = PRIVATE_METRICS[self.metric][3]
+            if regression == is_classifier(estimator):
+                raise ValueError(
+                    f"metric {self.metric!r} scores "
+                    f"{'regressors' if regression else 'classifiers'}; "
+                    f"{type(estimator).__name__} is "
+                    f"{'a classifier' if regression else 'not one'}. Nothing was charged.")
 
     def _release(self, estimator, X, y_true) -> float:
         n = _num_samples(X)

@@ -428,3 +428,12 @@ def test_cap_retries_on_public_plans_only():
         cap.charge(pure(0.55), source="b")
     with pytest.raises(ps._OverCap):
         cap.charge(pure(0.7), source="c")  # over on the plans alone: a public retry
+
+
+def test_the_accountants_report_shows_the_search_as_one_repeat_and_select():
+    from skdp import privacy_report
+
+    acc = BudgetAccountant(10.0, 1e-4)
+    quiet(search(epsilon=1.0, delta=1e-5, accountant=acc).fit, X, Y)
+    text = str(privacy_report(acc))
+    assert "1 x RepeatAndSelectDpEvent" in text
