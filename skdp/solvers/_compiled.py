@@ -24,9 +24,10 @@ Kernels (one-output losses of ``skdp.losses.scalar_kernel``):
   pass): scores, derivative, clipping and gradient
   sum of each row while it is in cache, one read of ``X`` per pass where the numpy path
   reads each block twice through BLAS (measured in docs/scaling_out.md, "Compiled full
-  passes");
-- DP-SVRG's unconstrained inner steps: each batch's rows read in place, prefetched some
-  records ahead, instead of numpy's gather of each batch (docs/scaling_out.md).
+  passes").
+
+The kernels are plain ``@numba.njit`` functions (no hand-written LLVM IR, no fast-math
+flags): the order of every floating-point sum is the one written in the loop.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ import numpy as np
 
 from skdp.losses import scalar_kernel
 
-__all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "SVRG_STEPS_MIN_WORK", "always",
-           "clipped_gradient_pass", "enabled", "scalar_kernel_for", "svrg_steps",
+__all__ = ["FULL_PASS_MIN_WORK", "KERNEL_MIN_STEPS", "always",
+           "clipped_gradient_pass", "enabled", "scalar_kernel_for",
            "truncated_chunk", "worth_it"]
 
 #: The constants below were measured together on one machine (stop 34: AMD EPYC, 2 cores,
@@ -66,10 +67,6 @@ FULL_PASS_SAVING = 0.17e-9
 #: seconds per step (shuffled truncated mirror descent, covertype-shaped, 10k-20k rows:
 #: 10.1-10.5 us).
 CHUNK_STEP_SAVING = 10e-6
-#: Measured saving of DP-SVRG's compiled inner steps against the numpy steps, seconds per
-#: row-feature product of the steps (covertype, 448-row batches: DP-SVRG 0.34 ns,
-#: DP-SVRG++ 0.50-0.57 ns).
-SVRG_STEP_SAVING = 0.4e-9
 
 #: Fewest planned steps of a fit for which the truncated solvers' chunk loop runs compiled
 #: (public: a function of the plan): its saving repays the load within
@@ -82,11 +79,6 @@ KERNEL_MIN_STEPS = round(LOAD_SECONDS / REPAID_WITHIN_FITS / CHUNK_STEP_SAVING)
 #: runs compiled). A fit that runs another kernel has paid the load: its passes run
 #: compiled at any size (``Problem.clipped_gradient(kernels_loaded=True)``).
 FULL_PASS_MIN_WORK = round(LOAD_SECONDS / REPAID_WITHIN_FITS / FULL_PASS_SAVING)
-
-#: Fewest planned products of DP-SVRG's inner steps (steps x batch size x n_features) for
-#: which they run compiled: the saving repays the load within ``REPAID_WITHIN_FITS`` fits,
-#: 1.5e8 products (DP-SVRG++ on covertype, 2.0e8, runs compiled; DP-SVRG, 1.4e8, not).
-SVRG_STEPS_MIN_WORK = round(LOAD_SECONDS / REPAID_WITHIN_FITS / SVRG_STEP_SAVING)
 
 _LOADED: dict = {}
 
@@ -167,13 +159,6 @@ def _warm_clipped_gradient_pass(kernel: Callable) -> None:
            np.zeros(1), False, np.zeros(2))
 
 
-def _warm_svrg_steps(kernel: Callable) -> None:
-    one, row = np.zeros(1), np.zeros((1, 1))
-    kernel(np.zeros((1, 1)), np.zeros(0), one, 1.0, 1, 0.0, np.zeros((1, 1), dtype=np.intp),
-           row, row, np.zeros((1, 2)), np.zeros(2), np.zeros(2), 1.0, 1.0, 1, 1.0, True, 1.0,
-           True, 1)
-
-
 def truncated_chunk() -> Callable[..., int] | None:
     """The compiled chunk loop of the truncated mirror descent solvers, or ``None`` when
     the kernels cannot be loaded (then a ``RuntimeWarning``, once per process)."""
@@ -186,8 +171,3 @@ def clipped_gradient_pass() -> Callable[..., None] | None:
     process)."""
     return _load("clipped_gradient_pass", _warm_clipped_gradient_pass)
 
-
-def svrg_steps() -> Callable[..., None] | None:
-    """DP-SVRG's compiled inner steps (unconstrained, one output), or ``None`` when the
-    kernels cannot be loaded (then a ``RuntimeWarning``, once per process)."""
-    return _load("svrg_steps", _warm_svrg_steps)

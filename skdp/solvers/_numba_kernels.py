@@ -11,10 +11,6 @@ import math
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from skdp.geometry._lp import lp_dual_step_vector
 from skdp.losses import scalar_derivative
@@ -77,136 +73,37 @@ def truncated_chunk(A, Y, norms, offsets, noise_sums, theta, W, total, step, fir
     return step
 
 
-@intrinsic
-def _pair_dots(typingctx, X, a, b, w):  # pragma: no cover
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_dots(X, a, b, w):  # pragma: no cover
     """The dot products ``(x_a . w, x_b . w)`` of rows ``a`` and ``b`` of ``X`` with the
-    first ``d`` entries of ``w``, in an order fixed here rather than by the compiler.
+    first ``d`` entries of ``w``, summed in an order written here rather than left to the
+    compiler.
 
     Four lanes per row: lane ``k`` sums, in increasing ``j``, ``X[r, j] * w[j]`` over
     ``j = k mod 4``, ``j < d4 = d - d mod 4``; the last ``d - d4`` terms are added to lane
     0 in increasing ``j``; the result is ``(l0 + l1) + (l2 + l3)``. One multiply and one
-    add per term (no fused multiply-add); a float32 ``X`` is widened first. These are the
-    sums the kernels used to write as scalar loops, bit for bit (tested); numba kept them
-    scalar, and the lanes written here as one 4-wide vector make the pass's products about
-    15% faster (docs/scaling_out.md). Needs C-contiguous ``X`` and ``w`` (the kernels'
-    callers guarantee it).
+    add per term (no fused multiply-add, no reassociation); a float32 ``X`` is widened
+    first. The lanes are independent, so the compiler may run them as one 4-wide vector
+    without changing a bit (tested against the scalar sums).
     """
-    if not (isinstance(X, types.Array) and X.ndim == 2 and X.layout == "C"
-            and isinstance(w, types.Array) and w.ndim == 1 and w.layout == "C"
-            and w.dtype == types.float64 and X.dtype in (types.float64, types.float32)):
-        return None
-    signature = types.UniTuple(types.float64, 2)(X, a, b, w)
-
-    def codegen(context, builder, sig, args):
-        X_arr = context.make_array(sig.args[0])(context, builder, args[0])
-        w_arr = context.make_array(sig.args[3])(context, builder, args[3])
-        d = cgutils.unpack_tuple(builder, X_arr.shape, 2)[1]
-        index = d.type
-        rows = [builder.gep(X_arr.data, [builder.mul(context.cast(
-            builder, args[k], sig.args[k], types.intp), d)]) for k in (1, 2)]
-        double = ir.DoubleType()
-        lanes = ir.VectorType(double, 4)
-        element = context.get_data_type(sig.args[0].dtype)
-        width = 8 if element == double else 4
-        zero = ir.Constant(lanes, [0.0] * 4)
-        stop = builder.sub(d, builder.and_(d, ir.Constant(index, 3)))  # d4
-        i32 = ir.IntType(32)
-
-        def widen(value, kind):
-            return value if element == double else builder.fpext(value, kind)
-
-        def loop(name, start, end, carried, body):
-            """``for j in range(start, end)`` (step in ``body``): the carried values."""
-            entry = builder.block
-            block = builder.append_basic_block(name)
-            after = builder.append_basic_block(name + ".done")
-            builder.cbranch(builder.icmp_signed("<", start, end), block, after)
-            builder.position_at_end(block)
-            j = builder.phi(index)
-            values = [builder.phi(v.type) for v in carried]
-            step, updated = body(j, values)
-            following = builder.add(j, ir.Constant(index, step))
-            for phi, first, last in zip([j, *values], [start, *carried],
-                                        [following, *updated], strict=True):
-                phi.add_incoming(first, entry)
-                phi.add_incoming(last, block)
-            builder.cbranch(builder.icmp_signed("<", following, end), block, after)
-            builder.position_at_end(after)
-            finals = [builder.phi(v.type) for v in carried]  # phis first in their block
-            for final, first, last in zip(finals, carried, updated, strict=True):
-                final.add_incoming(first, entry)
-                final.add_incoming(last, block)
-            return finals
-
-        def vector_terms(j, sums):
-            w4 = builder.load(builder.bitcast(builder.gep(w_arr.data, [j]),
-                                              lanes.as_pointer()), align=8)
-            return 4, [builder.fadd(total, builder.fmul(widen(builder.load(
-                builder.bitcast(builder.gep(row, [j]), ir.VectorType(element, 4)
-                                .as_pointer()), align=width), lanes), w4))
-                for total, row in zip(sums, rows, strict=True)]
-
-        def tail_terms(j, sums):
-            wj = builder.load(builder.gep(w_arr.data, [j]))
-            return 1, [builder.fadd(total, builder.fmul(widen(builder.load(
-                builder.gep(row, [j])), double), wj))
-                for total, row in zip(sums, rows, strict=True)]
-
-        sums = loop("lanes", ir.Constant(index, 0), stop, [zero, zero], vector_terms)
-        parts = [[builder.extract_element(v, ir.Constant(i32, k)) for k in range(4)]
-                 for v in sums]
-        firsts = loop("tail", stop, d, [part[0] for part in parts], tail_terms)
-        dots = [builder.fadd(builder.fadd(first, part[1]), builder.fadd(part[2], part[3]))
-                for first, part in zip(firsts, parts, strict=True)]
-        return context.make_tuple(builder, sig.return_type, dots)
-
-    return signature, codegen
-
-
-@intrinsic
-def _prefetch_row(typingctx, X, r):  # pragma: no cover
-    """Ask the CPU to start loading row ``r`` of ``X`` (each of its cache lines) into
-    its caches (``llvm.prefetch``, a hint: no effect on any result). The SVRG steps read
-    rows at random places; issued some rows ahead, the loads overlap the work on the
-    current rows instead of each row waiting for memory in turn."""
-    if not (isinstance(X, types.Array) and X.ndim == 2 and X.layout == "C"):
-        return None
-    signature = types.void(X, types.intp)
-
-    def codegen(context, builder, sig, args):
-        X_arr = context.make_array(sig.args[0])(context, builder, args[0])
-        d = cgutils.unpack_tuple(builder, X_arr.shape, 2)[1]
-        index = d.type
-        row = builder.gep(X_arr.data, [builder.mul(args[1], d)])
-        byte = ir.IntType(8).as_pointer()
-        start = builder.ptrtoint(row, index)
-        itemsize = context.get_abi_sizeof(context.get_data_type(sig.args[0].dtype))
-        end = builder.add(start, builder.mul(d, ir.Constant(index, itemsize)))
-        i32 = ir.IntType(32)
-        prefetch = builder.module.declare_intrinsic(
-            "llvm.prefetch", [byte], ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
-        last = builder.sub(end, ir.Constant(index, 1))  # the row's last byte
-        entry = builder.block
-        loop = builder.append_basic_block("prefetch.loop")
-        done = builder.append_basic_block("prefetch.done")
-        builder.cbranch(builder.icmp_unsigned("<", start, end), loop, done)
-        builder.position_at_end(loop)
-        address = builder.phi(index)
-        # read access, keep in all cache levels, data cache
-        builder.call(prefetch, [builder.inttoptr(address, byte), ir.Constant(i32, 0),
-                                ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        following = builder.add(address, ir.Constant(index, 64))
-        address.add_incoming(start, entry)
-        address.add_incoming(following, loop)
-        # one address per 64-byte line from the row's start, and its last byte
-        builder.cbranch(builder.icmp_unsigned("<", following, end), loop, done)
-        builder.position_at_end(done)
-        with builder.if_then(builder.icmp_unsigned("<", start, end)):
-            builder.call(prefetch, [builder.inttoptr(last, byte), ir.Constant(i32, 0),
-                                    ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return signature, codegen
+    d = X.shape[1]
+    d4 = d - d % 4
+    a0 = a1 = a2 = a3 = 0.0
+    b0 = b1 = b2 = b3 = 0.0
+    for j in range(0, d4, 4):
+        w0, w1, w2, w3 = w[j], w[j + 1], w[j + 2], w[j + 3]
+        a0 += float(X[a, j]) * w0
+        a1 += float(X[a, j + 1]) * w1
+        a2 += float(X[a, j + 2]) * w2
+        a3 += float(X[a, j + 3]) * w3
+        b0 += float(X[b, j]) * w0
+        b1 += float(X[b, j + 1]) * w1
+        b2 += float(X[b, j + 2]) * w2
+        b3 += float(X[b, j + 3]) * w3
+    for j in range(d4, d):
+        a0 += float(X[a, j]) * w[j]
+        b0 += float(X[b, j]) * w[j]
+    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -266,74 +163,3 @@ def clipped_gradient_pass(X, scale, Y, norms, w, intercept, code, parameter, tar
             G[j] += fa * X[a, j] + fb * X[b, j]
     if intercept != 0.0:
         G[d] = intercept * total
-
-
-@numba.njit(cache=True, nogil=True)
-def svrg_steps(X, scale, norms, intercept, code, parameter, rows, labels, snapshot,
-               offsets, x, total, factor, shrink, n_penalized, clip_target, skip_clip,
-               correction_target, skip_correction, ahead):  # pragma: no cover
-    """``rows.shape[0]`` unconstrained DP-SVRG inner steps for one output, in place.
-
-    Step ``t`` on batch ``B = rows[t]`` (labels ``labels[t]``, snapshot derivatives
-    ``snapshot[t]``): for each record, the derivative at ``x`` clipped as the full pass
-    clips it (``clip_target``, unless ``skip_clip``), minus its snapshot derivative,
-    clipped again (``correction_target``, unless ``skip_correction``; a non-finite one
-    dropped), times the augmented row, summed; times ``factor``; then ``x -= (that +
-    offsets[t])`` (``offsets``: the step's data-free part, ``eta (v~ + noise)``), the
-    first ``n_penalized`` coordinates shrunk by ``shrink`` (the ridge's prox), and ``x``
-    added to ``total``. Rows go in pairs as in :func:`clipped_gradient_pass`; the rows
-    ``ahead`` records later in the block are prefetched (:func:`_prefetch_row`). Equal to
-    the numpy steps to rounding (the order of the sums differs).
-    """
-    count, b = rows.shape
-    d = X.shape[1]
-    n_params = x.shape[0]
-    scaled = scale.shape[0] > 0
-    v = np.empty(n_params)
-    flat = rows.ravel()
-    m = flat.shape[0]
-    for k in range(min(ahead, m)):
-        _prefetch_row(X, flat[k])
-    for t in range(count):
-        for c in range(n_params):
-            v[c] = 0.0
-        shift = intercept * x[d] if intercept != 0.0 else 0.0
-        sum_diff = 0.0
-        for k in range(0, b, 2):
-            k2 = min(k + 1, b - 1)
-            following = t * b + k + ahead
-            if following + 1 < m:
-                _prefetch_row(X, flat[following])
-                _prefetch_row(X, flat[following + 1])
-            elif following < m:
-                _prefetch_row(X, flat[following])
-            ra = rows[t, k]
-            rb = rows[t, k2]
-            za, zb = _pair_dots(X, ra, rb, x)
-            if scaled:
-                za *= scale[ra]
-                zb *= scale[rb]
-            ca = _clipped(_derivative(code, parameter, za + shift, labels[t, k]), norms[ra],
-                          clip_target, skip_clip)
-            cb = _clipped(_derivative(code, parameter, zb + shift, labels[t, k2]),
-                          norms[rb], clip_target, skip_clip)
-            da = _clipped(ca - snapshot[t, k], norms[ra], correction_target, skip_correction)
-            db = _clipped(cb - snapshot[t, k2], norms[rb], correction_target,
-                          skip_correction)
-            if k2 == k:
-                db = 0.0
-            sum_diff += da + db
-            fa = da * scale[ra] if scaled else da
-            fb = db * scale[rb] if scaled else db
-            for j in range(d):
-                v[j] += fa * X[ra, j] + fb * X[rb, j]
-        for j in range(d):
-            v[j] *= factor
-        if intercept != 0.0:
-            v[d] = sum_diff * (intercept * factor)
-        for c in range(n_params):
-            value = x[c] - (v[c] + offsets[t, c])
-            if c < n_penalized:
-                value *= shrink
-            x[c] = value
-            total[c] += value

@@ -13,7 +13,6 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import Unconstrained
-from skdp.losses import NORM_SAFETY
 from skdp.privacy.accounting import (
     add_remove_budget,
     analytic_gaussian_multiplier,
@@ -24,16 +23,11 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers import _compiled
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import clip_unless_lossless
 from skdp.solvers._sampling import SAMPLINGS, BatchSampling
 from skdp.solvers.mirror_descent import batch_block, noise_block
-
-#: Records ahead of the current one whose rows the compiled inner steps prefetch (a hint
-#: to the CPU, no effect on any result; measured in docs/scaling_out.md).
-PREFETCH_AHEAD = 32
 
 __all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
 
@@ -333,14 +327,12 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         batch = _InnerBatches(problem, plan, self.sampling)
         # The projection onto an unconstrained set is the identity (skipped).
         unconstrained = type(spec.constraint) is Unconstrained
-        kernel = batch.compiled_steps(unconstrained)
         snapshot = np.zeros(shape)
         x = snapshot
         for m, sigma_snap in zip(plan.epoch_lengths, plan.sigma_snapshots, strict=True):
             coef_snap = np.empty((n, spec.n_outputs))
             v_snap = problem.clipped_gradient(snapshot, g, out_coefficients=coef_snap,
-                                              passes=len(plan.epoch_lengths),
-                                              kernels_loaded=kernel is not None)
+                                              passes=len(plan.epoch_lengths))
             v_snap += noise.gaussian(shape, sigma_snap)
             if self.restart_at_snapshot:
                 x = snapshot
@@ -353,14 +345,6 @@ class DPSVRG(BatchSampling, BaseDPSolver):
                 # The data-independent part of each step, eta (v~ + noise), in one pass.
                 inner_noise += v_snap
                 inner_noise *= step
-                if kernel is not None:
-                    x = x.copy()  # updated in place by the kernel (x may be the snapshot)
-                    for t in range(0, steps, batches):
-                        count = min(batches, steps - t)
-                        batch.run_compiled(kernel, noise, count, coef_snap, x, total,
-                                           inner_noise[t:t + count], step, shrink)
-                    problem.advance(steps)
-                    continue
                 pending: list = []
                 for t in range(steps):
                     if t % batches == 0:
@@ -435,46 +419,6 @@ class _InnerBatches:
         if self.poisson:
             return noise.poisson_batches(self.n, self.b / self.n, count)
         return noise.batches_without_replacement(self.n, self.b, count)
-
-    def compiled_steps(self, unconstrained: bool) -> tuple | None:
-        """``(kernel, loss code, loss parameter)`` when the inner steps run compiled
-        (:func:`skdp.solvers._numba_kernels.svrg_steps`), else ``None``. Public facts
-        only: uniform batches, an unconstrained problem, the caller's ``X`` dense and
-        C-ordered float (``Problem.compiled_rows``), and
-        :func:`skdp.solvers._compiled.scalar_kernel_for` for the planned inner work
-        (steps x batch size x features)."""
-        problem = self.problem
-        if self.poisson or not unconstrained or not problem.compiled_rows:
-            return None
-        work = float(self.n_steps) * self.b * self.d
-        return _compiled.scalar_kernel_for(self.loss, problem.spec.n_outputs, work,
-                                           _compiled.SVRG_STEPS_MIN_WORK,
-                                           _compiled.svrg_steps)
-
-    def run_compiled(self, kernel: tuple, noise: NoiseSource, count: int,
-                     coef_snap: np.ndarray, x: np.ndarray, total: np.ndarray,
-                     offsets: np.ndarray, step: float, shrink: float) -> None:
-        """The next ``count`` inner steps, compiled: their batches drawn as
-        :meth:`draw` draws them, then ``x`` and ``total`` updated in place as the numpy
-        steps update them (``offsets``: each step's ``eta (v~ + noise)``)."""
-        run, code, parameter = kernel
-        problem = self.problem
-        # The kernel reads rows by address: indices outside [-n, n) are refused and
-        # negative ones wrapped, as numpy's take does (a NoiseSource's draws are public).
-        indices = np.asarray(self.draw(noise, count))
-        lowest, highest = (indices.min(), indices.max()) if indices.size else (0, 0)
-        if not (-self.n <= lowest and highest < self.n):
-            raise IndexError(f"a batch index is outside the {self.n} records.")
-        if lowest < 0:
-            indices = np.where(indices < 0, indices + self.n, indices)
-        labels, coefs = self._gather(indices, coef_snap)
-        run(np.asarray(problem.X), np.empty(0) if self.scale is None else self.scale,
-            problem.norms, float(self.intercept), code, parameter, indices,
-            labels[..., 0], coefs[..., 0],
-            offsets[:, :, 0], x[:, 0], total[:, 0], step / self.b, shrink,
-            problem.spec.n_penalized,
-            self.clip * NORM_SAFETY, self.skip_clip, self.correction_clip * NORM_SAFETY,
-            self.skip_correction_clip, PREFETCH_AHEAD)
 
     def draw_steps(self, noise: NoiseSource, count: int, coef_snap: np.ndarray) -> list:
         """:meth:`draw`, with each batch's labels and snapshot coefficients gathered in
