@@ -7,15 +7,13 @@ Build (offline, warnings are errors)::
 
 The build needs no network: intersphinx reads the inventories committed in
 ``docs/inventories`` (refresh them with ``python docs/inventories/refresh.py``), and the
-gallery runs on bundled or generated data. MathJax is loaded by the reader's browser
-(set ``SKDP_DOCS_MATHJAX`` to a local ``tex-chtml.js`` to read the formulas offline too).
+gallery runs on bundled or generated data. Math is rendered by a copy of MathJax shipped
+with the site (``sphinx-mathjax-offline``), so the formulas render offline too.
 """
 
 from __future__ import annotations
 
 import inspect
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -38,17 +36,11 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
+    # Math by MathJax, from a copy shipped with the site (sets mathjax_path to
+    # _static/mathjax/tex-chtml.js): no page loads anything from the network.
+    "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",
 ]
-
-# Math: rendered as images when a LaTeX toolchain exists (nothing is fetched either
-# way); otherwise MathJax, which the reader's browser loads (or a local copy).
-if shutil.which("latex") and shutil.which("dvipng"):
-    extensions.append("sphinx.ext.imgmath")
-    imgmath_image_format = "png"
-else:
-    extensions.append("sphinx.ext.mathjax")
-    if os.environ.get("SKDP_DOCS_MATHJAX"):
-        mathjax_path = os.environ["SKDP_DOCS_MATHJAX"]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"

@@ -40,10 +40,21 @@ DOCUMENTED_MODULES = [
 NOT_OBJECTS = {"__version__"}
 
 
-def _api_entries() -> list[str]:
-    """Fully qualified names listed by autosummary in docs/api.rst."""
+#: The user-facing API reference and the developers' page of internal building blocks.
+API_PAGES = ("api.rst", "developer/internals.rst")
+
+
+def _api_entries(pages=API_PAGES) -> list[str]:
+    """Fully qualified names listed by autosummary in ``pages`` (under docs/)."""
+    entries = []
+    for page in pages:
+        entries += _page_entries(DOCS / page)
+    return entries
+
+
+def _page_entries(path: Path) -> list[str]:
     entries, module, in_autosummary = [], None, False
-    for line in (DOCS / "api.rst").read_text().splitlines():
+    for line in path.read_text().splitlines():
         match = re.match(r"\.\. currentmodule:: (\S+)", line)
         if match:
             module = match.group(1)
@@ -87,7 +98,8 @@ def test_every_public_name_has_an_api_page(module_name):
         if name not in NOT_OBJECTS and id(getattr(module, name)) not in documented
     ]
     assert not missing, (
-        f"{module_name}.__all__ names without an API page (add them to docs/api.rst): "
+        f"{module_name}.__all__ names without an API page (add them to docs/api.rst, or "
+        f"to docs/developer/internals.rst when users do not call them): "
         f"{missing}"
     )
 
@@ -144,3 +156,21 @@ def test_the_search_example_runs_unseeded_20_of_20_times():
     for _ in range(20):
         runpy.run_path(str(script), run_name="__main__")
         plt.close("all")
+
+
+#: Modules whose names may appear on the user-facing API page.
+USER_MODULES = {"skdp", "skdp.linear_model", "skdp.preprocessing", "skdp.model_selection",
+                "skdp.metrics", "skdp.solvers", "skdp.privacy", "skdp.audit",
+                "skdp.exceptions"}
+
+
+def test_the_user_api_page_lists_what_users_call():
+    """docs/api.rst (the sidebar a user reads) lists estimators, reports, solvers and
+    errors; the building blocks of solvers, mechanisms and audits are on the developers'
+    page."""
+    user = _page_entries(DOCS / "api.rst")
+    developer = _page_entries(DOCS / "developer" / "internals.rst")
+    assert {name.rpartition(".")[0] for name in user} <= USER_MODULES
+    for internal in ("skdp.solvers.Plan", "skdp.solvers.Problem", "skdp.privacy.NoiseSource"):
+        assert internal in developer and internal not in user
+    assert len(user) <= 50, f"{len(user)} names on the user API page"
