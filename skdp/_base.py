@@ -43,7 +43,7 @@ from skdp.mechanisms import (
     target_count,
 )
 from skdp.mechanisms.quantile import SLACK
-from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger
+from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
@@ -253,7 +253,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         "radius": [Interval(Real, 0, None, closed="neither"), None],
         "p": [Interval(Real, 1, None, closed="neither"), None],
         "data_norm_ord": [StrOptions({"auto"}), Interval(Real, 1, None, closed="left")],
-        "accounting": [StrOptions({"auto", *ACCOUNTANTS})],
+        "accounting": [StrOptions({"auto", *ACCOUNTING_METHODS})],
         "accountant": [HasMethods(["charge", "refund"]), None],
         # Negative tilts are rejected in fit with an explanation (non-convex objective).
         "tilt": [Interval(Real, None, None, closed="neither"), None],
@@ -488,10 +488,10 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         )
         try:
             if not calibrate:
-                solver.check(spec, budget, accountant=self.accounting,
+                solver.check(spec, budget, accounting=self.accounting,
                              relation=self.neighboring)
                 return solver, budget, spec, None, label_attrs
-            prepared = solver.prepare(spec, budget, accountant=self.accounting,
+            prepared = solver.prepare(spec, budget, accounting=self.accounting,
                                       relation=self.neighboring)
         except IncompatibleSolverError as error:
             # Public: name the registered solvers that accept this problem.
@@ -806,7 +806,7 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         )
         result = solver.solve(
             problem, prepared[1].budget, random_state,
-            accountant=self.accounting, relation=self.neighboring, prepared=prepared,
+            accounting=self.accounting, relation=self.neighboring, prepared=prepared,
         )
         # Independent re-accounting of the ledger the solver says it ran.
         spent = result.ledger.spent()

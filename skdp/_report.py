@@ -250,7 +250,7 @@ def privacy_report(obj) -> PrivacyReport:
                     if hasattr(part, k)}
         if hasattr(part, "classes_"):
             public["classes_"] = part.classes_.tolist()
-        accounting = ", ".join(f"{n or 'fit'} by {p.accountant!r}" for n, p in pieces)
+        accounting = ", ".join(f"{n or 'fit'} by {p.accounting!r}" for n, p in pieces)
         rows.append({"name": name, "class": type(part).__name__, "epsilon": spent.epsilon,
                      "delta": spent.delta, "accounting": accounting,
                      "mechanisms": counts.most_common(), "public": public,
@@ -270,7 +270,7 @@ def _accountant_report(accountant) -> PrivacyReport:
         pieces, counts = _mechanisms(e.ledger)
         rows.append({"name": f"#{e.index} {e.timestamp[:19]}", "class": e.source,
                      "epsilon": e.spent.epsilon, "delta": e.spent.delta,
-                     "accounting": ", ".join(f"{n or 'release'} by {p.accountant!r}"
+                     "accounting": ", ".join(f"{n or 'release'} by {p.accounting!r}"
                                              for n, p in pieces),
                      "mechanisms": counts.most_common(),
                      "public": {k: v for k, v in e.params.items()

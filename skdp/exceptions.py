@@ -30,7 +30,7 @@ class BudgetError(ValueError):
 
 
 class IncompatibleSolverError(ValueError):
-    """A solver cannot run on the requested loss, constraint or accountant."""
+    """A solver cannot run on the requested loss, constraint or accounting method."""
 
 
 class PrivacyAccountingError(RuntimeError):

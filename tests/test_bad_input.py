@@ -697,7 +697,7 @@ def test_wrong_number_of_features_at_predict(cls):
 @pytest.mark.parametrize("epsilon, delta", [(1e-9, 1e-5), (1e6, 1e-5), (1.0, 1e-300),
                                             (1e-3, 0.5)])
 def test_extreme_budgets_fit_within_budget_or_are_refused(solver, epsilon, delta):
-    # Budgets at the edge of what the accountants can certify either fit, spending at
+    # Budgets at the edge of what the accounting methods can certify either fit, spending at
     # most the budget, or raise BudgetError saying what to change; never a silent overrun.
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3)) / 2

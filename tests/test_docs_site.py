@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,79 @@ def test_the_user_api_page_lists_what_users_call():
     for internal in ("skdp.solvers.Plan", "skdp.solvers.Problem", "skdp.privacy.NoiseSource"):
         assert internal in developer and internal not in user
     assert len(user) <= 50, f"{len(user)} names on the user API page"
+
+
+# -- the built pages in a browser -----------------------------------------------------------
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: Pages with formulas, long code lines, reprs and wide tables (paths under the build).
+BROWSER_PAGES = ["index.html", "privacy.html", "algorithms/gd.html",
+                 "user_guide/getting_started.html", "tuning_and_budgets.html",
+                 "generated/skdp.BudgetAccountant.html",
+                 "auto_examples/plot_private_pipeline_search.html"]
+#: TeX left as text after MathJax ran (outside code): delimiters or common commands.
+RAW_TEX = r"\\\(|\\\)|\\\[|\\\]|\$\$|\\(?:frac|sqrt|sum|mathrm|varepsilon|epsilon|le|ge|cdot)\b"
+
+_PROBE = """<!doctype html><html><body>
+<iframe id="page" src="%(src)s" style="width: 1000px; height: 900px"></iframe>
+<pre id="result">pending</pre>
+<script>
+const frame = document.getElementById("page");
+frame.onload = () => setTimeout(() => {
+  const doc = frame.contentDocument, win = frame.contentWindow;
+  const skip = new Set(["SCRIPT", "STYLE", "PRE", "CODE", "TEXTAREA", "MJX-CONTAINER"]);
+  const walker = doc.createTreeWalker(doc.body, NodeFilter.SHOW_TEXT);
+  const raw = [];
+  const pattern = new RegExp(%(tex)s);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    let inside = false;
+    for (let e = node.parentElement; e; e = e.parentElement) {
+      if (skip.has(e.tagName)) { inside = true; break; }
+    }
+    if (!inside && pattern.test(node.textContent)) raw.push(node.textContent.slice(0, 80));
+  }
+  const overflowing = [];
+  for (const block of doc.querySelectorAll("pre")) {
+    if (block.scrollWidth > block.clientWidth + 1) overflowing.push(block.textContent.slice(0, 80));
+  }
+  document.getElementById("result").textContent = JSON.stringify({
+    mathjax: typeof win.MathJax !== "undefined",
+    math: doc.querySelectorAll(".math").length,
+    typeset: doc.querySelectorAll("mjx-container").length,
+    raw: raw, overflowing: overflowing,
+    page_wider: doc.documentElement.scrollWidth > win.innerWidth + 1,
+  });
+}, 4000);
+</script></body></html>"""
+
+
+@pytest.mark.skipif(not BUILD.is_dir() or CHROMIUM is None,
+                    reason="needs the built site and Debian's chromium (headless)")
+@pytest.mark.parametrize("page", BROWSER_PAGES)
+def test_built_pages_render_math_offline_and_fit_in_a_browser(page, tmp_path):
+    """Each page opened in headless Chromium with the network off: every formula is
+    typeset by the MathJax copy shipped with the site (no raw TeX left in the text), no
+    code or output block overflows its box, and the page is no wider than a 1000 px
+    window."""
+    import json
+    import subprocess
+
+    target = BUILD / page
+    assert target.is_file(), f"{page} was not built"
+    probe = tmp_path / "probe.html"
+    probe.write_text(_PROBE % {"src": target.as_uri(), "tex": json.dumps(RAW_TEX)})
+    out = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}",
+         "--allow-file-access-from-files", "--virtual-time-budget=15000",
+         "--window-size=1200,1000", "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False).stdout
+    match = re.search(r'<pre id="result">(.*?)</pre>', out, re.S)
+    assert match and match.group(1) != "pending", f"the probe did not finish: {out[-500:]}"
+    found = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&")
+                       .replace("&lt;", "<").replace("&gt;", ">"))
+    assert not found["raw"], f"raw TeX on {page}: {found['raw'][:3]}"
+    if found["math"]:
+        assert found["mathjax"] and found["typeset"] >= found["math"], found
+    assert not found["overflowing"], f"blocks overflow on {page}: {found['overflowing'][:3]}"
+    assert not found["page_wider"], f"{page} is wider than the window"

@@ -124,7 +124,7 @@ def test_clone_keeps_parameters():
         fit_intercept=False,
         constraint="l2",
         radius=3.0,
-        accountant="rdp",
+        accounting="rdp",
         neighboring="replace_one",
         random_state=4,
     )

@@ -42,8 +42,8 @@ def test_auto_ledger_reaccounts_within_the_budget_and_shows_both_parts():
     bounds, fit = ledger.part("bounds"), ledger.part("fit")
     # The bound estimate: one pure release of 0.2 epsilon (bounds_fraction).
     assert bounds.event == dpe.ComposedDpEvent([PureDpEvent(0.2)])
-    eps_bounds = epsilon_spent(bounds.event, 0.0, accountant="pure", relation="replace_one")
-    eps_fit = epsilon_spent(fit.event, 1e-5, accountant=fit.accountant,
+    eps_bounds = epsilon_spent(bounds.event, 0.0, accounting="pure", relation="replace_one")
+    eps_fit = epsilon_spent(fit.event, 1e-5, accounting=fit.accounting,
                             relation="replace_one")
     assert eps_bounds == pytest.approx(0.2)
     assert eps_bounds + eps_fit <= 1.0

@@ -62,7 +62,7 @@ def audit_solver(
     statistic: Callable[[np.ndarray], float],
     n_trials: int = 1000,
     confidence: float = 0.95,
-    accountant: str = "auto",
+    accounting: str = "auto",
     random_state: Any = None,
     noise_factory: Callable[[np.random.Generator], NoiseSource] | None = None,
 ) -> AuditResult:
@@ -94,8 +94,8 @@ def audit_solver(
         Runs on each problem.
     confidence : float, default=0.95
         Confidence of the lower bound.
-    accountant : str, default="auto"
-        Passed to ``solve``.
+    accounting : str, default="auto"
+        The accounting method, passed to ``solve``.
     random_state : None, int or numpy Generator
         Seeds the independent streams of all runs (``None``: fresh entropy).
     noise_factory : callable, optional
@@ -120,7 +120,7 @@ def audit_solver(
     # spec and checks the ledger against the budget. The plan must not depend on the
     # data (a plan that differs between neighbours would itself leak); later trials run
     # the same planned mechanism.
-    first = [solver.solve(prob, budget, factory(streams[k]), accountant=accountant)
+    first = [solver.solve(prob, budget, factory(streams[k]), accounting=accounting)
              for k, prob in enumerate(problems)]
     if first[0].plan != first[1].plan:
         raise PrivacyAccountingError(

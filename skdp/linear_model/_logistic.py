@@ -96,7 +96,7 @@ class DPLogisticRegression(BaseDPClassifier):
         ``(epsilon, delta)`` spent, from re-accounting the ledger.
     privacy_ledger_ : PrivacyLedger or CompositeLedger
         The ``dp_accounting`` events of everything that ran (with ``"auto"`` bounds, the
-        parts ``"bounds"`` and ``"fit"``), their accountants and relation.
+        parts ``"bounds"`` and ``"fit"``), their accounting methods and relation.
     privacy_plan_ : Plan
         The public plan (iteration counts, noise levels, step size).
     data_norm_ : float

@@ -190,9 +190,9 @@ class _CandidateCap(SharedReference):
                     f"a pure-DP search (delta=0) needs pure-DP candidates, but {source} "
                     f"spends delta={spent.delta:g}; use a solver with a pure mode.")
             return spent.epsilon
-        if ledger.via_add_remove or ledger.accountant not in ("gaussian", "rdp", "pure"):
+        if ledger.via_add_remove or ledger.accounting not in ("gaussian", "rdp", "pure"):
             raise IncompatibleSolverError(
-                f"{source} is accounted by {ledger.accountant!r}"
+                f"{source} is accounted by {ledger.accounting!r}"
                 f"{' via add/remove' if ledger.via_add_remove else ''}; a private search "
                 "reads Renyi curves: set the candidate's accounting='rdp' (or 'gaussian').")
         curve = rdp_curve(ledger.event)
@@ -409,7 +409,7 @@ default="truncated_negative_binomial"
                                    "replace_one", budget)
             return ledger, None, candidate_eps
         z = calibrate_noise_multiplier(_repeat_and_select_event, (mean, shape), budget,
-                                       accountant="rdp", relation="replace_one")
+                                       accounting="rdp", relation="replace_one")
         ledger = PrivacyLedger(_repeat_and_select_event(z, mean, shape), "rdp",
                                "replace_one", budget)
         return ledger, z, None
@@ -513,7 +513,7 @@ default="truncated_negative_binomial"
         else:
             reference = rdp_curve(dpe.GaussianDpEvent(z_ref))
             # The exact Gaussian (mu-GDP, mu = 1 / z) has the reference curve; a candidate
-            # calibrated by the exact accountant to its (epsilon, delta) matches it.
+            # calibrated by exact Gaussian accounting to its (epsilon, delta) matches it.
             first_delta = float(self.delta)
             first_eps = _gdp_epsilon(1.0 / z_ref, first_delta)
         # Charged before any value of X or y is read; refunded if the search fails (no

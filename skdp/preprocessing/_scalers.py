@@ -17,7 +17,7 @@ from skdp._warnings import warn_user
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
-from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, single_release
+from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
@@ -230,7 +230,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         "bounds": [StrOptions({"auto"}), tuple, list],
         "bounds_fraction": [Interval(Real, 0, 1, closed="neither")],
         "shrink_mean": ["boolean"],
-        "accounting": [StrOptions({"auto", *ACCOUNTANTS} - {"basic"})],
+        "accounting": [StrOptions({"auto", *ACCOUNTING_METHODS} - {"basic"})],
         "accountant": [HasMethods(["charge", "refund"]), None],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],

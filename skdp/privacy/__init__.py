@@ -1,14 +1,14 @@
 """Privacy primitives: budget validation, accounting, calibration and noise."""
 
 from skdp.privacy.accounting import (
-    ACCOUNTANTS,
+    ACCOUNTING_METHODS,
     RELATIONS,
     ApproxDpEvent,
-    BasicCompositionAccountant,
-    GaussianAccountant,
+    BasicCompositionEngine,
+    GaussianEngine,
     PrivacyLedger,
     PrivacySpent,
-    PureDpAccountant,
+    PureDpEngine,
     PureDpEvent,
     add_remove_budget,
     analytic_gaussian_multiplier,
@@ -17,7 +17,7 @@ from skdp.privacy.accounting import (
     gaussian_event,
     gaussian_log_delta,
     gaussian_noise_multiplier,
-    make_accountant,
+    make_engine,
     reaccount,
     subsampled_gaussian_event,
 )
@@ -25,16 +25,16 @@ from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.noise import NoiseSource, as_generator, as_noise_source
 
 __all__ = [
-    "ACCOUNTANTS",
+    "ACCOUNTING_METHODS",
     "RELATIONS",
     "ApproxDpEvent",
-    "BasicCompositionAccountant",
+    "BasicCompositionEngine",
     "Budget",
-    "GaussianAccountant",
+    "GaussianEngine",
     "NoiseSource",
     "PrivacyLedger",
     "PrivacySpent",
-    "PureDpAccountant",
+    "PureDpEngine",
     "PureDpEvent",
     "add_remove_budget",
     "analytic_gaussian_multiplier",
@@ -46,7 +46,7 @@ __all__ = [
     "gaussian_event",
     "gaussian_log_delta",
     "gaussian_noise_multiplier",
-    "make_accountant",
+    "make_engine",
     "reaccount",
     "subsampled_gaussian_event",
 ]

@@ -5,8 +5,9 @@ This module gathers the public names of four modules, which it re-exports unchan
 
 :mod:`skdp.privacy.events`
     The events skdp records and the builders solvers use (:func:`gaussian_event`, ...).
-:mod:`skdp.privacy.accountants`
-    The accountants below and :func:`make_accountant` (a fresh one, never cached).
+:mod:`skdp.privacy.engines`
+    The composition engines of the accounting methods below and :func:`make_engine`
+    (a fresh one, never cached).
 :mod:`skdp.privacy.calibration`
     The smallest noise meeting a budget (:func:`calibrate_noise_multiplier`, cached).
 :mod:`skdp.privacy.ledger`
@@ -14,7 +15,8 @@ This module gathers the public names of four modules, which it re-exports unchan
     budget, which shares no code path or cache with the calibration.
 
 ``dp_accounting.DpEvent`` objects are the only currency between solvers and accounting.
-Three accountants are available, named by strings so that estimators stay clonable:
+The accounting methods are named by strings (:data:`ACCOUNTING_METHODS`), so that
+estimators stay clonable:
 
 ``"gaussian"``
     Exact closed form for compositions of *non-subsampled* Gaussian releases. The
@@ -24,10 +26,10 @@ Three accountants are available, named by strings so that estimators stay clonab
     ``(epsilon, delta)`` curve of ``mu``-GDP is the analytic Gaussian formula of
     Balle & Wang (2018, Thm. 8). This is tight, so it needs less noise than RDP or PLD.
 ``"rdp"``
-    ``dp_accounting``'s Renyi-DP accountant (supports sampling without replacement under
+    ``dp_accounting``'s Renyi-DP ``RdpAccountant`` (supports sampling without replacement under
     replace-one).
 ``"pld"``
-    ``dp_accounting``'s privacy-loss-distribution accountant (tight for Poisson sampling
+    ``dp_accounting``'s privacy-loss-distribution ``PLDAccountant`` (tight for Poisson sampling
     under add/remove; a pessimistic discretisation).
 ``"pure"``
     Pure ``epsilon``-DP: basic composition (epsilons add) of :class:`PureDpEvent` and
@@ -41,7 +43,7 @@ Three accountants are available, named by strings so that estimators stay clonab
     no ``dp_accounting`` event describes) and everything ``"pure"`` reads.
 
 The same ``GaussianDpEvent(noise_multiplier)`` means different mechanisms to the RDP and
-PLD accountants under replace-one (the PLD accountant measures the noise multiplier
+PLD engines under replace-one (the PLD engine measures the noise multiplier
 relative to *half* the replace-one sensitivity). :func:`gaussian_noise_multiplier` is the
 one place where a noise multiplier is derived from ``(sigma, sensitivity)``; every
 Gaussian event in skdp is built through it.
@@ -49,23 +51,6 @@ Gaussian event in skdp is built through it.
 
 # Every name of the former single module stays importable from here (the private ones
 # too, for the code that imports them).
-from skdp.privacy.accountants import (
-    _RELATION,
-    PLD_DISCRETIZATION,
-    RDP_ORDERS,
-    WOR_MAX_STABLE_ORDER,
-    BasicCompositionAccountant,
-    ClampedRdpAccountant,
-    GaussianAccountant,
-    PureDpAccountant,
-    SelfComposingPldAccountant,
-    _AdditiveAccountant,
-    _gdp_epsilon,
-    _leaves,
-    _precise_delta,
-    gaussian_log_delta,
-    make_accountant,
-)
 from skdp.privacy.calibration import (
     _MAX_MULTIPLIER,
     _SPENT_CACHE,
@@ -81,8 +66,25 @@ from skdp.privacy.calibration import (
     single_gaussian_multiplier,
     single_release,
 )
+from skdp.privacy.engines import (
+    _RELATION,
+    PLD_DISCRETIZATION,
+    RDP_ORDERS,
+    WOR_MAX_STABLE_ORDER,
+    BasicCompositionEngine,
+    ClampedRdpEngine,
+    GaussianEngine,
+    PureDpEngine,
+    SelfComposingPldEngine,
+    _AdditiveEngine,
+    _gdp_epsilon,
+    _leaves,
+    _precise_delta,
+    gaussian_log_delta,
+    make_engine,
+)
 from skdp.privacy.events import (
-    ACCOUNTANTS,
+    ACCOUNTING_METHODS,
     RELATIONS,
     ApproxDpEvent,
     PureDpEvent,
@@ -103,15 +105,15 @@ from skdp.privacy.ledger import (
 )
 
 __all__ = [
-    "ACCOUNTANTS",
+    "ACCOUNTING_METHODS",
     "RELATIONS",
     "ApproxDpEvent",
-    "BasicCompositionAccountant",
-    "GaussianAccountant",
+    "BasicCompositionEngine",
+    "GaussianEngine",
     "PrivacyLedger",
-    "PureDpAccountant",
+    "PureDpEngine",
     "PureDpEvent",
-    "SelfComposingPldAccountant",
+    "SelfComposingPldEngine",
     "add_remove_budget",
     "PrivacySpent",
     "analytic_gaussian_multiplier",
@@ -121,7 +123,7 @@ __all__ = [
     "gaussian_event",
     "gaussian_log_delta",
     "gaussian_noise_multiplier",
-    "make_accountant",
+    "make_engine",
     "randomized_response_event",
     "reaccount",
     "single_gaussian_multiplier",

@@ -54,7 +54,7 @@ class BudgetEntry:
     params : dict
         Its public parameters (the seed is never recorded).
     ledger : PrivacyLedger
-        The dp_accounting event of the release, its accountant and relation.
+        The dp_accounting event of the release, its accounting method and relation.
     spent : PrivacySpent
         The entry's own ``(epsilon, delta)``, from re-accounting ``ledger``.
     """
@@ -72,7 +72,7 @@ def _ledger_to_dict(ledger: PrivacyLedger | CompositeLedger) -> dict:
     if isinstance(ledger, CompositeLedger):
         return {"parts": [[name, _ledger_to_dict(part)] for name, part in ledger.parts],
                 "budget": [ledger.budget.epsilon, ledger.budget.delta]}
-    return {"event": event_to_dict(ledger.event), "accountant": ledger.accountant,
+    return {"event": event_to_dict(ledger.event), "accounting": ledger.accounting,
             "relation": ledger.relation,
             "budget": [ledger.budget.epsilon, ledger.budget.delta],
             "via_add_remove": ledger.via_add_remove}
@@ -83,7 +83,9 @@ def _ledger_from_dict(d: Mapping) -> PrivacyLedger | CompositeLedger:
         return CompositeLedger(tuple((name, _ledger_from_dict(part)) for name, part in
                                      d["parts"]),
                                Budget(float(d["budget"][0]), float(d["budget"][1])))
-    return PrivacyLedger(event_from_dict(d["event"]), d["accountant"], d["relation"],
+    # Records written before the accounting method's key was renamed hold "accountant".
+    accounting = d["accounting"] if "accounting" in d else d["accountant"]
+    return PrivacyLedger(event_from_dict(d["event"]), accounting, d["relation"],
                          Budget(float(d["budget"][0]), float(d["budget"][1])),
                          bool(d.get("via_add_remove", False)))
 
@@ -144,7 +146,7 @@ class BudgetAccountant(SharedReference):
 
     The total composes all entries (sequential composition: fits on overlapping data,
     cross-validation folds included) with the tightest applicable bound: the exact
-    Gaussian (GDP) composition, the RDP accountant, or basic composition (see
+    Gaussian (GDP) composition, Renyi-DP composition, or basic composition (see
     :mod:`skdp.privacy.composition` and docs/tuning_and_budgets.md). Its delta is the sum
     of the entries' deltas.
 

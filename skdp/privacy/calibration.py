@@ -1,4 +1,4 @@
-"""Calibration: the smallest noise that a named accountant says meets a budget.
+"""Calibration: the smallest noise that a named accounting method says meets a budget.
 
 Everything here trusts its :class:`~skdp.privacy.budget.Budget` (validated once, by
 :func:`~skdp.privacy.budget.check_budget`, or derived from a validated one). Results are
@@ -23,8 +23,8 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.optimize import brentq
 
 from skdp.exceptions import BudgetError, IncompatibleSolverError
-from skdp.privacy.accountants import RDP_ORDERS, _precise_delta, make_accountant
 from skdp.privacy.budget import Budget
+from skdp.privacy.engines import RDP_ORDERS, _precise_delta, make_engine
 from skdp.privacy.events import PureDpEvent, gaussian_event
 
 __all__ = [
@@ -37,39 +37,40 @@ __all__ = [
 ]
 
 
-def _supporting(event: dpe.DpEvent, accountant: str, relation: str) -> dpa.PrivacyAccountant:
-    """A fresh accountant of the named kind that can compose ``event`` (else raises)."""
-    acc = make_accountant(accountant, relation)
-    if not acc.supports(event):
+def _supporting(event: dpe.DpEvent, accounting: str, relation: str) -> dpa.PrivacyAccountant:
+    """A fresh composition engine of the named accounting method that can compose ``event``
+    (else raises)."""
+    engine = make_engine(accounting, relation)
+    if not engine.supports(event):
         raise IncompatibleSolverError(
-            f"the {accountant!r} accountant cannot account this mechanism under the "
-            f"{relation!r} relation: {event}. Choose another accountant."
+            f"accounting method {accounting!r} cannot account this mechanism under the "
+            f"{relation!r} relation: {event}. Choose another accounting method."
         )
-    return acc
+    return engine
 
 
-def _composed(event: dpe.DpEvent, accountant: str, relation: str) -> dpa.PrivacyAccountant:
-    acc = _supporting(event, accountant, relation)
-    acc.compose(event)
-    return acc
+def _composed(event: dpe.DpEvent, accounting: str, relation: str) -> dpa.PrivacyAccountant:
+    engine = _supporting(event, accounting, relation)
+    engine.compose(event)
+    return engine
 
 
 _SPENT_CACHE: dict[tuple, float] = {}
 _SPENT_CACHE_SIZE = 4096
 
 
-def epsilon_spent(event: dpe.DpEvent, delta: float, *, accountant: str, relation: str) -> float:
-    """Epsilon of ``event`` at ``delta`` according to the named accountant.
+def epsilon_spent(event: dpe.DpEvent, delta: float, *, accounting: str, relation: str) -> float:
+    """Epsilon of ``event`` at ``delta`` according to the named accounting method.
 
     Results are memoised by the event's complete ``repr`` (events are immutable value
     objects): the calibration's search and the solvers' planning evaluate the same events
     repeatedly. This memo is the calibration's; the check of a ledger against its budget
     (:func:`~skdp.privacy.ledger.reaccount`) never reads it.
     """
-    key = (repr(event), float(delta), accountant, relation)
+    key = (repr(event), float(delta), accounting, relation)
     value = _SPENT_CACHE.get(key)
     if value is None:
-        value = float(_composed(event, accountant, relation).get_epsilon(delta))
+        value = float(_composed(event, accounting, relation).get_epsilon(delta))
         if len(_SPENT_CACHE) >= _SPENT_CACHE_SIZE:
             _SPENT_CACHE.clear()
         _SPENT_CACHE[key] = value
@@ -111,8 +112,8 @@ def _bracket(
 ) -> tuple[float, float]:
     """A bracket ``[lo, hi]`` with ``eps(hi) <= target < eps(lo)``, found by doubling.
 
-    Starting at ``start`` and moving by ``factor`` means no accountant is ever evaluated at
-    a noise level far below the solution: the PLD accountant's memory grows with the
+    Starting at ``start`` and moving by ``factor`` means no engine is ever evaluated at
+    a noise level far below the solution: the PLD engine's memory grows with the
     privacy loss, and evaluating it at a tiny multiplier can exhaust the machine.
     """
     z = start
@@ -140,7 +141,7 @@ def _bracket(
 # Relative tolerance of the RDP calibration: the returned multiplier is accounted within
 # the budget and at most this factor above a multiplier that is not.
 _RDP_RTOL = 1e-4
-# The search range of the multiplier, as for the other accountants (_bracket).
+# The search range of the multiplier, as for the other accounting methods (_bracket).
 _LOG_MIN, _LOG_MAX = math.log(1e-6), math.log(_MAX_MULTIPLIER)
 
 
@@ -171,10 +172,10 @@ def _rdp_order_guess(epsilon: float, delta: float) -> int:
 class _OrderEpsilons:
     """Epsilon at ``delta`` of ``make_event(z)`` accounted at ONE Renyi order, memoised.
 
-    ``of(i, z)`` composes the event with a fresh RDP accountant whose only order is
+    ``of(i, z)`` composes the event with a fresh RDP engine whose only order is
     ``RDP_ORDERS[i]``. Any set of orders gives a valid epsilon (dp_accounting's conversion
     minimises over the orders it has), so each ``of(i, z)`` is an upper bound on the
-    epsilon of the full accountant at ``z``. The memo lives for one calibration.
+    epsilon of the full engine at ``z``. The memo lives for one calibration.
     """
 
     def __init__(self, make_event: Callable[[float], dpe.DpEvent], delta: float,
@@ -188,9 +189,9 @@ class _OrderEpsilons:
         key = (i, z)
         value = self._memo.get(key)
         if value is None:
-            acc = make_accountant("rdp", self._relation, orders=(RDP_ORDERS[i],))
-            acc.compose(self._make_event(z))
-            value = float(acc.get_epsilon(self._delta))
+            engine = make_engine("rdp", self._relation, orders=(RDP_ORDERS[i],))
+            engine.compose(self._make_event(z))
+            value = float(engine.get_epsilon(self._delta))
             self._memo[key] = value
         return value
 
@@ -272,12 +273,12 @@ def _calibrate_rdp(
     ``make_event(z)`` must be order-separable (:func:`_order_separable`): its RDP at
     one order is then the same whether accounted alone or with all orders.
     Write ``e_a(z)`` for the epsilon of ``make_event(z)`` accounted at order ``a`` alone
-    and ``z_a`` for the root of ``e_a(z) = epsilon``. The full accountant reports
+    and ``z_a`` for the root of ``e_a(z) = epsilon``. The full engine reports
     ``e(z) = min_a e_a(z)`` (dp_accounting's conversion minimises over its orders), so
     ``e(z) <= epsilon`` as soon as ONE ``e_a(z) <= epsilon``:
 
     * soundness: the returned ``z`` was accounted at one order within the budget, hence
-      the full accountant (and the ledger, re-accounted with every order) reports at most
+      the full engine (and the ledger, re-accounted with every order) reports at most
       ``epsilon`` at ``z``. This holds whatever orders the search visits.
     * optimality: with every ``e_a`` decreasing in ``z``, the full calibration is
       ``z* = min_a z_a``, and order ``b`` has ``z_b < lo`` iff ``e_b(lo) <= epsilon``.
@@ -319,7 +320,7 @@ def _calibrate_rdp(
             i = (i + (1 if k > i else -1) + k) // 2
             lo, hi = root(i, start=lo)
             continue
-        # A local optimum: check it with every order at hi (the ledger's accountant).
+        # A local optimum: check it with every order at hi (the ledger's engine).
         per_order = _per_order_epsilons(make_event(hi), delta, relation, epsilon)
         if min(per_order) > epsilon:
             raise _SearchFailed  # cannot happen: order i alone meets the budget at hi
@@ -338,8 +339,8 @@ def _order_separable(event: dpe.DpEvent) -> bool:
 
     True for compositions of Gaussian and Laplace releases and of Gaussians on batches
     sampled without replacement or by Poisson sampling: dp_accounting (and
-    :class:`~skdp.privacy.accountants.ClampedRdpAccountant`) computes their RDP order by
-    order, so an accountant on one order reports exactly the full accountant's value at
+    :class:`~skdp.privacy.engines.ClampedRdpEngine`) computes their RDP order by
+    order, so an engine on one order reports exactly the full engine's value at
     that order. Not for e.g. ``RepeatAndSelectDpEvent``, whose RDP at one order is
     optimised over the other orders: one order alone gives a valid but larger value,
     which would mislead the order search (:func:`_calibrate_rdp`).
@@ -361,16 +362,16 @@ def _per_order_epsilons(event: dpe.DpEvent, delta: float, relation: str, upto: f
                         ) -> list[float]:
     """Epsilon at ``delta`` of ``event`` at each order of :data:`RDP_ORDERS` alone, exact
     where it is at most ``upto`` (an order above it may report a smaller value that is
-    still above ``upto``: :meth:`ClampedRdpAccountant.order_epsilons
-    <skdp.privacy.accountants.ClampedRdpAccountant.order_epsilons>`).
+    still above ``upto``: :meth:`ClampedRdpEngine.order_epsilons
+    <skdp.privacy.engines.ClampedRdpEngine.order_epsilons>`).
 
     Whether each order meets the budget ``upto`` is therefore exact, and so is the minimum
-    when it is at most ``upto``: the full accountant's epsilon. The subsampled-Gaussian
-    values it evaluates land in the accountants' memo, where the ledger's accounting at the
+    when it is at most ``upto``: the full engine's epsilon. The subsampled-Gaussian
+    values it evaluates land in the RDP engines' memo, where the ledger's accounting at the
     same multiplier finds them.
     """
-    acc = make_accountant("rdp", relation).compose(event)
-    return acc.order_epsilons(delta, upto=upto)
+    engine = make_engine("rdp", relation).compose(event)
+    return engine.order_epsilons(delta, upto=upto)
 
 
 def _orders_meeting(meets: Callable[[int], bool], i: int, last: int) -> int | None:
@@ -408,7 +409,7 @@ def _calibrate_cached(
     args: tuple,
     epsilon: float,
     delta: float,
-    accountant: str,
+    accounting: str,
     relation: str,
     lower_bound: float | None,
     start: float | None = None,
@@ -417,17 +418,17 @@ def _calibrate_cached(
         return factory(z, *args)
 
     def epsilon_of(z: float) -> float:
-        return epsilon_spent(make_event(z), delta, accountant=accountant, relation=relation)
+        return epsilon_spent(make_event(z), delta, accounting=accounting, relation=relation)
 
-    if (accountant == "rdp" and 0.0 < delta < 1.0 and 0.0 < epsilon < math.inf
+    if (accounting == "rdp" and 0.0 < delta < 1.0 and 0.0 < epsilon < math.inf
             and _order_separable(make_event(lower_bound or 1.0))):
         try:
             return _calibrate_rdp(make_event, epsilon, delta, relation, lower_bound)
         except (BudgetError, _SearchFailed):
-            pass  # the full accountant decides (e.g. whether the budget is unreachable)
+            pass  # the full engine decides (e.g. whether the budget is unreachable)
     if lower_bound:
         # A known lower bound of the solution (e.g. the exact Gaussian multiplier, which
-        # every upper-bounding accountant needs at least): search just above it.
+        # every upper-bounding engine needs at least): search just above it.
         lo, hi = _bracket(epsilon_of, epsilon, start=lower_bound, factor=1.05)
     else:
         # A start above the largest multiplier tried would skip the unreachable-budget
@@ -436,7 +437,7 @@ def _calibrate_cached(
     if lo == 0.0:
         return hi
     z = dpa.calibrate_dp_mechanism(
-        lambda: make_accountant(accountant, relation),
+        lambda: make_engine(accounting, relation),
         make_event,
         epsilon,
         delta,
@@ -451,7 +452,7 @@ def calibrate_noise_multiplier(
     args: tuple,
     budget: Budget,
     *,
-    accountant: str,
+    accounting: str,
     relation: str,
     lower_bound: float | None = None,
     start: float | None = None,
@@ -462,10 +463,10 @@ def calibrate_noise_multiplier(
     ``args``). ``lower_bound``, if given, must be a multiplier that is known NOT to be
     larger than the solution (it only speeds up the search). ``start`` (default 1, at most
     ``1e6``), where the doubling bracket of the generic search begins, keeps that search
-    from evaluating the accountant far below the solution (it halves down from ``start``
+    from evaluating the engine far below the solution (it halves down from ``start``
     only while the budget is met, so it never tries a multiplier below
     ``min(start, z) / 2``): for an event whose components' multipliers are far below
-    ``z``, at which the PLD accountant's memory would explode. Any ``start`` gives a
+    ``z``, at which the PLD engine's memory would explode. Any ``start`` gives a
     multiplier within the budget; ``lower_bound``, when given, and the RDP order search
     ignore it. ``budget`` is trusted (see
     :func:`~skdp.privacy.budget.check_budget`).
@@ -473,30 +474,30 @@ def calibrate_noise_multiplier(
     The returned ``z`` is on the private side by construction. ``"rdp"`` with an event
     whose RDP is computed order by order (Gaussians, subsampled or not, and Laplace; see
     :func:`_order_separable`): it was accounted within ``budget`` at one Renyi order of
-    :data:`RDP_ORDERS`, which bounds the epsilon of the accountant on all of them, then
+    :data:`RDP_ORDERS`, which bounds the epsilon of the engine on all of them, then
     checked with all of them (:func:`_calibrate_rdp`; within 0.01% of the smallest such
     ``z``; if that search finds no multiplier up to ``1e6``, the generic search decides).
     Otherwise: the bracket's upper end is accounted within ``budget`` before it is used,
     and ``dp_accounting.calibrate_dp_mechanism`` returns a root only after accounting it
-    (or its neighbour within ``tol``) within ``budget`` with a fresh accountant. It is
+    (or its neighbour within ``tol``) within ``budget`` with a fresh engine. It is
     not accounted once more here: the one check of a plan against its budget is the
     independent re-accounting of its ledger (:func:`~skdp.privacy.ledger.reaccount`,
     run by :meth:`~skdp.solvers._base.BaseDPSolver.prepare` before any noise is drawn).
     """
     if not budget.is_private:
         return 0.0
-    return _calibrate_cached(factory, tuple(args), budget.epsilon, budget.delta, accountant,
+    return _calibrate_cached(factory, tuple(args), budget.epsilon, budget.delta, accounting,
                              relation, lower_bound, start)
 
 
-def _one_gaussian_event(z: float, accountant: str, relation: str) -> dpe.DpEvent:
-    return gaussian_event(z, 1.0, accountant=accountant, relation=relation)
+def _one_gaussian_event(z: float, accounting: str, relation: str) -> dpe.DpEvent:
+    return gaussian_event(z, 1.0, accounting=accounting, relation=relation)
 
 
-def single_gaussian_multiplier(budget: Budget, accountant: str, relation: str) -> float:
+def single_gaussian_multiplier(budget: Budget, accounting: str, relation: str) -> float:
     """Noise multiplier of ONE Gaussian release meeting ``budget`` (0 when not private).
 
-    ``"gaussian"``: the exact analytic Gaussian (Balle & Wang 2018); other accountants
+    ``"gaussian"``: the exact analytic Gaussian (Balle & Wang 2018); other accounting methods
     calibrate their own (upper-bounding) reading of the event, for which the exact
     multiplier is a lower bound. ``delta = 0`` cannot be met by a Gaussian: raises
     :class:`~skdp.exceptions.IncompatibleSolverError` naming the pure-DP alternative.
@@ -509,11 +510,11 @@ def single_gaussian_multiplier(budget: Budget, accountant: str, relation: str) -
             "use accounting='auto' or 'pure' (l2 Laplace noise)."
         )
     exact = analytic_gaussian_multiplier(budget, 1)
-    if accountant == "gaussian":
+    if accounting == "gaussian":
         return exact
     return calibrate_noise_multiplier(
-        _one_gaussian_event, (accountant, relation), budget,
-        accountant=accountant, relation=relation, lower_bound=exact,
+        _one_gaussian_event, (accounting, relation), budget,
+        accounting=accounting, relation=relation, lower_bound=exact,
     )
 
 
@@ -527,18 +528,18 @@ class SingleRelease(NamedTuple):
     unit_scale: float
 
 
-def single_release(budget: Budget, accountant: str, relation: str) -> SingleRelease:
+def single_release(budget: Budget, accounting: str, relation: str) -> SingleRelease:
     """The noise of one release of sensitivity 1 meeting ``budget`` exactly.
 
     ``"pure"``: density proportional to ``exp(-epsilon ||v||_2)``, epsilon-DP for l2
     sensitivity 1 by the triangle inequality (``PureDpEvent``). Otherwise one Gaussian with
-    the accountant's single-release multiplier ``z`` (:func:`single_gaussian_multiplier`).
+    the accounting method's single-release multiplier ``z`` (:func:`single_gaussian_multiplier`).
     A release of sensitivity ``Delta`` scales the noise by ``Delta``.
     """
     if not budget.is_private:
         return SingleRelease("none", dpe.NonPrivateDpEvent(), 0.0)
-    if accountant == "pure":
+    if accounting == "pure":
         return SingleRelease("l2_laplace", PureDpEvent(budget.epsilon), 1.0 / budget.epsilon)
-    z = single_gaussian_multiplier(budget, accountant, relation)
-    return SingleRelease("gaussian", gaussian_event(z, 1.0, accountant=accountant,
+    z = single_gaussian_multiplier(budget, accounting, relation)
+    return SingleRelease("gaussian", gaussian_event(z, 1.0, accounting=accounting,
                                                     relation=relation), z)

@@ -12,14 +12,14 @@ reported epsilon is the smallest of them at ONE delta, the sum of the ledgers' o
     When every ledger is a composition of non-subsampled Gaussian releases, the whole is
     exactly ``mu``-GDP with ``mu^2 = sum mu_i^2`` (Dong, Roth & Su 2022, Cor. 3.3).
 ``"rdp"``
-    When dp_accounting's RDP accountant reads every ledger (Gaussian, subsampled Gaussian,
+    When dp_accounting's ``RdpAccountant`` reads every ledger (Gaussian, subsampled Gaussian,
     Laplace, repeat-and-select, randomized response), Renyi divergences add order by
     order; pure ``eps``-DP releases (:class:`~skdp.privacy.PureDpEvent`) are read as binary
     randomized response with the same ``eps``, which dominates every ``eps``-DP pair
     (Kairouz, Oh & Viswanath 2015, Thm. 2.1), so its Renyi divergences bound theirs.
 
 Each summary is a sum over ledgers (a scalar or one vector over the Renyi orders), so a
-check costs the same with 1 or 10000 entries. The PLD accountant is not used across
+check costs the same with 1 or 10000 entries. PLD accounting is not used across
 ledgers: its distributions do not add, and a ledger accounted by ``"pld"`` under
 replace-one reads ``GaussianDpEvent(z)`` on another scale (noise ``z Delta / 2``), so such
 ledgers (and ledgers converted from add/remove by group privacy) enter by ``"basic"`` only.
@@ -42,7 +42,7 @@ from skdp.privacy.accounting import (
     PrivacySpent,
     PureDpEvent,
     _gdp_epsilon,
-    make_accountant,
+    make_engine,
     randomized_response_event,
 )
 from skdp.privacy.budget import Budget
@@ -51,7 +51,7 @@ __all__ = ["CompositeLedger", "LedgerSummary", "Totals", "event_from_dict", "eve
            "rdp_curve", "summarize"]
 
 # Ledgers whose GaussianDpEvent multipliers are on the RDP scale (noise = z * sensitivity).
-_RDP_SCALE_ACCOUNTANTS = ("gaussian", "rdp", "pure")
+_RDP_SCALE_ACCOUNTING = ("gaussian", "rdp", "pure")
 
 
 def _map_leaves(event: dpe.DpEvent, fn) -> dpe.DpEvent:
@@ -82,18 +82,18 @@ def rdp_curve(event: dpe.DpEvent, relation: str = "replace_one") -> np.ndarray |
     """Renyi divergences of ``event`` at :data:`RDP_ORDERS` (RDP scale), or ``None``.
 
     ``PureDpEvent`` leaves are read as randomized response of the same epsilon (a
-    dominating pair). ``None`` when dp_accounting's RDP accountant cannot read the event
+    dominating pair). ``None`` when dp_accounting's ``RdpAccountant`` cannot read the event
     (for example an ``ApproxDpEvent`` with ``delta > 0``).
     """
-    acc = make_accountant("rdp", relation)
+    engine = make_engine("rdp", relation)
     mapped = _map_leaves(event, _pure_as_randomized_response)
-    if not acc.supports(mapped):
+    if not engine.supports(mapped):
         return None
-    acc.compose(mapped)
+    engine.compose(mapped)
     # Renyi divergences are non-negative; dp_accounting's randomized-response formula
     # rounds to about -1e-17 at tiny epsilons, and one negative order makes its epsilon
     # conversion report 0 for the whole composition.
-    return np.maximum(np.asarray(acc.rdp, dtype=float), 0.0)
+    return np.maximum(np.asarray(engine.rdp, dtype=float), 0.0)
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ _SUMMARY_CACHE: dict[tuple, LedgerSummary] = {}
 def _summarize_ledger(key: str, ledger: PrivacyLedger) -> LedgerSummary:
     # Ledgers are immutable values: memoised by their complete description (the Renyi
     # curve of randomized response costs dp_accounting ~15 ms to evaluate).
-    full_key = (key, ledger.accountant, ledger.relation, ledger.budget, ledger.via_add_remove)
+    full_key = (key, ledger.accounting, ledger.relation, ledger.budget, ledger.via_add_remove)
     summary = _SUMMARY_CACHE.get(full_key)
     if summary is None:
         if len(_SUMMARY_CACHE) >= 4096:
@@ -180,10 +180,10 @@ def _summarize_uncached(ledger: PrivacyLedger) -> LedgerSummary:
     spent = ledger.spent()
     summary = LedgerSummary(float(spent.epsilon), float(spent.delta))
     if (ledger.via_add_remove or ledger.relation != "replace_one"
-            or ledger.accountant not in _RDP_SCALE_ACCOUNTANTS
+            or ledger.accounting not in _RDP_SCALE_ACCOUNTING
             or not math.isfinite(spent.epsilon)):
         return summary
-    gauss = make_accountant("gaussian", "replace_one")
+    gauss = make_engine("gaussian", "replace_one")
     if gauss.supports(ledger.event):
         gauss.compose(ledger.event)
         summary = replace(summary, mu2=float(gauss.mu ** 2))

@@ -1,10 +1,11 @@
-"""The accountants: how a ``DpEvent`` is turned into ``(epsilon, delta)``.
+"""The composition engines: how a ``DpEvent`` is turned into ``(epsilon, delta)``.
 
-:func:`make_accountant` builds a FRESH accountant from its name; no epsilon is cached
-here. See :mod:`skdp.privacy.accounting` for what each accountant reads. The calibration
+:func:`make_engine` builds a FRESH composition engine from the name of an accounting
+method; no epsilon is cached here. See :mod:`skdp.privacy.accounting` for what each
+accounting method reads. The calibration
 (:mod:`skdp.privacy.calibration`) and the independent re-accounting of a ledger
 (:func:`skdp.privacy.ledger.reaccount`) share these classes, so that both read an event
-the same way, and one memo: the RDP accountant's per-order values of a subsampled
+the same way, and one memo: the RDP engine's per-order values of a subsampled
 Gaussian (``_RDP_MEMO``, keyed by every input of that pure function; it returns the
 floats that recomputation returns, docs/privacy_accounting_speed.md).
 """
@@ -35,22 +36,22 @@ from skdp.privacy.events import (
 )
 
 __all__ = [
-    "BasicCompositionAccountant",
-    "ClampedRdpAccountant",
-    "GaussianAccountant",
+    "BasicCompositionEngine",
+    "ClampedRdpEngine",
+    "GaussianEngine",
     "PLD_DISCRETIZATION",
-    "PureDpAccountant",
+    "PureDpEngine",
     "RDP_ORDERS",
-    "SelfComposingPldAccountant",
+    "SelfComposingPldEngine",
     "WOR_MAX_STABLE_ORDER",
     "gaussian_log_delta",
-    "make_accountant",
+    "make_engine",
 ]
 
 
 # PLD discretisation: smaller is tighter and slower; the result is always an upper bound.
 PLD_DISCRETIZATION = 1e-4
-# Renyi orders of the RDP accountant. Any set of orders gives a valid bound (the
+# Renyi orders of the RDP engine. Any set of orders gives a valid bound (the
 # conversion minimises over them); this one covers the optimal orders of epsilon in
 # [0.05, 50] at delta >= 1e-12 and costs about half of dp_accounting's default 156.
 RDP_ORDERS: tuple[float, ...] = (
@@ -115,8 +116,8 @@ def _precise_delta(mu: float, epsilon: float) -> float:
     return float(value)
 
 
-class _AdditiveAccountant(dpa.PrivacyAccountant):
-    """An accountant whose privacy parameters are sums over the composed releases.
+class _AdditiveEngine(dpa.PrivacyAccountant):
+    """A composition engine whose privacy parameters are sums over the composed releases.
 
     Walks ``ComposedDpEvent``/``SelfComposedDpEvent`` trees (no-ops cost nothing, a
     non-private release costs ``inf``) and adds ``count * cost(leaf)`` for each leaf;
@@ -124,7 +125,7 @@ class _AdditiveAccountant(dpa.PrivacyAccountant):
     a number or a pair ``(cost, delta)`` whose deltas are summed too.
     """
 
-    #: What the accountant reads, for the error message of unsupported events.
+    #: What the engine reads, for the error message of unsupported events.
     handles: str = ""
 
     def __init__(self, neighboring_relation: dpa.NeighboringRelation) -> None:
@@ -151,7 +152,7 @@ class _AdditiveAccountant(dpa.PrivacyAccountant):
         cost, delta = cost if isinstance(cost, tuple) else (cost, 0.0)
         if cost is None or not cost >= 0 or not 0 <= delta <= 1:
             return self.CompositionErrorDetails(
-                invalid_event=event, error_message=f"this accountant handles only {self.handles}"
+                invalid_event=event, error_message=f"this engine handles only {self.handles}"
             )
         if do_compose:
             self._total += count * cost
@@ -159,11 +160,11 @@ class _AdditiveAccountant(dpa.PrivacyAccountant):
         return None
 
 
-class GaussianAccountant(_AdditiveAccountant):
-    """Exact accountant for compositions of non-subsampled Gaussian releases.
+class GaussianEngine(_AdditiveEngine):
+    """Exact composition engine for compositions of non-subsampled Gaussian releases.
 
     A ``GaussianDpEvent(z)`` is read as a Gaussian release whose noise is ``z`` times the
-    l2 sensitivity under the accountant's neighbouring relation (the RDP convention).
+    l2 sensitivity under the engine's neighbouring relation (the RDP convention).
     ``T`` releases with multipliers ``z_t`` are exactly ``mu``-GDP with
     ``mu^2 = sum_t 1 / z_t^2``. Subsampled events are not supported (use ``"rdp"`` or
     ``"pld"``).
@@ -189,7 +190,7 @@ class GaussianAccountant(_AdditiveAccountant):
         return math.exp(gaussian_log_delta(self.mu, target_epsilon))
 
 
-class PureDpAccountant(_AdditiveAccountant):
+class PureDpEngine(_AdditiveEngine):
     """Basic composition of pure-DP events: the epsilons add, delta is 0.
 
     Reads :class:`PureDpEvent` (its ``epsilon``) and ``LaplaceDpEvent`` (``1 / z``: the
@@ -216,7 +217,7 @@ class PureDpAccountant(_AdditiveAccountant):
         return 0.0 if target_epsilon >= self._total else 1.0
 
 
-class BasicCompositionAccountant(_AdditiveAccountant):
+class BasicCompositionEngine(_AdditiveEngine):
     """Basic composition: ``k`` mechanisms ``(eps_i, delta_i)``-DP, even chosen adaptively,
     are ``(sum eps_i, sum delta_i)``-DP (Dwork & Roth 2014, Thm. 3.16).
 
@@ -230,7 +231,7 @@ class BasicCompositionAccountant(_AdditiveAccountant):
     def _leaf_cost(self, event: dpe.DpEvent) -> float | tuple[float, float] | None:
         if isinstance(event, ApproxDpEvent):
             return (event.epsilon, event.delta)
-        return PureDpAccountant._leaf_cost(self, event)  # type: ignore[arg-type]
+        return PureDpEngine._leaf_cost(self, event)  # type: ignore[arg-type]
 
     def get_epsilon(self, target_delta: float) -> float:
         # Rounding of a split delta (d1 + d2 computed from delta) is forgiven at 1e-12.
@@ -244,8 +245,9 @@ class BasicCompositionAccountant(_AdditiveAccountant):
 WOR_MAX_STABLE_ORDER = 64
 
 
-class ClampedRdpAccountant(rdp_privacy_accountant.RdpAccountant):
-    """dp_accounting's RDP accountant with a numerically safe sampling-without-replacement term.
+class ClampedRdpEngine(rdp_privacy_accountant.RdpAccountant):
+    """dp_accounting's ``RdpAccountant`` with a numerically safe sampling-without-replacement
+    term.
 
     For large sampling ratios (q ~ 0.3), large noise multipliers and orders above 64,
     dp_accounting's bound for Gaussians on batches sampled without replacement (Wang, Balle
@@ -447,7 +449,7 @@ def _order_epsilon(order: float, rdp: float, delta: float) -> float:
     """dp_accounting's conversion of the RDP ``rdp`` at ONE order to epsilon at ``delta``
     (:func:`~dp_accounting.rdp.rdp_privacy_accountant.compute_epsilon` on that order):
     non-decreasing in ``rdp`` (0 up to the KL bound, then ``rdp`` plus a constant of the
-    order, clipped at 0), and its minimum over the orders is the accountant's epsilon."""
+    order, clipped at 0), and its minimum over the orders is the engine's epsilon."""
     return float(rdp_privacy_accountant.compute_epsilon([order], [rdp], delta)[0])
 
 
@@ -509,7 +511,7 @@ def _log_a_lower_bounds(q: float, z: float, kmax: int) -> np.ndarray:
     m`` term at ``u = 0``: ``e^{-c/4} (2m)! c^m / m!``. Replacing ``d_lo``, ``d_hi`` by those
     bounds lowers every ``s_i``; the terms ``i >= 3`` are kept for ``z <=``
     :data:`_HIGHER_TERMS_MAX_Z` only. A bound that came out above dp_accounting's value could
-    only make :meth:`ClampedRdpAccountant.get_epsilon` skip an order: its epsilon is always
+    only make :meth:`ClampedRdpEngine.get_epsilon` skip an order: its epsilon is always
     dp_accounting's exact value at an order it evaluated, never below the minimum.
     Memoised (a pure function of its arguments; the array returned is read-only).
     """
@@ -564,7 +566,7 @@ def _wor_lower_bound(q: float, z: float, orders: np.ndarray) -> np.ndarray:
     return np.where(orders <= WOR_MAX_STABLE_ORDER, bound, g)
 
 
-#: Per-order RDP of one subsampled Gaussian, shared by every ClampedRdpAccountant of the
+#: Per-order RDP of one subsampled Gaussian, shared by every ClampedRdpEngine of the
 #: process (the calibration's searches, its check of the result with every order, and the
 #: re-accounting of the ledger at the same multiplier). The value at order ``a`` is a
 #: deterministic function of the without-replacement or Poisson bound used (the
@@ -585,7 +587,7 @@ def _poisson_rdp():
 
 
 def _clamped_rdp(wor: bool, q: float, z: float, orders: np.ndarray) -> np.ndarray:
-    """The clamped RDP of a subsampled Gaussian at ``orders`` (see ClampedRdpAccountant).
+    """The clamped RDP of a subsampled Gaussian at ``orders`` (see ClampedRdpEngine).
 
     ``min(bound, alpha / (2 z^2))`` where dp_accounting's bound is finite and
     non-negative (and, without replacement, ``alpha <= WOR_MAX_STABLE_ORDER``), else the
@@ -614,8 +616,8 @@ def _leaves(event: dpe.DpEvent) -> list[dpe.DpEvent]:
     return [event]
 
 
-class SelfComposingPldAccountant(pld_privacy_accountant.PLDAccountant):
-    """dp_accounting's PLD accountant, with randomized response composed exactly.
+class SelfComposingPldEngine(pld_privacy_accountant.PLDAccountant):
+    """dp_accounting's ``PLDAccountant``, with randomized response composed exactly.
 
     Two problems of dp_accounting 0.6.0 with ``RandomizedResponseDpEvent`` (which skdp uses
     for pure-DP selections: every ``e``-DP mechanism is dominated by binary randomized
@@ -669,7 +671,7 @@ class SelfComposingPldAccountant(pld_privacy_accountant.PLDAccountant):
         if self._lattice is not None:
             rr_params.add(self._lattice[0])
         if rr_params and (other or len(rr_params) > 1):
-            return ("the PLD accountant composes randomized response exactly only on its "
+            return ("PLD accounting composes randomized response exactly only on its "
                     "own lattice: one randomized-response parameter per ledger, and no "
                     "other mechanism.")
         return None
@@ -707,42 +709,43 @@ class SelfComposingPldAccountant(pld_privacy_accountant.PLDAccountant):
         return None
 
 
-def make_accountant(
-    accountant: str, relation: str = "replace_one", *, orders: tuple[float, ...] | None = None
+def make_engine(
+    accounting: str, relation: str = "replace_one", *, orders: tuple[float, ...] | None = None
 ) -> dpa.PrivacyAccountant:
-    """A fresh accountant of the named kind for the named neighbouring relation.
+    """A fresh composition engine of the named accounting method for the named
+    neighbouring relation.
 
     Parameters
     ----------
-    accountant : str
+    accounting : str
         ``"gaussian"``, ``"pure"``, ``"basic"``, ``"rdp"`` or ``"pld"``.
     relation : str, default="replace_one"
         ``"replace_one"`` or ``"add_remove"``.
     orders : tuple of float, default=None
         ``"rdp"`` only: the Renyi orders to account at, a non-empty subset of
         :data:`RDP_ORDERS` (``None``: all of them). Epsilon is a minimum over the orders,
-        so an accountant on a subset reports an epsilon at least that of the full one
+        so an engine on a subset reports an epsilon at least that of the full one
         (used by the calibration's order search, never by the re-accounting of a ledger).
 
     Returns
     -------
     dp_accounting.PrivacyAccountant
-        A new accountant with nothing composed.
+        A new composition engine with nothing composed.
     """
-    _check_names(accountant, relation)
+    _check_names(accounting, relation)
     rel = _RELATION[relation]
     if orders is not None:
-        if accountant != "rdp" or not orders or not set(orders) <= set(RDP_ORDERS):
+        if accounting != "rdp" or not orders or not set(orders) <= set(RDP_ORDERS):
             raise ValueError("orders must be a non-empty subset of RDP_ORDERS, for 'rdp'.")
-        return ClampedRdpAccountant(orders=tuple(orders), neighboring_relation=rel)
-    if accountant == "gaussian":
-        return GaussianAccountant(rel)
-    if accountant == "pure":
-        return PureDpAccountant(rel)
-    if accountant == "basic":
-        return BasicCompositionAccountant(rel)
-    if accountant == "rdp":
-        return ClampedRdpAccountant(orders=RDP_ORDERS, neighboring_relation=rel)
-    return SelfComposingPldAccountant(
+        return ClampedRdpEngine(orders=tuple(orders), neighboring_relation=rel)
+    if accounting == "gaussian":
+        return GaussianEngine(rel)
+    if accounting == "pure":
+        return PureDpEngine(rel)
+    if accounting == "basic":
+        return BasicCompositionEngine(rel)
+    if accounting == "rdp":
+        return ClampedRdpEngine(orders=RDP_ORDERS, neighboring_relation=rel)
+    return SelfComposingPldEngine(
         neighboring_relation=rel, value_discretization_interval=PLD_DISCRETIZATION
     )

@@ -5,8 +5,8 @@ noise multiplier.
 This module holds the two event classes of skdp (:class:`PureDpEvent`,
 :class:`ApproxDpEvent`: closed-form guarantees that ``dp_accounting`` has no event for) and
 the builders every solver uses (:func:`gaussian_event`, :func:`subsampled_gaussian_event`,
-:func:`randomized_response_event`). It imports no accountant, so the accountants
-(:mod:`skdp.privacy.accountants`), the calibration (:mod:`skdp.privacy.calibration`) and the
+:func:`randomized_response_event`). It imports no composition engine, so the engines
+(:mod:`skdp.privacy.engines`), the calibration (:mod:`skdp.privacy.calibration`) and the
 ledger (:mod:`skdp.privacy.ledger`) all read the same events.
 """
 
@@ -18,7 +18,7 @@ import attr
 from dp_accounting import dp_event as dpe
 
 __all__ = [
-    "ACCOUNTANTS",
+    "ACCOUNTING_METHODS",
     "RELATIONS",
     "ApproxDpEvent",
     "PureDpEvent",
@@ -30,13 +30,14 @@ __all__ = [
 ]
 
 
-ACCOUNTANTS: tuple[str, ...] = ("gaussian", "rdp", "pld", "pure", "basic")
+ACCOUNTING_METHODS: tuple[str, ...] = ("gaussian", "rdp", "pld", "pure", "basic")
 RELATIONS: tuple[str, ...] = ("replace_one", "add_remove")
 
 
-def _check_names(accountant: str, relation: str) -> None:
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}.")
+def _check_names(accounting: str, relation: str) -> None:
+    if accounting not in ACCOUNTING_METHODS:
+        raise ValueError(
+            f"accounting must be one of {ACCOUNTING_METHODS}, got {accounting!r}.")
     if relation not in RELATIONS:
         raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}.")
 
@@ -48,7 +49,7 @@ class PureDpEvent(dpe.DpEvent):
     Used for pure-DP releases that ``dp_accounting`` has no event for, for example the
     l2 "multivariate Laplace" noise of output perturbation (density proportional to
     ``exp(-epsilon ||z||_2 / Delta)``, epsilon-DP by the triangle inequality). The solver
-    that records it states the argument; only :class:`PureDpAccountant` reads it.
+    that records it states the argument; only :class:`PureDpEngine` reads it.
     """
 
     epsilon: float
@@ -61,7 +62,7 @@ class ApproxDpEvent(dpe.DpEvent):
     For mechanisms whose privacy profile ``dp_accounting`` cannot represent (objective
     perturbation, amplification by shuffling). The solver that records it states the
     argument and, in ``mechanism``, what was released; only
-    :class:`BasicCompositionAccountant` reads it.
+    :class:`BasicCompositionEngine` reads it.
     """
 
     epsilon: float
@@ -98,7 +99,7 @@ def randomized_response_event(epsilon: float) -> dpe.RandomizedResponseDpEvent:
 # Building events: the ONE place that turns (sigma, sensitivity) into a noise multiplier
 # ---------------------------------------------------------------------------------------
 def gaussian_noise_multiplier(
-    sigma: float, sensitivity: float, *, accountant: str, relation: str
+    sigma: float, sensitivity: float, *, accounting: str, relation: str
 ) -> float:
     """Noise multiplier that makes ``GaussianDpEvent`` describe ``N(0, sigma^2 I)``.
 
@@ -109,24 +110,24 @@ def gaussian_noise_multiplier(
     sensitivity : float
         l2 sensitivity of the query under ``relation`` (for replace-one: the largest
         change when one record is replaced by any other).
-    accountant, relation : str
-        The accountant that will read the event, and the neighbouring relation.
+    accounting, relation : str
+        The accounting method that will read the event, and the neighbouring relation.
 
     Notes
     -----
-    dp_accounting 0.6 reads ``GaussianDpEvent(z)`` as noise ``z * Delta`` for the RDP
-    accountant under any relation and for the PLD accountant under add/remove, but for the
-    PLD accountant under replace-one as noise ``z * Delta / 2`` (its replace-one pair
+    dp_accounting 0.6 reads ``GaussianDpEvent(z)`` as noise ``z * Delta`` for its
+    ``RdpAccountant`` under any relation and for its ``PLDAccountant`` under add/remove, but
+    for the ``PLDAccountant`` under replace-one as noise ``z * Delta / 2`` (its replace-one pair
     shifts the mean by ``+-1/z``). Hence ``z = sigma / (Delta / 2)`` there.
     """
-    _check_names(accountant, relation)
+    _check_names(accounting, relation)
     if not (math.isfinite(sigma) and math.isfinite(sensitivity)) or sensitivity < 0 or sigma < 0:
         raise ValueError(
             f"sigma and sensitivity must be finite and non-negative, got {sigma}, {sensitivity}."
         )
     if sensitivity == 0:
         return math.inf
-    if accountant == "pld" and relation == "replace_one":
+    if accounting == "pld" and relation == "replace_one":
         return sigma / (sensitivity / 2.0)
     return sigma / sensitivity
 
@@ -146,7 +147,7 @@ def check_sensitivity(sensitivity: float, name: str = "sensitivity") -> float:
 
 
 def gaussian_event(
-    sigma: float, sensitivity: float, *, accountant: str, relation: str
+    sigma: float, sensitivity: float, *, accounting: str, relation: str
 ) -> dpe.DpEvent:
     """The ``DpEvent`` of one release ``q(D) + N(0, sigma^2 I)`` with the given sensitivity.
 
@@ -157,7 +158,7 @@ def gaussian_event(
     check_sensitivity(sensitivity)
     if sigma == 0:
         return dpe.NonPrivateDpEvent()
-    z = gaussian_noise_multiplier(sigma, sensitivity, accountant=accountant, relation=relation)
+    z = gaussian_noise_multiplier(sigma, sensitivity, accounting=accounting, relation=relation)
     return dpe.GaussianDpEvent(z)
 
 
@@ -168,20 +169,20 @@ def subsampled_gaussian_event(
     n_samples: int,
     batch_size: int,
     sampling: str,
-    accountant: str,
+    accounting: str,
     relation: str,
 ) -> dpe.DpEvent:
     """The ``DpEvent`` of a Gaussian release computed on a random batch.
 
     ``sampling="without_replacement"``: a uniform subset of exactly ``batch_size`` records
-    (replace-one only, RDP accountant; Wang, Balle & Kasiviswanathan 2019, Thm. 27).
+    (replace-one only, RDP accounting; Wang, Balle & Kasiviswanathan 2019, Thm. 27).
     ``sampling="poisson"``: each record independently with probability
-    ``batch_size / n_samples`` (add/remove; RDP or PLD accountant).
+    ``batch_size / n_samples`` (add/remove; RDP or PLD accounting).
     ``sensitivity`` is that of the batch query under ``relation``.
     """
     if sigma == 0:
         return dpe.NonPrivateDpEvent()
-    inner = gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation)
+    inner = gaussian_event(sigma, sensitivity, accounting=accounting, relation=relation)
     if sampling == "without_replacement":
         return dpe.SampledWithoutReplacementDpEvent(n_samples, batch_size, inner)
     if sampling == "poisson":

@@ -1,12 +1,12 @@
 """What a fit ran (:class:`PrivacyLedger`) and its independent re-accounting.
 
 :func:`reaccount` recomputes the ``(epsilon, delta)`` of a ledger from the events it
-records, with a fresh accountant. It deliberately does not import the calibration
+records, with a fresh composition engine. It deliberately does not import the calibration
 (:mod:`skdp.privacy.calibration`): the check of a plan against its budget must not be a
 hit in a cache of the code path that chose the noise (an epsilon memoised for an event,
-or a calibrated multiplier). It shares with the calibration only the accountant classes
-(:func:`~skdp.privacy.accountants.make_accountant`), so both read an event the same way
-and report identical numbers, and with them the RDP accountant's memo of per-order
+or a calibrated multiplier). It shares with the calibration only the engine classes
+(:func:`~skdp.privacy.engines.make_engine`), so both read an event the same way
+and report identical numbers, and with them the RDP engine's memo of per-order
 subsampled-Gaussian RDP values, a pure function of its key (docs/privacy_accounting_speed.md).
 """
 
@@ -19,8 +19,8 @@ from typing import NamedTuple
 from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import IncompatibleSolverError
-from skdp.privacy.accountants import make_accountant
 from skdp.privacy.budget import Budget
+from skdp.privacy.engines import make_engine
 
 __all__ = [
     "MAX_ADD_REMOVE_EPSILON",
@@ -60,9 +60,10 @@ class PrivacyLedger:
     ----------
     event : dp_accounting.DpEvent
         The composed event of every noisy release of the fit.
-    accountant : str
-        The accountant that reads ``event`` (``"gaussian"``, ``"rdp"``, ``"pld"``,
-        ``"pure"`` or ``"basic"``).
+    accounting : str
+        The accounting method that reads ``event`` (``"gaussian"``, ``"rdp"``, ``"pld"``,
+        ``"pure"`` or ``"basic"``). Ledgers pickled under its former name, ``accountant``,
+        load with it renamed.
     relation : str
         Neighbouring relation of the guarantee (``"replace_one"`` or ``"add_remove"``).
     budget : Budget
@@ -73,7 +74,7 @@ class PrivacyLedger:
     """
 
     event: dpe.DpEvent
-    accountant: str
+    accounting: str
     relation: str
     budget: Budget
     via_add_remove: bool = False
@@ -81,8 +82,15 @@ class PrivacyLedger:
     #: ledger or with the calibration); excluded from equality, hashing and ``repr``.
     _spent: PrivacySpent | None = field(default=None, init=False, repr=False, compare=False)
 
+    def __setstate__(self, state: dict) -> None:
+        # A ledger pickled before the method's field was renamed holds it as "accountant".
+        state = dict(state)
+        if "accountant" in state:
+            state["accounting"] = state.pop("accountant")
+        self.__dict__.update(state)
+
     def reaccount(self) -> PrivacySpent:
-        """Re-account ``event`` now, with a fresh accountant (see :func:`reaccount`).
+        """Re-account ``event`` now, with a fresh composition engine (see :func:`reaccount`).
 
         See :func:`reaccount`. The result is remembered by this ledger: later calls of
         :meth:`spent` return it without accounting again.
@@ -94,7 +102,7 @@ class PrivacyLedger:
     def spent(self) -> PrivacySpent:
         """The ``(epsilon, delta)`` spent under ``relation``.
 
-        The first call re-accounts the ledger (:meth:`reaccount`: a fresh accountant, none
+        The first call re-accounts the ledger (:meth:`reaccount`: a fresh engine, none
         of the calibration's caches); later calls on the same ledger return that result.
         """
         spent = self._spent
@@ -105,13 +113,14 @@ def reaccount(ledger: PrivacyLedger) -> PrivacySpent:
     """The ``(epsilon, delta)`` of ``ledger``, recomputed from its events from scratch.
 
     An accounting path independent of the calibration that chose the noise: a FRESH
-    accountant of the ledger's kind (:func:`~skdp.privacy.accountants.make_accountant`)
+    composition engine of the ledger's accounting method
+    (:func:`~skdp.privacy.engines.make_engine`)
     composes ``ledger.event`` itself (the event the solver says it runs, not the
     calibration's ``factory(z, *args)``) and converts its epsilon; no epsilon or
     multiplier is read from a cache (:func:`~skdp.privacy.calibration.epsilon_spent`'s
     memo and the calibration's ``lru_cache`` are not consulted). The numbers are those of
-    the calibration's accountant, exactly: both read the event with the same accountant
-    class. The one memo it shares is the RDP accountant's per-order values of a
+    the calibration's engine, exactly: both read the event with the same engine
+    class. The one memo it shares is the RDP engine's per-order values of a
     subsampled Gaussian, keyed by every input of dp_accounting's bound (the bound itself,
     the relation, ``q``, ``z``, the order): a hit is the float that recomputation gives
     (tests/privacy/test_calibration_cache.py).
@@ -133,15 +142,15 @@ def reaccount(ledger: PrivacyLedger) -> PrivacySpent:
     Raises
     ------
     IncompatibleSolverError
-        If the ledger's accountant cannot read its event under the relation.
+        If the ledger's accounting method cannot read its event under the relation.
 
     Notes
     -----
-    Cost: one accountant evaluation of the whole ledger, on every call (a warm fit, whose
+    Cost: one engine evaluation of the whole ledger, on every call (a warm fit, whose
     calibration is cached, pays it too). Measured for the default configuration of every
     solver (20 features, budget ``(1, 1e-5)``, ``n = 10^5``; localized mirror descent at
     ``n = 10^4``): about 1 ms with the ``"gaussian"``, ``"pure"`` and ``"basic"``
-    accountants, at most 0.2 s with ``"rdp"`` and 0.7 s with ``"pld"`` (DP-SVRG with
+    accounting methods, at most 0.2 s with ``"rdp"`` and 0.7 s with ``"pld"`` (DP-SVRG with
     Poisson batches), against 1 to 10 s for the cold PLD calibration of the same ledgers
     (70 s for localized mirror descent). With ``"rdp"``, a ledger at the multiplier the
     calibration returned costs about 1 ms: the calibration checked that multiplier with
@@ -152,12 +161,12 @@ def reaccount(ledger: PrivacyLedger) -> PrivacySpent:
         return PrivacySpent(math.inf, budget.delta)
     if ledger.via_add_remove:
         inner_delta = add_remove_budget(budget).delta
-        eps = _fresh_epsilon(ledger.event, inner_delta, ledger.accountant, "add_remove")
+        eps = _fresh_epsilon(ledger.event, inner_delta, ledger.accounting, "add_remove")
         # Replacing a record = removing it, then adding another: (eps, d) for
         # add/remove gives (2 eps, (1 + e^eps) d) for replace-one.
         factor = 1.0 + math.exp(eps) if eps < _MAX_EXP_ARGUMENT else math.inf
         return PrivacySpent(2.0 * eps, factor * inner_delta)
-    eps = _fresh_epsilon(ledger.event, budget.delta, ledger.accountant, ledger.relation)
+    eps = _fresh_epsilon(ledger.event, budget.delta, ledger.accounting, ledger.relation)
     return PrivacySpent(eps, budget.delta)
 
 
@@ -165,17 +174,17 @@ def reaccount(ledger: PrivacyLedger) -> PrivacySpent:
 _MAX_EXP_ARGUMENT = 700.0
 
 
-def _fresh_epsilon(event: dpe.DpEvent, delta: float, accountant: str, relation: str) -> float:
-    """Epsilon of ``event`` at ``delta`` from a new accountant (deliberately not shared
-    with :func:`~skdp.privacy.calibration.epsilon_spent`)."""
-    acc = make_accountant(accountant, relation)
-    if not acc.supports(event):
+def _fresh_epsilon(event: dpe.DpEvent, delta: float, accounting: str, relation: str) -> float:
+    """Epsilon of ``event`` at ``delta`` from a new composition engine (deliberately not
+    shared with :func:`~skdp.privacy.calibration.epsilon_spent`)."""
+    engine = make_engine(accounting, relation)
+    if not engine.supports(event):
         raise IncompatibleSolverError(
-            f"the {accountant!r} accountant cannot account this mechanism under the "
-            f"{relation!r} relation: {event}. Choose another accountant."
+            f"accounting method {accounting!r} cannot account this mechanism under the "
+            f"{relation!r} relation: {event}. Choose another accounting method."
         )
-    acc.compose(event)
-    return float(acc.get_epsilon(delta))
+    engine.compose(event)
+    return float(engine.get_epsilon(delta))
 
 
 def add_remove_budget(budget: Budget) -> Budget:
@@ -186,7 +195,7 @@ def add_remove_budget(budget: Budget) -> Budget:
     so ``e = min(epsilon / 2, 5)`` and ``d = delta / (1 + e^e)``.
     """
     # Capped at 5: beyond it delta / (1 + e^(eps/2)) becomes so small (1e-16 at eps = 50)
-    # that the PLD accountant's truncation can certify it only with huge noise, and the
+    # that the PLD engine's truncation can certify it only with huge noise, and the
     # noise would grow with epsilon. The cap keeps the noise non-increasing in epsilon;
     # the guarantee is then (10, delta), stronger than asked.
     half = min(budget.epsilon / 2.0, MAX_ADD_REMOVE_EPSILON)

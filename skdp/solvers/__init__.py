@@ -81,9 +81,9 @@ def accepting_solvers(error: Exception) -> Exception:
     suggest = getattr(error, "suggest", None)
     if suggest is None or SEE_SOLVERS not in str(error):
         return error
-    name, spec, accountant, relation = suggest
+    name, spec, accounting, relation = suggest
     fits = [key for key, cls in SOLVERS.items()
-            if key != name and accepting(cls.capabilities, key, spec, accountant, relation)]
+            if key != name and accepting(cls.capabilities, key, spec, accounting, relation)]
     names = (f"({', '.join(map(repr, fits))})" if fits else
              "(no registered solver accepts this problem as it is)")
     return IncompatibleSolverError(str(error).replace(SEE_SOLVERS, names))

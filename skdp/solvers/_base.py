@@ -19,7 +19,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._sklearn_compat import Interval, validate_parameter_constraints
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
-from skdp.privacy.accounting import ACCOUNTANTS, PrivacyLedger, PrivacySpent
+from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource, as_noise_source
 from skdp.solvers._capabilities import Capabilities, check_capabilities
@@ -113,8 +113,8 @@ class Plan:
         Number of noisy steps (data-independent).
     event : dp_accounting.DpEvent
         The ledger of every noisy release.
-    accountant, relation : str
-        How ``event`` is read.
+    accounting, relation : str
+        How ``event`` is read: the accounting method and the neighbouring relation.
     via_add_remove : bool
         ``event`` is accounted under add/remove and converted to ``relation``
         (replace-one) by group privacy (see :class:`~skdp.privacy.PrivacyLedger`).
@@ -122,7 +122,7 @@ class Plan:
 
     n_iter: int
     event: dpe.DpEvent
-    accountant: str
+    accounting: str
     relation: str
     via_add_remove: bool = False
 
@@ -145,7 +145,7 @@ class Plan:
                 return f"array(shape={value.shape})"
             return repr(value)
 
-        parts = [f"n_iter={self.n_iter}", f"accountant={self.accountant!r}",
+        parts = [f"n_iter={self.n_iter}", f"accounting={self.accounting!r}",
                  f"relation={self.relation!r}"]
         if self.via_add_remove:
             parts.append("via_add_remove=True")
@@ -217,16 +217,16 @@ class BaseDPSolver(ABC):
         return f"{type(self).__name__}({args})"
 
     # -- checks --------------------------------------------------------------------------
-    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
-        """The accountant actually used for ``"auto"``: the declared default, or ``"pure"``
-        when the budget asks for pure DP (``delta = 0``) and the solver has a pure-DP
-        mechanism."""
-        if accountant != "auto":
-            return accountant
+    def resolve_accounting(self, accounting: str, budget: Budget | None = None) -> str:
+        """The accounting method actually used for ``"auto"``: the declared default, or
+        ``"pure"`` when the budget asks for pure DP (``delta = 0``) and the solver has a
+        pure-DP mechanism."""
+        if accounting != "auto":
+            return accounting
         caps = self.capabilities
         if budget is not None and budget.is_private and budget.delta == 0 and caps.pure_dp:
             return "pure"
-        return caps.default_accountant
+        return caps.default_accounting
 
     def supported_relations(self) -> tuple[str, ...]:
         """Neighbouring relations this configuration of the solver is accounted under.
@@ -236,15 +236,15 @@ class BaseDPSolver(ABC):
         """
         return ("replace_one",)
 
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """Raise :class:`IncompatibleSolverError` naming the setting to change.
 
         The generic check of the declared :attr:`capabilities`; subclasses add only
         data-free numeric conditions that no declaration expresses.
         """
-        if accountant not in ACCOUNTANTS:
+        if accounting not in ACCOUNTING_METHODS:
             raise IncompatibleSolverError(
-                f"accounting must be 'auto' or one of {ACCOUNTANTS}, got {accountant!r}."
+                f"accounting must be 'auto' or one of {ACCOUNTING_METHODS}, got {accounting!r}."
             )
         if relation not in self.supported_relations():
             raise IncompatibleSolverError(
@@ -258,7 +258,7 @@ class BaseDPSolver(ABC):
                 f"has {spec.n_outputs}; its derivative and range bounds would be wrong. "
                 "Pass n_outputs to the loss."
             )
-        check_capabilities(self, spec, accountant, relation)
+        check_capabilities(self, spec, accounting, relation)
 
     def _validate_params(self) -> None:
         """Check the constructor parameters against :attr:`_parameter_constraints`, then
@@ -304,24 +304,24 @@ class BaseDPSolver(ABC):
 
     # -- the algorithm -------------------------------------------------------------------
     @abstractmethod
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str) -> Plan:
         """Fix iteration counts and calibrate noise from public quantities only."""
 
     @abstractmethod
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         """Run the planned algorithm; every random draw comes from ``noise``."""
 
-    def check(self, spec: ProblemSpec, budget: Budget, *, accountant: str = "auto",
+    def check(self, spec: ProblemSpec, budget: Budget, *, accounting: str = "auto",
               relation: str = "replace_one") -> str:
         """Validate the solver's parameters and its compatibility with ``spec`` (no
-        calibration); returns the accountant that ``"auto"`` resolves to."""
+        calibration); returns the accounting method that ``"auto"`` resolves to."""
         self._validate_params()
-        accountant = self.resolve_accountant(accountant, budget)
-        self.check_compatible(spec, accountant, relation)
-        return accountant
+        accounting = self.resolve_accounting(accounting, budget)
+        self.check_compatible(spec, accounting, relation)
+        return accounting
 
     def prepare(
-        self, spec: ProblemSpec, budget: Budget, *, accountant: str = "auto",
+        self, spec: ProblemSpec, budget: Budget, *, accounting: str = "auto",
         relation: str = "replace_one",
     ) -> tuple[Plan, PrivacyLedger, PrivacySpent]:
         """Plan from public quantities only and verify the plan's ledger against the budget.
@@ -331,7 +331,7 @@ class BaseDPSolver(ABC):
 
         ``budget`` is trusted (validated once, by :func:`~skdp.privacy.check_budget`).
         The plan's ledger is re-accounted by :meth:`PrivacyLedger.reaccount
-        <skdp.privacy.PrivacyLedger.reaccount>`: a fresh accountant composes the events
+        <skdp.privacy.PrivacyLedger.reaccount>`: a fresh composition engine composes the events
         the plan records, on a code path that shares no cache with the calibration that
         chose the noise (see :func:`skdp.privacy.reaccount`). Its result is the ledger's
         ``spent()`` from then on.
@@ -341,9 +341,9 @@ class BaseDPSolver(ABC):
         PrivacyAccountingError
             If the re-accounted ``(epsilon, delta)`` exceeds ``budget``.
         """
-        accountant = self.check(spec, budget, accountant=accountant, relation=relation)
-        plan = self.plan(spec, budget, accountant, relation)
-        ledger = PrivacyLedger(plan.event, accountant, relation, budget, plan.via_add_remove)
+        accounting = self.check(spec, budget, accounting=accounting, relation=relation)
+        plan = self.plan(spec, budget, accounting, relation)
+        ledger = PrivacyLedger(plan.event, accounting, relation, budget, plan.via_add_remove)
         # The calibrated noise is re-accounted independently BEFORE any noise is drawn.
         spent = ledger.reaccount()
         if budget.is_private and not spent.within(budget):
@@ -359,7 +359,7 @@ class BaseDPSolver(ABC):
         budget: Budget,
         random_state: Any = None,
         *,
-        accountant: str = "auto",
+        accounting: str = "auto",
         relation: str = "replace_one",
         prepared: tuple[Plan, PrivacyLedger, PrivacySpent] | None = None,
     ) -> SolverResult:
@@ -373,8 +373,9 @@ class BaseDPSolver(ABC):
             Validated budget (see :func:`~skdp.privacy.check_budget`).
         random_state : None, int, Generator or NoiseSource
             Source of every random draw.
-        accountant : {"auto", "gaussian", "rdp", "pld"}
-            How the ledger is accounted.
+        accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}
+            The accounting method that reads the ledger (``"auto"``: the solver's
+            default, see :meth:`resolve_accounting`).
         relation : {"replace_one"}
             Neighbouring relation of the guarantee.
         prepared : tuple, optional
@@ -392,7 +393,7 @@ class BaseDPSolver(ABC):
             ``prepared`` was planned for another budget.
         """
         if prepared is None:
-            prepared = self.prepare(problem.spec, budget, accountant=accountant,
+            prepared = self.prepare(problem.spec, budget, accounting=accounting,
                                     relation=relation)
         plan, ledger, spent = prepared
         if ledger.budget != budget:

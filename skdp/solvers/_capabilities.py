@@ -63,11 +63,12 @@ class Capabilities:
         Short name of the algorithm and its source (docs tables).
     needs_delta : bool
         Whether the guarantee is approximate DP only (``delta > 0`` required).
-    accountants : tuple of str
-        Accountants that can read the solver's ledger (``"pure"`` among them: a pure
-        epsilon-DP mechanism exists).
-    default_accountant : str
-        Accountant used for ``"auto"`` (``"pure"`` when ``delta = 0`` and pure DP exists).
+    accounting_methods : tuple of str
+        Accounting methods that can read the solver's ledger (``"pure"`` among them: a
+        pure epsilon-DP mechanism exists).
+    default_accounting : str
+        Accounting method used for ``"auto"`` (``"pure"`` when ``delta = 0`` and pure DP
+        exists).
     losses : tuple of str
         ``GLMLoss.name`` of the losses the solver accepts.
     constraints : tuple of str
@@ -109,8 +110,8 @@ class Capabilities:
 
     algorithm: str
     needs_delta: bool = True
-    accountants: tuple[str, ...] = ("rdp", "pld")
-    default_accountant: str = "rdp"
+    accounting_methods: tuple[str, ...] = ("rdp", "pld")
+    default_accounting: str = "rdp"
     losses: tuple[str, ...] = ("logistic", "multinomial", "smoothed_hinge", "squared", "huber")
     constraints: tuple[str, ...] = ("none", "l2")
     max_lp: float = math.inf
@@ -136,13 +137,14 @@ class Capabilities:
                                  f"known: {allowed}.")
         if self.intercept not in INTERCEPT_RULES:
             raise ValueError(f"Capabilities.intercept must be one of {INTERCEPT_RULES}.")
-        if self.default_accountant not in self.accountants:
-            raise ValueError("Capabilities.default_accountant must be one of accountants.")
+        if self.default_accounting not in self.accounting_methods:
+            raise ValueError("Capabilities.default_accounting must be one of "
+                             "accounting_methods.")
 
     @property
     def pure_dp(self) -> bool:
         """A pure epsilon-DP mechanism exists (``delta = 0`` accepted)."""
-        return "pure" in self.accountants
+        return "pure" in self.accounting_methods
 
     @property
     def smooth_loss(self) -> bool:
@@ -172,7 +174,8 @@ class Capabilities:
             "intercept": self.intercept,
             "also needs": ", ".join(needs) or "-",
             "objectives": listed(self.objectives),
-            "accountants": listed(self.accountants) + f" (auto: `{self.default_accountant}`)",
+            "accounting": (listed(self.accounting_methods)
+                           + f" (auto: `{self.default_accounting}`)"),
             "sparse": "yes" if self.sparse else "densified",
             "secure": "yes" if self.secure else "no",
             "dask": "yes" if self.out_of_core else "no",
@@ -182,7 +185,7 @@ class Capabilities:
 
 
 TABLE_COLUMNS = ("algorithm", "delta > 0", "losses", "constraints", "intercept",
-                 "also needs", "objectives", "accountants", "sparse", "secure", "dask",
+                 "also needs", "objectives", "accounting", "sparse", "secure", "dask",
                  "epsilon=inf")
 
 
@@ -193,7 +196,7 @@ def _constraint_fix(caps: Capabilities) -> str:
         f"constraint one of {shown}"
 
 
-def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
+def incompatibility(caps: Capabilities, name: str, spec, accounting: str,
                     relation: str) -> str | None:
     """Why ``spec`` does not meet the declaration ``caps`` (``None`` if it does).
 
@@ -207,9 +210,9 @@ def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
         # A loss is built-in by its class, not its name: solvers rely on the built-in
         # classes' methods (objective perturbation's Hessians).
         loss_name = None
-    if accountant not in caps.accountants:
-        return (f"solver {name!r} cannot be accounted by {accountant!r}; set accounting to "
-                f"one of {caps.accountants} (or 'auto').")
+    if accounting not in caps.accounting_methods:
+        return (f"solver {name!r} cannot be accounted by {accounting!r}; set accounting to "
+                f"one of {caps.accounting_methods} (or 'auto').")
     objective = spec.objective_kind
     if objective not in caps.objectives:
         return (f"solver {name!r} does not support the {objective!r} objective "
@@ -273,34 +276,34 @@ def incompatibility(caps: Capabilities, name: str, spec, accountant: str,
 SEE_SOLVERS = "(see the table in docs/solvers.md)"
 
 
-def check_capabilities(solver, spec, accountant: str, relation: str) -> None:
+def check_capabilities(solver, spec, accounting: str, relation: str) -> None:
     """Raise :class:`IncompatibleSolverError` when ``spec`` does not meet the declaration.
 
     The message names the setting to change; where changing the solver is the way out it
     ends with :data:`SEE_SOLVERS`, and the error carries ``suggest = (solver name, spec,
-    accountant, relation)`` for the estimators, which replace it by the registered solvers
+    accounting, relation)`` for the estimators, which replace it by the registered solvers
     whose declarations accept this problem.
     """
     caps: Capabilities = solver.capabilities
-    reason = incompatibility(caps, solver.name, spec, accountant, relation)
+    reason = incompatibility(caps, solver.name, spec, accounting, relation)
     if reason is None:
         return
     if "(see below)" not in reason:
         raise IncompatibleSolverError(reason)
     error = IncompatibleSolverError(reason.replace("(see below)", SEE_SOLVERS))
-    error.suggest = (solver.name, spec, accountant, relation)
+    error.suggest = (solver.name, spec, accounting, relation)
     raise error
 
 
-def accepting(caps: Capabilities, name: str, spec, accountant: str, relation: str) -> bool:
+def accepting(caps: Capabilities, name: str, spec, accounting: str, relation: str) -> bool:
     """Whether a solver declared by ``caps`` accepts ``spec`` as the estimators would build
     it (intercept penalised for the solvers that need it so; the solver's default
-    accountant when ``accountant`` is not one of its own)."""
+    accounting method when ``accounting`` is not one of its own)."""
     if caps.intercept == "penalized":
         spec = dataclasses.replace(spec, n_penalized=spec.n_params)
-    if accountant not in caps.accountants:
-        accountant = caps.default_accountant
-    return incompatibility(caps, name, spec, accountant, relation) is None
+    if accounting not in caps.accounting_methods:
+        accounting = caps.default_accounting
+    return incompatibility(caps, name, spec, accounting, relation) is None
 
 
 def accepts_any(caps: Capabilities, losses: Iterable[str], constraints: Iterable[str]) -> bool:

@@ -214,7 +214,7 @@ def selection_epsilon(count: int, budget: Budget, relation: str) -> float:
     ``e`` (Kairouz, Oh & Viswanath 2015), and dominating pairs compose adaptively, so the
     PLD of ``count`` randomized responses bounds the privacy profile of any ``count``
     adaptive ``e``-DP selections (the optimal composition theorem, computed numerically by
-    dp_accounting's PLD; see :class:`~skdp.privacy.accounting.SelfComposingPldAccountant`).
+    dp_accounting's PLD; see :class:`~skdp.privacy.accounting.SelfComposingPldEngine`).
     Calibrated as the noise multiplier ``z = 1/e`` (cached; re-accounted: spends at most
     the budget); the PLD of ``count`` randomized responses is the exact binomial, so a
     calibration costs milliseconds (0.3 s at ``count = 2^16``).
@@ -226,7 +226,7 @@ def selection_epsilon(count: int, budget: Budget, relation: str) -> float:
     inner = Budget(budget.epsilon * (1.0 - _PLD_EPSILON_MARGIN),
                    budget.delta * (1.0 - _PLD_DELTA_MARGIN))
     z = calibrate_noise_multiplier(_selections_event, (int(count),), inner,
-                                   accountant="pld", relation=relation)
+                                   accounting="pld", relation=relation)
     # epsilon / count (basic composition) is always within the budget; the numerical
     # calibration stops up to 0.1% below the solution, which can fall below it for
     # count <= 2, so never return less.

@@ -1,8 +1,8 @@
-"""The solvers whose mini-batches are sampled: their sampling option and its accountant.
+"""The solvers whose mini-batches are sampled: their sampling option and its accounting.
 
 One place for the rule three solvers wrote out: batches sampled uniformly without
-replacement are accounted by RDP (dp_accounting's PLD accountant has no such event);
-Poisson batches default to the PLD accountant, tight where RDP is not (docs/privacy.md,
+replacement are accounted by RDP (dp_accounting's ``PLDAccountant`` has no such event);
+Poisson batches default to PLD accounting, tight where RDP is not (docs/privacy.md,
 the calibration note, section 6.3).
 """
 
@@ -21,20 +21,19 @@ class BatchSampling:
 
     sampling: str
 
-    def resolve_accountant(self, accountant: str, budget=None) -> str:
+    def resolve_accounting(self, accounting: str, budget=None) -> str:
         """``"auto"``: ``"pld"`` for Poisson batches, ``"rdp"`` otherwise."""
-        if accountant == "auto":
+        if accounting == "auto":
             return "pld" if self.sampling == "poisson" else "rdp"
-        return accountant
+        return accounting
 
-    def check_compatible(self, spec, accountant: str, relation: str) -> None:
-        """Refuse the PLD accountant for batches sampled without replacement; then the
+    def check_compatible(self, spec, accounting: str, relation: str) -> None:
+        """Refuse PLD accounting for batches sampled without replacement; then the
         solver's own checks."""
         # Depends on the solver's own sampling option, which no declaration expresses.
-        if self.sampling == "without_replacement" and accountant == "pld":
+        if self.sampling == "without_replacement" and accounting == "pld":
             raise IncompatibleSolverError(
-                "the PLD accountant cannot account batches sampled without replacement; "
-                "use accounting='rdp' (estimators; accountant='rdp' in solver calls), or the "
-                "solver option sampling='poisson'."
+                "PLD accounting cannot account batches sampled without replacement; "
+                "use accounting='rdp', or the solver option sampling='poisson'."
             )
-        super().check_compatible(spec, accountant, relation)
+        super().check_compatible(spec, accounting, relation)

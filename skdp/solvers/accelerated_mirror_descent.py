@@ -155,7 +155,7 @@ class DPAccMD(BaseDPSolver):
     exact gradient in the ``y``-step, which is not private; here the ``y``-step reuses the
     released ``g_k``). ``T`` adaptively composed Gaussian releases with noise ``sigma`` are
     exactly ``mu``-GDP with ``mu = sqrt(T) (2G/n) / sigma`` (Dong, Roth & Su 2022), so the
-    default accountant (``"gaussian"``) uses ``sigma = sqrt(T) (2G/n) sigma_B1(eps,
+    default accounting method (``"gaussian"``) uses ``sigma = sqrt(T) (2G/n) sigma_B1(eps,
     delta)``, ``sigma_B1`` the analytic Gaussian calibration (Balle & Wang 2018): exact.
     With ``"rdp"``/``"pld"`` the same ledger is calibrated by ``dp_accounting`` (looser).
     Both steps, the regulariser, the mirror map and the restarts are post-processing of
@@ -172,7 +172,7 @@ class DPAccMD(BaseDPSolver):
     name = "accelerated_mirror_descent"
     capabilities = Capabilities(
         algorithm="DP-AccMD, Wang-Ye-Xu 2017 Alg. 3, Thms 5.3-5.4",
-        accountants=("gaussian", "rdp", "pld"), default_accountant="gaussian",
+        accounting_methods=("gaussian", "rdp", "pld"), default_accounting="gaussian",
         constraints=("none", "l2", "l1", "lp", "simplex"), secure=True, out_of_core=True,
     )
     _parameter_constraints: ClassVar[dict] = {
@@ -288,19 +288,19 @@ class DPAccMD(BaseDPSolver):
             t = math.sqrt(8.0 * L * D * _NON_PRIVATE_SNR / spec.initial_gap)
         return int(min(max(math.ceil(t), 1), MAX_AUTO_ITER))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str) -> Plan:
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str) -> Plan:
         clip = self.gradient_clip(spec)
         # Mean of n per-example gradients of l2 norm <= G with the public denominator n:
         # replacing one record moves it by at most 2G/n.
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2G/n")
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
         # T releases, each (2G/n)-sensitive, compose exactly (the same ledger as DP-GD).
-        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
+        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accounting, relation)
         geom = self.geometry(spec)
         return AccMDPlan(
             n_iter=n_iter,
             event=event,
-            accountant=accountant,
+            accounting=accounting,
             relation=relation,
             sigma=sigma,
             noise_multiplier=z,

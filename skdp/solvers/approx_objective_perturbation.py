@@ -59,7 +59,7 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
     delta_1)``-DP (:func:`~skdp.solvers.objective_perturbation.objective_perturbation_delta`);
     step 2 certifies ``||theta_2 - theta_1|| <= r_max`` for every data set; step 3 adds
     the analytic Gaussian of sensitivity ``2 r_max`` at ``(epsilon_2, delta_2)``. Basic
-    composition, two ``ApproxDpEvent`` (``"basic"`` accountant); with ``delta = 0`` the
+    composition, two ``ApproxDpEvent`` (``"basic"`` accounting); with ``delta = 0`` the
     pure variant of :class:`~skdp.solvers.ObjectivePerturbation`, two ``PureDpEvent``.
     The projection onto the constraint (l2, l1, lp ball or simplex) is post-processing.
 
@@ -71,7 +71,7 @@ class ApproxObjectivePerturbation(ObjectivePerturbation):
     name = "approx_objective_perturbation"
     capabilities = Capabilities(
         algorithm="approximate objective perturbation, Su-Zhao-Wang Algs. 1, 2",
-        needs_delta=False, accountants=("basic", "pure"), default_accountant="basic",
+        needs_delta=False, accounting_methods=("basic", "pure"), default_accounting="basic",
         losses=("logistic", "multinomial", "smoothed_hinge", "huber"),
         constraints=("none", "l2", "l1", "lp", "simplex"), secure=True, out_of_core=True,
     )

@@ -157,7 +157,7 @@ class PrivateFrankWolfe(BaseDPSolver):
     is ``2 Delta / lambda_t``-DP (non-monotone scores); basic composition over the leaves
     and parallel composition over the vertices give ``lambda_t = max_j 2^(t-j) 2
     Delta_{t,j} / epsilon``. Ledger: the worst vertex's selections as ``PureDpEvent``s
-    (``"pure"`` or ``"basic"``). With ``delta > 0`` (accountant ``"pld"``, the ``"auto"``
+    (``"pure"`` or ``"basic"``). With ``delta > 0`` (accounting ``"pld"``, the ``"auto"``
     choice) the selections below a vertex compose optimally instead (randomized-response
     domination, :func:`selection_epsilon`), never with more noise.
 
@@ -171,7 +171,7 @@ class PrivateFrankWolfe(BaseDPSolver):
     capabilities = Capabilities(
         algorithm=("private variance-reduced Frank-Wolfe, Asi-Feldman-Koren-Talwar 2021 "
                    "Alg. 3"),
-        needs_delta=False, accountants=("pure", "basic", "pld"), default_accountant="pure",
+        needs_delta=False, accounting_methods=("pure", "basic", "pld"), default_accounting="pure",
         constraints=("l1", "simplex"), bounded_constraint=True, intercept="constrained",
         secure=True, out_of_core=True,
         inexact_at_inf=("a public count of Frank-Wolfe phases, whose vertex steps converge "
@@ -179,13 +179,13 @@ class PrivateFrankWolfe(BaseDPSolver):
                         "an l1 ball of radius 1)"),
     )
 
-    def resolve_accountant(self, accountant: str, budget: Budget | None = None) -> str:
+    def resolve_accounting(self, accounting: str, budget: Budget | None = None) -> str:
         """``"auto"``: ``"pld"`` (optimal composition, approximate DP) when the budget has
         ``delta > 0``, else ``"pure"``."""
-        if (accountant == "auto" and budget is not None and budget.is_private
+        if (accounting == "auto" and budget is not None and budget.is_private
                 and budget.delta > 0):
             return "pld"
-        return super().resolve_accountant(accountant, budget)
+        return super().resolve_accounting(accounting, budget)
 
     _parameter_constraints = {
         # n_phases <= MAX_PHASES: 2^(T+1) Frank-Wolfe steps.
@@ -225,11 +225,11 @@ class PrivateFrankWolfe(BaseDPSolver):
         return bound if self.clip_norm is None else min(float(self.clip_norm), bound)
 
     def _schedule_constants(self, spec: ProblemSpec, budget: Budget, schedule: TreeSchedule,
-                            L: float, accountant: str = "pure",
+                            L: float, accounting: str = "pure",
                             relation: str = "replace_one") -> dict:
         """Clips, sensitivities and Laplace scales of every (phase, depth).
 
-        ``accountant="pure"``/``"basic"``: the selections below a vertex compose by basic
+        ``accounting="pure"``/``"basic"``: the selections below a vertex compose by basic
         composition (pure DP); ``"pld"``: by the optimal composition of pure-DP mechanisms
         at the budget's ``delta`` (approximate DP, :func:`selection_epsilon`).
         """
@@ -255,7 +255,7 @@ class PrivateFrankWolfe(BaseDPSolver):
                    for j in range(t + 1)]
             clips.append(tuple(c_t))
             sens.append(tuple(d_t))
-            if budget.is_private and accountant == "pld":
+            if budget.is_private and accounting == "pld":
                 # Each of the 2^(t-j) selections below a depth-j vertex is
                 # (2 Delta_{t,j} / lambda)-DP; their composition meets the budget when
                 # 2 Delta_{t,j} / lambda_t <= e(2^(t-j)), the largest per-selection
@@ -328,20 +328,20 @@ class PrivateFrankWolfe(BaseDPSolver):
         return best[1]
 
     # -- plan --------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> FrankWolfePlan:
-        if accountant == "pld" and budget.is_private and budget.delta == 0:
+        if accounting == "pld" and budget.is_private and budget.delta == 0:
             raise IncompatibleSolverError(
-                "accountant='pld' composes Frank-Wolfe's selections for delta > 0; with "
+                "accounting='pld' composes Frank-Wolfe's selections for delta > 0; with "
                 "delta=0 use accounting='pure' (or 'auto')."
             )
         L = self.lipschitz_inf(spec)
-        # The schedule is chosen with the pure-DP scales whatever the accountant, so that
+        # The schedule is chosen with the pure-DP scales whatever the accounting method, so that
         # delta > 0 keeps the same schedule with a smaller (never larger) noise per phase.
         schedule = self.choose_schedule(spec, budget, L)
-        consts = self._schedule_constants(spec, budget, schedule, L, accountant, relation)
+        consts = self._schedule_constants(spec, budget, schedule, L, accounting, relation)
         self._check_scores_register_noise(spec, consts)
-        if budget.is_private and accountant == "pld":
+        if budget.is_private and accounting == "pld":
             event = self._pld_ledger(consts, schedule, budget, relation)
         elif budget.is_private:
             # Parallel composition over the vertices (each record lies in one vertex set,
@@ -358,7 +358,7 @@ class PrivateFrankWolfe(BaseDPSolver):
         else:
             event = dpe.NonPrivateDpEvent()
         return FrankWolfePlan(
-            n_iter=schedule.n_steps, event=event, accountant=accountant, relation=relation,
+            n_iter=schedule.n_steps, event=event, accounting=accounting, relation=relation,
             **consts,
             # Laplace scales per phase, also under the name the conformance suite reads.
             sigma=consts["laplace_scales"], clip_norm=L, n_phases=schedule.n_phases,
@@ -408,7 +408,7 @@ class PrivateFrankWolfe(BaseDPSolver):
                 e = 2.0 * consts["score_sensitivity"][t - 1][j] / lam
                 best[t - j] = max(best.get(t - j, 0.0), e)
         events = [_selections_event(1.0 / e, 1 << m) for m, e in best.items()]
-        return max(events, key=lambda ev: epsilon_spent(ev, budget.delta, accountant="pld",
+        return max(events, key=lambda ev: epsilon_spent(ev, budget.delta, accounting="pld",
                                                        relation=relation))
 
     # -- run ---------------------------------------------------------------------------------

@@ -76,37 +76,37 @@ def stationary_noise_factor(kappa: float, momentum: float) -> float:
     return float(P[0, 0]) / (2.0 * kappa)
 
 
-def _gd_event(z: float, n_iter: int, accountant: str, relation: str) -> dpe.DpEvent:
+def _gd_event(z: float, n_iter: int, accounting: str, relation: str) -> dpe.DpEvent:
     """``n_iter`` Gaussian releases with noise ``z`` times the sensitivity."""
     return dpe.SelfComposedDpEvent(
-        gaussian_event(z, 1.0, accountant=accountant, relation=relation), n_iter
+        gaussian_event(z, 1.0, accounting=accounting, relation=relation), n_iter
     )
 
 
 def full_batch_gaussian(
-    sensitivity: float, n_iter: int, budget: Budget, accountant: str, relation: str
+    sensitivity: float, n_iter: int, budget: Budget, accounting: str, relation: str
 ) -> tuple[float, float, dpe.DpEvent]:
     """``(z, sigma, event)`` of ``n_iter`` full-batch Gaussian releases of one sensitivity.
 
     ``"gaussian"``: the ``T`` releases, each ``Delta``-sensitive with noise ``sigma``,
     compose exactly into one Gaussian release of sensitivity ``sqrt(T) Delta``, so
-    ``sigma = sqrt(T) Delta sigma_B1(epsilon, delta)`` (exact). Other accountants calibrate
+    ``sigma = sqrt(T) Delta sigma_B1(epsilon, delta)`` (exact). Other accounting methods calibrate
     their (upper-bounding) ledger, for which that multiplier is a lower bound. ``z = 0``
     when ``epsilon = inf``. Shared by DP-GD and DP-AccMD.
     """
     if not budget.is_private:
         z = 0.0
-    elif accountant == "gaussian":
+    elif accounting == "gaussian":
         z = analytic_gaussian_multiplier(budget, n_iter)
     else:
         z = calibrate_noise_multiplier(
-            _gd_event, (n_iter, accountant, relation), budget,
-            accountant=accountant, relation=relation,
+            _gd_event, (n_iter, accounting, relation), budget,
+            accounting=accounting, relation=relation,
             lower_bound=analytic_gaussian_multiplier(budget, n_iter),
         )
     sigma = z * sensitivity
     event = dpe.SelfComposedDpEvent(
-        gaussian_event(sigma, sensitivity, accountant=accountant, relation=relation), n_iter
+        gaussian_event(sigma, sensitivity, accounting=accounting, relation=relation), n_iter
     )
     return z, sigma, event
 
@@ -179,7 +179,7 @@ class NoisyGD(BaseDPSolver):
     public ``data_norm`` and per-example gradients to ``C`` in l2, so the mean gradient
     with the public denominator ``n`` has sensitivity ``2C/n``; the ``T`` Gaussian
     releases are exactly ``mu``-GDP with ``mu = sqrt(T) Delta / sigma``, calibrated
-    exactly with the analytic Gaussian by the default accountant (``"gaussian"``) and by
+    exactly with the analytic Gaussian by the default accounting method (``"gaussian"``) and by
     ``dp_accounting`` with ``"rdp"``/``"pld"``. The projection, the regulariser, the
     momentum and the choice of output iterate are post-processing.
 
@@ -196,7 +196,7 @@ class NoisyGD(BaseDPSolver):
     name = "gd"
     capabilities = Capabilities(
         algorithm="DP-GD, Wang-Ye-Xu 2017 Alg. 4, Thms 6.1-6.3",
-        accountants=("gaussian", "rdp", "pld"), default_accountant="gaussian",
+        accounting_methods=("gaussian", "rdp", "pld"), default_accounting="gaussian",
         constraints=("none", "l2", "l1", "lp", "simplex"), secure=True, out_of_core=True,
     )
     # Interval(Real, 0, None, "neither") refuses 0, inf and nan.
@@ -216,8 +216,8 @@ class NoisyGD(BaseDPSolver):
         self.iterate = iterate
         self.momentum = momentum
 
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        super().check_compatible(spec, accounting, relation)
         if self.momentum == "nesterov" and not spec.alpha > 0:
             raise IncompatibleSolverError(
                 f"solver {self.name!r} with momentum='nesterov' needs alpha > 0 (the strong "
@@ -271,18 +271,18 @@ class NoisyGD(BaseDPSolver):
             t = MAX_AUTO_ITER
         return int(min(max(math.ceil(t), 1), MAX_AUTO_ITER))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> GDPlan:
         clip = self.gradient_clip(spec)
         # Mean of n per-example gradients of norm <= C with denominator n: replacing one
         # record moves the sum by at most 2C.
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2C/n")
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
-        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accountant, relation)
+        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accounting, relation)
         return GDPlan(
             n_iter=n_iter,
             event=event,
-            accountant=accountant,
+            accounting=accounting,
             relation=relation,
             sigma=sigma,
             noise_multiplier=z,

@@ -178,7 +178,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
     of Algorithm 1 on its own block of ``n_i`` records: per-example l2 clipping to ``C``,
     batch means with public denominator ``b_i`` (sensitivity ``2C/b_i``), ledger
     ``SelfComposed(SampledWithoutReplacement(n_i, b_i, Gaussian(z_i)), T_i)`` calibrated
-    exactly by the RDP accountant at the phase's ``(eps_i, delta)``. The blocks are
+    exactly by RDP accounting at the phase's ``(eps_i, delta)``. The blocks are
     disjoint slices of a permutation of the record positions drawn independently of the
     data, so under replace-one the changed record lies in at most one block (at its
     position); every other phase sees
@@ -256,8 +256,8 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
         """``min(clip_norm, sqrt(d) L_inf, L_2)`` (see :func:`md_gradient_clip`)."""
         return md_gradient_clip(spec, self.clip_norm, self.name)
 
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)  # sampling, then declarations
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        super().check_compatible(spec, accounting, relation)  # sampling, then declarations
         if self.step_size is None and not spec.constraint.bounded:
             raise IncompatibleSolverError(
                 f"solver {self.name!r} needs a bounded constraint for its default step "
@@ -322,7 +322,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
         sizes = [s for s in sizes if s >= 1]
         return sizes or [n]
 
-    def phases(self, spec: ProblemSpec, budget: Budget, accountant: str,
+    def phases(self, spec: ProblemSpec, budget: Budget, accounting: str,
                relation: str) -> list[PhaseSpec]:
         """Every phase of every round, calibrated (public quantities only)."""
         n = spec.n_samples
@@ -356,7 +356,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
                     b, t = capped_schedule(n_i, paper_batch_size(n_i, dim, eps_i),
                                            self.max_iter)
                 md = calibrate_md_phase(n_i, b, t, clip, budget_i, sampling=self.sampling,
-                                        accountant=accountant, relation=relation)
+                                        accounting=accounting, relation=relation)
                 eta_i = eta * 2.0 ** (-4 * i)
                 # F_i's regulariser (1 / (eta_i n_i (p-1))) ||x - c||_p^2 = lambda_i w(x - c)
                 # with w = ||.||_p^2 / (2 (p-1)): lambda_i = 2 / (eta_i n_i). Its minimiser
@@ -380,16 +380,16 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
             )
         return out
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str,
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str,
              relation: str) -> LocalizedMirrorDescentPlan:
-        phases = self.phases(spec, budget, accountant, relation)
+        phases = self.phases(spec, budget, accounting, relation)
         worst = 0
         if budget.is_private:
             # Parallel composition: the ledger is the single phase spending the most.
             poisson = self.sampling == "poisson"
             rel = "add_remove" if poisson else relation
             delta = add_remove_budget(budget).delta if poisson else budget.delta
-            spent = [epsilon_spent(ph.md.event, delta, accountant=accountant, relation=rel)
+            spent = [epsilon_spent(ph.md.event, delta, accounting=accounting, relation=rel)
                      for ph in phases]
             worst = int(np.argmax(spent))
             event = phases[worst].md.event
@@ -398,7 +398,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
         return LocalizedMirrorDescentPlan(
             n_iter=sum(ph.md.n_iter for ph in phases),
             event=event,
-            accountant=accountant,
+            accounting=accounting,
             relation=relation,
             via_add_remove=self.sampling == "poisson",
             phase_starts=tuple(ph.start for ph in phases),

@@ -139,14 +139,14 @@ def md_gradient_clip(spec: ProblemSpec, clip_norm: float | None, name: str) -> f
 # Ledger and calibration of one run of Algorithm 1
 # ---------------------------------------------------------------------------------------
 def md_event(
-    z: float, n: int, b: int, n_iter: int, sampling: str, accountant: str, relation: str
+    z: float, n: int, b: int, n_iter: int, sampling: str, accounting: str, relation: str
 ) -> dpe.DpEvent:
     """``n_iter`` Gaussian releases on batches of ``b`` of ``n`` records, multiplier ``z``.
 
     ``z`` is relative to the batch query's sensitivity (see :func:`calibrate_md_phase`).
     """
     inner = subsampled_gaussian_event(z, 1.0, n_samples=n, batch_size=b, sampling=sampling,
-                                      accountant=accountant, relation=relation)
+                                      accounting=accounting, relation=relation)
     return dpe.SelfComposedDpEvent(inner, n_iter)
 
 
@@ -172,7 +172,7 @@ def calibrate_md_phase(
     budget: Budget,
     *,
     sampling: str,
-    accountant: str,
+    accounting: str,
     relation: str,
 ) -> MDPhase:
     """Calibrate the noise of ``n_iter`` noisy batch-mean gradients on ``n`` records.
@@ -180,7 +180,7 @@ def calibrate_md_phase(
     Sensitivity of the batch mean ``(1/b) sum_{i in B} clip_C(grad_i)`` (public
     denominator ``b``): replacing one record moves one summand, of norm ``<= C``, to
     another, so ``2C/b`` (replace-one; uniform batches of exactly ``b`` without
-    replacement, ``SampledWithoutReplacementDpEvent``, RDP accountant). Poisson batches
+    replacement, ``SampledWithoutReplacementDpEvent``, RDP accounting). Poisson batches
     (rate ``b/n``) are accounted under add/remove, where adding or removing one record
     moves the sum by ``C``: sensitivity ``C/b``, at the add/remove budget whose group
     privacy image is ``budget`` (the ledger is marked ``via_add_remove``).
@@ -193,11 +193,11 @@ def calibrate_md_phase(
         rel, target = relation, budget
         sensitivity = 2.0 * clip / batch_size
     check_sensitivity(sensitivity, "batch-mean gradient sensitivity")
-    args = (n, batch_size, n_iter, sampling, accountant, rel)
-    z = calibrate_noise_multiplier(md_event, args, target, accountant=accountant, relation=rel)
+    args = (n, batch_size, n_iter, sampling, accounting, rel)
+    z = calibrate_noise_multiplier(md_event, args, target, accounting=accounting, relation=rel)
     if budget.is_private:
         event = md_event(z, *args)
-        spent = epsilon_spent(event, target.delta, accountant=accountant, relation=rel)
+        spent = epsilon_spent(event, target.delta, accounting=accounting, relation=rel)
     else:
         event, spent = dpe.NonPrivateDpEvent(), math.inf
     return MDPhase(n, batch_size, n_iter, z, sensitivity, z * sensitivity, event, spent)
@@ -506,7 +506,7 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
         Per-example l2 clip ``C``. Default: ``min(sqrt(d) L_inf, L_2)`` from the public
         bounds (the recipe's ``L sqrt(d)``, or the l2 bound if tighter): lossless.
     sampling : {"without_replacement", "poisson"}, default="without_replacement"
-        Uniform batches of exactly ``b`` records (RDP accountant), or Poisson sampling at
+        Uniform batches of exactly ``b`` records (RDP accounting), or Poisson sampling at
         rate ``b/n`` (add/remove, PLD by default).
 
     Notes
@@ -516,7 +516,7 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
     denominator ``b`` has replace-one sensitivity ``2C/b``. Batches are uniform subsets of
     exactly ``b`` records drawn without replacement, so the ledger is
     ``SelfComposed(SampledWithoutReplacement(n, b, Gaussian(z)), T)`` with
-    ``sigma = z 2C/b``, read by the RDP accountant (Wang, Balle & Kasiviswanathan 2019,
+    ``sigma = z 2C/b``, read by RDP accounting (Wang, Balle & Kasiviswanathan 2019,
     Thm. 27), and ``z`` is solved exactly by ``calibrate_noise_multiplier``. With
     ``sampling="poisson"`` the ledger ``SelfComposed(PoissonSampled(b/n, Gaussian), T)``
     with sensitivity ``C/b`` is accounted under add/remove at ``(e, delta/(1+e^e))``,
@@ -576,8 +576,8 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
         self.sampling = sampling
 
     # -- checks ----------------------------------------------------------------------------
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)  # sampling, then declarations
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        super().check_compatible(spec, accounting, relation)  # sampling, then declarations
         geometry = spec.constraint.mirror_geometry(spec.n_penalized * spec.n_outputs)
         schedule = self._schedule(spec, geometry)
         if schedule == "strongly_convex":
@@ -609,7 +609,7 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
                                      and self.step_size is None) else "convex"
 
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str,
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str,
              relation: str) -> MirrorDescentPlan:
         n = spec.n_samples
         dim = spec.n_penalized * spec.n_outputs
@@ -625,13 +625,13 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
             if self.n_iter is not None:
                 t = int(self.n_iter)
         phase = calibrate_md_phase(n, b, t, clip, budget, sampling=self.sampling,
-                                   accountant=accountant, relation=relation)
+                                   accounting=accounting, relation=relation)
         schedule = self._schedule(spec, geometry)
         steps = self._step_sizes(spec, geometry, schedule, clip, phase)
         return MirrorDescentPlan(
             n_iter=t,
             event=phase.event,
-            accountant=accountant,
+            accounting=accounting,
             relation=relation,
             via_add_remove=self.sampling == "poisson",
             batch_size=b,

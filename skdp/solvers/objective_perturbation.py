@@ -230,7 +230,7 @@ class ObjectivePerturbation(BaseDPSolver):
     certified ``theta_2`` is within ``r_max`` of it on every data set, so ``theta_2 -
     theta_1 + H`` is the analytic Gaussian mechanism of sensitivity ``2 r_max`` at
     ``(epsilon_2, delta_2)``; basic composition, two ``ApproxDpEvent`` read by the
-    ``"basic"`` accountant. With ``delta = 0`` (or ``accountant="pure"``): K-norm noise
+    ``"basic"`` accounting method. With ``delta = 0`` (or ``accounting="pure"``): K-norm noise
     ``B`` over the product of balls of :func:`gradient_difference_body` makes
     ``theta_1`` ``(epsilon_B + epsilon_J)``-DP, and l2-Laplace ``H`` of scale ``2 r_max /
     epsilon_2`` the release ``(epsilon_1 + epsilon_2)``-DP; two ``PureDpEvent``.
@@ -245,7 +245,7 @@ class ObjectivePerturbation(BaseDPSolver):
     capabilities = Capabilities(
         algorithm=("GLM objective perturbation, Su-Zhao-Wang Alg. 5 (pure K-norm variant "
                    "at delta = 0, Chaudhuri-Monteleoni-Sarwate 2011)"),
-        needs_delta=False, accountants=("basic", "pure"), default_accountant="basic",
+        needs_delta=False, accounting_methods=("basic", "pure"), default_accounting="basic",
         losses=("logistic", "multinomial", "smoothed_hinge", "huber"), constraints=("none",),
         secure=True, out_of_core=True,
     )
@@ -280,11 +280,11 @@ class ObjectivePerturbation(BaseDPSolver):
         self.shrinkage = shrinkage
 
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> ObjectivePerturbationPlan:
         L, beta, k = glm_constants(spec)
         n, p = spec.n_samples, spec.n_params
-        common = {"n_iter": 1, "accountant": accountant, "relation": relation,
+        common = {"n_iter": 1, "accounting": accounting, "relation": relation,
                   "lipschitz": L, "curvature": beta, "rank": k, "max_iter": self.max_iter}
         if not budget.is_private:
             lam = spec.n_samples * spec.alpha
@@ -293,7 +293,7 @@ class ObjectivePerturbation(BaseDPSolver):
                 regularization=lam, intercept_regularization=0.0, jacobian_epsilon=0.0,
                 certified_radius=None, strong_convexity=lam if spec.n_penalized == p else 0.0,
                 smoothness=n * beta + lam, noise_power=0.0, **common)
-        pure = accountant == "pure" or budget.delta == 0
+        pure = accounting == "pure" or budget.delta == 0
         eps1 = self.objective_share * budget.epsilon
         delta1 = 0.0 if pure else self.objective_share * budget.delta
         # eps2 rounded down so that eps1 + eps2 <= epsilon in floating point.

@@ -172,8 +172,8 @@ class OutputPerturbation(BaseDPSolver):
     capabilities = Capabilities(
         algorithm=("output perturbation, Lowy-Razaviyayn Algs. 1-3 (ERM, tilted ERM, "
                    "adversarial training)"),
-        needs_delta=False, accountants=("pure", "gaussian", "rdp", "pld"),
-        default_accountant="gaussian",
+        needs_delta=False, accounting_methods=("pure", "gaussian", "rdp", "pld"),
+        default_accounting="gaussian",
         losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
         intercept="penalized",
         strongly_convex=True,
@@ -194,10 +194,10 @@ class OutputPerturbation(BaseDPSolver):
         self.max_iter = max_iter
         self.shrinkage = shrinkage
 
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         # The declaration covers the constraint (none or l2: the sensitivity uses an l2
         # domain) and the penalised intercept; these depend on the objective's numbers.
-        super().check_compatible(spec, accountant, relation)
+        super().check_compatible(spec, accounting, relation)
         if spec.adversarial_radius > 0 and spec.n_outputs != 1:
             raise IncompatibleSolverError(
                 "adversarial training is available for binary classification and "
@@ -214,7 +214,7 @@ class OutputPerturbation(BaseDPSolver):
             )
 
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> OutputPerturbationPlan:
         bounds = output_sensitivity(spec)
         mu, radius = spec.alpha, bounds.domain_radius
@@ -254,7 +254,7 @@ class OutputPerturbation(BaseDPSolver):
         sensitivity = check_sensitivity(bounds.sensitivity + 2.0 * r_max, "output sensitivity")
         # One release of sensitivity Delta_T: pure l2 Laplace (density ∝ exp(-eps ||z|| /
         # Delta_T)) or the calibrated Gaussian, scaled by Delta_T.
-        release = single_release(budget, accountant, relation)
+        release = single_release(budget, accounting, relation)
         scale = release.unit_scale * sensitivity
         sigma = scale if release.mechanism == "gaussian" else 0.0
         laplace_scale = scale if release.mechanism == "l2_laplace" else 0.0
@@ -262,7 +262,7 @@ class OutputPerturbation(BaseDPSolver):
         # m (m + 1) b^2; Gaussian m sigma^2 (public; used by the shrinkage).
         m = spec.n_params * spec.n_outputs
         return OutputPerturbationPlan(
-            n_iter=1, event=release.event, accountant=accountant, relation=relation,
+            n_iter=1, event=release.event, accounting=accounting, relation=relation,
             minimizer_sensitivity=bounds.sensitivity, certified_radius=r_max,
             sensitivity=sensitivity, domain_radius=radius, lipschitz=bounds.lipschitz,
             smoothness=bounds.smoothness, fallback_steps=fallback_steps,

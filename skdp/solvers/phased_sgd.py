@@ -170,8 +170,8 @@ class PhasedDPSGD(BaseDPSolver):
     name = "phased_sgd"
     capabilities = Capabilities(
         algorithm="phased DP-SGD, Feldman-Koren-Talwar 2020 / Su-Zhao-Wang Alg. 6",
-        needs_delta=False, accountants=("gaussian", "rdp", "pld", "pure"),
-        default_accountant="gaussian", constraints=("none", "l2", "l1", "lp", "simplex"),
+        needs_delta=False, accounting_methods=("gaussian", "rdp", "pld", "pure"),
+        default_accounting="gaussian", constraints=("none", "l2", "l1", "lp", "simplex"),
         bounded_gradients=True,
         min_samples=2, secure=True,
         inexact_at_inf=("one pass of phased SGD, an O(1/sqrt(n)) stochastic method even "
@@ -191,13 +191,13 @@ class PhasedDPSGD(BaseDPSolver):
         self.n_phases = n_phases
 
     # -- plan ------------------------------------------------------------------------------
-    def _noise_ratio(self, spec: ProblemSpec, budget: Budget, accountant: str, z: float
+    def _noise_ratio(self, spec: ProblemSpec, budget: Budget, accounting: str, z: float
                      ) -> float:
         """``sqrt(E||xi||^2) / Delta`` of one release (0 without privacy)."""
         m = spec.dimension
         if not budget.is_private:
             return 0.0
-        if accountant == "pure":
+        if accounting == "pure":
             # l2 Laplace: ||xi|| ~ Gamma(m, Delta/eps), E||xi||^2 = m (m + 1) (Delta/eps)^2.
             return math.sqrt(m * (m + 1.0)) / budget.epsilon
         return z * math.sqrt(m)
@@ -211,7 +211,7 @@ class PhasedDPSGD(BaseDPSolver):
             return float(spec.parameter_bound)
         return 1.0
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> PhasedSGDPlan:
         sizes = tuple(phase_sizes(spec.n_samples, self.n_phases))
         lipschitz = float(spec.gradient_bound)
@@ -219,7 +219,7 @@ class PhasedDPSGD(BaseDPSolver):
         gamma = float(spec.smoothness)
         stable = 2.0 / gamma if gamma > 0 else math.inf
         # Every phase is one release of its own block (parallel composition).
-        z = 0.0 if accountant == "pure" else single_gaussian_multiplier(budget, accountant,
+        z = 0.0 if accounting == "pure" else single_gaussian_multiplier(budget, accounting,
                                                                         relation)
         # -- step size and batch size (public) ------------------------------------------
         if self.step_size is not None:
@@ -238,7 +238,7 @@ class PhasedDPSGD(BaseDPSolver):
                     "smaller step_size or batch_size."
                 )
         else:
-            nu = self._noise_ratio(spec, budget, accountant, z)
+            nu = self._noise_ratio(spec, budget, accounting, z)
             scale = self._solution_scale(spec)
             eta = scale / lipschitz * min(4.0 / math.sqrt(spec.n_samples),
                                           1.0 / nu if nu > 0 else math.inf)
@@ -259,7 +259,7 @@ class PhasedDPSGD(BaseDPSolver):
         if not budget.is_private:
             event: dpe.DpEvent = dpe.NonPrivateDpEvent()
             mechanism, sigmas, laplace, multiplier = "none", zeros, zeros, 0.0
-        elif accountant == "pure":
+        elif accounting == "pure":
             # Each phase: density ∝ exp(-eps ||xi|| / Delta_i) is eps-DP; parallel phases.
             event = PureDpEvent(budget.epsilon)
             mechanism, sigmas, multiplier = "l2_laplace", zeros, 0.0
@@ -268,12 +268,12 @@ class PhasedDPSGD(BaseDPSolver):
             sigmas = tuple(z * d for d in sens)
             # Parallel composition: the ledger is the worst phase's release; every phase
             # has sigma_i / Delta_i = z, so phase 1's event describes each of them.
-            event = gaussian_event(sigmas[0], sens[0], accountant=accountant,
+            event = gaussian_event(sigmas[0], sens[0], accounting=accounting,
                                    relation=relation)
             mechanism, laplace, multiplier = "gaussian", zeros, z
         n_iter = sum(math.ceil(size / batch) for size in sizes)
         return PhasedSGDPlan(
-            n_iter=n_iter, event=event, accountant=accountant, relation=relation,
+            n_iter=n_iter, event=event, accounting=accounting, relation=relation,
             step_size=eta, step_sizes=steps, batch_size=batch, phase_sizes=sizes,
             n_phases=len(sizes), lipschitz=lipschitz, smoothness=gamma, sensitivity=sens,
             mechanism=mechanism, sigma=sigmas, laplace_scale=laplace,

@@ -97,7 +97,7 @@ def gg_noise_geometry(q: float, dim: int) -> tuple[float, float]:
 
 def _rdp_gaussian_event(z: float, count: int, relation: str) -> dpe.DpEvent:
     """``count`` releases with the RDP curve of a Gaussian of multiplier ``z``."""
-    inner = gaussian_event(z, 1.0, accountant="rdp", relation=relation)
+    inner = gaussian_event(z, 1.0, accounting="rdp", relation=relation)
     return inner if count == 1 else dpe.SelfComposedDpEvent(inner, count)
 
 
@@ -107,14 +107,14 @@ def calibrate_gg_multiplier(budget: Budget, count: int, relation: str) -> float:
     A generalized Gaussian release with noise ``sigma`` and l_r sensitivity ``s_+`` is
     ``rho``-zCDP with ``rho = kappa_+ s_+^2 / (2 sigma^2)`` (design note B5), i.e. it has
     the RDP curve ``alpha / (2 z^2)`` of a Gaussian with multiplier
-    ``z = sigma / (sqrt(kappa_+) s_+)``. Only the RDP accountant may read it (PLD and the
-    exact Gaussian accountant use more of the Gaussian than its RDP curve). The exact
+    ``z = sigma / (sqrt(kappa_+) s_+)``. Only RDP accounting may read it (PLD and the
+    exact Gaussian accounting use more of the Gaussian than its RDP curve). The exact
     Gaussian multiplier is a lower bound of the RDP solution and starts the search.
     """
     if not budget.is_private:
         return 0.0
     return calibrate_noise_multiplier(
-        _rdp_gaussian_event, (count, relation), budget, accountant="rdp", relation=relation,
+        _rdp_gaussian_event, (count, relation), budget, accounting="rdp", relation=relation,
         lower_bound=analytic_gaussian_multiplier(budget, count),
     )
 
@@ -197,7 +197,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
     sensitivity ``s_+``. Each generalized Gaussian release is
     ``kappa_+ s_+^2 / (2 sigma^2)``-zCDP with ``kappa_+ = r - 1`` (design note B5), i.e.
     has the RDP curve of a Gaussian of multiplier ``z = sigma / (sqrt(kappa_+) s_+)``. The
-    ledger is ``T`` such events, read by the RDP accountant only, and ``z`` is solved to
+    ledger is ``T`` such events, read by RDP accounting only, and ``z`` is solved to
     spend exactly ``epsilon`` at ``delta``. The mirror steps, the regulariser and the
     output average are post-processing.
 
@@ -215,7 +215,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
     capabilities = Capabilities(
         algorithm=("noisy regularized mirror descent in l_p, Su-Zhao-Wang Alg. 3 "
                    "(generalized Gaussian noise)"),
-        accountants=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
+        accounting_methods=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
         inexact_at_inf=("a public count of mirror steps with the paper's step size, "
                         "tuned for the noise; without noise it stops where the schedule "
                         "ends (6e-3 excess risk on a 2000 x 5 logistic problem)"),
@@ -234,8 +234,8 @@ class RegularizedMirrorDescent(BaseDPSolver):
         "p": [Interval(Real, 1, 2, closed="right"), None],
     }
 
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        super().check_compatible(spec, accounting, relation)
         # The declaration admits no constraint, l2 and l_p with p <= 2; what remains is
         # the solver's own p against a constraint's exponent.
         lp_geometry(spec, self.p, self.name)
@@ -250,7 +250,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
             spec.dimension * math.log(1.0 / budget.delta))
         return int(min(max(math.ceil(base ** 0.4), 1), MAX_AUTO_ITER))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str,
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str,
              ) -> RegularizedMirrorDescentPlan:
         geometry = lp_geometry(spec, self.p, self.name)
         q, d = geometry.q, spec.dimension
@@ -274,7 +274,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
         z = calibrate_gg_multiplier(budget, n_iter, relation)
         sigma = z * equivalent
         event = dpe.SelfComposedDpEvent(
-            gaussian_event(sigma, equivalent, accountant="rdp", relation=relation), n_iter)
+            gaussian_event(sigma, equivalent, accounting="rdp", relation=relation), n_iter)
         # Smoothness in l_p: ||x (phi'(a) - phi'(b))||_q <= c ||x||_q |<x, w - v>|
         # <= c ||x||_q^2 ||w - v||_p, plus the ridge alpha (||.||_q <= ||.||_2 <= ||.||_p).
         beta = spec.loss.curvature_bound * spec.row_bound(q) ** 2 + spec.alpha
@@ -284,7 +284,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
             # Theorem 7: a = (4 beta / T) log2(n / T), floored at log2 = 1 (T close to n).
             reg = 4.0 * beta / n_iter * max(1.0, math.log2(spec.n_samples / n_iter))
         return RegularizedMirrorDescentPlan(
-            n_iter=n_iter, event=event, accountant="rdp", relation=relation,
+            n_iter=n_iter, event=event, accounting="rdp", relation=relation,
             sigma=sigma, noise_multiplier=z, noise_order=r, kappa_plus=kappa_plus,
             sensitivity_q=s_q, sensitivity_r=s_plus, clip_norm=clip, p=geometry.p, q=q,
             smoothness=beta, regularization=reg,

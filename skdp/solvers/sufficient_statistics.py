@@ -162,7 +162,7 @@ class SufficientStatistics(BaseDPSolver):
     (:func:`statistics_sensitivities`). Each part is divided by ``sqrt(2)`` times its
     sensitivity, so the joint vector has sensitivity at most 1, and receives one noise
     draw: ``delta > 0``, ``N(0, z^2 I)`` with ``z`` the exact single-release Gaussian
-    multiplier of the accountant (analytic Gaussian by default); ``delta = 0``, density
+    multiplier of the accounting method (analytic Gaussian by default); ``delta = 0``, density
     proportional to ``exp(-epsilon ||v||_2)`` (the l2 K-norm mechanism, epsilon-DP by the
     triangle inequality; ``PureDpEvent``). The ridge, the eigenvalue clipping and the
     minimisation read only the noisy release and public constants.
@@ -182,8 +182,8 @@ class SufficientStatistics(BaseDPSolver):
     capabilities = Capabilities(
         algorithm=("sufficient-statistics perturbation (Dwork-Talwar-Thakurta-Zhang 2014; "
                    "adaptive ridge after Wang 2018)"),
-        needs_delta=False, accountants=("pure", "gaussian", "rdp", "pld"),
-        default_accountant="gaussian", losses=("squared",),
+        needs_delta=False, accounting_methods=("pure", "gaussian", "rdp", "pld"),
+        default_accounting="gaussian", losses=("squared",),
         constraints=("none", "l2", "l1", "lp", "simplex"),
         max_outputs=1, max_params=MAX_PARAMS, out_of_core=True,
     )
@@ -198,13 +198,13 @@ class SufficientStatistics(BaseDPSolver):
         self.ridge = ridge
         self.max_iter = max_iter
 
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        super().check_compatible(spec, accounting, relation)
         # The public row and label bounds must keep X'X and its noise in float range.
         statistics_sensitivities(spec)
 
     # -- plan ------------------------------------------------------------------------------
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> SufficientStatisticsPlan:
         delta_gram, delta_moment = statistics_sensitivities(spec)
         m = spec.n_params
@@ -214,7 +214,7 @@ class SufficientStatistics(BaseDPSolver):
         n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m
         # One release of the normalised vector (sensitivity 1): density ∝ exp(-eps ||v||_2)
         # or N(0, z^2 I).
-        release = single_release(budget, accountant, relation)
+        release = single_release(budget, accounting, relation)
         event, scale = release.event, release.unit_scale
         # Per-coordinate variance: z^2, or for the l2 Laplace in R^M, E||v||^2 / M with
         # E||v||^2 = E[Gamma(M, scale)^2] = M (M + 1) scale^2.
@@ -227,7 +227,7 @@ class SufficientStatistics(BaseDPSolver):
         moment_scale = math.sqrt(2.0) * delta_moment
         unit = math.sqrt(unit_variance)
         plan = SufficientStatisticsPlan(
-            n_iter=1, event=event, accountant=accountant, relation=relation,
+            n_iter=1, event=event, accounting=accounting, relation=relation,
             gram_sensitivity=delta_gram,
             moment_sensitivity=delta_moment,
             n_released=n_released,

@@ -43,7 +43,7 @@ def svrg_event(
     epoch_lengths: tuple[int, ...],
     snapshot_ratio: float,
     sampling: str,
-    accountant: str,
+    accounting: str,
     relation: str,
 ) -> dpe.DpEvent:
     """Ledger of DP-SVRG(++) for inner noise multiplier ``z = sigma_in / Delta_in``.
@@ -56,12 +56,12 @@ def svrg_event(
     """
     snapshots = [
         gaussian_event(z / (math.sqrt(m) * snapshot_ratio), 1.0,
-                       accountant=accountant, relation=relation)
+                       accounting=accounting, relation=relation)
         for m in epoch_lengths
     ]
     inner = subsampled_gaussian_event(
         z, 1.0, n_samples=n_samples, batch_size=batch_size, sampling=sampling,
-        accountant=accountant, relation=relation,
+        accounting=accounting, relation=relation,
     )
     return dpe.ComposedDpEvent(snapshots + [dpe.SelfComposedDpEvent(inner, sum(epoch_lengths))])
 
@@ -77,7 +77,7 @@ class SVRGPlan(Plan):
     batch_size : int
         Inner mini-batch size ``b`` (the expected size for Poisson sampling).
     noise_multiplier : float
-        ``z = sigma_inner / sensitivity_inner``, solved by the accountant.
+        ``z = sigma_inner / sensitivity_inner``, solved by the calibration.
     sigma_inner : float
         Per-coordinate noise std of every inner correction (gradient units).
     sigma_snapshots : tuple of float
@@ -138,8 +138,8 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         z_i)``. Default and maximum: ``min(2G, diam(phi') * data_norm)``, a bound every
         correction already satisfies.
     sampling : {"without_replacement", "poisson"}, default="without_replacement"
-        Inner batches: uniform subsets of exactly ``b`` records (RDP accountant), or
-        Poisson sampling with rate ``b/n`` (PLD or RDP accountant, through group privacy;
+        Inner batches: uniform subsets of exactly ``b`` records (RDP accounting), or
+        Poisson sampling with rate ``b/n`` (PLD or RDP accounting, through group privacy;
         see docs/algorithms/svrg.md).
 
     Notes
@@ -242,7 +242,7 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         bound = min(spec.loss.derivative_diameter * spec.row_bound(2.0), 2.0 * g)
         return bound if self.correction_clip is None else min(float(self.correction_clip), bound)
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> SVRGPlan:
         n = spec.n_samples
         b = self._batch_size(spec)
@@ -264,21 +264,21 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         check_sensitivity(delta_snap, "snapshot sensitivity")
         check_sensitivity(delta_in, "inner (correction) sensitivity")
         ratio = delta_snap / delta_in
-        args = (n, b, lengths, ratio, self.sampling, accountant, event_relation)
+        args = (n, b, lengths, ratio, self.sampling, accounting, event_relation)
         start = None
         if budget.is_private:
             # A snapshot's multiplier is z / (sqrt(m_s) ratio), far below z when the
-            # correction clip is small, and the PLD accountant's memory explodes at tiny
+            # correction clip is small, and the PLD engine's memory explodes at tiny
             # multipliers. The T snapshot releases together are exactly one Gaussian of
             # multiplier z / (ratio sqrt(sum m_s)) (Gaussian composition), which must be
             # at least z1, the exact single-Gaussian multiplier of the budget (no sound
-            # accountant beats it): z >= z1 ratio sqrt(sum m_s). The search starts there
+            # accounting method beats it): z >= z1 ratio sqrt(sum m_s). The search starts there
             # when that is above 1 (below, at 1 as before).
             start = max(1.0, analytic_gaussian_multiplier(event_budget, 1)
                         * math.sqrt(sum(lengths)) * ratio)
         z = calibrate_noise_multiplier(svrg_event, args,
                                        event_budget if budget.is_private else budget,
-                                       accountant=accountant, relation=event_relation,
+                                       accounting=accounting, relation=event_relation,
                                        start=start)
         sigma_in = z * delta_in
         if budget.is_private:
@@ -290,7 +290,7 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         return SVRGPlan(
             n_iter=sum(lengths),
             event=event,
-            accountant=accountant,
+            accounting=accounting,
             relation=relation,
             via_add_remove=poisson,
             epoch_lengths=lengths,

@@ -276,8 +276,8 @@ class _TruncatedBase(BaseDPSolver):
         self.p = p
         self.iterate = iterate
 
-    def check_compatible(self, spec: ProblemSpec, accountant: str, relation: str) -> None:
-        super().check_compatible(spec, accountant, relation)
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        super().check_compatible(spec, accounting, relation)
         # The declaration admits no constraint, l2 and l_p with p <= 2; what remains is
         # the solver's own p against a constraint's exponent.
         lp_geometry(spec, self.p, self.name)
@@ -539,7 +539,7 @@ class TruncatedMirrorDescent(_TruncatedBase):
     lie in the l_q ball of radius ``tau``, so a batch mean has l_q sensitivity
     ``2 tau / |B|``; the generalized Gaussian release is zCDP with the RDP curve of a
     Gaussian of multiplier ``z`` (design note B5), the same ``z`` for every batch. The
-    ledger is ``E`` compositions of ``GaussianDpEvent(z)``, read by the RDP accountant
+    ledger is ``E`` compositions of ``GaussianDpEvent(z)``, read by RDP accounting
     only, with ``z`` solved to spend exactly ``epsilon`` (any ``epsilon > 0``).
 
     Assumptions: none on the tails; rows are still clipped to the public ``data_norm`` by
@@ -555,7 +555,7 @@ class TruncatedMirrorDescent(_TruncatedBase):
     name = "truncated_mirror_descent"
     capabilities = Capabilities(
         algorithm="truncated batched mirror descent for heavy tails, Su-Zhao-Wang Alg. 7",
-        accountants=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
+        accounting_methods=("rdp",), constraints=("none", "l2", "lp"), max_lp=2.0,
         inexact_at_inf=_INEXACT,
     )
 
@@ -576,7 +576,7 @@ class TruncatedMirrorDescent(_TruncatedBase):
         return spec.n_samples * budget.epsilon / (
             diameter * lam * math.sqrt(spec.dimension * math.log(1.0 / budget.delta)))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str,
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str,
              ) -> TruncatedMirrorDescentPlan:
         geometry = lp_geometry(spec, self.p, self.name)
         q, d = geometry.q, spec.dimension
@@ -595,7 +595,7 @@ class TruncatedMirrorDescent(_TruncatedBase):
         epochs = int(self.n_epochs)
         z = calibrate_gg_multiplier(budget, epochs, relation)
         sigma = z * equivalent  # noise of the smallest batches; sigma_t = sigma min_b / |B_t|
-        event = gaussian_event(sigma, equivalent, accountant="rdp", relation=relation)
+        event = gaussian_event(sigma, equivalent, accounting="rdp", relation=relation)
         if epochs > 1 and not isinstance(event, dpe.NonPrivateDpEvent):
             event = dpe.SelfComposedDpEvent(event, epochs)
         if self.step_size is not None:
@@ -606,7 +606,7 @@ class TruncatedMirrorDescent(_TruncatedBase):
             eta = _capped_by_alpha(
                 self._step(geometry, epochs * n_iter, tau**2 + d * sigma**2), spec.alpha)
         return TruncatedMirrorDescentPlan(
-            n_iter=epochs * n_iter, event=event, accountant="rdp", relation=relation,
+            n_iter=epochs * n_iter, event=event, accounting="rdp", relation=relation,
             batches=n_iter, epochs=epochs, sigma=sigma, noise_multiplier=z, noise_order=r,
             kappa_plus=kappa_plus, sensitivity_q=s_q, sensitivity_r=s_q * factor,
             truncation=tau, min_batch=min_batch, p=geometry.p, q=q, step_size=eta,
@@ -662,7 +662,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
     Feldman, McMillan & Talwar (2021, Thm. 3.8): ``n`` shuffled reports are
     ``(eps, delta)``-DP with ``eps`` the closed form of design note B10, and ``eps_0`` is
     the largest value (bisection) whose ``eps`` is at most the budget; the ledger is one
-    ``ApproxDpEvent(eps, delta)`` for the ``"basic"`` accountant. Where B10 does not hold
+    ``ApproxDpEvent(eps, delta)`` for the ``"basic"`` accounting method. Where B10 does not hold
     (``n <= 16 ln(4/delta)``) or would not allow ``eps_0 > epsilon``, the run is
     unamplified with ``eps_0 = epsilon`` and ledger ``PureDpEvent(epsilon)``: each record
     enters one report. The released model is post-processing of the reports.
@@ -680,7 +680,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
     capabilities = Capabilities(
         algorithm=("shuffled truncated mirror descent, Su-Zhao-Wang Alg. 4 (pure-LDP "
                    "reports + shuffling)"),
-        accountants=("basic",), default_accountant="basic",
+        accounting_methods=("basic",), default_accounting="basic",
         constraints=("none", "l2", "lp"), max_lp=2.0, inexact_at_inf=_INEXACT,
     )
 
@@ -689,7 +689,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
         return diameter**2 * spec.n_samples * budget.epsilon * kappa / math.sqrt(
             spec.dimension * math.log(1.0 / budget.delta))
 
-    def plan(self, spec: ProblemSpec, budget: Budget, accountant: str, relation: str,
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str,
              ) -> ShuffledTruncatedMirrorDescentPlan:
         geometry = lp_geometry(spec, self.p, self.name)
         q, d, n = geometry.q, spec.dimension, spec.n_samples
@@ -729,7 +729,7 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
             noise_sq = d ** (1.0 - 2.0 / q) * d * (d + 1.0) * scale**2 / min_batch
             eta = _capped_by_alpha(self._step(geometry, n_iter, tau**2 + noise_sq), spec.alpha)
         return ShuffledTruncatedMirrorDescentPlan(
-            n_iter=n_iter, event=event, accountant="basic", relation=relation,
+            n_iter=n_iter, event=event, accounting="basic", relation=relation,
             sigma=scale, local_epsilon=eps0, truncation=tau, local_sensitivity=delta_k,
             min_batch=min_batch, p=geometry.p, q=q, step_size=eta,
         )

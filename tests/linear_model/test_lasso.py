@@ -43,7 +43,7 @@ def test_default_is_pure_dp_frank_wolfe_and_learns_the_support():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         est.fit(X, y)
     assert est.privacy_spent_.epsilon <= 5.0
-    assert est.privacy_ledger_.accountant == "pure"
+    assert est.privacy_ledger_.accounting == "pure"
     assert isinstance(est.solver_, PrivateFrankWolfe)
     # Intercept inside the ball: ||(coef, intercept / data_norm)||_1 <= radius.
     assert np.abs(est.coef_).sum() + abs(est.intercept_) / est.data_norm <= 1.0 + 1e-9

@@ -47,7 +47,7 @@ def quiet(fn, *a, **k):
 
 
 def direct_rdp_epsilon(event, delta):
-    """dp_accounting's own RDP accountant (not skdp's subclass) on the search's event."""
+    """dp_accounting's own ``RdpAccountant`` (not skdp's subclass) on the search's event."""
     acc = RdpAccountant(orders=list(RDP_ORDERS),
                         neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     acc.compose(event)
@@ -360,7 +360,7 @@ def test_pure_search_score_noise_is_the_ledgers_laplace(monkeypatch):
     """Pure search: with every exact score 0, best_score_ is the max of K Laplace(0, s)
     draws, s = Delta / eps_c, so F(best / s)^K is uniform (KS, failure probability 1e-4
     under a correct implementation, fixed seeds). The ledger's epsilon is (2 + eta) eps_c,
-    re-accounted by the pure accountant."""
+    re-accounted by pure accounting."""
     from skdp.privacy.accounting import epsilon_spent
 
     monkeypatch.setattr(ps, "_raw_score", lambda *a: 0.0)
@@ -381,7 +381,7 @@ def test_pure_search_score_noise_is_the_ledgers_laplace(monkeypatch):
             distribution="geometric", random_state=rng.integers(2**32)).fit, X[:60], Y[:60])
         assert s.score_noise_scale_ == pytest.approx((1 / 12) / (1.5 / 3.0), rel=1e-12)
         u.append(stats.laplace.cdf(s.best_score_ / s.score_noise_scale_) ** drawn[-1])
-    assert epsilon_spent(s.privacy_ledger_.event, 0.0, accountant="pure",
+    assert epsilon_spent(s.privacy_ledger_.event, 0.0, accounting="pure",
                          relation="replace_one") == pytest.approx(1.5)
     assert stats.kstest(u, "uniform").pvalue > 1e-4
 

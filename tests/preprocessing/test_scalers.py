@@ -46,7 +46,7 @@ def test_dp_scaler_ledger_reaccounts_and_the_pipeline_total_composes():
         pipe.fit(X, y)
     scaler = pipe[0]
     ledger = scaler.privacy_ledger_
-    assert epsilon_spent(ledger.event, 1e-5, accountant=ledger.accountant,
+    assert epsilon_spent(ledger.event, 1e-5, accounting=ledger.accounting,
                          relation="replace_one") <= 0.4
     assert len(acc) == 2
     total = privacy_spent(pipe)

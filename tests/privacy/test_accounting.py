@@ -1,4 +1,4 @@
-"""Accountant conventions, the exact Gaussian accountant and calibration round trips."""
+"""Accounting-method conventions, the exact Gaussian engine and calibration round trips."""
 
 import math
 
@@ -10,14 +10,14 @@ from dp_accounting import dp_event as dpe
 from skdp.exceptions import BudgetError, IncompatibleSolverError, PrivacyAccountingError
 from skdp.privacy import (
     Budget,
-    GaussianAccountant,
+    GaussianEngine,
     analytic_gaussian_multiplier,
     calibrate_noise_multiplier,
     epsilon_spent,
     gaussian_event,
     gaussian_log_delta,
     gaussian_noise_multiplier,
-    make_accountant,
+    make_engine,
     subsampled_gaussian_event,
 )
 from skdp.privacy.accounting import PrivacySpent, randomized_response_event
@@ -45,56 +45,56 @@ def test_noise_multiplier_conventions_table():
     delta = 1e-3
     for z, rdp_ref, pld_ref in [(1, 3.537, 7.581), (2, 1.546, 3.139), (4, 0.688, 1.352)]:
         ev = dpe.GaussianDpEvent(z)
-        rdp = make_accountant("rdp", "replace_one").compose(ev).get_epsilon(delta)
-        pld = make_accountant("pld", "replace_one").compose(ev).get_epsilon(delta)
+        rdp = make_engine("rdp", "replace_one").compose(ev).get_epsilon(delta)
+        pld = make_engine("pld", "replace_one").compose(ev).get_epsilon(delta)
         # skdp's RDP orders are a subset of dp_accounting's: at most 0.5% looser.
         assert rdp_ref - 2e-3 <= rdp <= 1.005 * rdp_ref
         assert pld == pytest.approx(pld_ref, abs=2e-3)
 
 
 @pytest.mark.parametrize("sigma, sens", [(3.0, 1.0), (0.7, 0.2)])
-def test_one_helper_gives_the_same_mechanism_to_every_accountant(sigma, sens):
+def test_one_helper_gives_the_same_mechanism_to_every_accounting_method(sigma, sens):
     """The same (sigma, replace sensitivity) must give ~ the same epsilon everywhere."""
     delta = 1e-5
     exact = epsilon_spent(
-        gaussian_event(sigma, sens, accountant="gaussian", relation="replace_one"),
-        delta, accountant="gaussian", relation="replace_one",
+        gaussian_event(sigma, sens, accounting="gaussian", relation="replace_one"),
+        delta, accounting="gaussian", relation="replace_one",
     )
     pld = epsilon_spent(
-        gaussian_event(sigma, sens, accountant="pld", relation="replace_one"),
-        delta, accountant="pld", relation="replace_one",
+        gaussian_event(sigma, sens, accounting="pld", relation="replace_one"),
+        delta, accounting="pld", relation="replace_one",
     )
     rdp = epsilon_spent(
-        gaussian_event(sigma, sens, accountant="rdp", relation="replace_one"),
-        delta, accountant="rdp", relation="replace_one",
+        gaussian_event(sigma, sens, accounting="rdp", relation="replace_one"),
+        delta, accounting="rdp", relation="replace_one",
     )
     assert exact <= pld <= exact * 1.01 + 1e-3  # PLD is a (tight) upper bound
     assert exact <= rdp  # RDP is looser
     assert exact == pytest.approx(dpa.get_epsilon_gaussian(sigma / sens, delta), rel=1e-8)
-    assert gaussian_noise_multiplier(sigma, sens, accountant="pld", relation="replace_one") == (
+    assert gaussian_noise_multiplier(sigma, sens, accounting="pld", relation="replace_one") == (
         pytest.approx(2 * sigma / sens)
     )
 
 
-def test_exact_accountant_composition_is_sqrt_t():
+def test_exact_gaussian_engine_composition_is_sqrt_t():
     delta = 1e-6
     composed = dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(10.0), 25)
     single = dpe.GaussianDpEvent(2.0)
-    e1 = epsilon_spent(composed, delta, accountant="gaussian", relation="replace_one")
-    e2 = epsilon_spent(single, delta, accountant="gaussian", relation="replace_one")
+    e1 = epsilon_spent(composed, delta, accounting="gaussian", relation="replace_one")
+    e2 = epsilon_spent(single, delta, accounting="gaussian", relation="replace_one")
     assert e1 == pytest.approx(e2, rel=1e-12)
-    # The PLD accountant agrees up to its pessimistic discretisation.
-    pld = epsilon_spent(composed, delta, accountant="pld", relation="add_remove")
+    # PLD accounting agrees up to its pessimistic discretisation.
+    pld = epsilon_spent(composed, delta, accounting="pld", relation="add_remove")
     assert e1 <= pld <= 1.01 * e1
 
 
-def test_exact_accountant_rejects_subsampled_events():
+def test_exact_gaussian_engine_rejects_subsampled_events():
     ev = subsampled_gaussian_event(
         1.0, 1.0, n_samples=100, batch_size=10, sampling="without_replacement",
-        accountant="rdp", relation="replace_one",
+        accounting="rdp", relation="replace_one",
     )
     with pytest.raises(IncompatibleSolverError, match="gaussian"):
-        epsilon_spent(ev, 1e-5, accountant="gaussian", relation="replace_one")
+        epsilon_spent(ev, 1e-5, accounting="gaussian", relation="replace_one")
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 3.0, 10.0])
@@ -103,7 +103,7 @@ def test_analytic_calibration_round_trip(eps, count):
     budget = Budget(eps, 1e-5)
     z = analytic_gaussian_multiplier(budget, count)
     ev = dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(z), count)
-    spent = epsilon_spent(ev, budget.delta, accountant="gaussian", relation="replace_one")
+    spent = epsilon_spent(ev, budget.delta, accounting="gaussian", relation="replace_one")
     assert spent <= eps
     assert spent >= 0.99999 * eps
 
@@ -124,7 +124,7 @@ def test_analytic_multiplier_cache_keys_both_inputs():
 def _wor_event(z, n, b, steps):
     return dpe.SelfComposedDpEvent(
         subsampled_gaussian_event(z, 1.0, n_samples=n, batch_size=b,
-                                  sampling="without_replacement", accountant="rdp",
+                                  sampling="without_replacement", accounting="rdp",
                                   relation="replace_one"),
         steps,
     )
@@ -134,15 +134,15 @@ def _wor_event(z, n, b, steps):
 def test_numerical_calibration_round_trip(eps):
     budget = Budget(eps, 1e-5)
     z = calibrate_noise_multiplier(_wor_event, (1000, 20, 300), budget,
-                                   accountant="rdp", relation="replace_one")
+                                   accounting="rdp", relation="replace_one")
     spent = epsilon_spent(_wor_event(z, 1000, 20, 300), budget.delta,
-                          accountant="rdp", relation="replace_one")
+                          accounting="rdp", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
 
 
 def test_calibration_noise_decreases_with_epsilon():
     zs = [calibrate_noise_multiplier(_wor_event, (1000, 20, 300), Budget(e, 1e-5),
-                                     accountant="rdp", relation="replace_one")
+                                     accounting="rdp", relation="replace_one")
           for e in (0.25, 0.5, 1.0, 2.0, 4.0)]
     assert all(a > b for a, b in zip(zs, zs[1:], strict=False))
     gd = [analytic_gaussian_multiplier(Budget(e, 1e-5), 10) for e in (0.25, 0.5, 1.0, 2.0)]
@@ -152,11 +152,11 @@ def test_calibration_noise_decreases_with_epsilon():
 def test_pld_poisson_is_tighter_than_rdp():
     ev = lambda acc: dpe.SelfComposedDpEvent(  # noqa: E731
         subsampled_gaussian_event(1.0, 1.0, n_samples=10_000, batch_size=100,
-                                  sampling="poisson", accountant=acc, relation="add_remove"),
+                                  sampling="poisson", accounting=acc, relation="add_remove"),
         500,
     )
-    rdp = epsilon_spent(ev("rdp"), 1e-5, accountant="rdp", relation="add_remove")
-    pld = epsilon_spent(ev("pld"), 1e-5, accountant="pld", relation="add_remove")
+    rdp = epsilon_spent(ev("rdp"), 1e-5, accounting="rdp", relation="add_remove")
+    pld = epsilon_spent(ev("pld"), 1e-5, accounting="pld", relation="add_remove")
     assert pld < rdp
 
 
@@ -166,7 +166,7 @@ def test_impossible_budget_is_reported_clearly():
 
     with pytest.raises(BudgetError, match="no noise level"):
         calibrate_noise_multiplier(huge, (10**9,), Budget(1e-9, 1e-300),
-                                   accountant="rdp", relation="replace_one")
+                                   accounting="rdp", relation="replace_one")
 
 
 @pytest.mark.parametrize("n, b, steps", [(426, 128, 6), (426, 128, 32), (2000, 100, 100)])
@@ -174,7 +174,7 @@ def test_without_replacement_epsilon_is_monotone_in_noise(n, b, steps):
     """Regression: dp_accounting's WOR bound is erratic at orders > 64 for large q."""
     import numpy as np
 
-    eps = [epsilon_spent(_wor_event(z, n, b, steps), 1e-5, accountant="rdp",
+    eps = [epsilon_spent(_wor_event(z, n, b, steps), 1e-5, accounting="rdp",
                          relation="replace_one") for z in np.geomspace(0.5, 300, 60)]
     assert np.all(np.diff(eps) <= 0)
 
@@ -187,7 +187,7 @@ def test_clamped_rdp_is_never_looser_than_dp_accounting_on_stable_orders():
     orders = [o for o in RDP_ORDERS if o <= WOR_MAX_STABLE_ORDER]
     for z in (0.6, 1.5, 8.0):
         ev = _wor_event(z, 5000, 50, 200)
-        ours = epsilon_spent(ev, 1e-6, accountant="rdp", relation="replace_one")
+        ours = epsilon_spent(ev, 1e-6, accounting="rdp", relation="replace_one")
         plain = rdp_privacy_accountant.RdpAccountant(
             orders=orders, neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE
         ).compose(ev).get_epsilon(1e-6)
@@ -203,9 +203,9 @@ def test_group_privacy_conversion_of_a_poisson_ledger():
     assert inner.epsilon == 0.5 and inner.delta == pytest.approx(1e-5 / (1 + math.exp(0.5)))
     event = dpe.SelfComposedDpEvent(
         subsampled_gaussian_event(1.0, 1.0, n_samples=1000, batch_size=10, sampling="poisson",
-                                  accountant="pld", relation="add_remove"), 50)
+                                  accounting="pld", relation="add_remove"), 50)
     spent = PrivacyLedger(event, "pld", "replace_one", budget, via_add_remove=True).spent()
-    half = epsilon_spent(event, inner.delta, accountant="pld", relation="add_remove")
+    half = epsilon_spent(event, inner.delta, accounting="pld", relation="add_remove")
     assert spent.epsilon == pytest.approx(2 * half)
     assert spent.delta == pytest.approx((1 + math.exp(half)) * inner.delta)
 
@@ -214,9 +214,9 @@ def test_group_privacy_conversion_of_a_poisson_ledger():
                                          (1.0, float("inf")), (-1.0, 1.0)])
 def test_degenerate_gaussian_events_are_refused(sigma, sens):
     """An underflowed sensitivity must not be accounted as a free release (and NaN noise
-    multipliers read as epsilon = 0 by the RDP accountant)."""
+    multipliers read as epsilon = 0 by the RDP engine)."""
     with pytest.raises(ValueError, match="sensitivity|sigma"):
-        gaussian_event(sigma, sens, accountant="rdp", relation="replace_one")
+        gaussian_event(sigma, sens, accounting="rdp", relation="replace_one")
 
 
 @pytest.mark.parametrize("eps, delta", [(1e-6, 1e-50), (1e-4, 1e-12), (30.0, 1e-3)])
@@ -225,25 +225,25 @@ def test_closed_form_is_rounded_up_even_where_double_precision_cancels(eps, delt
     z = analytic_gaussian_multiplier(Budget(eps, delta))
     assert float(_mp_delta(1.0 / z, eps)) <= delta
     mu = 1.0 / z
-    got = GaussianAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+    got = GaussianEngine(dpa.NeighboringRelation.REPLACE_ONE)
     got.compose(dpe.GaussianDpEvent(1.0 / mu))
     assert float(_mp_delta(mu, got.get_epsilon(delta))) <= delta
 
 
-def test_pure_accountant_adds_epsilons_and_rejects_gaussians():
+def test_pure_engine_adds_epsilons_and_rejects_gaussians():
     from dp_accounting import dp_event as dpe
 
-    from skdp.privacy import PureDpEvent, make_accountant
+    from skdp.privacy import PureDpEvent, make_engine
 
     event = dpe.ComposedDpEvent([
         PureDpEvent(0.5), dpe.SelfComposedDpEvent(PureDpEvent(0.25), 4),
         dpe.LaplaceDpEvent(2.0),
     ])
-    acc = make_accountant("pure")
+    acc = make_engine("pure")
     acc.compose(event)
     assert acc.get_epsilon(0.0) == pytest.approx(0.5 + 1.0 + 0.5)
     assert acc.get_delta(2.0) == 0.0 and acc.get_delta(1.9) == 1.0
-    assert not make_accountant("pure").supports(dpe.GaussianDpEvent(1.0))
+    assert not make_engine("pure").supports(dpe.GaussianDpEvent(1.0))
 
 
 def _rr_composition_delta(e, count, eps):
@@ -265,18 +265,18 @@ def _rr_composition_delta(e, count, eps):
                                          (5e-5, 1000)])
 def test_pld_composes_randomized_response_count_times_exactly(eps0, count):
     # dp_accounting 0.6.0 composes a self-composed randomized response once and rounds
-    # its losses to a 1e-4 grid; skdp's PLD accountant must give the exact optimal
+    # its losses to a 1e-4 grid; skdp's PLD engine must give the exact optimal
     # composition (never below it), and agree with `count` explicit compositions.
     rr = randomized_response_event(eps0)
     assert math.log((1 - rr.noise_parameter / 2) / (rr.noise_parameter / 2)) == \
         pytest.approx(eps0, rel=1e-12)
     delta = 1e-6
-    ours = epsilon_spent(dpe.SelfComposedDpEvent(rr, count), delta, accountant="pld",
+    ours = epsilon_spent(dpe.SelfComposedDpEvent(rr, count), delta, accounting="pld",
                          relation="replace_one")
     assert _rr_composition_delta(eps0, count, ours) <= delta * (1 + 1e-6)
     assert _rr_composition_delta(eps0, count, ours * (1 - 1e-3) - 1e-9) > delta
     if count <= 64:
-        composed = epsilon_spent(dpe.ComposedDpEvent([rr] * count), delta, accountant="pld",
+        composed = epsilon_spent(dpe.ComposedDpEvent([rr] * count), delta, accounting="pld",
                                  relation="replace_one")
         assert ours == pytest.approx(composed, rel=1e-9)
     assert ours <= count * eps0 * (1 + 1e-9)
@@ -288,7 +288,7 @@ def test_pld_refuses_to_mix_randomized_response_with_other_events():
                   dpe.ComposedDpEvent([dpe.GaussianDpEvent(1.0), rr]),
                   dpe.ComposedDpEvent([rr, randomized_response_event(0.2)])):
         with pytest.raises(IncompatibleSolverError, match="cannot account"):
-            epsilon_spent(event, 1e-6, accountant="pld", relation="replace_one")
+            epsilon_spent(event, 1e-6, accounting="pld", relation="replace_one")
 
 
 @pytest.mark.slow  # long PLD compositions
@@ -299,7 +299,7 @@ def test_pld_randomized_response_is_an_upper_bound_at_small_delta(e, count, delt
     # under-stated epsilon at delta = 1e-12. The binomial lattice must never be below the
     # exact optimal composition.
     ours = epsilon_spent(dpe.SelfComposedDpEvent(randomized_response_event(e), count), delta,
-                         accountant="pld", relation="replace_one")
+                         accounting="pld", relation="replace_one")
     assert _rr_composition_delta(e, count, ours) <= delta * (1 + 1e-6)
 
 
@@ -315,16 +315,16 @@ def test_pld_refuses_other_randomized_response_and_leaves_no_state():
     many_buckets = dpe.SelfComposedDpEvent(
         dpe.RandomizedResponseDpEvent(noise_parameter=0.5, num_buckets=3), 100)
     with pytest.raises(IncompatibleSolverError, match="cannot account"):
-        epsilon_spent(many_buckets, 1e-6, accountant="pld", relation="replace_one")
-    accountant = make_accountant("pld", "replace_one")
+        epsilon_spent(many_buckets, 1e-6, accounting="pld", relation="replace_one")
+    engine = make_engine("pld", "replace_one")
     mixed = dpe.ComposedDpEvent([randomized_response_event(0.1), dpe.GaussianDpEvent(1.0)])
-    assert not accountant.supports(mixed)
+    assert not engine.supports(mixed)
     with pytest.raises(PrivacyAccountingError):
-        accountant.compose(mixed)
-    # Nothing was composed: the accountant still reads a fresh randomized response right.
-    accountant.compose(randomized_response_event(0.1))
-    assert accountant.get_epsilon(1e-6) == pytest.approx(
-        epsilon_spent(randomized_response_event(0.1), 1e-6, accountant="pld",
+        engine.compose(mixed)
+    # Nothing was composed: the engine still reads a fresh randomized response right.
+    engine.compose(randomized_response_event(0.1))
+    assert engine.get_epsilon(1e-6) == pytest.approx(
+        epsilon_spent(randomized_response_event(0.1), 1e-6, accounting="pld",
                       relation="replace_one"), rel=1e-12)
 
 
@@ -347,15 +347,15 @@ def test_spent_delta_is_checked_against_the_budget():
 def test_tiny_poisson_rates_never_account_as_free():
     # Review regression: dp_accounting's Poisson-subsampled Gaussian RDP is about -1e-22 at
     # q = 1e-7, z = 1e4, and a negative order made the whole ledger report epsilon = 0.
-    # The clamped accountant stays an upper bound: never below the tight PLD value.
+    # The clamped engine stays an upper bound: never below the tight PLD value.
     event = dpe.SelfComposedDpEvent(dpe.PoissonSampledDpEvent(1e-7, dpe.GaussianDpEvent(1e4)),
                                     100_000)
-    rdp = epsilon_spent(event, 1e-10, accountant="rdp", relation="add_remove")
-    pld = epsilon_spent(event, 1e-10, accountant="pld", relation="add_remove")
+    rdp = epsilon_spent(event, 1e-10, accounting="rdp", relation="add_remove")
+    pld = epsilon_spent(event, 1e-10, accounting="pld", relation="add_remove")
     assert rdp >= pld > 0
 
 
-# -- lazy orders of the RDP accountant ------------------------------------------------------
+# -- lazy orders of the RDP engine ----------------------------------------------------------
 _LB_Q = (1e-5, 1e-3, 0.01, 0.032, 0.1, 0.26, 0.53, 0.9, 0.999)
 _LB_Z = (0.3, 0.6, 1.0, 2.0, 5.9, 20.0, 300.0)
 
@@ -366,7 +366,7 @@ def test_wor_lower_bound_is_below_dp_accountings_bound_at_every_order():
     dominates, so that it prunes."""
     import numpy as np
 
-    from skdp.privacy.accountants import RDP_ORDERS, _clamped_rdp, _wor_lower_bound
+    from skdp.privacy.engines import RDP_ORDERS, _clamped_rdp, _wor_lower_bound
 
     orders = np.array(RDP_ORDERS)
     for q in _LB_Q:
@@ -383,12 +383,12 @@ def test_closed_form_forward_differences_are_below_dp_accountings():
     """The premise of the terms i >= 3 of the lower bound: for z up to _HIGHER_TERMS_MAX_Z,
     dp_accounting's log forward differences of exp(c x (x + 1)) at -1 (even orders up to
     64) are at least log(e^{-c/4} (2m)! c^m / m!), with room to spare for their rounding
-    (a violation could only make the accountant skip an order, never report less)."""
+    (a violation could only make the engine skip an order, never report less)."""
     import numpy as np
     from dp_accounting.rdp import rdp_privacy_accountant
     from scipy.special import gammaln
 
-    from skdp.privacy.accountants import _HIGHER_TERMS_MAX_Z
+    from skdp.privacy.engines import _HIGHER_TERMS_MAX_Z
 
     for z in np.linspace(0.1, _HIGHER_TERMS_MAX_Z, 300):
         c = 1.0 / (2.0 * z * z)
@@ -423,9 +423,9 @@ def _lazy_cases():
 
 
 def _eager_curve(event):
-    """The RDP curve composed in order, every order evaluated at once (the accountant
+    """The RDP curve composed in order, every order evaluated at once (the engine
     settled after each part, as eager composition sums it)."""
-    acc = make_accountant("rdp")
+    acc = make_engine("rdp")
     for part in event.events if isinstance(event, dpe.ComposedDpEvent) else [event]:
         acc.compose(part)
         acc.rdp  # noqa: B018 (settles the pending parts)
@@ -441,12 +441,12 @@ def test_lazy_rdp_epsilon_equals_the_full_curves(case, delta):
     from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
     event = _lazy_cases()[case]
-    lazy = make_accountant("rdp").compose(event)
+    lazy = make_engine("rdp").compose(event)
     full = _eager_curve(event)
     expected = float(compute_epsilon(full.orders, full.rdp, delta)[0])
     assert lazy.get_epsilon(delta) == expected
-    assert epsilon_spent(event, delta, accountant="rdp", relation="replace_one") == expected
-    # The full curve of a partly evaluated accountant is the same curve.
+    assert epsilon_spent(event, delta, accounting="rdp", relation="replace_one") == expected
+    # The full curve of a partly evaluated engine is the same curve.
     lazy.get_epsilon(delta)
     assert lazy.rdp.tolist() == full.rdp.tolist()
 
@@ -457,11 +457,11 @@ def test_lazy_order_epsilons_classify_every_order_exactly(case):
     from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
     event = _lazy_cases()[case]
-    full = make_accountant("rdp").compose(event)
+    full = make_engine("rdp").compose(event)
     exact = [float(compute_epsilon([a], [r], 1e-5)[0])
              for a, r in zip(full.orders.tolist(), full.rdp.tolist(), strict=True)]
     upto = sorted(exact)[3]
-    got = make_accountant("rdp").compose(event).order_epsilons(1e-5, upto=upto)
+    got = make_engine("rdp").compose(event).order_epsilons(1e-5, upto=upto)
     for e, g in zip(exact, got, strict=True):
         assert (g <= upto) == (e <= upto)
         if e <= upto:
@@ -470,17 +470,17 @@ def test_lazy_order_epsilons_classify_every_order_exactly(case):
 
 def test_lazy_rdp_epsilon_evaluates_few_orders(monkeypatch):
     """The point of the pruning: a small-q ledger is evaluated at a handful of orders."""
-    from skdp.privacy import accountants
+    from skdp.privacy import engines
 
     seen = []
-    real = accountants._clamped_rdp
+    real = engines._clamped_rdp
 
     def counting(wor, q, z, orders):
         seen.extend(orders.tolist())
         return real(wor, q, z, orders)
 
-    monkeypatch.setattr(accountants, "_clamped_rdp", counting)
-    monkeypatch.setattr(accountants, "_RDP_MEMO", {})
+    monkeypatch.setattr(engines, "_clamped_rdp", counting)
+    monkeypatch.setattr(engines, "_RDP_MEMO", {})
     # A multiplier no other test uses (epsilon_spent memoises its answers).
-    make_accountant("rdp").compose(_wor_event(5.9371, 250, 8, 977)).get_epsilon(1e-3)
+    make_engine("rdp").compose(_wor_event(5.9371, 250, 8, 977)).get_epsilon(1e-3)
     assert 1 <= len(seen) <= 5

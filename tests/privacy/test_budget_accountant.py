@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
 import pickle
+import sqlite3
 import warnings
 
 import numpy as np
@@ -28,7 +30,7 @@ from skdp import (
 from skdp._warnings import reset_shown
 from skdp.model_selection import privacy_cost
 from skdp.privacy import Budget, PrivacyLedger, PureDpEvent
-from skdp.privacy.accounting import make_accountant
+from skdp.privacy.accounting import make_engine
 
 X_BC, Y_BC = load_breast_cancer(return_X_y=True)
 X_BC = X_BC[:300] / 1000.0  # rows of norm about 1
@@ -277,10 +279,10 @@ def test_rdp_composition_of_pure_and_gaussian_entries_beats_basic():
     spent = acc.spent()
     basic = 2.0 + gauss.spent().epsilon
     assert acc.composition == "rdp" and spent.epsilon < basic
-    # Independent check: dp_accounting's RDP accountant on randomized response + Gaussian.
+    # Independent check: a fresh RDP engine on randomized response + Gaussian.
     from skdp.privacy.accounting import randomized_response_event
 
-    rdp = make_accountant("rdp", "replace_one")
+    rdp = make_engine("rdp", "replace_one")
     rdp.compose(dpe.SelfComposedDpEvent(randomized_response_event(0.1), 20))
     rdp.compose(dpe.GaussianDpEvent(5.0))
     assert spent.epsilon == pytest.approx(rdp.get_epsilon(spent.delta), rel=1e-9)
@@ -337,6 +339,53 @@ def test_file_accountant_survives_a_change_of_directory_and_never_recreates(
     (tmp_path / "rel.sqlite").rename(tmp_path / "moved.sqlite")
     with pytest.raises(BudgetError, match="does not exist"):
         pickle.loads(blob)
+
+
+def _legacy_ledger(d):
+    """A stored ledger dict as written before the accounting method's key was renamed
+    (``"accountant"``, now ``"accounting"``), composite ledgers included."""
+    if "parts" in d:
+        return {**d, "parts": [[name, _legacy_ledger(part)] for name, part in d["parts"]]}
+    assert "accounting" in d and "accountant" not in d  # what new records write
+    return {("accountant" if k == "accounting" else k): v for k, v in d.items()}
+
+
+def test_legacy_records_with_the_accountant_key_are_read(tmp_path):
+    path = tmp_path / "legacy.sqlite"
+    acc = BudgetAccountant(10.0, 1e-4, path=path)
+    clf(acc, epsilon=0.5).fit(X_BC, Y_BC)
+    DPLinearRegression(epsilon=0.4, delta=0.0, alpha=0.5, data_norm="auto", accountant=acc
+                       ).fit(X_BC, Y_BC.astype(float))  # a composite ledger (auto bounds)
+    ledgers, spent, text = [e.ledger for e in acc.entries], acc.spent(), acc.to_json()
+    assert [hasattr(led, "parts") for led in ledgers] == [False, True]
+    # The file, as a version that wrote "accountant" would have left it.
+    with contextlib.closing(sqlite3.connect(path)) as con, con:
+        rows = con.execute("SELECT id, ledger FROM entries").fetchall()
+        assert len(rows) == 2
+        for entry_id, stored in rows:
+            con.execute("UPDATE entries SET ledger=? WHERE id=?",
+                        (json.dumps(_legacy_ledger(json.loads(stored))), entry_id))
+    reopened = BudgetAccountant(path=path)
+    assert [e.ledger for e in reopened.entries] == ledgers
+    assert reopened.spent() == spent
+    # An audit trail exported by such a version.
+    data = json.loads(text)
+    for e in data["entries"]:
+        e["ledger"] = _legacy_ledger(e["ledger"])
+    again = BudgetAccountant.from_json(json.dumps(data))
+    assert [e.ledger for e in again.entries] == ledgers and again.spent() == spent
+    # Records written now use the new key.
+    assert '"accountant"' not in again.to_json() and '"accounting"' in again.to_json()
+
+
+def test_legacy_pickled_ledger_is_read():
+    ledger = PrivacyLedger(dpe.GaussianDpEvent(3.0), "rdp", "replace_one", Budget(1.0, 1e-5))
+    legacy = PrivacyLedger.__new__(PrivacyLedger)
+    legacy.__setstate__({"event": ledger.event, "accountant": "rdp",
+                         "relation": "replace_one", "budget": ledger.budget,
+                         "via_add_remove": False, "_spent": None})
+    assert legacy == ledger and legacy.accounting == "rdp"
+    assert pickle.loads(pickle.dumps(legacy)) == ledger
 
 
 def test_auto_bounds_are_priced_exactly_and_the_ceiling_composes_as_spent():
@@ -461,8 +510,8 @@ def test_gaussian_fits_compose_at_the_delta_ceiling_whatever_their_deltas_sum_to
     spent = acc.spent()
     assert len(acc) == 12 and spent.delta == 1e-4 and spent.epsilon <= 20.0
     assert acc.composition in ("rdp", "gaussian")
-    # The same total, re-accounted from the entries by dp_accounting's RDP accountant.
-    rdp = make_accountant("rdp")
+    # The same total, re-accounted from the entries by a fresh RDP engine.
+    rdp = make_engine("rdp")
     for e in acc.entries:
         rdp.compose(e.ledger.event)
     assert spent.epsilon <= rdp.get_epsilon(1e-4) * (1 + 1e-9)

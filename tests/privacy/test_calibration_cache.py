@@ -1,4 +1,4 @@
-"""The accountants' memo of subsampled-Gaussian RDP values (docs/privacy_accounting_speed.md).
+"""The RDP engines' memo of subsampled-Gaussian RDP values (docs/privacy_accounting_speed.md).
 
 A hit must return exactly what recomputation returns, and only for the same inputs: the
 key covers the bound used (the dp_accounting function itself), its order cap, the
@@ -15,9 +15,9 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from skdp.privacy import (
     Budget,
     PrivacyLedger,
-    accountants,
     calibrate_noise_multiplier,
-    make_accountant,
+    engines,
+    make_engine,
     reaccount,
     subsampled_gaussian_event,
 )
@@ -26,12 +26,12 @@ from skdp.privacy import (
 def sampled(z, n=500, b=16, steps=977, sampling="without_replacement"):
     relation = "replace_one" if sampling == "without_replacement" else "add_remove"
     inner = subsampled_gaussian_event(z, 1.0, n_samples=n, batch_size=b, sampling=sampling,
-                                      accountant="rdp", relation=relation)
+                                      accounting="rdp", relation=relation)
     return dpe.SelfComposedDpEvent(inner, steps)
 
 
 def _rdp(event, relation="replace_one", orders=None):
-    return make_accountant("rdp", relation, orders=orders).compose(event).rdp
+    return make_engine("rdp", relation, orders=orders).compose(event).rdp
 
 
 @pytest.fixture
@@ -47,19 +47,19 @@ def counted(monkeypatch):
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(rdp_privacy_accountant, name, wrapper)
-    monkeypatch.setattr(accountants, "_RDP_MEMO", {})
+    monkeypatch.setattr(engines, "_RDP_MEMO", {})
     return calls
 
 
 def _fresh(event, relation="replace_one", orders=None):
     """The RDP vector computed with an empty memo (the memo is restored afterwards)."""
-    saved = dict(accountants._RDP_MEMO)
-    accountants._RDP_MEMO.clear()
+    saved = dict(engines._RDP_MEMO)
+    engines._RDP_MEMO.clear()
     try:
         return _rdp(event, relation, orders)
     finally:
-        accountants._RDP_MEMO.clear()
-        accountants._RDP_MEMO.update(saved)
+        engines._RDP_MEMO.clear()
+        engines._RDP_MEMO.update(saved)
 
 
 @pytest.mark.parametrize("sampling, relation", [("without_replacement", "replace_one"),
@@ -75,7 +75,7 @@ def test_a_hit_is_exactly_the_recomputed_value(counted, sampling, relation, z):
     np.testing.assert_array_equal(_fresh(event, relation), first)
     # The values of a subset of orders are those of the full vector, order by order.
     subset = (1.5, 18.0, 64.0, 512.0)
-    index = [accountants.RDP_ORDERS.index(a) for a in subset]
+    index = [engines.RDP_ORDERS.index(a) for a in subset]
     np.testing.assert_array_equal(_fresh(event, relation, subset), first[index])
 
 
@@ -104,10 +104,10 @@ def test_every_input_is_in_the_key(counted, monkeypatch):
     np.testing.assert_array_equal(_rdp(sampled(3.0, n=1000, b=32), orders=one), base)
     assert counted["wor"] == n
     # The order cap of the without-replacement bound: a miss (above it, no bound at all).
-    monkeypatch.setattr(accountants, "WOR_MAX_STABLE_ORDER", 16)
+    monkeypatch.setattr(engines, "WOR_MAX_STABLE_ORDER", 16)
     capped = _rdp(sampled(3.0), orders=one)
     assert capped[0] == 18.0 * 977 / (2 * 3.0**2) > base[0]
-    monkeypatch.setattr(accountants, "WOR_MAX_STABLE_ORDER", 64)
+    monkeypatch.setattr(engines, "WOR_MAX_STABLE_ORDER", 64)
     # A replaced bound (another dp_accounting, a test double) is a different key.
     monkeypatch.setattr(rdp_privacy_accountant, "_compute_rdp_sample_wor_gaussian",
                         lambda q, z, orders: np.full(len(orders), 1e-3))
@@ -115,10 +115,10 @@ def test_every_input_is_in_the_key(counted, monkeypatch):
 
 
 def test_the_memo_is_bounded(counted, monkeypatch):
-    monkeypatch.setattr(accountants, "_RDP_MEMO_SIZE", 50)
+    monkeypatch.setattr(engines, "_RDP_MEMO_SIZE", 50)
     for z in np.linspace(1.0, 5.0, 20):
         _rdp(sampled(float(z)))
-        assert len(accountants._RDP_MEMO) <= 50 + len(accountants.RDP_ORDERS)
+        assert len(engines._RDP_MEMO) <= 50 + len(engines.RDP_ORDERS)
 
 
 def md(z, n, b, steps):
@@ -128,7 +128,7 @@ def md(z, n, b, steps):
 def test_the_ledger_at_the_calibrated_noise_reads_the_checked_values(counted):
     args = (400, 16, 300)
     budget = Budget(1.0, 1e-5)
-    z = calibrate_noise_multiplier(md, args, budget, accountant="rdp",
+    z = calibrate_noise_multiplier(md, args, budget, accounting="rdp",
                                    relation="replace_one")
     ledger = PrivacyLedger(md(z, *args), "rdp", "replace_one", budget)
     n = counted["wor"]
@@ -136,5 +136,5 @@ def test_the_ledger_at_the_calibrated_noise_reads_the_checked_values(counted):
     assert counted["wor"] == n  # the calibration's check accounted every order at z
     assert spent.within(budget)
     # The same number as a re-accounting with an empty memo.
-    accountants._RDP_MEMO.clear()
+    engines._RDP_MEMO.clear()
     assert reaccount(ledger) == spent and counted["wor"] > n

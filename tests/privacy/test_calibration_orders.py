@@ -1,8 +1,8 @@
 """The RDP calibration searches one Renyi order at a time (docs/privacy_accounting_speed.md).
 
-Sound: the returned multiplier meets the budget under the FULL accountant (every order of
+Sound: the returned multiplier meets the budget under the FULL engine (every order of
 ``RDP_ORDERS``, as the ledger is re-accounted). Optimal: a multiplier 0.1% smaller does
-not meet it. Cheap: it never composes with the full accountant, and evaluates few orders.
+not meet it. Cheap: it never composes with the full engine, and evaluates few orders.
 """
 
 import math
@@ -16,23 +16,23 @@ from skdp.privacy import (
     Budget,
     calibrate_noise_multiplier,
     calibration,
-    make_accountant,
+    make_engine,
     subsampled_gaussian_event,
 )
-from skdp.privacy.accountants import RDP_ORDERS
 from skdp.privacy.calibration import (
     _calibrate_rdp,
     _orders_meeting,
     _rdp_order_guess,
     single_gaussian_multiplier,
 )
+from skdp.privacy.engines import RDP_ORDERS
 
 
 def sampled_steps(z, n, b, steps, sampling):
     """``steps`` Gaussian releases on batches of ``b`` of ``n`` records."""
     relation = "replace_one" if sampling == "without_replacement" else "add_remove"
     inner = subsampled_gaussian_event(z, 1.0, n_samples=n, batch_size=b, sampling=sampling,
-                                      accountant="rdp", relation=relation)
+                                      accounting="rdp", relation=relation)
     return dpe.SelfComposedDpEvent(inner, steps)
 
 
@@ -47,7 +47,7 @@ def one_gaussian(z):
 
 
 def _full_epsilon(event, delta, relation):
-    return make_accountant("rdp", relation).compose(event).get_epsilon(delta)
+    return make_engine("rdp", relation).compose(event).get_epsilon(delta)
 
 
 # (factory, args, epsilon, delta, relation): optimal orders from 2 to 80; batches without
@@ -65,24 +65,24 @@ CASES = [
 
 
 @pytest.mark.parametrize("factory, args, eps, delta, relation", CASES)
-def test_order_search_is_sound_and_optimal_for_the_full_accountant(factory, args, eps, delta,
+def test_order_search_is_sound_and_optimal_for_the_full_engine(factory, args, eps, delta,
                                                                    relation):
     z = _calibrate_rdp(lambda x: factory(x, *args), eps, delta, relation, None)
-    # Sound: every order together (the ledger's accountant) meets the budget ...
+    # Sound: every order together (the ledger's engine) meets the budget ...
     assert _full_epsilon(factory(z, *args), delta, relation) <= eps
     # ... and optimal: 0.1% less noise does not (the search tolerance is 0.01%).
     assert _full_epsilon(factory(z / 1.001, *args), delta, relation) > eps
 
 
-def test_order_search_uses_the_full_accountant_once(monkeypatch):
+def test_order_search_uses_the_full_engine_once(monkeypatch):
     used = []
-    real = calibration.make_accountant
+    real = calibration.make_engine
 
-    def recording(accountant, relation="replace_one", *, orders=None):
+    def recording(accounting, relation="replace_one", *, orders=None):
         used.append(orders)
-        return real(accountant, relation, orders=orders)
+        return real(accounting, relation, orders=orders)
 
-    monkeypatch.setattr(calibration, "make_accountant", recording)
+    monkeypatch.setattr(calibration, "make_engine", recording)
     factory, args, eps, delta, relation = CASES[0]
     _calibrate_rdp(lambda x: factory(x, *args), eps, delta, relation, None)
     # One support check and one check of the result with every order ...
@@ -110,7 +110,7 @@ def test_order_search_matches_dp_accountings_calibration(factory, args, eps, del
                                                          relation):
     # The previous calibration: brentq over every order (absolute tolerance 1e-4 here).
     reference = dpa.calibrate_dp_mechanism(
-        lambda: make_accountant("rdp", relation), lambda x: factory(x, *args), eps, delta,
+        lambda: make_engine("rdp", relation), lambda x: factory(x, *args), eps, delta,
         bracket_interval=dpa.ExplicitBracketInterval(0.1, 100.0), tol=1e-4)
     z = _calibrate_rdp(lambda x: factory(x, *args), eps, delta, relation, None)
     assert z == pytest.approx(reference, rel=3e-4)
@@ -119,7 +119,7 @@ def test_order_search_matches_dp_accountings_calibration(factory, args, eps, del
 def test_calibrate_noise_multiplier_uses_the_order_search_for_rdp():
     budget = Budget(1.0, 1e-5)
     args = (500, 16, 977, "without_replacement")
-    z = calibrate_noise_multiplier(sampled_steps, args, budget, accountant="rdp",
+    z = calibrate_noise_multiplier(sampled_steps, args, budget, accounting="rdp",
                                    relation="replace_one")
     assert z == _calibrate_rdp(lambda x: sampled_steps(x, *args), 1.0, 1e-5, "replace_one",
                                None)
@@ -152,7 +152,7 @@ def test_order_guess_is_the_optimal_order_of_a_gaussian():
     for eps, delta in [(0.1, 1e-9), (1.0, 1e-5), (8.0, 1e-5)]:
         budget = Budget(eps, delta)
         z = single_gaussian_multiplier(budget, "rdp", "replace_one")
-        acc = make_accountant("rdp", "replace_one").compose(dpe.GaussianDpEvent(z))
+        acc = make_engine("rdp", "replace_one").compose(dpe.GaussianDpEvent(z))
         _, order = acc.get_epsilon_and_optimal_order(delta)
         assert abs(RDP_ORDERS.index(order) - _rdp_order_guess(eps, delta)) <= 1
 
@@ -181,18 +181,18 @@ def test_orders_meeting_finds_the_far_end_of_the_run(i, lo, hi):
         assert got is None
 
 
-def test_subset_accountants_bound_the_full_one():
+def test_subset_engines_bound_the_full_one():
     event = sampled_steps(3.0, 500, 16, 977, "without_replacement")
     full = _full_epsilon(event, 1e-5, "replace_one")
     for orders in [(2.0,), (18.0,), (16.0, 18.0, 20.0), (1.5, 64.0, 512.0)]:
-        sub = make_accountant("rdp", "replace_one", orders=orders).compose(event)
+        sub = make_engine("rdp", "replace_one", orders=orders).compose(event)
         assert sub.get_epsilon(1e-5) >= full
     with pytest.raises(ValueError, match="subset"):
-        make_accountant("rdp", "replace_one", orders=(17.5,))
+        make_engine("rdp", "replace_one", orders=(17.5,))
     with pytest.raises(ValueError, match="subset"):
-        make_accountant("pld", "replace_one", orders=(2.0,))
+        make_engine("pld", "replace_one", orders=(2.0,))
     with pytest.raises(ValueError, match="subset"):
-        make_accountant("rdp", "replace_one", orders=())
+        make_engine("rdp", "replace_one", orders=())
     assert math.isfinite(full)
 
 
@@ -202,7 +202,7 @@ def many_gaussians(z):
 
 def test_an_unreachable_budget_raises_through_the_generic_search():
     with pytest.raises(BudgetError):
-        calibrate_noise_multiplier(many_gaussians, (), Budget(1e-3, 1e-5), accountant="rdp",
+        calibrate_noise_multiplier(many_gaussians, (), Budget(1e-3, 1e-5), accounting="rdp",
                                    relation="replace_one")
 
 
@@ -217,13 +217,13 @@ SEPARABLE = [
 @pytest.mark.parametrize("event", SEPARABLE)
 def test_separable_events_have_the_same_rdp_at_one_order_and_at_all(event):
     assert calibration._order_separable(event)
-    full = make_accountant("rdp", "replace_one").compose(event).rdp
+    full = make_engine("rdp", "replace_one").compose(event).rdp
     for k in (0, 9, 20, 40, len(RDP_ORDERS) - 1):
-        one = make_accountant("rdp", "replace_one", orders=(RDP_ORDERS[k],)).compose(event)
+        one = make_engine("rdp", "replace_one", orders=(RDP_ORDERS[k],)).compose(event)
         assert one.rdp[0] == full[k]
     poisson = sampled_steps(2.0, 500, 16, 977, "poisson")
-    full = make_accountant("rdp", "add_remove").compose(poisson).rdp
-    one = make_accountant("rdp", "add_remove", orders=(RDP_ORDERS[20],)).compose(poisson)
+    full = make_engine("rdp", "add_remove").compose(poisson).rdp
+    one = make_engine("rdp", "add_remove", orders=(RDP_ORDERS[20],)).compose(poisson)
     assert calibration._order_separable(poisson) and one.rdp[0] == full[20]
 
 
@@ -236,11 +236,11 @@ def test_repeat_and_select_goes_to_the_generic_search():
     # valid but much larger value (the order search would return 12% too much noise).
     event = repeat_and_select(6.5)
     assert not calibration._order_separable(event)
-    full = make_accountant("rdp", "replace_one").compose(event)
+    full = make_engine("rdp", "replace_one").compose(event)
     k = RDP_ORDERS.index(full.get_epsilon_and_optimal_order(1e-5)[1])
-    one = make_accountant("rdp", "replace_one", orders=(RDP_ORDERS[k],)).compose(event)
+    one = make_engine("rdp", "replace_one", orders=(RDP_ORDERS[k],)).compose(event)
     assert one.rdp[0] > full.rdp[k]
     z = calibrate_noise_multiplier(repeat_and_select, (), Budget(1.0, 1e-5),
-                                   accountant="rdp", relation="replace_one")
+                                   accounting="rdp", relation="replace_one")
     assert _full_epsilon(repeat_and_select(z), 1e-5, "replace_one") <= 1.0
     assert _full_epsilon(repeat_and_select(z / 1.002), 1e-5, "replace_one") > 1.0

@@ -1,7 +1,7 @@
 """Where the calibration's search starts (``calibrate_noise_multiplier(..., start=...)``,
 docs/privacy.md): any start gives a multiplier within the budget, the same one to the
 search's tolerance, and an unreachable budget is refused whatever the start; DP-SVRG's
-start (the snapshots' Gaussian lower bound) keeps the PLD accountant off the tiny
+start (the snapshots' Gaussian lower bound) keeps the PLD engine off the tiny
 multipliers that exhausted memory."""
 
 import math
@@ -23,22 +23,22 @@ from skdp.privacy.noise import NoiseSource
 from skdp.solvers import DPSVRG, DPSVRGPlusPlus, Problem, ProblemSpec
 
 
-def two_gaussians(z, ratio, accountant, relation):
+def two_gaussians(z, ratio, accounting, relation):
     """A Gaussian of multiplier ``z`` and one of ``z / ratio`` (module level: cached)."""
     from dp_accounting import dp_event as dpe
 
     return dpe.ComposedDpEvent([
-        gaussian_event(z, 1.0, accountant=accountant, relation=relation),
-        gaussian_event(z / ratio, 1.0, accountant=accountant, relation=relation)])
+        gaussian_event(z, 1.0, accounting=accounting, relation=relation),
+        gaussian_event(z / ratio, 1.0, accounting=accounting, relation=relation)])
 
 
 @pytest.mark.parametrize("start", [None, 0.5, 3.0, 7.0, 1e3, 5e6])
 def test_any_start_gives_the_same_multiplier_within_the_budget(start):
     budget = Budget(1.0, 1e-6)
-    args = (2.0, "gaussian", "replace_one")  # the exact accountant of Gaussians
-    z = calibrate_noise_multiplier(two_gaussians, args, budget, accountant="gaussian",
+    args = (2.0, "gaussian", "replace_one")  # the exact accounting method of Gaussians
+    z = calibrate_noise_multiplier(two_gaussians, args, budget, accounting="gaussian",
                                    relation="replace_one", start=start)
-    spent = epsilon_spent(two_gaussians(z, *args), budget.delta, accountant="gaussian",
+    spent = epsilon_spent(two_gaussians(z, *args), budget.delta, accounting="gaussian",
                           relation="replace_one")
     assert spent <= budget.epsilon
     # The two releases are one Gaussian of multiplier z / sqrt(1 + ratio^2) (exact).
@@ -52,14 +52,14 @@ def test_an_unreachable_budget_is_refused_whatever_the_start(start):
     # a start above it (1e9) must not skip that check.
     with pytest.raises(BudgetError, match="no noise level"):
         calibrate_noise_multiplier(two_gaussians, (1.0, "gaussian", "replace_one"),
-                                   Budget(1e-7, 1e-12), accountant="gaussian",
+                                   Budget(1e-7, 1e-12), accounting="gaussian",
                                    relation="replace_one", start=start)
 
 
 @pytest.mark.parametrize("cls", [DPSVRG, DPSVRGPlusPlus])
 def test_svrg_poisson_with_a_small_correction_clip_calibrates(cls):
-    """Poisson batches (PLD accountant) with a small correction clip: the snapshots'
-    multiplier z / (sqrt(m) ratio) is far below z, where the PLD accountant's memory
+    """Poisson batches (PLD accounting) with a small correction clip: the snapshots'
+    multiplier z / (sqrt(m) ratio) is far below z, where the PLD engine's memory
     explodes (a search started at z = 1 asked for 0.1-1 TB and raised MemoryError). From
     the snapshots' lower bound the fit completes, with a multiplier that spends the
     budget within 2% (the smallest, to the search's tolerance) and is above the bound."""
@@ -81,7 +81,7 @@ def test_svrg_poisson_with_a_small_correction_clip_calibrates(cls):
              * math.sqrt(sum(plan.epoch_lengths)))
     assert bound > 100.0  # the case the start protects: the old search began at 1
     assert plan.noise_multiplier >= bound
-    spent = epsilon_spent(plan.event, event_budget.delta, accountant="pld",
+    spent = epsilon_spent(plan.event, event_budget.delta, accounting="pld",
                           relation="add_remove")
     assert 0.98 * event_budget.epsilon <= spent <= event_budget.epsilon
     assert np.all(np.isfinite(res.coef))

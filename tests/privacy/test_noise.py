@@ -82,7 +82,7 @@ def test_release_dispatches_to_the_planned_mechanism():
     assert isinstance(pure.event, PureDpEvent) and pure.event.epsilon == 0.5
     gauss = single_release(Budget(1.0, 1e-5), "gaussian", "replace_one")
     assert gauss.mechanism == "gaussian"
-    assert 0.99 <= epsilon_spent(gauss.event, 1e-5, accountant="gaussian",
+    assert 0.99 <= epsilon_spent(gauss.event, 1e-5, accounting="gaussian",
                                  relation="replace_one") <= 1.0
     a, b = NoiseSource(np.random.default_rng(0)), NoiseSource(np.random.default_rng(0))
     np.testing.assert_array_equal(a.release("gaussian", (4,), 3.0), b.gaussian((4,), 3.0))

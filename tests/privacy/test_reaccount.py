@@ -1,8 +1,8 @@
 """The check of a plan against its budget is an independent re-accounting of its ledger.
 
 ``reaccount`` (and ``PrivacyLedger.spent``, ``BaseDPSolver.prepare``) must compose the
-ledger's events with a fresh accountant, never read the calibration's caches, report the
-calibration accountant's numbers exactly, and catch a ledger whose noise is too small.
+ledger's events with a fresh composition engine, never read the calibration's caches, report the
+calibration engine's numbers exactly, and catch a ledger whose noise is too small.
 """
 
 import ast
@@ -38,24 +38,24 @@ from tests.conftest import make_problem
 BUDGET = Budget(1.0, 1e-5)
 
 
-def _gaussians(z, steps, accountant):
+def _gaussians(z, steps, accounting):
     return dpe.SelfComposedDpEvent(
-        gaussian_event(z, 1.0, accountant=accountant, relation="replace_one"), steps)
+        gaussian_event(z, 1.0, accounting=accounting, relation="replace_one"), steps)
 
 
 def _wor(z, steps):
     return dpe.SelfComposedDpEvent(subsampled_gaussian_event(
         z, 1.0, n_samples=1000, batch_size=50, sampling="without_replacement",
-        accountant="rdp", relation="replace_one"), steps)
+        accounting="rdp", relation="replace_one"), steps)
 
 
-def _poisson(z, steps, accountant):
+def _poisson(z, steps, accounting):
     return dpe.SelfComposedDpEvent(subsampled_gaussian_event(
-        z, 1.0, n_samples=1000, batch_size=50, sampling="poisson", accountant=accountant,
+        z, 1.0, n_samples=1000, batch_size=50, sampling="poisson", accounting=accounting,
         relation="add_remove"), steps)
 
 
-# (factory of the event from its noise multiplier, accountant, via_add_remove)
+# (factory of the event from its noise multiplier, accounting method, via_add_remove)
 CASES = {
     "gaussian": (lambda z: _gaussians(z, 4, "gaussian"), "gaussian", False),
     "rdp": (lambda z: _gaussians(z, 4, "rdp"), "rdp", False),
@@ -71,16 +71,16 @@ REFERENCE = {"pld": "gaussian", "pld-poisson": "rdp-poisson"}
 
 
 def _case_ledger(name, z, budget=BUDGET):
-    factory, accountant, via = CASES[name]
-    return PrivacyLedger(factory(z), accountant, "replace_one", budget, via_add_remove=via)
+    factory, accounting, via = CASES[name]
+    return PrivacyLedger(factory(z), accounting, "replace_one", budget, via_add_remove=via)
 
 
 def _calibrated(name, budget=BUDGET):
     """The smallest multiplier that the calibration says meets ``budget``."""
-    factory, accountant, via = CASES[name]
+    factory, accounting, via = CASES[name]
     target, relation = (add_remove_budget(budget), "add_remove") if via else (
         budget, "replace_one")
-    return calibrate_noise_multiplier(_case_event, (name,), target, accountant=accountant,
+    return calibrate_noise_multiplier(_case_event, (name,), target, accounting=accounting,
                                       relation=relation)
 
 
@@ -92,10 +92,10 @@ def _calibration_path(led):
     """The spend as the calibration's memoised ``epsilon_spent`` reports it."""
     if led.via_add_remove:
         inner = add_remove_budget(led.budget)
-        eps = epsilon_spent(led.event, inner.delta, accountant=led.accountant,
+        eps = epsilon_spent(led.event, inner.delta, accounting=led.accounting,
                             relation="add_remove")
         return PrivacySpent(2.0 * eps, (1.0 + math.exp(eps)) * inner.delta)
-    return PrivacySpent(epsilon_spent(led.event, led.budget.delta, accountant=led.accountant,
+    return PrivacySpent(epsilon_spent(led.event, led.budget.delta, accounting=led.accounting,
                                       relation=led.relation), led.budget.delta)
 
 
@@ -138,7 +138,7 @@ def no_calibration(monkeypatch):
             monkeypatch.setattr(module, name, _refuse)
 
 
-def test_reaccount_reports_the_calibration_accountants_numbers_exactly():
+def test_reaccount_reports_the_calibration_engines_numbers_exactly():
     for led in _all_ledgers():
         assert reaccount(led) == _calibration_path(led) or not led.budget.is_private
     assert reaccount(_other_ledgers()[-1]) == PrivacySpent(math.inf, 1e-5)
@@ -187,20 +187,20 @@ def test_reaccount_is_not_fooled_by_a_poisoned_calibration_cache():
         calibration._SPENT_CACHE.pop(key, None)
 
 
-def _count_fresh_accountants(monkeypatch):
+def _count_fresh_engines(monkeypatch):
     calls = []
-    real = ledger.make_accountant
+    real = ledger.make_engine
 
     def counting(*args, **kwargs):
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ledger, "make_accountant", counting)
+    monkeypatch.setattr(ledger, "make_engine", counting)
     return calls
 
 
 def test_spent_remembers_this_ledgers_reaccount_only(monkeypatch):
-    calls = _count_fresh_accountants(monkeypatch)
+    calls = _count_fresh_engines(monkeypatch)
     led = _case_ledger("rdp", 2.0)
     first = led.spent()
     assert led.spent() == first and len(calls) == 1
@@ -219,7 +219,7 @@ def test_group_privacy_conversion_is_recomputed():
     led = _case_ledger("pld-poisson", 6.0)
     spent = reaccount(led)
     inner = add_remove_budget(BUDGET)
-    half = epsilon_spent(led.event, inner.delta, accountant="pld", relation="add_remove")
+    half = epsilon_spent(led.event, inner.delta, accounting="pld", relation="add_remove")
     assert spent == PrivacySpent(2.0 * half, (1.0 + math.exp(half)) * inner.delta)
     # A non-private add/remove release: infinite epsilon and delta, never within budget.
     nonprivate = PrivacyLedger(dpe.NonPrivateDpEvent(), "pld", "replace_one", BUDGET,
@@ -255,26 +255,26 @@ SOLVER_CASES = [
 ]
 
 
-@pytest.mark.parametrize("make, accountant", SOLVER_CASES)
-def test_prepare_reaccounts_afresh_even_when_the_plan_is_cached(monkeypatch, make, accountant):
+@pytest.mark.parametrize("make, accounting", SOLVER_CASES)
+def test_prepare_reaccounts_afresh_even_when_the_plan_is_cached(monkeypatch, make, accounting):
     spec = make_problem(n=200, d=5).spec
     solver = make()
-    solver.prepare(spec, BUDGET, accountant=accountant)  # warms the calibration caches
-    calls = _count_fresh_accountants(monkeypatch)
-    plan, led, spent = solver.prepare(spec, BUDGET, accountant=accountant)
+    solver.prepare(spec, BUDGET, accounting=accounting)  # warms the calibration caches
+    calls = _count_fresh_engines(monkeypatch)
+    plan, led, spent = solver.prepare(spec, BUDGET, accounting=accounting)
     assert len(calls) == 1 and spent.within(BUDGET)
     assert spent == _calibration_path(led) and led.spent() == spent and len(calls) == 1
 
 
-@pytest.mark.parametrize("make, accountant", SOLVER_CASES)
-def test_prepare_refuses_an_under_noised_plan(monkeypatch, make, accountant):
+@pytest.mark.parametrize("make, accounting", SOLVER_CASES)
+def test_prepare_refuses_an_under_noised_plan(monkeypatch, make, accounting):
     spec = make_problem(n=200, d=5).spec
     solver = make()
-    honest = solver.plan(spec, BUDGET, accountant, "replace_one")
+    honest = solver.plan(spec, BUDGET, accounting, "replace_one")
     under = dataclasses.replace(honest, event=_halve_gaussians(honest.event))
     monkeypatch.setattr(solver, "plan", lambda *args: under)
     with pytest.raises(PrivacyAccountingError, match="refusing to run"):
-        solver.prepare(spec, BUDGET, accountant=accountant)
+        solver.prepare(spec, BUDGET, accounting=accounting)
 
 
 def test_prepare_does_not_consult_the_calibration_cache(monkeypatch):
@@ -284,29 +284,29 @@ def test_prepare_does_not_consult_the_calibration_cache(monkeypatch):
     monkeypatch.setattr(solver, "plan", lambda *args: plan)
     monkeypatch.setattr(calibration, "_SPENT_CACHE", _PoisonedCache())
     monkeypatch.setattr(calibration, "epsilon_spent", _refuse)
-    _, led, spent = solver.prepare(spec, BUDGET, accountant="rdp")
+    _, led, spent = solver.prepare(spec, BUDGET, accounting="rdp")
     assert spent.within(BUDGET) and spent.epsilon >= 0.99 * BUDGET.epsilon
 
 
 def test_solve_runs_the_prepared_plan_for_its_own_budget_only():
     problem = make_problem(n=200, d=5)
     solver = NoisyGD(n_iter=5)
-    prepared = solver.prepare(problem.spec, BUDGET, accountant="gaussian")
-    result = solver.solve(problem, BUDGET, np.random.default_rng(0), accountant="gaussian",
+    prepared = solver.prepare(problem.spec, BUDGET, accounting="gaussian")
+    result = solver.solve(problem, BUDGET, np.random.default_rng(0), accounting="gaussian",
                           prepared=prepared)
     assert result.ledger is prepared[1] and result.spent == prepared[2]
     with pytest.raises(PrivacyAccountingError, match="another budget|not for"):
         solver.solve(problem, Budget(2.0, 1e-5), np.random.default_rng(0),
-                     accountant="gaussian", prepared=prepared)
+                     accounting="gaussian", prepared=prepared)
 
 
 # ---------------------------------------------------------------------------------------
 # The split of the accounting module
 # ---------------------------------------------------------------------------------------
 def test_every_accounting_name_is_re_exported():
-    from skdp.privacy import accountants, events
+    from skdp.privacy import engines, events
 
-    modules = (accountants, calibration, events, ledger)
+    modules = (engines, calibration, events, ledger)
     for name in accounting.__all__:
         obj = getattr(accounting, name)
         assert any(getattr(m, name, None) is obj for m in modules), name

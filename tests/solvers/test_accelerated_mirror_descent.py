@@ -438,20 +438,20 @@ def test_csr_equals_dense(c):
 # ---------------------------------------------------------------------------------------
 # Calibration
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("accountant", ["gaussian", "rdp", "pld"])
+@pytest.mark.parametrize("accounting", ["gaussian", "rdp", "pld"])
 @pytest.mark.parametrize("eps", [0.3, 2.0])
-def test_ledger_reaccounts_within_budget(accountant, eps):
+def test_ledger_reaccounts_within_budget(accounting, eps):
     problem = make_problem(constraint=L1Ball(1.0))
     budget = Budget(eps, 1e-5)
-    plan = DPAccMD(n_iter=25).plan(problem.spec, budget, accountant, "replace_one")
-    spent = epsilon_spent(plan.event, 1e-5, accountant=accountant, relation="replace_one")
+    plan = DPAccMD(n_iter=25).plan(problem.spec, budget, accounting, "replace_one")
+    spent = epsilon_spent(plan.event, 1e-5, accounting=accounting, relation="replace_one")
     assert 0.99 * eps <= spent <= eps
     s = plan
     assert s.sensitivity == pytest.approx(2 * s.clip_norm / 200)
     assert s.clip_norm == pytest.approx(problem.spec.gradient_bound)
 
 
-def test_closed_form_and_accountant_calibrations():
+def test_closed_form_and_accounting_method_calibrations():
     problem = make_problem(constraint=L2Ball(1.0))
     for eps in (0.3, 3.0):
         budget = Budget(eps, 1e-5)
@@ -466,12 +466,12 @@ def test_closed_form_and_accountant_calibrations():
         assert sig["gaussian"] <= sig["pld"] * (1 + 1e-6) and sig["pld"] <= 1.05 * sig["gaussian"]
 
 
-@pytest.mark.parametrize("accountant", ["gaussian", "rdp"])
-def test_noise_non_increasing_in_epsilon(accountant):
+@pytest.mark.parametrize("accounting", ["gaussian", "rdp"])
+def test_noise_non_increasing_in_epsilon(accounting):
     problem = make_problem(n=500, d=10, constraint=L1Ball(1.0))
     previous = math.inf
     for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
-        plan = DPAccMD().plan(problem.spec, Budget(eps, 1e-5), accountant, "replace_one")
+        plan = DPAccMD().plan(problem.spec, Budget(eps, 1e-5), accounting, "replace_one")
         sigma = plan.sigma
         assert sigma <= previous
         previous = sigma

@@ -85,7 +85,7 @@ class OneNoisyStep(BaseDPSolver):
     name = "toy_one_step"
     capabilities = Capabilities(
         algorithm="one noisy gradient step (test toy)",
-        accountants=("gaussian",), default_accountant="gaussian",
+        accounting_methods=("gaussian",), default_accounting="gaussian",
         losses=("logistic", "multinomial"), constraints=("none", "l2"),
     )
 
@@ -94,13 +94,13 @@ class OneNoisyStep(BaseDPSolver):
 
     _parameter_constraints = {"step_size": [float, int]}
 
-    def plan(self, spec, budget, accountant, relation):
+    def plan(self, spec, budget, accounting, relation):
         clip = self.gradient_clip(spec)
         sensitivity = 2.0 * clip / spec.n_samples
         z = analytic_gaussian_multiplier(budget, 1) if budget.is_private else 0.0
         return OneStepPlan(
-            n_iter=1, accountant=accountant, relation=relation,
-            event=gaussian_event(z * sensitivity, sensitivity, accountant=accountant,
+            n_iter=1, accounting=accounting, relation=relation,
+            event=gaussian_event(z * sensitivity, sensitivity, accounting=accounting,
                                  relation=relation),
             sigma=z * sensitivity, sensitivity=sensitivity, step_size=float(self.step_size))
 
@@ -251,7 +251,7 @@ def _spec_of(est, X, y):
     captured = {}
     solver_cls = type(est.solver)
 
-    def spy(self, spec, budget, accountant="auto", relation="replace_one"):
+    def spy(self, spec, budget, accounting="auto", relation="replace_one"):
         captured["spec"] = spec
 
     with unittest.mock.patch.object(solver_cls, "check", spy):

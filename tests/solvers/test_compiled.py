@@ -135,7 +135,7 @@ BUDGET = Budget(1.0, 1e-5)
 
 
 def _run(solver, problem, seed=9):
-    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"), "replace_one")
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accounting("auto"), "replace_one")
     return solver._run(problem, plan, NoiseSource(np.random.default_rng(seed))), plan
 
 
@@ -168,7 +168,7 @@ def test_compiled_steps_equal_the_numpy_steps(compiled, monkeypatch, cls, loss, 
 def test_compiled_steps_match_the_reference_fed_the_same_noise(compiled, cls, radius):
     problem = _heavy_problem(n=2000, d=3, radius=radius, seed=4)
     solver = cls(n_iter=700, truncation=4.0, p=None if radius else 1.5)
-    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"), "replace_one")
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accounting("auto"), "replace_one")
     rec = Recorder(np.random.default_rng(9))
     coef = solver._run(problem, plan, rec)
     assert sum(compiled) == 700

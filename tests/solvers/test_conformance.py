@@ -138,36 +138,36 @@ def test_registry_names_match_classes():
     for name, cls in SOLVERS.items():
         assert cls.name == name
         assert "Privacy guarantee" in cls.__doc__, f"{name} must document its guarantee"
-        assert cls.capabilities.default_accountant in cls.capabilities.accountants
+        assert cls.capabilities.default_accounting in cls.capabilities.accounting_methods
 
 
-def _accountant_cases():
+def _accounting_cases():
     for name in NAMES:
-        for acc in SOLVERS[name].capabilities.accountants:
+        for acc in SOLVERS[name].capabilities.accounting_methods:
             # PLD calibrations of subsampled ledgers take 5-15 s each: slow (run in CI).
             slow = acc == "pld" and name in SAMPLED
             yield pytest.param(name, acc, marks=pytest.mark.slow) if slow else (name, acc)
 
 
-@pytest.mark.parametrize("name, accountant", list(_accountant_cases()))
+@pytest.mark.parametrize("name, accounting", list(_accounting_cases()))
 @pytest.mark.parametrize("eps", [0.3, 2.0])
-def test_calibration_round_trip(name, accountant, eps):
+def test_calibration_round_trip(name, accounting, eps):
     solver = FAST[name]()
     problem = _problem(name)
-    if name in SAMPLED and accountant == "pld":
+    if name in SAMPLED and accounting == "pld":
         solver.set_params(sampling="poisson")
     budget = Budget(eps, 1e-5)
-    plan = solver.plan(problem.spec, budget, accountant, "replace_one")
+    plan = solver.plan(problem.spec, budget, accounting, "replace_one")
     # Re-account the ledger independently of the solver.
     if plan.via_add_remove:
         # Group privacy: the add/remove ledger at (eps/2, delta/(1+e^(eps/2))).
         inner = add_remove_budget(budget)
-        half = epsilon_spent(plan.event, inner.delta, accountant=accountant,
+        half = epsilon_spent(plan.event, inner.delta, accounting=accounting,
                              relation="add_remove")
         spent, spent_delta = 2 * half, (1 + np.exp(half)) * inner.delta
         assert spent_delta <= budget.delta
     else:
-        spent = epsilon_spent(plan.event, budget.delta, accountant=accountant,
+        spent = epsilon_spent(plan.event, budget.delta, accounting=accounting,
                               relation="replace_one")
     assert spent <= eps
     assert spent >= 0.99 * eps
@@ -176,8 +176,8 @@ def test_calibration_round_trip(name, accountant, eps):
 @pytest.mark.parametrize("name", NAMES)
 def test_plan_uses_public_quantities_only(name):
     a, b = _problem(name, seed=1), _problem(name, seed=2)
-    pa = FAST[name]().plan(a.spec, BUDGET, FAST[name]().resolve_accountant("auto"), "replace_one")
-    pb = FAST[name]().plan(b.spec, BUDGET, FAST[name]().resolve_accountant("auto"), "replace_one")
+    pa = FAST[name]().plan(a.spec, BUDGET, FAST[name]().resolve_accounting("auto"), "replace_one")
+    pb = FAST[name]().plan(b.spec, BUDGET, FAST[name]().resolve_accounting("auto"), "replace_one")
     assert pa.constants() == pb.constants() and pa.n_iter == pb.n_iter
 
 
@@ -189,7 +189,7 @@ def _noise_scales(plan):
 def test_noise_non_increasing_in_epsilon(name):
     problem = _problem(name)
     solver = FAST[name]()
-    acc = solver.resolve_accountant("auto")
+    acc = solver.resolve_accounting("auto")
     previous = None
     for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
         scales = _noise_scales(solver.plan(problem.spec, Budget(eps, 1e-5), acc, "replace_one"))
@@ -252,13 +252,13 @@ def test_finite_epsilon_does_not_reach_the_optimum(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_incompatible_accountant_is_rejected(name):
+def test_incompatible_accounting_is_rejected(name):
     solver = FAST[name]()
     bad = [a for a in ("gaussian", "rdp", "pld", "pure", "basic")
-           if a not in solver.capabilities.accountants]
+           if a not in solver.capabilities.accounting_methods]
     for acc in bad:
         with pytest.raises(IncompatibleSolverError):
-            solver.solve(_problem(name), BUDGET, 0, accountant=acc)
+            solver.solve(_problem(name), BUDGET, 0, accounting=acc)
 
 
 # Frank-Wolfe selects vertices (no Gaussian output); the shuffled method's zero-signal
@@ -350,13 +350,13 @@ def test_zero_signal_noise_level(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("accountant", ["rdp", "pld"])
-def test_poisson_noise_is_non_increasing_up_to_large_epsilon(accountant):
-    """Regression: the group-privacy delta / (1 + e^(eps/2)) once made the PLD accountant
+@pytest.mark.parametrize("accounting", ["rdp", "pld"])
+def test_poisson_noise_is_non_increasing_up_to_large_epsilon(accounting):
+    """Regression: the group-privacy delta / (1 + e^(eps/2)) once made PLD accounting
     demand z = 32768 at epsilon = 50 (larger noise for a larger budget)."""
     problem = make_problem(n=1000, d=5)
     solver = DPSVRG(sampling="poisson", n_epochs=2, inner_steps=8, batch_size=32)
-    zs = [solver.plan(problem.spec, Budget(e, 1e-5), accountant, "replace_one")
+    zs = [solver.plan(problem.spec, Budget(e, 1e-5), accounting, "replace_one")
           .noise_multiplier for e in (1.0, 10.0, 50.0)]
     assert zs[0] >= zs[1] >= zs[2]
 

@@ -160,7 +160,7 @@ def test_each_record_used_in_exactly_one_vertex(n, n_phases):
                                   ("X", "Y", "spec", "row_scale", "intercept", "norms")})
     solver = PrivateFrankWolfe(n_phases=n_phases)
     _Log.calls = []
-    result = solver.solve(counting, BUDGET, 0, accountant="pure")
+    result = solver.solve(counting, BUDGET, 0, accounting="pure")
     calls = _Log.calls
     used = np.concatenate(calls)
     s = result.plan
@@ -463,13 +463,13 @@ def test_calibration_round_trip(eps, delta, n, n_phases):
     problem, _ = lasso_problem(n=n, d=50)
     solver = PrivateFrankWolfe(n_phases=n_phases)
     budget = Budget(eps, delta)
-    for accountant in solver.capabilities.accountants:
-        if accountant == "pld" and delta == 0:
+    for accounting in solver.capabilities.accounting_methods:
+        if accounting == "pld" and delta == 0:
             with pytest.raises(IncompatibleSolverError, match="delta=0"):
-                solver.plan(problem.spec, budget, accountant, "replace_one")
+                solver.plan(problem.spec, budget, accounting, "replace_one")
             continue
-        plan = solver.plan(problem.spec, budget, accountant, "replace_one")
-        spent = epsilon_spent(plan.event, delta, accountant=accountant, relation="replace_one")
+        plan = solver.plan(problem.spec, budget, accounting, "replace_one")
+        spent = epsilon_spent(plan.event, delta, accounting=accounting, relation="replace_one")
         assert 0.99 * eps <= spent <= eps
     s = solver.plan(problem.spec, budget, "pure", "replace_one")
     # The ledger's epsilon is the worst vertex's composition; every vertex is within it.
@@ -491,12 +491,12 @@ def test_approximate_dp_composes_the_selections_optimally(eps, n, n_phases):
     problem, _ = lasso_problem(n=n, d=50)
     solver = PrivateFrankWolfe(n_phases=n_phases)
     budget = Budget(eps, 1e-5)
-    assert solver.resolve_accountant("auto", budget) == "pld"
-    assert solver.resolve_accountant("auto", Budget(eps, 0.0)) == "pure"
+    assert solver.resolve_accounting("auto", budget) == "pld"
+    assert solver.resolve_accounting("auto", Budget(eps, 0.0)) == "pure"
     plan = solver.plan(problem.spec, budget, "pld", "replace_one")
     pure = solver.plan(problem.spec, budget, "pure", "replace_one")
     s = plan
-    spent = epsilon_spent(plan.event, 1e-5, accountant="pld", relation="replace_one")
+    spent = epsilon_spent(plan.event, 1e-5, accounting="pld", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
     for t, lam in enumerate(s.laplace_scales, start=1):
         assert lam <= pure.laplace_scales[t - 1] * (1 + 1e-9)
@@ -505,7 +505,7 @@ def test_approximate_dp_composes_the_selections_optimally(eps, n, n_phases):
             # (randomized response dominates each) must meet the budget.
             e = 2 * s.score_sensitivity[t - 1][j] / lam
             vertex = dpe.SelfComposedDpEvent(randomized_response_event(e), 1 << (t - j))
-            assert epsilon_spent(vertex, 1e-5, accountant="pld",
+            assert epsilon_spent(vertex, 1e-5, accounting="pld",
                                  relation="replace_one") <= spent * (1 + 1e-9)
     if s.n_phases >= 4:
         # 2^T selections: basic composition pays 2^T, optimal about sqrt(2^T ln(1/delta)).
@@ -581,7 +581,7 @@ def test_difference_clip_is_twice_lipschitz_when_smoothness_is_large():
     L, b, b1 = s.clip_norm, s.batch_size, s.vertex_sizes[1]
     # Here a depth-1 vertex, not the root, is the worst: the ledger must record it.
     assert s.vertex_epsilon[0][1] > s.vertex_epsilon[0][0]
-    spent = epsilon_spent(plan.event, 0.0, accountant="pure", relation="replace_one")
+    spent = epsilon_spent(plan.event, 0.0, accounting="pure", relation="replace_one")
     assert 0.99 <= spent <= 1.0
     assert L == 1.0
     assert s.difference_clips[0][1] == pytest.approx(2 * L)
@@ -640,7 +640,7 @@ def test_estimator_end_to_end_and_delta_positive():
                                      random_state=0).fit(X, y)
             assert est.privacy_spent_.epsilon <= 2.0
             # delta = 0: pure DP; delta > 0: the selections compose optimally (PLD).
-            assert est.privacy_ledger_.accountant == ("pure" if delta == 0 else "pld")
+            assert est.privacy_ledger_.accounting == ("pure" if delta == 0 else "pld")
             assert np.abs(est.coef_).sum() <= 1.0 + 1e-12
             # Better than predicting 0.
             assert np.mean((X @ est.coef_ - y) ** 2) < 0.8 * np.mean(y**2)
@@ -662,11 +662,11 @@ def test_incompatible_constraints(constraint, match):
         PrivateFrankWolfe().solve(problem, BUDGET, 0)
 
 
-def test_incompatible_accountant_and_bad_params():
+def test_incompatible_accounting_and_bad_params():
     problem, _ = lasso_problem(n=100, d=5)
     for acc in ("gaussian", "rdp"):
         with pytest.raises(IncompatibleSolverError, match="cannot be accounted"):
-            PrivateFrankWolfe().solve(problem, Budget(1.0, 1e-5), 0, accountant=acc)
+            PrivateFrankWolfe().solve(problem, Budget(1.0, 1e-5), 0, accounting=acc)
     for name, value in (("n_phases", 0), ("batch_size", -1), ("clip_norm", 0.0),
                         ("n_phases", 1.5), ("n_phases", 99)):
         with pytest.raises(ValueError, match=name):

@@ -31,15 +31,15 @@ def _draw_scales(draws):
     return scales
 
 
-@pytest.mark.parametrize("accountant", ["gaussian", "rdp", "pld"])
-def test_gd_ledger_matches_the_run(accountant):
+@pytest.mark.parametrize("accounting", ["gaussian", "rdp", "pld"])
+def test_gd_ledger_matches_the_run(accounting):
     problem = make_problem(n=80, d=400)
     noise = RecordingNoiseSource(np.random.default_rng(0))
-    res = NoisyGD(n_iter=7).solve(problem, Budget(1.0, 1e-5), noise, accountant=accountant)
+    res = NoisyGD(n_iter=7).solve(problem, Budget(1.0, 1e-5), noise, accounting=accounting)
     s = res.plan
     (z, count, sampled), = _gaussian_releases(res.ledger.event)
     assert count == 7 == len(_draw_scales(noise.draws)) and sampled is None
-    factor = 2.0 if accountant == "pld" else 1.0  # PLD replace-one convention
+    factor = 2.0 if accounting == "pld" else 1.0  # PLD replace-one convention
     assert z * s.sensitivity / factor == pytest.approx(s.sigma, rel=1e-12)
     # Each release draws N(0, sigma^2) on every coordinate (401 of them): 10% is > 3 sd.
     assert np.allclose(_draw_scales(noise.draws), s.sigma, rtol=0.15)

@@ -224,14 +224,14 @@ def test_default_clip_is_the_recipe_or_tighter():
 # ---------------------------------------------------------------------------------------
 # Ledger and calibration
 # ---------------------------------------------------------------------------------------
-def _spent(plan, budget, accountant):
+def _spent(plan, budget, accounting):
     if plan.via_add_remove:
         inner = add_remove_budget(budget)
-        half = epsilon_spent(plan.event, inner.delta, accountant=accountant,
+        half = epsilon_spent(plan.event, inner.delta, accounting=accounting,
                              relation="add_remove")
         assert (1 + math.exp(half)) * inner.delta <= budget.delta * (1 + 1e-12)
         return 2 * half
-    return epsilon_spent(plan.event, budget.delta, accountant=accountant,
+    return epsilon_spent(plan.event, budget.delta, accounting=accounting,
                          relation="replace_one")
 
 
@@ -252,7 +252,7 @@ def test_calibration_round_trip(eps, sampling):
 def test_calibration_round_trip_pld_poisson():
     problem = make_problem(n=300, constraint=L1Ball(1.0), alpha=0.0)
     solver = NoisyMirrorDescent(batch_size=20, n_iter=5, sampling="poisson")
-    assert solver.resolve_accountant("auto") == "pld"
+    assert solver.resolve_accounting("auto") == "pld"
     plan = solver.plan(problem.spec, BUDGET, "pld", "replace_one")
     assert 0.99 <= _spent(plan, BUDGET, "pld") <= 1.0
 
@@ -345,9 +345,9 @@ def test_localized_blocks_are_disjoint_and_the_ledger_is_one_phase(strongly_conv
     # Ledger: exactly the worst phase's event (parallel composition), not a composition.
     spent = [epsilon_spent(calibrate_md_phase(n, b, t, s.clip_norm, BUDGET,
                                               sampling="without_replacement",
-                                              accountant="rdp",
+                                              accounting="rdp",
                                               relation="replace_one").event,
-                           BUDGET.delta, accountant="rdp", relation="replace_one")
+                           BUDGET.delta, accounting="rdp", relation="replace_one")
              for n, b, t in zip(sizes, s.batch_sizes, s.phase_iters, strict=True)]
     worst = s.worst_phase
     assert res.spent.epsilon == pytest.approx(max(spent)) == pytest.approx(spent[worst])
@@ -365,7 +365,7 @@ def test_localized_halving_schedule():
     eps = np.array(plan.phase_epsilons)
     np.testing.assert_allclose(eps, 2.0 ** (1 - np.arange(1, eps.size + 1)))
     assert plan.worst_phase == 0
-    spent = epsilon_spent(plan.event, BUDGET.delta, accountant="rdp", relation="replace_one")
+    spent = epsilon_spent(plan.event, BUDGET.delta, accounting="rdp", relation="replace_one")
     assert 0.99 <= spent <= 1.0
 
 
@@ -667,7 +667,7 @@ def test_incompatible_problems_raise():
             make_problem(alpha=0.1, constraint=L1Ball(1.0)), BUDGET, 0)
     with pytest.raises(IncompatibleSolverError, match="PLD"):
         NoisyMirrorDescent().solve(make_problem(constraint=L1Ball(1.0)), BUDGET, 0,
-                                   accountant="pld")
+                                   accounting="pld")
     with pytest.raises(IncompatibleSolverError, match="Simplex"):
         LocalizedMirrorDescent().solve(make_problem(constraint=Simplex(1.0)), BUDGET, 0)
     with pytest.raises(IncompatibleSolverError, match="alpha"):
@@ -683,7 +683,7 @@ def test_incompatible_problems_raise():
 def test_poisson_sampling_runs_and_is_accounted_via_add_remove():
     problem = make_problem(n=200, constraint=L1Ball(1.0))
     res = NoisyMirrorDescent(batch_size=10, n_iter=3, sampling="poisson").solve(
-        problem, BUDGET, 0, accountant="rdp")
+        problem, BUDGET, 0, accounting="rdp")
     assert res.plan.via_add_remove
     assert res.plan.sensitivity == pytest.approx(res.plan.clip_norm / 10)
     assert res.spent.epsilon <= 1.0
@@ -790,7 +790,7 @@ def test_lossless_clip_skip_changes_nothing(monkeypatch, name, sparse):
                                 data_norm=1.0, intercept=1.0)
     assert problem.clip_cannot_bind(SOLVERS[name]().gradient_clip(problem.spec))
     solver = SOLVERS[name]()
-    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"), "replace_one")
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accounting("auto"), "replace_one")
     skipped = solver._run(problem, plan, NoiseSource(np.random.default_rng(5)))
     monkeypatch.setattr(Problem, "clip_cannot_bind", lambda self, clip: False)
     clipped = solver._run(problem, plan, NoiseSource(np.random.default_rng(5)))

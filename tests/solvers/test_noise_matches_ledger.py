@@ -29,8 +29,8 @@ class _Recorder(NoiseSource):
 
 
 @pytest.mark.parametrize("eps", [0.5, 2.0])
-@pytest.mark.parametrize("delta, accountant", [(0.0, "pure"), (1e-5, "pld")])
-def test_frank_wolfe_draws_the_accounted_laplace_scales(eps, delta, accountant):
+@pytest.mark.parametrize("delta, accounting", [(0.0, "pure"), (1e-5, "pld")])
+def test_frank_wolfe_draws_the_accounted_laplace_scales(eps, delta, accounting):
     problem, _ = lasso_problem(n=3000, d=20)
     solver = PrivateFrankWolfe(n_phases=3)
     recorder = _Recorder(np.random.default_rng(0))
@@ -44,7 +44,7 @@ def test_frank_wolfe_draws_the_accounted_laplace_scales(eps, delta, accountant):
     assert all(shape == (2 * problem.spec.n_params,) for kind, _, shape in recorder.calls)
     # The ledger: pure DP (delta = 0) or the optimal composition (delta > 0), at most
     # the budget.
-    assert res.ledger.accountant == accountant and res.spent.epsilon <= eps
+    assert res.ledger.accounting == accounting and res.spent.epsilon <= eps
 
 
 @pytest.mark.parametrize("n, eps", [(20_000, 1.0), (100, 1.0), (20_000, 50.0)])
@@ -53,7 +53,7 @@ def test_shuffled_reports_draw_the_accounted_local_noise(n, eps):
     solver = ShuffledTruncatedMirrorDescent(n_iter=5, truncation=1.0)
     budget = Budget(eps, 1e-5)
     recorder = _Recorder(np.random.default_rng(1))
-    res = solver.solve(problem, budget, recorder, accountant="basic")
+    res = solver.solve(problem, budget, recorder, accounting="basic")
     s = res.plan
     eps0 = s.local_epsilon
     # Every record's report carries K-norm noise of scale Delta_K / eps0 = 2 tau / eps0.

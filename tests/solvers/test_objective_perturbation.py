@@ -517,14 +517,14 @@ def test_bad_parameters_name_themselves(param, value):
         ObjectivePerturbation(**{param: value}).solve(make_problem(), BUDGET, 0)
 
 
-def test_only_the_basic_and_pure_accountants():
+def test_only_basic_and_pure_accounting():
     problem = make_problem()
     for acc in ("gaussian", "rdp", "pld"):
         with pytest.raises(IncompatibleSolverError):
-            ObjectivePerturbation().solve(problem, BUDGET, 0, accountant=acc)
+            ObjectivePerturbation().solve(problem, BUDGET, 0, accounting=acc)
     assert not ObjectivePerturbation.capabilities.needs_delta  # delta = 0: the pure K-norm variant
-    assert ObjectivePerturbation().resolve_accountant("auto", Budget(1.0, 0.0)) == "pure"
-    assert ObjectivePerturbation().resolve_accountant("auto", BUDGET) == "basic"
+    assert ObjectivePerturbation().resolve_accounting("auto", Budget(1.0, 0.0)) == "pure"
+    assert ObjectivePerturbation().resolve_accounting("auto", BUDGET) == "basic"
 
 
 # -- ledger --------------------------------------------------------------------------------
@@ -533,12 +533,12 @@ def test_only_the_basic_and_pure_accountants():
 def test_ledger_reaccounts_within_budget(cls, eps, delta):
     problem = make_problem(n=200, d=4, intercept=True)
     res = cls().solve(problem, Budget(eps, delta), 0)
-    spent = epsilon_spent(res.ledger.event, delta, accountant="basic", relation="replace_one")
+    spent = epsilon_spent(res.ledger.event, delta, accounting="basic", relation="replace_one")
     assert 0.999 * eps <= spent <= eps
     assert PrivacyLedger(res.ledger.event, "basic", "replace_one",
                          Budget(eps, delta)).spent().epsilon <= eps
     # a smaller delta is not covered by the recorded guarantees
-    assert math.isinf(epsilon_spent(res.ledger.event, 0.5 * delta, accountant="basic",
+    assert math.isinf(epsilon_spent(res.ledger.event, 0.5 * delta, accounting="basic",
                                     relation="replace_one"))
     s = res.plan
     assert s.epsilon_objective + s.epsilon_output <= eps
@@ -798,7 +798,7 @@ def test_pure_matches_a_numpy_reference_fed_the_same_noise(intercept):
     ref = scipy_minimize(fun, np.zeros(rows.shape[1]), jac=True, method="L-BFGS-B",
                          options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 10000}).x
     np.testing.assert_allclose(res.coef.ravel(), ref + H, atol=1e-7)
-    assert res.ledger.accountant == "pure" and res.spent.delta == 0.0
+    assert res.ledger.accounting == "pure" and res.spent.delta == 0.0
 
 
 def test_pure_zero_signal_output_law():
@@ -820,16 +820,16 @@ def test_pure_ledger_reaccounts_within_budget(cls, eps):
     X, Y = _data(n=200, d=4)
     problem = _problem(X, Y, LogisticLoss(), intercept=1.0)
     res = cls().solve(problem, Budget(eps, 0.0), 0)
-    assert res.ledger.accountant == "pure"
-    for accountant in ("pure", "basic"):
-        spent = epsilon_spent(res.ledger.event, 0.0, accountant=accountant,
+    assert res.ledger.accounting == "pure"
+    for accounting in ("pure", "basic"):
+        spent = epsilon_spent(res.ledger.event, 0.0, accounting=accounting,
                               relation="replace_one")
         assert 0.999 * eps <= spent <= eps
     s = res.plan
     assert s.delta_objective == s.delta_output == 0.0
     assert s.noise_epsilon + s.jacobian_epsilon <= s.epsilon_objective
-    # explicit basic accountant at delta = 0 runs the same pure mechanism
-    again = cls().solve(problem, Budget(eps, 0.0), 0, accountant="basic")
+    # explicit basic accounting at delta = 0 runs the same pure mechanism
+    again = cls().solve(problem, Budget(eps, 0.0), 0, accounting="basic")
     np.testing.assert_array_equal(again.coef, res.coef)
 
 

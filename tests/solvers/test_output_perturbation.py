@@ -231,7 +231,7 @@ def test_pure_ledger_and_noise_scale():
              for e in (0.1, 0.5, 2.0)]
     for eps, plan in zip((0.1, 0.5, 2.0), plans, strict=True):
         assert plan.event == PureDpEvent(eps)
-        assert epsilon_spent(plan.event, 0.0, accountant="pure",
+        assert epsilon_spent(plan.event, 0.0, accounting="pure",
                              relation="replace_one") == eps
         assert plan.laplace_scale == pytest.approx(
             plan.sensitivity / eps)
@@ -239,13 +239,13 @@ def test_pure_ledger_and_noise_scale():
     assert scales == sorted(scales, reverse=True)
 
 
-def test_auto_accountant_is_pure_for_delta_zero_and_gaussian_otherwise():
+def test_auto_accounting_is_pure_for_delta_zero_and_gaussian_otherwise():
     problem = _case("logistic")
-    assert OutputPerturbation().solve(problem, Budget(1.0, 0.0), 0).ledger.accountant == "pure"
+    assert OutputPerturbation().solve(problem, Budget(1.0, 0.0), 0).ledger.accounting == "pure"
     res = OutputPerturbation().solve(problem, Budget(1.0, 1e-6), 0)
-    assert res.ledger.accountant == "gaussian" and res.spent.epsilon <= 1.0
+    assert res.ledger.accounting == "gaussian" and res.spent.epsilon <= 1.0
     with pytest.raises(IncompatibleSolverError, match="pure DP"):
-        OutputPerturbation().solve(problem, Budget(1.0, 0.0), 0, accountant="gaussian")
+        OutputPerturbation().solve(problem, Budget(1.0, 0.0), 0, accounting="gaussian")
 
 
 def test_output_uses_the_recorded_noise_exactly():

@@ -41,7 +41,7 @@ def _unit_rows(rng, n, d):
 
 def _averages(solver, problem, budget, seed):
     """Pre-noise phase averages and the output, with the randomness of ``seed``."""
-    acc = solver.resolve_accountant("auto", budget)
+    acc = solver.resolve_accounting("auto", budget)
     plan = solver.plan(problem.spec, budget, acc, "replace_one")
     averages = []
     out = solver.run_phases(problem, plan, NoiseSource(np.random.default_rng(seed)), averages)
@@ -81,7 +81,7 @@ def test_plan_records_phases_and_parallel_ledger():
     np.testing.assert_allclose(np.array(s.sigma) / np.array(s.sensitivity),
                                s.noise_multiplier)
     # the ledger is one release: the whole run costs exactly the budget
-    spent = epsilon_spent(plan.event, BUDGET.delta, accountant="gaussian",
+    spent = epsilon_spent(plan.event, BUDGET.delta, accounting="gaussian",
                           relation="replace_one")
     assert 0.999 <= spent <= 1.0
     assert plan.n_iter == sum(math.ceil(m / s.batch_size) for m in s.phase_sizes)
@@ -251,7 +251,7 @@ def test_matches_reference_with_the_same_randomness(batch, delta):
                        constraint=L2Ball(0.8), intercept=0.0)
     solver = PhasedDPSGD(batch_size=batch)
     budget = Budget(2.0, delta)
-    acc = solver.resolve_accountant("auto", budget)
+    acc = solver.resolve_accounting("auto", budget)
     plan = solver.plan(problem.spec, budget, acc, "replace_one")
     rec = _Recorder(np.random.default_rng(5))
     out = solver._run(problem, plan, rec)
@@ -303,7 +303,7 @@ def test_default_batch_and_step_respect_stability():
     for alpha in (0.0, 1.0, 100.0):
         problem = make_problem(n=5000, d=5, alpha=alpha)
         for budget in (BUDGET, Budget(math.inf, 0.0), Budget(0.1, 0.0)):
-            acc = PhasedDPSGD().resolve_accountant("auto", budget)
+            acc = PhasedDPSGD().resolve_accounting("auto", budget)
             s = PhasedDPSGD().plan(problem.spec, budget, acc, "replace_one")
             assert s.batch_size * s.step_sizes[0] <= 1.0 / s.smoothness * (1 + 1e-12)
             assert 1 <= s.batch_size <= 256
@@ -328,22 +328,22 @@ def test_one_sample_is_rejected():
         PhasedDPSGD().solve(problem, BUDGET, 0)
 
 
-def test_gaussian_accountant_needs_delta():
+def test_gaussian_accounting_needs_delta():
     with pytest.raises(IncompatibleSolverError, match="pure"):
-        PhasedDPSGD().solve(make_problem(), Budget(1.0, 0.0), 0, accountant="gaussian")
+        PhasedDPSGD().solve(make_problem(), Budget(1.0, 0.0), 0, accounting="gaussian")
 
 
 # ---------------------------------------------------------------------------------------
 # Calibration
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("accountant", ["gaussian", "rdp", "pld", "pure"])
+@pytest.mark.parametrize("accounting", ["gaussian", "rdp", "pld", "pure"])
 @pytest.mark.parametrize("eps", [0.3, 2.0])
-def test_calibration_round_trip(accountant, eps):
+def test_calibration_round_trip(accounting, eps):
     problem = make_problem(n=500)
-    delta = 0.0 if accountant == "pure" else 1e-5
+    delta = 0.0 if accounting == "pure" else 1e-5
     budget = Budget(eps, delta)
-    plan = PhasedDPSGD().plan(problem.spec, budget, accountant, "replace_one")
-    spent = epsilon_spent(plan.event, delta, accountant=accountant, relation="replace_one")
+    plan = PhasedDPSGD().plan(problem.spec, budget, accounting, "replace_one")
+    spent = epsilon_spent(plan.event, delta, accounting=accounting, relation="replace_one")
     assert 0.99 * eps <= spent <= eps
 
 
@@ -354,7 +354,7 @@ def test_noise_non_increasing_in_epsilon(delta):
     prev = None
     for eps in (0.05, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0):
         budget = Budget(eps, delta)
-        s = solver.plan(problem.spec, budget, solver.resolve_accountant("auto", budget),
+        s = solver.plan(problem.spec, budget, solver.resolve_accounting("auto", budget),
                         "replace_one")
         cur = np.array(s.sigma) + np.array(s.laplace_scale)
         assert np.all(cur > 0)
@@ -372,10 +372,10 @@ def test_pure_variant_uses_pure_event_and_l2_laplace():
     problem = make_problem(n=300)
     budget = Budget(0.7, 0.0)
     solver = PhasedDPSGD()
-    assert solver.resolve_accountant("auto", budget) == "pure"
+    assert solver.resolve_accounting("auto", budget) == "pure"
     res = solver.solve(problem, budget, 0)
     assert isinstance(res.plan.event, PureDpEvent) and res.plan.event.epsilon == 0.7
-    assert res.plan.accountant == "pure" and res.spent == (0.7, 0.0)
+    assert res.plan.accounting == "pure" and res.spent == (0.7, 0.0)
     s = res.plan
     assert s.mechanism == "l2_laplace"
     np.testing.assert_allclose(s.laplace_scale, np.array(s.sensitivity) / 0.7)

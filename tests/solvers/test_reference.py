@@ -119,7 +119,7 @@ def test_svrg_blocks_of_inner_noise_match_reference(monkeypatch, cls, sampling, 
                  correction_clip=0.05)
     noise = RecordingNoiseSource(np.random.default_rng(2))
     res = solver.solve(problem, Budget(1.0, 1e-5), noise,
-                       accountant="rdp" if sampling == "poisson" else "auto")
+                       accounting="rdp" if sampling == "poisson" else "auto")
     shapes = [value.shape for kind, value in noise.draws if kind == "gaussian"]
     assert (3, 5, 1) in shapes and max(shape[0] for shape in shapes) == 5
     replay = ReplayNoiseSource(noise.draws)

@@ -99,7 +99,7 @@ def test_calibration_round_trip_and_b5_constants(eps):
     budget = Budget(eps, 1e-5)
     plan = RegularizedMirrorDescent(n_iter=7).plan(problem.spec, budget, "rdp", "replace_one")
     s = plan
-    spent = epsilon_spent(plan.event, budget.delta, accountant="rdp", relation="replace_one")
+    spent = epsilon_spent(plan.event, budget.delta, accounting="rdp", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
     r, factor = gg_noise_geometry(s.q, 8)
     assert r == pytest.approx(min(s.q, 2 * math.log(8) + 1)) and s.kappa_plus == r - 1
@@ -109,11 +109,11 @@ def test_calibration_round_trip_and_b5_constants(eps):
     assert plan.event.count == 7 and plan.event.event.noise_multiplier == pytest.approx(z)
 
 
-def test_only_the_rdp_accountant_reads_the_ledger():
+def test_only_rdp_accounting_reads_the_ledger():
     problem = _lp_problem()
     for acc in ("gaussian", "pld"):
         with pytest.raises(IncompatibleSolverError):
-            RegularizedMirrorDescent(n_iter=2).solve(problem, BUDGET, 0, accountant=acc)
+            RegularizedMirrorDescent(n_iter=2).solve(problem, BUDGET, 0, accounting=acc)
 
 
 # -- algorithm -------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def test_estimator_end_to_end_lp_regression():
     with pytest.warns(Warning):
         reg.fit(X, y)
     assert reg.privacy_spent_.epsilon <= 2.0
-    assert reg.privacy_ledger_.accountant == "rdp"
+    assert reg.privacy_ledger_.accounting == "rdp"
     assert _entry_norm(reg.coef_, 1.3) <= 1.0 + 1e-12
     # Beats the zero predictor on this easy problem (sparse signal, l_1.3 geometry).
     assert np.mean((reg.predict(X) - y) ** 2) < 0.7 * np.mean(y**2)

@@ -134,7 +134,7 @@ def test_gaussian_noise_matches_the_plan():
     # The ledger is one Gaussian of multiplier z on a sensitivity-1 vector.
     assert s.sigma_gram == pytest.approx(
         math.sqrt(2) * s.gram_sensitivity * s.noise_multiplier)
-    assert epsilon_spent(plan.event, 1e-5, accountant="gaussian",
+    assert epsilon_spent(plan.event, 1e-5, accounting="gaussian",
                          relation="replace_one") == pytest.approx(1.0, rel=1e-6)
 
 

@@ -162,7 +162,7 @@ def test_calibration_round_trip(eps):
     budget = Budget(eps, 1e-5)
     plan = TruncatedMirrorDescent(n_iter=7, truncation=2.0).plan(
         problem.spec, budget, "rdp", "replace_one")
-    spent = epsilon_spent(plan.event, budget.delta, accountant="rdp", relation="replace_one")
+    spent = epsilon_spent(plan.event, budget.delta, accounting="rdp", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
     s = plan
     assert s.sigma / (math.sqrt(s.kappa_plus) * s.sensitivity_r) == pytest.approx(
@@ -173,7 +173,7 @@ def test_calibration_round_trip(eps):
     assert plan2.noise_multiplier == s.noise_multiplier
     shuffled = ShuffledTruncatedMirrorDescent(n_iter=7, truncation=2.0).plan(
         _heavy_problem(n=20_000, d=3).spec, budget, "basic", "replace_one")
-    spent = epsilon_spent(shuffled.event, budget.delta, accountant="basic",
+    spent = epsilon_spent(shuffled.event, budget.delta, accounting="basic",
                           relation="replace_one")
     assert spent <= eps
 
@@ -190,23 +190,23 @@ def test_epochs_compose_one_release_per_record_per_epoch(eps):
         problem.spec, budget, "rdp", "replace_one")
     assert four.n_iter == 28 and four.batches == 7
     assert four.epochs == 4
-    spent = epsilon_spent(four.event, budget.delta, accountant="rdp", relation="replace_one")
+    spent = epsilon_spent(four.event, budget.delta, accounting="rdp", relation="replace_one")
     assert 0.99 * eps <= spent <= eps
     z1, z4 = one.noise_multiplier, four.noise_multiplier
     assert 1.5 * z1 < z4 <= 2.0 * z1 * (1 + 1e-9)
     # The ledger is exactly four releases at the drawn multiplier.
     single = epsilon_spent(dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(z4), 4), budget.delta,
-                           accountant="rdp", relation="replace_one")
+                           accounting="rdp", relation="replace_one")
     assert spent == pytest.approx(single, rel=1e-9)
 
 
-def test_accountants():
+def test_accounting_methods():
     problem = _heavy_problem()
     with pytest.raises(IncompatibleSolverError):
-        TruncatedMirrorDescent(truncation=1.0).solve(problem, BUDGET, 0, accountant="pld")
+        TruncatedMirrorDescent(truncation=1.0).solve(problem, BUDGET, 0, accounting="pld")
     with pytest.raises(IncompatibleSolverError):
         ShuffledTruncatedMirrorDescent(truncation=1.0).solve(problem, BUDGET, 0,
-                                                             accountant="rdp")
+                                                             accounting="rdp")
 
 
 # -- algorithm ---------------------------------------------------------------------------------
@@ -297,7 +297,7 @@ def test_matches_reference_fed_the_same_noise(cls, epochs, radius, iterate):
     solver = cls(n_iter=7, truncation=4.0, p=None if radius else 1.5, iterate=iterate,
                  **extra)
     budget = Budget(1.0, 1e-5)
-    acc = solver.resolve_accountant("auto")
+    acc = solver.resolve_accounting("auto")
     plan = solver.plan(problem.spec, budget, acc, "replace_one")
     rec = Recorder(np.random.default_rng(9))
     coef = solver._run(problem, plan, rec)
@@ -336,7 +336,7 @@ def test_chunked_steps_match_reference(monkeypatch, cls, n_iter, radius):
     monkeypatch.setattr(tmd, "_CHUNK_ELEMENTS", 3 * 50)
     problem = _heavy_problem(n=2000, d=3, radius=radius, seed=5)
     solver = cls(n_iter=n_iter, truncation=4.0, p=None if radius else 1.5)
-    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accountant("auto"),
+    plan = solver.plan(problem.spec, BUDGET, solver.resolve_accounting("auto"),
                        "replace_one")
     rec = Recorder(np.random.default_rng(3))
     coef = solver._run(problem, plan, rec)
