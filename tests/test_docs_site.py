@@ -180,8 +180,9 @@ def test_the_user_api_page_lists_what_users_call():
 # -- the built pages in a browser -----------------------------------------------------------
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 #: Pages with formulas, long code lines, reprs and wide tables (paths under the build).
-BROWSER_PAGES = ["index.html", "privacy.html", "algorithms/gd.html", "user_guide/choosing_bounds.html",
-                 "user_guide/getting_started.html", "tuning_and_budgets.html",
+BROWSER_PAGES = ["index.html", "privacy.html", "algorithms/gd.html",
+                 "user_guide/choosing_bounds.html", "user_guide/getting_started.html",
+                 "tuning_and_budgets.html",
                  "generated/skdp.BudgetAccountant.html",
                  "auto_examples/plot_private_pipeline_search.html"]
 #: TeX left as text after MathJax ran (outside code): delimiters or common commands.

@@ -2,9 +2,12 @@
 
 A solver registered as ``SOLVERS[name]`` whose class is defined in a module with file
 stem ``<stem>`` (``skdp/solvers/gd.py``: ``gd``) declares what the registry-wide suites
-need in its own test file ``tests/solvers/test_<stem>.py``::
+need in its own test file ``tests/solvers/test_<stem>.py``, as a function (its imports
+stay local, so the file's own tests import nothing more)::
 
-    CASES = {"gd": SolverCases(fast=..., converged=..., sensitivity=..., audits=(...))}
+    def solver_cases():
+        from skdp.solvers import NoisyGD
+        return {"gd": SolverCases(fast=..., converged=..., sensitivity=..., audits=(...))}
 
 The conformance suite (``test_conformance.py``), the sensitivity index
 (``test_sensitivity.py``) and the audits (``tests/test_audit.py``) read it through
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +87,22 @@ class SolverCases:
     not_erm : str
         Why the solver does not minimise the full empirical risk (one-pass or
         population-risk methods, or its own regularised objective).
+    zero_signal : callable or None
+        Settings whose output on all-zero rows is pure noise of the planned level (one
+        step from ``w = 0``), for the conformance suite's chi-square test; ``None`` when
+        the noise is checked elsewhere, said in ``zero_signal_elsewhere``.
+    zero_signal_variance : callable or None
+        ``variance(plan, spec)``: the per-coordinate variance of that output, read from
+        the plan (the formula is the solver's: one step, one phase or one release).
+    zero_signal_alpha : float
+        The ridge of that test's problem.
+    zero_signal_elsewhere : str
+        Where and why the zero-signal noise is checked instead.
+    one_release : bool
+        The plan is one release (``n_iter == 1``), not iterations.
+    min_samples : int
+        Fewest rows of the suite's problems (a mechanism that needs more rows than the
+        default 200 to exercise its privacy argument).
     """
 
     sensitivity: tuple[str, str]
@@ -91,13 +110,23 @@ class SolverCases:
     fast: Callable[[], object] | None = None
     converged: Callable[[], object] | None = None
     not_erm: str = ""
-    extra: dict = field(default_factory=dict)
+    zero_signal: Callable[[], object] | None = None
+    zero_signal_variance: Callable[[object, object], float] | None = None
+    zero_signal_alpha: float = 0.0
+    zero_signal_elsewhere: str = ""
+    one_release: bool = False
+    min_samples: int = 0
 
     def __post_init__(self) -> None:
         if (self.converged is None) == (not self.not_erm):
             raise ValueError("give either converged settings or the reason in not_erm")
         if not self.audits:
             raise ValueError("every solver needs at least one audit")
+        if (self.zero_signal is None) == (not self.zero_signal_elsewhere):
+            raise ValueError("give zero_signal settings or say in zero_signal_elsewhere "
+                             "where the noise level is checked")
+        if (self.zero_signal is None) != (self.zero_signal_variance is None):
+            raise ValueError("zero_signal needs its zero_signal_variance")
 
 
 HERE = Path(__file__).resolve().parent
@@ -119,9 +148,10 @@ def cases(name: str) -> SolverCases:
     except ModuleNotFoundError as exc:
         raise AssertionError(
             f"solver {name!r} has no test file: write {module_name.replace('.', '/')}.py "
-            f"with CASES = {{{name!r}: SolverCases(...)}} (tests/solvers/_cases.py)") from exc
-    declared = getattr(module, "CASES", {})
+            f"with solver_cases() -> {{{name!r}: SolverCases(...)}} "
+            "(tests/solvers/_cases.py)") from exc
+    declared = module.solver_cases() if hasattr(module, "solver_cases") else {}
     if name not in declared:
-        raise AssertionError(f"{module_name} declares no CASES[{name!r}] "
+        raise AssertionError(f"{module_name}.solver_cases() declares nothing for {name!r} "
                              "(tests/solvers/_cases.py says what to declare)")
     return declared[name]

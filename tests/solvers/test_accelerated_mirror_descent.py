@@ -547,3 +547,21 @@ def test_estimator_end_to_end_l1():
                                epsilon=2.0, delta=1e-5, random_state=0).fit(X, y)
     assert np.abs(clf.coef_).sum() <= 5.0 + 1e-9
     assert clf.score(X, y) > 0.75
+
+
+# -- what the registry-wide suites need (tests/solvers/_cases.py) -------------------------
+def solver_cases():
+    from skdp.losses import LogisticLoss
+    from skdp.solvers import DPAccMD
+    from tests.solvers._cases import AuditCase, SolverCases
+
+    return {"accelerated_mirror_descent": SolverCases(
+        fast=lambda: DPAccMD(n_iter=30),
+        converged=DPAccMD,
+        sensitivity=("test_sensitivity.py", "test_full_batch_gradient_sensitivity"),
+        audits=(AuditCase(lambda: DPAccMD(n_iter=5, clip_norm=0.25), LogisticLoss, alpha=0.0,
+                          epsilon=2.0, delta=1e-5, n_trials=2000),),
+        zero_signal=lambda: DPAccMD(n_iter=1),
+        # x_1 = z_0 = 0, so the output is y_1 = -g / L.
+        zero_signal_variance=lambda plan, spec: (plan.sigma / plan.smoothness) ** 2,
+    )}

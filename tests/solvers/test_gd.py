@@ -203,3 +203,25 @@ def test_tiny_alpha_gives_a_capped_public_T(alpha):
     assert plan.n_iter == 2000 and 0.99 < plan.momentum <= 1.0
     kappa = problem.spec.smoothness / alpha
     assert stationary_noise_factor(kappa, plan.momentum) == pytest.approx(math.sqrt(kappa) / 8)
+
+
+# -- what the registry-wide suites need (tests/solvers/_cases.py) -------------------------
+def solver_cases():
+    from skdp.losses import LogisticLoss
+    from skdp.solvers import NoisyGD
+    from tests.solvers._cases import AuditCase, SolverCases
+
+    return {"gd": SolverCases(
+        fast=lambda: NoisyGD(n_iter=30),
+        converged=lambda: NoisyGD(n_iter=3000),
+        sensitivity=("test_sensitivity.py", "test_full_batch_gradient_sensitivity"),
+        # clip_norm = data_norm / 4 keeps the canary's logistic gradient clipped to exactly
+        # +-C (its margin stays below ln 3 with the small step), so the two gradient sums
+        # differ by 2C, the replace-one sensitivity. Measured over 10 seeds at confidence
+        # 0.99: real <= 0.50, twin (noise / 5) bound in [3.07, 3.79].
+        audits=(AuditCase(lambda: NoisyGD(n_iter=5, clip_norm=0.25, step_size=0.5),
+                          LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=2000),),
+        zero_signal=lambda: NoisyGD(n_iter=1),
+        # One step from 0: -eta * noise.
+        zero_signal_variance=lambda plan, spec: (plan.step_size * plan.sigma) ** 2,
+    )}

@@ -808,3 +808,24 @@ def test_an_overflowing_iterate_warns_nothing(solver, recwarn):
     problem = make_problem(n=64, d=3, intercept=True)
     solver.solve(problem, Budget(1.0, 1e-5), 0)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+# -- what the registry-wide suites need (tests/solvers/_cases.py) -------------------------
+def solver_cases():
+    from skdp.losses import LogisticLoss
+    from skdp.solvers import NoisyMirrorDescent
+    from tests.solvers._cases import AuditCase, SolverCases
+
+    return {"mirror_descent": SolverCases(
+        fast=lambda: NoisyMirrorDescent(n_iter=30, batch_size=10),
+        converged=lambda: NoisyMirrorDescent(n_iter=3000, batch_size=10**6, step_size=1.0,
+                                             iterate="last"),
+        sensitivity=("test_mirror_descent.py",
+                     "test_batch_gradient_sensitivity_is_never_exceeded"),
+        audits=(AuditCase(lambda: NoisyMirrorDescent(n_iter=1, batch_size=10, clip_norm=0.25,
+                                                     step_size=0.5, iterate="last"),
+                          LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=2000),),
+        zero_signal=lambda: NoisyMirrorDescent(n_iter=1, batch_size=5, step_size=0.7),
+        # One mirror step from 0 with the Euclidean map: -eta * noise.
+        zero_signal_variance=lambda plan, spec: (plan.step_size * plan.sigma) ** 2,
+    )}

@@ -416,3 +416,39 @@ def test_sure_gradient_fallback_never_aborts_and_meets_its_radius(kind, loss, ti
         W = solver.certified_minimizer(problem, plan)
         distance = np.linalg.norm(W - _reference_minimizer(problem))
         assert distance <= 0.5 * plan.certified_radius
+
+
+# -- what the registry-wide suites need (tests/solvers/_cases.py) -------------------------
+def solver_cases():
+    from skdp.losses import HingeLoss
+    from skdp.solvers import OutputPerturbation
+    from tests.solvers._cases import AuditCase, SolverCases
+
+    # The release before the James-Stein shrinkage: the shrinkage is post-processing (it
+    # can only lower distinguishability), and it reads the DECLARED noise power, so on the
+    # under-noised twin it would shrink everything to 0 and hide the bug the audit must
+    # see. The hinge loss has derivative -y while the margin is below 1 (here
+    # a^2 / (n alpha) = 0.1), so the minimisers of D and D' are +-a / (n alpha) on the
+    # canary feature: exactly the sensitivity 2L / (n alpha). Measured over 10 seeds:
+    # Gaussian real <= 0.35, twin in [2.80, 3.75]; pure real <= 0.98, twin in [3.43, 4.44].
+    def released():
+        return OutputPerturbation(shrinkage=None)
+
+    return {"output_perturbation": SolverCases(
+        fast=OutputPerturbation,
+        converged=OutputPerturbation,
+        sensitivity=("test_output_perturbation.py",
+                     "test_minimizers_of_neighbouring_datasets_are_within_the_sensitivity"),
+        audits=(AuditCase(released, HingeLoss, alpha=1.0, epsilon=2.0, delta=1e-5,
+                          n_trials=2000),
+                AuditCase(released, HingeLoss, alpha=1.0, epsilon=2.0, delta=0.0,
+                          n_trials=1000)),
+        # A large alpha keeps the noise (norm ~ 10/alpha) well inside the domain ball
+        # (radius sqrt(2 ln 2 / alpha)), so the final projection never binds.
+        zero_signal=released,
+        # The minimiser is 0 (constant loss) and the domain radius is huge: without the
+        # (post-processing) shrinkage the output is the Gaussian noise itself.
+        zero_signal_variance=lambda plan, spec: plan.sigma ** 2,
+        zero_signal_alpha=1e4,
+        one_release=True,
+    )}

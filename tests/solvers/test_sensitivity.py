@@ -4,7 +4,8 @@ For DP-GD, DP-AccMD (the same full-batch query) and the DP-SVRG(++) snapshot and
 releases: over random and adversarial replace-one neighbours and many query points, the
 change of the released (pre-noise) quantity never exceeds the sensitivity the plan
 declares, and adversarial neighbours come close to it (the bound is not vacuous). The
-other solvers' sensitivity tests live in their own files (see SENSITIVITY_TESTS).
+other solvers' sensitivity tests live in their own files (each solver's declared
+``sensitivity``, tests/solvers/_cases.py).
 """
 
 from __future__ import annotations
@@ -19,42 +20,14 @@ from skdp.losses import clip_coefficients
 from skdp.privacy import Budget
 from skdp.solvers import DPSVRG, SOLVERS, DPAccMD, DPSVRGPlusPlus, NoisyGD, Problem
 from tests.conftest import make_problem
-
-# Where each registered solver's brute-force sensitivity test is (file, test name).
-SENSITIVITY_TESTS = {
-    "gd": ("test_sensitivity.py", "test_full_batch_gradient_sensitivity"),
-    "accelerated_mirror_descent": ("test_sensitivity.py",
-                                   "test_full_batch_gradient_sensitivity"),
-    "svrg": ("test_sensitivity.py", "test_svrg_releases_sensitivity"),
-    "svrg++": ("test_sensitivity.py", "test_svrg_releases_sensitivity"),
-    "output_perturbation": ("test_output_perturbation.py",
-                            "test_minimizers_of_neighbouring_datasets_are_within_the_sensitivity"),
-    "frank_wolfe": ("test_frank_wolfe.py", "test_score_sensitivity_brute_force"),
-    "mirror_descent": ("test_mirror_descent.py",
-                       "test_batch_gradient_sensitivity_is_never_exceeded"),
-    "localized_mirror_descent": ("test_mirror_descent.py",
-                                 "test_batch_gradient_sensitivity_is_never_exceeded"),
-    "objective_perturbation": ("test_objective_perturbation.py",
-                               "test_gaussian_step_sensitivity_brute_force"),
-    "approx_objective_perturbation": ("test_objective_perturbation.py",
-                                      "test_gaussian_step_sensitivity_brute_force"),
-    "regularized_mirror_descent": ("test_regularized_mirror_descent.py",
-                                   "test_brute_force_sensitivity_of_the_clipped_mean"),
-    "truncated_mirror_descent": ("test_truncated_mirror_descent.py",
-                                 "test_brute_force_batch_sensitivity"),
-    "shuffled_truncated_mirror_descent": ("test_truncated_mirror_descent.py",
-                                          "test_brute_force_batch_sensitivity"),
-    "phased_sgd": ("test_phased_sgd.py", "test_adversarial_neighbours_respect_the_sensitivity"),
-    "sufficient_statistics": ("test_sufficient_statistics.py",
-                              "test_brute_force_statistics_sensitivity"),
-}
+from tests.solvers._cases import cases
 
 
-def test_every_registered_solver_has_a_sensitivity_test():
-    assert set(SENSITIVITY_TESTS) == set(SOLVERS)
-    here = Path(__file__).parent
-    for file, test in SENSITIVITY_TESTS.values():
-        assert f"def {test}(" in (here / file).read_text(), (file, test)
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_every_registered_solver_has_a_sensitivity_test(name):
+    """Each solver declares its brute-force neighbour test (tests/solvers/_cases.py)."""
+    file, test = cases(name).sensitivity
+    assert f"def {test}(" in (Path(__file__).parent / file).read_text(), (file, test)
 
 
 def _neighbours(problem: Problem, rng, n_pairs: int):
