@@ -35,6 +35,38 @@ def _every_test_sees_its_warnings():
     yield
 
 
+def box_constraint(mirror_map=None):
+    """An l-infinity box [-1, 1]^d: a constraint kind no solver or geometry knows, with the
+    given mirror map (``None``: none at all)."""
+    from skdp.geometry import Constraint
+
+    class Box(Constraint):
+        bounded, kind = True, "box"
+
+        def project(self, w):
+            return np.clip(w, -1, 1)
+
+        def lmo(self, g):
+            return -np.sign(g)
+
+        def diameter(self, norm=2, dim=None):
+            return 2.0
+
+        def norm(self, w):
+            return float(np.abs(w).max())
+
+        def dual_norm(self, g):
+            return float(np.abs(g).sum())
+
+        @property
+        def mirror_map(self):
+            if mirror_map is None:
+                raise NotImplementedError
+            return mirror_map
+
+    return Box()
+
+
 def make_problem(
     n=200, d=5, n_classes=2, alpha=0.1, seed=0, constraint=None, zero=False, intercept=False,
     loss="logistic",

@@ -11,7 +11,6 @@ from scipy.optimize import brentq, minimize
 
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import (
-    Constraint,
     EntropyMirrorMap,
     EuclideanMirrorMap,
     L1Ball,
@@ -25,6 +24,7 @@ from skdp.geometry import (
     l1_ball_gradient_step,
     simplex_gradient_step,
 )
+from tests.conftest import box_constraint
 
 SETS = [
     L2Ball(1.5),
@@ -548,29 +548,7 @@ def test_mirror_geometry_constants():
 
 
 def test_a_set_without_geometry_is_incompatible():
-    class Box(Constraint):
-        bounded, kind = True, "box"
-
-        def project(self, w):
-            return np.clip(w, -1, 1)
-
-        def lmo(self, g):
-            return -np.sign(g)
-
-        def diameter(self, norm=2, dim=None):
-            return 2.0
-
-        def norm(self, w):
-            return float(np.abs(w).max())
-
-        def dual_norm(self, g):
-            return float(np.abs(g).sum())
-
-        @property
-        def mirror_map(self):
-            return EuclideanMirrorMap()
-
-    box = Box()
+    box = box_constraint(EuclideanMirrorMap())
     with pytest.raises(IncompatibleSolverError, match="Box"):
         box.mirror_geometry(3)
     x = np.array([0.5, 2.0, -3.0])

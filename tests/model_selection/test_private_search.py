@@ -115,10 +115,9 @@ def test_no_exact_score_is_reachable(monkeypatch):
 
 
 @pytest.mark.slow
-def test_score_noise_matches_the_ledger(monkeypatch):
-    """With every exact score 0, best_score_ is the max of K draws of N(0, s^2), so
-    Phi(best / s)^K is uniform. KS test; failure probability 1e-4 under a correct
-    implementation (fixed seeds make the outcome deterministic)."""
+def _zero_scores_recording_repetitions(monkeypatch) -> list:
+    """Every exact score 0; the numbers of repetitions drawn are appended to the list
+    returned."""
     monkeypatch.setattr(ps, "_raw_score", lambda *a: 0.0)
     drawn = []
     real_sampler = ps.sample_repetitions
@@ -128,6 +127,14 @@ def test_score_noise_matches_the_ledger(monkeypatch):
         return drawn[-1]
 
     monkeypatch.setattr(ps, "sample_repetitions", recording_sampler)
+    return drawn
+
+
+def test_score_noise_matches_the_ledger(monkeypatch):
+    """With every exact score 0, best_score_ is the max of K draws of N(0, s^2), so
+    Phi(best / s)^K is uniform. KS test; failure probability 1e-4 under a correct
+    implementation (fixed seeds make the outcome deterministic)."""
+    drawn = _zero_scores_recording_repetitions(monkeypatch)
     u = []
     rng = np.random.default_rng(7)
     small_X, small_Y = X[:60], Y[:60]
@@ -363,15 +370,7 @@ def test_pure_search_score_noise_is_the_ledgers_laplace(monkeypatch):
     re-accounted by pure accounting."""
     from skdp.privacy.accounting import epsilon_spent
 
-    monkeypatch.setattr(ps, "_raw_score", lambda *a: 0.0)
-    drawn = []
-    real_sampler = ps.sample_repetitions
-
-    def recording_sampler(*a):
-        drawn.append(real_sampler(*a))
-        return drawn[-1]
-
-    monkeypatch.setattr(ps, "sample_repetitions", recording_sampler)
+    drawn = _zero_scores_recording_repetitions(monkeypatch)
     u = []
     rng = np.random.default_rng(9)
     for _ in range(300):

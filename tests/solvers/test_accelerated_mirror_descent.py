@@ -9,7 +9,6 @@ from scipy.optimize import brentq, linprog, minimize, minimize_scalar
 
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import (
-    Constraint,
     L1Ball,
     L2Ball,
     LpBall,
@@ -27,7 +26,12 @@ from skdp.solvers.accelerated_mirror_descent import (
     l1_ball_gradient_step,
     simplex_gradient_step,
 )
-from tests.conftest import RecordingNoiseSource, ReplayNoiseSource, make_problem
+from tests.conftest import (
+    RecordingNoiseSource,
+    ReplayNoiseSource,
+    box_constraint,
+    make_problem,
+)
 
 INF = Budget(math.inf, 0.0)
 BUDGET = Budget(1.0, 1e-5)
@@ -509,30 +513,8 @@ def test_bad_parameters_raise(params):
 
 
 def test_unknown_constraint_is_incompatible():
-    class Box(Constraint):
-        bounded = True
-
-        def project(self, w):
-            return np.clip(w, -1, 1)
-
-        def lmo(self, g):
-            return -np.sign(g)
-
-        def diameter(self, norm=2, dim=None):
-            return 2.0
-
-        def norm(self, w):
-            return float(np.abs(w).max())
-
-        def dual_norm(self, g):
-            return float(np.abs(g).sum())
-
-        @property
-        def mirror_map(self):
-            raise NotImplementedError
-
     with pytest.raises(IncompatibleSolverError, match="constraint"):
-        DPAccMD(n_iter=2).solve(make_problem(constraint=Box()), BUDGET, 0)
+        DPAccMD(n_iter=2).solve(make_problem(constraint=box_constraint()), BUDGET, 0)
 
 
 def test_estimator_end_to_end_l1():
