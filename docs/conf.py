@@ -17,7 +17,15 @@ import inspect
 import sys
 from pathlib import Path
 
+from numpydoc.numpydoc import mangle_docstrings
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: numpydoc depends on tomli there
+    import tomli as tomllib
+
 import skdp
+from skdp._docstrings import constant_docstring
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -70,7 +78,10 @@ autodoc_default_options: dict[str, object] = {}  # the class template asks for m
 autodoc_inherit_docstrings = False
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
-numpydoc_validation_checks: set[str] = set()
+# Docstring checks: the list declared once in pyproject.toml, [tool.numpydoc_validation]
+# ("all" minus the codes it lists, with the reasons); with -W a violation fails the build.
+with open(ROOT / "pyproject.toml", "rb") as _f:
+    numpydoc_validation_checks = set(tomllib.load(_f)["tool"]["numpydoc_validation"]["checks"])
 
 
 def _skip_foreign_members(app, what, name, obj, skip, options):
@@ -89,8 +100,42 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
     return None
 
 
+def _constant_doc(app, what, name, obj, options, lines):
+    """A module constant's page shows the ``#:`` comment of the module that defines it.
+
+    Autodoc reads the comments of the module the page names only (the package that
+    re-exports the constant) and otherwise shows the docstring of the value's type.
+    """
+    if what == "data":
+        text = constant_docstring(name)
+        if text is not None:
+            lines[:] = text.splitlines() + [""]
+
+
+class _Constant:
+    """What numpydoc validates for a module constant: the text its page shows (the
+    value's own ``__doc__`` is its type's, ``int``'s or ``dict``'s)."""
+
+    def __init__(self, name: str, lines: list[str]) -> None:
+        self.__module__, _, self.__name__ = name.rpartition(".")
+        self.__doc__ = "\n".join(lines)
+
+
+def _mangle_docstrings(app, what, name, obj, options, lines):
+    """numpydoc's docstring processing (and validation), a constant read as its text."""
+    if what == "data":
+        obj = _Constant(name, lines)
+    mangle_docstrings(app, what, name, obj, options, lines)
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
+    # The constants' text first, then numpydoc's processing in place of its own handler.
+    for listener in list(app.events.listeners["autodoc-process-docstring"]):
+        if listener.handler is mangle_docstrings:
+            app.disconnect(listener.id)
+    app.connect("autodoc-process-docstring", _constant_doc, priority=400)
+    app.connect("autodoc-process-docstring", _mangle_docstrings)
 
 
 # -- intersphinx: committed inventories, never the network -------------------------------

@@ -344,8 +344,8 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
 
         Returns
         -------
-        self : object
-            The fitted estimator.
+        object
+            The fitted estimator (``self``).
         """
         if "sample_weight" in fit_params:
             raise TypeError(

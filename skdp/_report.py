@@ -211,7 +211,9 @@ def privacy_report(obj) -> PrivacyReport:
 
     Parameters
     ----------
-    obj : fitted estimator, Pipeline, ColumnTransformer or PrivateRandomizedSearch
+    obj : fitted estimator, Pipeline, ColumnTransformer, search or BudgetAccountant
+        What to report on: an skdp estimator or transformer, a scikit-learn
+        composition of them, a private or scikit-learn search, or an accountant.
 
     Returns
     -------

@@ -28,7 +28,7 @@ class CanaryPair:
     Built by :func:`make_canary_pair`. Both datasets have one more column than the
     original data, the *canary feature*, which is zero in every row except the canary's.
 
-    Attributes
+    Parameters
     ----------
     X, y : ndarray
         ``D``: the data with row ``index`` replaced by the reference record.
@@ -66,6 +66,16 @@ class CanaryPair:
         multinomial one). The canary moves row ``feature`` of ``W`` towards its own
         target and the reference record towards the other, so the statistic is
         ``W[feature] . (t' - t)``, ``t`` and ``t'`` their targets.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params, n_outputs)
+            A solver's coefficients.
+
+        Returns
+        -------
+        float
+            ``W[feature] . (t' - t)``.
         """
         t0, t1 = (np.atleast_1d(np.asarray(v, dtype=float)) for v in self.labels)
         return float(np.asarray(coef)[self.feature] @ (t1 - t0))
@@ -77,6 +87,16 @@ class CanaryPair:
         does not matter, the audit picks the direction). Multiclass classifiers:
         ``coef_[k', feature] - coef_[k, feature]`` for the classes ``k`` and ``k'`` of the
         reference record and of the canary.
+
+        Parameters
+        ----------
+        estimator : estimator
+            A fitted estimator with ``coef_`` (and ``classes_`` when multiclass).
+
+        Returns
+        -------
+        float
+            The projection.
         """
         coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=float))
         if coef.shape[0] == 1:
@@ -109,7 +129,10 @@ class CanaryPair:
 
         Returns
         -------
-        problem, neighbour_problem : Problem
+        problem : Problem
+            The problem of ``D``.
+        neighbour_problem : Problem
+            The problem of ``D'``.
         """
         Y0 = np.asarray(self.y, dtype=float)
         Y1 = np.asarray(self.y_prime, dtype=float)
@@ -197,6 +220,7 @@ def make_canary_pair(
     Returns
     -------
     CanaryPair
+        The two datasets, the canary's column, row and labels.
     """
     if sp.issparse(X):
         X = X.toarray()
@@ -262,32 +286,88 @@ class ScaledNoiseSource(NoiseSource):
         self.factor = float(factor)
 
     def gaussian(self, shape: tuple[int, ...], sigma: float) -> np.ndarray:
-        """``N(0, (sigma / factor)^2)`` entries of the given shape."""
+        """Draw ``N(0, (sigma / factor)^2)`` entries of the given shape.
+
+        <<gaussian_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            Gaussian entries whose standard deviation is ``factor`` times too small.
+        """
         return super().gaussian(shape, sigma / self.factor)
 
     def l2_laplace(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
-        """An l2-Laplace draw of scale ``scale / factor``."""
+        """Draw l2-Laplace noise of scale ``scale / factor``.
+
+        <<scale_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            A draw of density proportional to ``exp(-factor ||z||_2 / scale)``.
+        """
         return super().l2_laplace(shape, scale / self.factor)
 
     def laplace(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
-        """I.i.d. Laplace entries of scale ``scale / factor``."""
+        """Draw i.i.d. Laplace entries of scale ``scale / factor``.
+
+        <<scale_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            I.i.d. ``Laplace(0, scale / factor)`` entries.
+        """
         return super().laplace(shape, scale / self.factor)
 
     def generalized_gaussian(self, shape: tuple[int, ...], sigma: float, r: float) -> np.ndarray:
-        """A generalized Gaussian draw of scale ``sigma / factor``."""
+        """Draw generalized Gaussian noise of scale ``sigma / factor``.
+
+        <<generalized_gaussian_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            The under-noised draw.
+        """
         return super().generalized_gaussian(shape, sigma / self.factor, r)
 
     def k_norm(self, shape: tuple[int, ...], scale: float, q: float,
                count: int | None = None) -> np.ndarray:
-        """K-norm draw(s) of scale ``scale / factor``."""
+        """Draw K-norm noise of scale ``scale / factor``.
+
+        <<k_norm_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape`` or ``(count, *shape)``
+            The under-noised draw(s).
+        """
         return super().k_norm(shape, scale / self.factor, q, count=count)
 
     def ball_product_k_norm(self, sizes: tuple[int, ...], radii: tuple[float, ...],
                             epsilon: float) -> np.ndarray:
-        """A ball-product K-norm draw with every radius divided by ``factor``."""
+        """Draw ball-product K-norm noise with every radius divided by ``factor``.
+
+        <<ball_product_parameters>>
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The under-noised draw.
+        """
         return super().ball_product_k_norm(sizes, tuple(r / self.factor for r in radii),
                                            epsilon)
 
     def spawn(self, n_children: int) -> list[NoiseSource]:
-        """Independent child streams, under-noised by the same factor."""
+        """Independent child streams, under-noised by the same factor.
+
+        <<spawn_parameters>>
+
+        Returns
+        -------
+        list of ScaledNoiseSource
+            ``n_children`` independent sources with this source's ``factor``.
+        """
         return [ScaledNoiseSource(child, self.factor) for child in self.rng.spawn(n_children)]

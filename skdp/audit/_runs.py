@@ -106,6 +106,8 @@ def audit_solver(
     Returns
     -------
     AuditResult
+        The audit of the solver's ``n_trials`` runs on each problem (see
+        :func:`audit_scores`).
     """
     _check_n_trials(n_trials)
     if not budget.is_private:
@@ -190,6 +192,8 @@ def audit_estimator(
     Returns
     -------
     AuditResult
+        The audit of the estimator's ``n_trials`` fits on each dataset (see
+        :func:`audit_scores`).
 
     Examples
     --------

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import beta
 
+from skdp._repr import dataclass_repr
+
 
 # ---------------------------------------------------------------------------------------
 # Statistics
@@ -55,9 +57,10 @@ def clopper_pearson(k: Any, n: Any, confidence: float = 0.95) -> tuple[np.ndarra
 
     Returns
     -------
-    lower, upper : ndarray
-        ``beta.ppf(a/2, k, n - k + 1)`` (``0`` where ``k == 0``) and
-        ``beta.ppf(1 - a/2, k + 1, n - k)`` (``1`` where ``k == n``), ``a = 1 - confidence``.
+    lower : ndarray
+        ``beta.ppf(a/2, k, n - k + 1)`` (``0`` where ``k == 0``), ``a = 1 - confidence``.
+    upper : ndarray
+        ``beta.ppf(1 - a/2, k + 1, n - k)`` (``1`` where ``k == n``).
     """
     _check_level(confidence, "confidence")
     tail = 0.5 * (1.0 - confidence)
@@ -120,6 +123,7 @@ def detection_limit(n_trials: int, confidence: float, delta: float) -> float:
     Returns
     -------
     float
+        The bound a test without a single error on the evaluation half gives.
     """
     n_eval = n_trials - n_trials // 2
     upper = clopper_pearson_upper(0, n_eval, _rate_level(confidence))
@@ -191,7 +195,7 @@ class AuditResult:
     of each dataset and evaluated on the second half; the error rates below are those of
     the second half.
 
-    Attributes
+    Parameters
     ----------
     epsilon_lower_bound : float
         Lower bound on the epsilon the mechanism spends at ``delta``, holding with
@@ -233,6 +237,10 @@ class AuditResult:
     scores: np.ndarray = field(repr=False)
     scores_prime: np.ndarray = field(repr=False)
 
+    def __repr__(self) -> str:
+        # Floats rounded for reading; the fields keep every bit.
+        return dataclass_repr(self)
+
     @property
     def violated(self) -> bool:
         """Whether the lower bound exceeds the claimed epsilon: a privacy bug.
@@ -248,6 +256,8 @@ class AuditResult:
         Returns
         -------
         str
+            ``"epsilon >= ... with confidence ... (claimed ...): VIOLATED"`` or
+            ``"...: not violated"``.
         """
         verdict = "VIOLATED" if self.violated else "not violated"
         return (
@@ -291,6 +301,12 @@ def audit_scores(
     Returns
     -------
     AuditResult
+        The bound, the chosen test and its error rates.
+
+    Raises
+    ------
+    ValueError
+        If the two arrays differ in length or hold fewer than 2 scores.
     """
     s0 = np.asarray(scores, dtype=float).ravel()
     s1 = np.asarray(scores_prime, dtype=float).ravel()

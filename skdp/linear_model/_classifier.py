@@ -7,10 +7,12 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 
 from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
+from skdp.linear_model._docs import shared_docs
 
 __all__ = ["BaseDPClassifier"]
 
 
+@shared_docs
 class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel):
     """Linear classifier: one score per class (one score for two classes)."""
 
@@ -57,13 +59,13 @@ class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel
     def decision_function(self, X):
         """Confidence scores: the signed score of ``classes_[1]`` for binary problems.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        <<parameters_X>>
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
+            ``X @ coef_.T + intercept_`` on the clipped rows: one column per class, or
+            for two classes one score, positive for ``classes_[1]``.
         """
         scores = self._decision_scores(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
@@ -71,13 +73,14 @@ class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel
     def predict(self, X):
         """Predicted class labels.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        <<parameters_X>>
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            The label of ``classes_`` with the highest score of
+            :meth:`decision_function` for each row (for two classes, ``classes_[1]``
+            where the score is positive).
         """
         scores = self._decision_scores(X)
         if scores.shape[1] == 1:

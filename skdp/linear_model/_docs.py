@@ -2,68 +2,236 @@
 
 from __future__ import annotations
 
-import re
 import textwrap
 
+from skdp._docstrings import fill_docstrings
 from skdp.solvers import SOLVERS
 from skdp.solvers._capabilities import accepts_any, summary
 
 __all__ = ["shared_docs", "solver_list"]
 
+# The shared entries, each written once at indentation 0 (``<<name>>`` or
+# ``<<name:argument>>`` in an estimator's docstring; ``{arg}`` is the argument, and lines
+# indented under the marker continue the description: what one estimator adds).
 _PARAMS = {
+    # -- parameters ----------------------------------------------------------------------
+    'epsilon': """\
+epsilon : float, default=1.0
+    Privacy budget, in ``(0, inf]``. ``inf`` fits without privacy (a
+    :class:`~skdp.exceptions.PrivacyLeakWarning` is emitted).
+""",
+    'delta': """\
+delta : float, default={arg}
+    Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``. ``0`` is
+    pure epsilon-DP, with the solvers that offer it.
+""",
+    'solver': """\
+solver : str or solver object, default={arg}
+    A name from :data:`skdp.solvers.SOLVERS` or a solver instance
+    (``DPSVRG(batch_size=64)``) whose parameters nest as ``solver__batch_size`` in
+    parameter grids.
+""",
+    'alpha': """\
+alpha : float, default={arg}
+    Strength of the L2 penalty ``(alpha / 2) ||w||^2`` of the objective above.
+""",
     'data_norm': """\
-    data_norm : float or "auto", default="auto"
-        Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
-        clipped to it in ``fit`` and ``predict``. ``"auto"``: a private bound of
-        {factor},
-        estimated on a public grid with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
-        in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
-        ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
-        number is a PUBLIC bound (never compute it from the private data) and keeps the raw
-        units. See docs/privacy.md, "Private bounds".
+data_norm : float or "auto", default="auto"
+    Bound on the norm of a row of ``X`` (in the ``data_norm_ord`` norm): rows are
+    clipped to it in ``fit`` and ``predict``. ``"auto"``: a private bound of
+    {factor},
+    estimated on a public grid with a share ``bounds_fraction`` of ``epsilon`` (pure DP,
+    in the same ledger; ``data_norm_`` holds the value), and ``alpha``, ``radius`` and
+    ``huber_delta`` then refer to the rows divided by ``data_norm_`` (units-free). A
+    number is a PUBLIC bound (never compute it from the private data) and keeps the raw
+    units. See docs/privacy.md, "Private bounds".
 """,
     'y_bound': """\
-    y_bound : float or "auto", default="auto"
-        Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
-        ``"auto"``: with an intercept the centre is a private mean of ``y`` clipped to a
-        private bound of ``|y|`` (otherwise 0), and the bound a private bound of
-        ``|y - centre|`` on the public grid (``y_centre_``, ``y_bound_``; the exact range
-        at ``epsilon=inf``), from a share of ``bounds_fraction * epsilon``; the model then
-        fits ``(y - centre) / y_bound`` and predictions are clipped to
-        ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
-""",
-    'accountant': """\
-    accountant : BudgetAccountant or None, default=None
-        A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
-        and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
-        read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
-        same object), so every fit of a ``GridSearchCV`` is counted; see
-        docs/tuning_and_budgets.md.
-""",
-    'verbose': """\
-    verbose : int, default=0
-        ``1``: print the phases of the fit with public quantities only, and the solver's
-        progress as it goes (``solving: 10%`` ... ``100%``: ten lines for every fit,
-        reported by the solver at each tenth of its planned steps), the same text on
-        neighbouring data sets; ``2``: also the planned step count and the step reached
-        (they follow the private bounds) and elapsed times (a timing channel).
-""",
-    'classes': """\
-    classes : array-like or None, default=None
-        The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
-        outside it raise before any noise is drawn, classes absent from ``y`` still get
-        coefficients, and the model's shape does not depend on any record. ``None``: the
-        label set is read from ``y`` (treated as public; replacing the only record of a
-        class changes the model's shape, see docs/privacy.md).
+y_bound : float or "auto", default="auto"
+    Bound on ``|y - centre|``: targets are clipped to ``centre +- y_bound`` in ``fit``.
+    ``"auto"``: with an intercept the centre is a private mean of ``y`` clipped to a
+    private bound of ``|y|`` (otherwise 0), and the bound a private bound of
+    ``|y - centre|`` on the public grid (``y_centre_``, ``y_bound_``; the exact range
+    at ``epsilon=inf``), from a share of ``bounds_fraction * epsilon``; the model then
+    fits ``(y - centre) / y_bound`` and predictions are clipped to
+    ``y_centre_ +- y_bound_``. A number is a PUBLIC bound with centre 0 (raw units).
 """,
     'bounds_fraction': """\
-    bounds_fraction : float in (0, 1) or "auto", default={default}
-        Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
-        all of ``delta``). ``"auto"``: enough for ``n epsilon >= 30`` per estimate,
-        between 0.2 and 0.4 of ``epsilon`` (public; docs/privacy.md, "Private bounds").
-        Unused when every bound is a number.
+bounds_fraction : float in (0, 1) or "auto", default={arg}
+    Share of ``epsilon`` spent on the ``"auto"`` bounds; the fit gets the rest (and
+    all of ``delta``). ``"auto"``: enough for ``n epsilon >= 30`` per estimate,
+    between 0.2 and 0.4 of ``epsilon`` (public; docs/privacy.md, "Private bounds").
+    Unused when every bound is a number.
+""",
+    'fit_intercept': """\
+fit_intercept : bool, default=True
+    Fit an intercept, as the coefficient of a constant feature of value ``data_norm``
+    (the augmented rows' bound, ``sqrt(2) data_norm`` in the l2 norm, enters the
+    sensitivity).
+""",
+    'constraint': """\
+constraint : {"l2", "l1", "lp"} or None, default=None
+    Constrain ``coef`` to the l2, l1 or lp ball of radius ``radius``.
+radius : float, default=None
+    Public radius of the constraint.
+p : float, default=None
+    Exponent of ``constraint="lp"`` (``p > 1``).
+""",
+    'data_norm_ord': """\
+data_norm_ord : "auto" or float >= 1, default="auto"
+    Norm in which ``data_norm`` bounds the rows. ``"auto"`` is the dual norm of the
+    constraint: l2 without a constraint or for ``"l2"``, l-infinity (the largest
+    absolute feature) for ``"l1"``, ``p / (p - 1)`` for ``"lp"``.
+""",
+    'tilt': """\
+tilt : float, default=None
+    Tilted ERM (``"output_perturbation"`` only): minimise
+    ``(1/tilt) ln(mean_i exp(tilt loss_i)) + (alpha/2)||w||^2``, which moves from the
+    mean loss (``tilt -> 0``) towards the worst-case loss as ``tilt`` grows. Must be
+    positive; ``None`` is plain ERM.
+""",
+    'adversarial': """\
+adversarial_radius : float, default=None
+    Adversarial training (``"output_perturbation"`` only, one output: a regression or
+    two classes): minimise the worst-case loss over feature perturbations of norm
+    ``<= adversarial_radius``.
+""",
+    'adversarial_norm': """\
+adversarial_norm : {2, inf}, default=2
+    Norm of the feature perturbations.
+""",
+    'accounting': """\
+accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
+    How the privacy loss is accounted. ``"auto"`` uses each solver's default: the exact
+    closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
+    without replacement, PLD with Poisson batches; for ``"output_perturbation"`` pure DP
+    when ``delta=0`` and the exact Gaussian otherwise.
+""",
+    'accountant': """\
+accountant : BudgetAccountant or None, default=None
+    A :class:`~skdp.BudgetAccountant` the user owns: ``fit`` records its ledger there
+    and is refused (:class:`~skdp.exceptions.BudgetError`, before any value of ``X`` is
+    read) if the accountant's total would pass its ceiling. Survives ``clone`` (the
+    same object), so every fit of a ``GridSearchCV`` is counted; see
+    docs/tuning_and_budgets.md.
+""",
+    'neighboring': """\
+neighboring : {"replace_one"}, default="replace_one"
+    Neighbouring relation of the guarantee: data sets of the same size differing in
+    one record. (Add/remove needs a public dataset size, which is not offered yet.)
+""",
+    'random_state': """\
+random_state : None, int, numpy Generator or RandomState, default=None
+    Source of the noise. ``None`` draws fresh OS entropy: use it for real releases.
+    An integer makes the noise reproducible by anyone who knows it.
+""",
+    'secure': """\
+secure : bool, default=False
+    Snap the released coefficients to a grid of spacing ``2^-10`` times the
+    release's noise scale (a power of two, from public quantities): a mitigation of
+    the floating-point attacks on textbook noise samplers (Mironov 2012), at a
+    negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
+""",
+    'verbose': """\
+verbose : int, default=0
+    ``1``: print the phases of the fit with public quantities only, and the solver's
+    progress as it goes (``solving: 10%`` ... ``100%``: ten lines for every fit,
+    reported by the solver at each tenth of its planned steps), the same text on
+    neighbouring data sets; ``2``: also the planned step count and the step reached
+    (they follow the private bounds) and elapsed times (a timing channel).
+""",
+    'classes': """\
+classes : array-like or None, default=None
+    The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
+    outside it raise before any noise is drawn, classes absent from ``y`` still get
+    coefficients, and the model's shape does not depend on any record. ``None``: the
+    label set is read from ``y`` (treated as public; replacing the only record of a
+    class changes the model's shape, see docs/privacy.md).
+""",
+    # -- attributes ----------------------------------------------------------------------
+    'classes_': """\
+classes_ : ndarray of shape (n_classes,)
+    Class labels: ``classes`` when given, otherwise the labels of ``y`` (a label SET
+    treated as public).
+""",
+    'coef_': """\
+coef_ : ndarray of shape {arg}
+    Coefficients of the released model, applied to the rows of ``X`` clipped to
+    ``data_norm_``.
+""",
+    'intercept_': """\
+intercept_ : {arg}
+    Intercept of the released model (0 with ``fit_intercept=False``).
+""",
+    'n_iter_': """\
+n_iter_ : int
+    Number of noisy steps or releases run (1 for output perturbation), fixed in advance
+    from public quantities (for ``"svrg"``/``"svrg++"``: the inner steps; their
+    per-epoch snapshot releases are listed in the typed ``privacy_plan_``).
+""",
+    'privacy': """\
+privacy_spent_ : PrivacySpent
+    ``(epsilon, delta)`` spent, from re-accounting the ledger.
+privacy_ledger_ : PrivacyLedger or CompositeLedger
+    The ``dp_accounting`` events of everything that ran (with ``"auto"`` bounds, the
+    parts ``"bounds"`` and ``"fit"``), their accounting methods and relation.
+privacy_plan_ : Plan
+    The public plan (iteration counts, noise levels, step size).
+data_norm_ : float
+    The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
+""",
+    'y_bound_': """\
+y_bound_, y_centre_ : float
+    The target bound and centre used (declared: ``y_bound`` and 0; ``"auto"``: the
+    private estimates).
+""",
+    'solver_': """\
+solver_ : BaseDPSolver
+    The solver object used.
+""",
+    'n_features_in_': """\
+n_features_in_ : int
+    Number of features seen in ``fit``.
+feature_names_in_ : ndarray of str
+    Names of the features seen in ``fit``, only when ``X`` has string column names.
+""",
+    # -- methods -------------------------------------------------------------------------
+    'parameters_X': """\
+Parameters
+----------
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    The samples; rows are clipped to ``data_norm_`` (in the ``data_norm_ord`` norm), as
+    in ``fit``.
 """,
 }
+
+# Entries that always stand together, in this order (in the constructors' order).
+_PARAMS["bounds"] = _PARAMS["data_norm"] + _PARAMS["bounds_fraction"].replace("{arg}", '"auto"')
+_PARAMS["options"] = "".join(_PARAMS[name] for name in (
+    "fit_intercept", "constraint", "data_norm_ord", "tilt", "adversarial", "adversarial_norm",
+    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose"))
+_PARAMS["run_options"] = "".join(_PARAMS[name] for name in (
+    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose"))
+
+
+def _attributes(kind: str) -> str:
+    """The Attributes section of a fitted ``"classifier"`` or ``"regressor"``
+    (``<<attributes:classifier>>``)."""
+    if kind == "classifier":
+        head = [_PARAMS["classes_"],
+                _PARAMS["coef_"].replace("{arg}", "(1, n_features) or (n_classes, n_features)"),
+                _PARAMS["intercept_"].replace("{arg}", "ndarray of shape (1,) or (n_classes,)")]
+        middle = []
+    else:
+        head = [_PARAMS["coef_"].replace("{arg}", "(n_features,)"),
+                _PARAMS["intercept_"].replace("{arg}", "float")]
+        middle = [_PARAMS["y_bound_"]]
+    return "Attributes\n----------\n" + "".join(
+        head + [_PARAMS["n_iter_"], _PARAMS["privacy"]] + middle
+        + [_PARAMS["solver_"], _PARAMS["n_features_in_"]])
+
+
+_PARAMS["attributes"] = _attributes
 
 
 def solver_list(losses: tuple[str, ...], constraints: tuple[str, ...],
@@ -83,32 +251,29 @@ def solver_list(losses: tuple[str, ...], constraints: tuple[str, ...],
 
 
 def shared_docs(cls):
-    """Replace each line ``<<name>>`` or ``<<name:default>>`` of ``cls.__doc__`` (at any
-    indentation) by the shared description of the parameter ``name``, and a line
-    ``<<solvers>>`` by the list of solvers that accept the class's ``_solver_losses`` and
-    ``_solver_constraints``."""
+    """Fill the shared descriptions into an estimator's docstrings.
 
+    Each line ``<<name>>`` or ``<<name:argument>>`` of ``cls.__doc__`` and of the
+    docstrings of the methods ``cls`` defines (at any indentation) is replaced by the
+    shared description of ``name`` (:mod:`skdp._docstrings`), and a line ``<<solvers>>``
+    by the list of the registered solvers that accept the class's ``_solver_losses`` and
+    ``_solver_constraints``.
+
+    Parameters
+    ----------
+    cls : type
+        The estimator class (or a base class of estimators, without ``<<solvers>>``).
+
+    Returns
+    -------
+    type
+        ``cls``, its docstrings filled in place.
+    """
     quantile = getattr(cls, "_data_norm_quantile", 1.0)
     factor = ("the row norms' maximum" if quantile >= 1.0
               else f"the row norms' {quantile:g}-quantile (their maximum at epsilon=inf)")
-
-    def fill(match):
-        indent, name = match.group(1), match.group(2)
-        name, _, default = name.partition(":")
-        if name == "solvers":
-            return match.group(0)
-        text = _PARAMS[name].replace("{default}", default).replace("{factor}", factor)
-        return textwrap.indent(textwrap.dedent(text), indent)
-
-    # The markers are found at any indentation (Python 3.13 strips a docstring's common
-    # indentation at compile time, older versions keep it) and the shared texts are
-    # indented like their marker.
-    doc = re.sub(r"^([ \t]*)<<([a-z_]+(?::[^>]*)?)>>[ \t]*(?:\n|\Z)", fill,
-                 cls.__doc__ + "\n", flags=re.M)
-    solvers = re.search(r"^([ \t]*)<<solvers>>[ \t]*\n", doc, flags=re.M)
-    if solvers is not None:
-        listing = textwrap.indent(textwrap.dedent(
-            solver_list(cls._solver_losses, cls._solver_constraints)), solvers.group(1))
-        doc = doc[:solvers.start()] + listing + doc[solvers.end():]
-    cls.__doc__ = doc
-    return cls
+    texts = {name: text if callable(text) else text.replace("{factor}", factor)
+             for name, text in _PARAMS.items()}
+    if hasattr(cls, "_solver_losses"):
+        texts["solvers"] = solver_list(cls._solver_losses, cls._solver_constraints)
+    return fill_docstrings(cls, texts)

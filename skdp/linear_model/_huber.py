@@ -27,25 +27,23 @@ class DPHuberRegressor(BaseDPRegressor):
 
     Parameters
     ----------
-    epsilon : float, default=1.0
-        Privacy budget, in ``(0, inf]`` (``inf``: no privacy, with a
-        :class:`~skdp.exceptions.PrivacyLeakWarning`).
-    delta : float, default=1e-5
-        Failure probability, in ``[0, 1)``. ``0`` is pure epsilon-DP, available with
-        ``"output_perturbation"`` (and ``"phased_sgd"``); ``"gd"`` needs ``delta > 0``.
-    solver : str or solver object, default="gd"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance. The Huber
-        gradient is bounded, so every gradient solver applies without a constraint.
-        The default is full-batch DP-GD with the exact Gaussian calibration; output
-        perturbation needs a larger ``alpha`` (its noise falls like ``1 / (alpha n)``) and
-        is the pure-DP choice.
+    <<epsilon>>
+    <<delta:1e-5>>
+        Pure DP with ``"output_perturbation"`` (and ``"phased_sgd"``); ``"gd"`` needs
+        ``delta > 0``.
+    <<solver:"gd">>
+        The Huber gradient is bounded, so every gradient solver applies without a
+        constraint. The default is full-batch DP-GD with the exact Gaussian calibration;
+        output perturbation needs a larger ``alpha`` (its noise falls like
+        ``1 / (alpha n)``) and is the pure-DP choice.
+
         <<solvers>>
-    alpha : float, default=5e-2
-        L2 strength in the objective above (in units of the bounds with ``"auto"``
-        bounds; ``"output_perturbation"`` penalises the intercept too and needs
-        ``alpha > 0``). DP-GD's noise along weakly curved directions grows like
-        ``1 / alpha``: on raw diabetes (309 rows, 21 seeds) ``5e-2`` gives a median test
-        R^2 of -0.08 / 0.35 at epsilon 1 / 5 against -1.17 / 0.24 for ``1e-2``.
+
+    <<alpha:5e-2>>
+        ``"output_perturbation"`` penalises the intercept too and needs ``alpha > 0``.
+        DP-GD's noise along weakly curved directions grows like ``1 / alpha``: on raw
+        diabetes (309 rows, 21 seeds) ``5e-2`` gives a median test R^2 of -0.08 / 0.35 at
+        epsilon 1 / 5 against -1.17 / 0.24 for ``1e-2``.
     huber_delta : float, default=1.35
         Threshold between the quadratic and the linear zone, in the units of ``y``.
         scikit-learn's ``HuberRegressor(epsilon=e)`` uses ``e`` times a scale that it
@@ -54,58 +52,10 @@ class DPHuberRegressor(BaseDPRegressor):
         / n_samples`` (see :class:`~skdp.losses.HuberLoss`). Here the threshold is a
         public constant (estimating a scale from private data would cost privacy).
     <<y_bound>>
-    <<data_norm>>
-    <<bounds_fraction:"auto">>
-    fit_intercept : bool, default=True
-        Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
-    constraint : {"l2", "l1", "lp"} or None, default=None
-        Constrain ``coef`` to the l2, l1 or lp ball of radius ``radius``.
-    radius : float, default=None
-        Public radius of the constraint.
-    p : float, default=None
-        Exponent of ``constraint="lp"`` (``p > 1``).
-    data_norm_ord : "auto" or float >= 1, default="auto"
-        Norm in which ``data_norm`` bounds the rows (``"auto"``: the dual norm of the
-        constraint, see :class:`~skdp.DPLinearRegression`).
-    tilt : float, default=None
-        Tilted ERM (``"output_perturbation"`` only).
-    adversarial_radius : float, default=None
-        Adversarial training (``"output_perturbation"`` only).
-    adversarial_norm : {2, inf}, default=2
-        Norm of the feature perturbations.
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
-        How the privacy loss is accounted (``"auto"``: each solver's default).
-    <<accountant>>
-    neighboring : {"replace_one"}, default="replace_one"
-        Neighbouring relation of the guarantee.
-    random_state : None, int, numpy Generator or RandomState, default=None
-        Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
-    secure : bool, default=False
-        Snap the released coefficients to a grid of spacing ``2^-10`` times the
-        release's noise scale (a power of two, from public quantities): a mitigation of
-        the floating-point attacks on textbook noise samplers (Mironov 2012), at a
-        negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
+    <<bounds>>
+    <<options>>
 
-    <<verbose>>
-
-    Attributes
-    ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    n_iter_ : int
-        Number of noisy releases or steps (1 for output perturbation).
-    privacy_spent_ : PrivacySpent
-    privacy_ledger_ : PrivacyLedger or CompositeLedger
-    privacy_plan_ : Plan
-    data_norm_ : float
-        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
-    y_bound_, y_centre_ : float
-        The target bound and centre used (declared: ``y_bound`` and 0; ``"auto"``: the
-        private estimates).
-    solver_ : BaseDPSolver
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has string column names.
+    <<attributes:regressor>>
 
     Notes
     -----

@@ -23,64 +23,33 @@ class DPLasso(BaseDPRegressor):
 
     Parameters
     ----------
-    epsilon : float, default=1.0
-        Privacy budget, in ``(0, inf]``.
-    delta : float, default=0.0
-        ``0`` gives pure epsilon-DP with the default ``"frank_wolfe"``; the mirror-descent
-        solvers need ``delta > 0``.
-    solver : str or solver object, default="frank_wolfe"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance.
+    <<epsilon>>
+    <<delta:0.0>>
+        The default ``"frank_wolfe"`` is pure DP; the mirror-descent solvers need
+        ``delta > 0``.
+    <<solver:"frank_wolfe">>
+
         <<solvers>>
+
     radius : float, default=1.0
         Public l1 radius. It plays the role of scikit-learn's ``alpha``: for every
         ``Lasso(alpha=a)`` solution ``w_a`` the constrained problem with
         ``radius = ||w_a||_1`` has the same solution (Lagrangian duality), and a smaller
         radius is a stronger penalty. Choose it from public knowledge; tuning it on the
         private data costs privacy.
-    alpha : float, default=0.0
-        Optional L2 strength (elastic net); ``0`` is the plain constrained Lasso.
-    <<data_norm>>
-    <<bounds_fraction:"auto">>
+    <<alpha:0.0>>
+        An optional elastic-net term; ``0`` is the plain constrained Lasso.
+    <<bounds>>
     <<y_bound>>
-    fit_intercept : bool, default=True
-        Fit an intercept as the coefficient ``b'`` of a constant feature of value
-        ``data_norm`` (``intercept_ = data_norm * b'``); ``b'`` counts towards the l1
+    <<fit_intercept>>
+        Its coefficient ``b'`` (``intercept_ = data_norm * b'``) counts towards the l1
         radius, so that the feasible set stays bounded.
     data_norm_ord : "auto" or float >= 1, default="auto"
         Norm in which ``data_norm`` bounds the rows; ``"auto"`` is l-infinity, the dual
         of the l1 ball (scores satisfy ``|<w, x>| <= ||w||_1 ||x||_inf``).
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
-        How the privacy loss is accounted (``"auto"``: the solver's default).
-    <<accountant>>
-    neighboring : {"replace_one"}, default="replace_one"
-        Neighbouring relation of the guarantee.
-    random_state : None, int, numpy Generator or RandomState, default=None
-        Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
-    secure : bool, default=False
-        Snap the released coefficients to a grid of spacing ``2^-10`` times the
-        release's noise scale (a power of two, from public quantities): a mitigation of
-        the floating-point attacks on textbook noise samplers (Mironov 2012), at a
-        negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
+    <<run_options>>
 
-    <<verbose>>
-
-    Attributes
-    ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    n_iter_ : int
-    privacy_spent_ : PrivacySpent
-    privacy_ledger_ : PrivacyLedger or CompositeLedger
-    privacy_plan_ : Plan
-    data_norm_ : float
-        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
-    y_bound_, y_centre_ : float
-        The target bound and centre used (declared: ``y_bound`` and 0; ``"auto"``: the
-        private estimates).
-    solver_ : BaseDPSolver
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has string column names.
+    <<attributes:regressor>>
 
     Notes
     -----

@@ -21,91 +21,21 @@ class DPLogisticRegression(BaseDPClassifier):
 
     Parameters
     ----------
-    epsilon : float, default=1.0
-        Privacy budget, in ``(0, inf]``. ``inf`` fits without privacy (a
-        :class:`~skdp.exceptions.PrivacyLeakWarning` is emitted).
-    delta : float, default=1e-5
-        Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``.
+    <<epsilon>>
+    <<delta:1e-5>>
     <<classes>>
-    solver : str or solver object, default="gd"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance
-        (``DPSVRG(batch_size=64)``) whose parameters nest as ``solver__batch_size`` in
-        parameter grids.
+    <<solver:"gd">>
+
         <<solvers>>
-    alpha : float, default=1e-2
-        L2 strength in ``mean_i loss_i + (alpha / 2) ||coef||^2`` (the intercept is not
-        penalised, except by ``"output_perturbation"``, whose sensitivity needs strong
-        convexity in every coordinate). ``"svrg"`` and ``"output_perturbation"`` need
-        ``alpha > 0``.
-    <<data_norm>>
-    <<bounds_fraction:"auto">>
-    fit_intercept : bool, default=True
-        Fit an intercept, as an extra feature of constant value ``data_norm`` (the
-        augmented row norm bound ``sqrt(2) data_norm`` enters the sensitivity).
-    constraint : {"l2", "l1", "lp"} or None, default=None
-        Constrain ``coef`` to the l2, l1 or lp ball of radius ``radius``.
-    radius : float, default=None
-        Public radius of the constraint.
-    p : float, default=None
-        Exponent of ``constraint="lp"`` (``p > 1``).
-    data_norm_ord : "auto" or float >= 1, default="auto"
-        Norm in which ``data_norm`` bounds the rows. ``"auto"`` is the dual norm of the
-        constraint: l2 without a constraint or for ``"l2"``, l-infinity (the largest
-        absolute feature) for ``"l1"``, ``p / (p - 1)`` for ``"lp"``.
-    tilt : float, default=None
-        Tilted ERM (``"output_perturbation"`` only): minimise
-        ``(1/tilt) ln(mean_i exp(tilt loss_i)) + (alpha/2)||w||^2``, which moves from the
-        mean loss (``tilt -> 0``) towards the worst-case loss as ``tilt`` grows. Must be
-        positive; ``None`` is plain ERM.
-    adversarial_radius : float, default=None
-        Adversarial training (``"output_perturbation"`` only, binary problems): minimise
-        the worst-case loss over feature perturbations of norm ``<= adversarial_radius``.
-    adversarial_norm : {2, inf}, default=2
-        Norm of the feature perturbations.
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
-        How the privacy loss is accounted: ``"auto"`` uses each solver's default (the exact
-        closed form for ``"gd"``; RDP for ``"svrg"``/``"svrg++"`` with batches sampled
-        without replacement, PLD with Poisson batches; for ``"output_perturbation"`` pure
-        DP when ``delta=0`` and the exact Gaussian otherwise).
-    <<accountant>>
-    neighboring : {"replace_one"}, default="replace_one"
-        Neighbouring relation of the guarantee: data sets of the same size differing in
-        one record. (Add/remove needs a public dataset size, which is not offered yet.)
-    random_state : None, int, numpy Generator or RandomState, default=None
-        Source of the noise. ``None`` draws fresh OS entropy: use it for real releases.
-        An integer makes the noise reproducible by anyone who knows it.
-    secure : bool, default=False
-        Snap the released coefficients to a grid of spacing ``2^-10`` times the
-        release's noise scale (a power of two, from public quantities): a mitigation of
-        the floating-point attacks on textbook noise samplers (Mironov 2012), at a
-        negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
-    <<verbose>>
+    <<alpha:1e-2>>
+        The intercept is not penalised, except by ``"output_perturbation"``, whose
+        sensitivity needs strong convexity in every coordinate; ``"svrg"`` and
+        ``"output_perturbation"`` need ``alpha > 0``.
+    <<bounds>>
+    <<options>>
 
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-        Class labels. The label SET is treated as public (it is read from ``y``).
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-    n_iter_ : int
-        Number of noisy gradient steps run, fixed in advance and data-independent (for
-        ``"svrg"``/``"svrg++"``: the inner steps; their per-epoch snapshot releases are
-        listed in the typed ``privacy_plan_``).
-    privacy_spent_ : PrivacySpent
-        ``(epsilon, delta)`` spent, from re-accounting the ledger.
-    privacy_ledger_ : PrivacyLedger or CompositeLedger
-        The ``dp_accounting`` events of everything that ran (with ``"auto"`` bounds, the
-        parts ``"bounds"`` and ``"fit"``), their accounting methods and relation.
-    privacy_plan_ : Plan
-        The public plan (iteration counts, noise levels, step size).
-    data_norm_ : float
-        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
-    solver_ : BaseDPSolver
-        The solver object used.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has string column names.
+    <<attributes:classifier>>
 
     Notes
     -----
@@ -185,15 +115,16 @@ class DPLogisticRegression(BaseDPClassifier):
         return Y, MultinomialLogisticLoss(classes.size), {"classes_": classes}
 
     def predict_proba(self, X):
-        """Class probabilities.
+        """Predict the probability of each class.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        <<parameters_X>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+            The probability of each class of ``classes_`` (in that order) for each row:
+            the logistic function of the score for two classes, the softmax of the
+            scores for more.
         """
         scores = self._decision_scores(X)
         if scores.shape[1] == 1:
@@ -204,13 +135,13 @@ class DPLogisticRegression(BaseDPClassifier):
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        <<parameters_X>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+            The natural logarithm of each class probability, computed without forming
+            the probabilities (no underflow to ``-inf`` for confident scores).
         """
         scores = self._decision_scores(X)
         if scores.shape[1] == 1:

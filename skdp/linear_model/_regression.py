@@ -19,82 +19,28 @@ class DPLinearRegression(BaseDPRegressor):
 
     Parameters
     ----------
-    epsilon : float, default=1.0
-        Privacy budget, in ``(0, inf]`` (``inf``: no privacy, with a
-        :class:`~skdp.exceptions.PrivacyLeakWarning`).
-    delta : float, default=1e-5
-        Failure probability, in ``[0, 1)``; use much less than ``1 / n_samples``. ``0``
-        is pure epsilon-DP (``"sufficient_statistics"`` with l2-Laplace noise, or
-        ``"output_perturbation"``).
-    solver : str or solver object, default="sufficient_statistics"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance. The default (one
-        noisy release of ``X'X`` and ``X'y``, pure or approximate DP, ``alpha >= 0``) is
-        the most accurate on small or medium data with a modest number of features;
-        ``"output_perturbation"``'s noise grows like ``1 / alpha`` (see
+    <<epsilon>>
+    <<delta:1e-5>>
+        Pure DP with ``"sufficient_statistics"`` (l2-Laplace noise) or
+        ``"output_perturbation"``.
+    <<solver:"sufficient_statistics">>
+        The default (one noisy release of ``X'X`` and ``X'y``, pure or approximate DP,
+        ``alpha >= 0``) is the most accurate on small or medium data with a modest number
+        of features; ``"output_perturbation"``'s noise grows like ``1 / alpha`` (see
         benchmarks/results/linear_regression.md). The squared loss has unbounded
         gradients: gradient solvers need a constraint radius (and ``fit_intercept=False``)
         or their own ``clip_norm``.
+
         <<solvers>>
-    alpha : float, default=1e-2
-        L2 strength in the objective above (in units of the bounds with ``"auto"``
-        bounds; ``"output_perturbation"`` penalises the intercept too and needs
-        ``alpha > 0``, and its sensitivity falls like ``1 / alpha``).
-    <<data_norm>>
-    <<bounds_fraction:"auto">>
+
+    <<alpha:1e-2>>
+        ``"output_perturbation"`` penalises the intercept too and needs ``alpha > 0``, and
+        its sensitivity falls like ``1 / alpha``.
+    <<bounds>>
     <<y_bound>>
-    fit_intercept : bool, default=True
-        Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
-    constraint : {"l2", "l1", "lp"} or None, default=None
-        Constrain ``coef`` to the l2, l1 or lp ball of radius ``radius``.
-    radius : float, default=None
-        Public radius of the constraint.
-    p : float, default=None
-        Exponent of ``constraint="lp"`` (``p > 1``).
-    data_norm_ord : "auto" or float >= 1, default="auto"
-        Norm in which ``data_norm`` bounds the rows. ``"auto"`` is the dual norm of the
-        constraint: l2 without a constraint or for ``"l2"``, l-infinity (the largest
-        absolute feature) for ``"l1"``, ``p / (p - 1)`` for ``"lp"``.
-    tilt : float, default=None
-        Tilted ERM (``"output_perturbation"`` only), see
-        :class:`~skdp.DPLogisticRegression`.
-    adversarial_radius : float, default=None
-        Adversarial training (``"output_perturbation"`` only): the worst-case squared
-        loss over feature perturbations of norm ``<= adversarial_radius``.
-    adversarial_norm : {2, inf}, default=2
-        Norm of the feature perturbations.
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
-        How the privacy loss is accounted (``"auto"``: each solver's default).
-    <<accountant>>
-    neighboring : {"replace_one"}, default="replace_one"
-        Neighbouring relation of the guarantee.
-    random_state : None, int, numpy Generator or RandomState, default=None
-        Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
-    secure : bool, default=False
-        Snap the released coefficients to a grid of spacing ``2^-10`` times the
-        release's noise scale (a power of two, from public quantities): a mitigation of
-        the floating-point attacks on textbook noise samplers (Mironov 2012), at a
-        negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
+    <<options>>
 
-    <<verbose>>
-
-    Attributes
-    ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    n_iter_ : int
-        Number of noisy releases or steps (1 for output perturbation).
-    privacy_spent_ : PrivacySpent
-    privacy_ledger_ : PrivacyLedger or CompositeLedger
-    privacy_plan_ : Plan
-    data_norm_ : float
-        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
-    y_bound_, y_centre_ : float
-        The target bound and centre used (declared: ``y_bound`` and 0; ``"auto"``: the
-        private estimates).
-    solver_ : BaseDPSolver
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has string column names.
+    <<attributes:regressor>>
 
     Notes
     -----

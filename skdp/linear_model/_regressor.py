@@ -9,10 +9,12 @@ from sklearn.base import RegressorMixin
 
 from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
 from skdp._sklearn_compat import Interval, StrOptions
+from skdp.linear_model._docs import shared_docs
 
 __all__ = ["BaseDPRegressor"]
 
 
+@shared_docs
 class BaseDPRegressor(ExactScoreNoticeMixin, RegressorMixin, BaseDPLinearModel):
     """Single-target regression with labels clipped to the public ``[-y_bound, y_bound]``.
 
@@ -35,15 +37,14 @@ class BaseDPRegressor(ExactScoreNoticeMixin, RegressorMixin, BaseDPLinearModel):
     def predict(self, X):
         """Predicted values.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        <<parameters_X>>
 
         Returns
         -------
         ndarray of shape (n_samples,)
-            With ``y_bound="auto"``, clipped to the training targets' range
-            ``y_centre_ +- y_bound_`` (post-processing of the released model).
+            ``X @ coef_ + intercept_`` on the clipped rows. With ``y_bound="auto"``,
+            clipped to the training targets' range ``y_centre_ +- y_bound_``
+            (post-processing of the released model).
         """
         scores = self._decision_scores(X)[:, 0]
         if isinstance(self.y_bound, str):

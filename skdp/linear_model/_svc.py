@@ -24,12 +24,12 @@ class DPLinearSVC(BaseDPClassifier):
 
     Parameters
     ----------
-    epsilon : float, default=1.0
-        Privacy budget, in ``(0, inf]``.
-    delta : float, default=1e-5
-        Failure probability, in ``[0, 1)``; ``0`` is pure epsilon-DP with
-        ``"output_perturbation"`` (whose noise overwhelms the signal on a few hundred
-        rows: breast cancer at epsilon = 1 scores 0.64 with it, 0.89 with the default).
+    <<epsilon>>
+    <<delta:1e-5>>
+        With ``delta=0`` (``"output_perturbation"``) the noise overwhelms the signal on
+        a few hundred rows: breast cancer at epsilon = 1 scores 0.64 with it, 0.89 with
+        the default.
+    <<classes>>
     loss : {"smoothed_hinge", "hinge"}, default="smoothed_hinge"
         ``"smoothed_hinge"`` (quadratic within ``smoothing`` of the margin; the smooth
         default, as scikit-learn's ``LinearSVC`` defaults to the smooth squared hinge) is
@@ -41,64 +41,18 @@ class DPLinearSVC(BaseDPClassifier):
         ``n``: on large data it dominates the noise (raise the solver's ``max_iter``).
     smoothing : float, default=0.5
         Width of the quadratic zone of ``"smoothed_hinge"``.
-    <<classes>>
-    solver : str or solver object, default="gd"
-        A name from :data:`skdp.solvers.SOLVERS` or a solver instance (DP-GD needs the
-        smooth ``"smoothed_hinge"``; ``"hinge"`` needs a solver that accepts it).
+    <<solver:"gd">>
+        DP-GD needs the smooth ``"smoothed_hinge"``; ``"hinge"`` needs a solver that
+        accepts it.
+
         <<solvers>>
-    alpha : float, default=1e-2
-        L2 strength (``"output_perturbation"`` penalises the intercept too).
-    <<data_norm>>
-    <<bounds_fraction:"auto">>
-    fit_intercept : bool, default=True
-        Fit an intercept, as the coefficient of a constant feature of value ``data_norm``.
-    constraint : {"l2", "l1", "lp"} or None, default=None
-        Constrain ``coef`` to the l2, l1 or lp ball of radius ``radius``.
-    radius : float, default=None
-        Public radius of the constraint.
-    p : float, default=None
-        Exponent of ``constraint="lp"`` (``p > 1``).
-    data_norm_ord : "auto" or float >= 1, default="auto"
-        Norm in which ``data_norm`` bounds the rows. ``"auto"`` is the dual norm of the
-        constraint: l2 without a constraint or for ``"l2"``, l-infinity (the largest
-        absolute feature) for ``"l1"``, ``p / (p - 1)`` for ``"lp"``.
-    tilt : float, default=None
-        Tilted ERM (``"output_perturbation"`` only).
-    adversarial_radius : float, default=None
-        Adversarial training (``"output_perturbation"`` only, two classes).
-    adversarial_norm : {2, inf}, default=2
-        Norm of the feature perturbations.
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure", "basic"}, default="auto"
-        How the privacy loss is accounted.
-    <<accountant>>
-    neighboring : {"replace_one"}, default="replace_one"
-        Neighbouring relation of the guarantee.
-    random_state : None, int, numpy Generator or RandomState, default=None
-        Source of the noise; ``None`` draws fresh OS entropy (use it for releases).
-    secure : bool, default=False
-        Snap the released coefficients to a grid of spacing ``2^-10`` times the
-        release's noise scale (a power of two, from public quantities): a mitigation of
-        the floating-point attacks on textbook noise samplers (Mironov 2012), at a
-        negligible accuracy cost. Not a proof; see docs/privacy.md, "Secure mode".
 
-    <<verbose>>
+    <<alpha:1e-2>>
+        ``"output_perturbation"`` penalises the intercept too.
+    <<bounds>>
+    <<options>>
 
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-        Class labels (the label SET is treated as public).
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-    n_iter_ : int
-    privacy_spent_ : PrivacySpent
-    privacy_ledger_ : PrivacyLedger or CompositeLedger
-    privacy_plan_ : Plan
-    data_norm_ : float
-        The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
-    solver_ : BaseDPSolver
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has string column names.
+    <<attributes:classifier>>
 
     Examples
     --------

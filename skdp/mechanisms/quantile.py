@@ -13,17 +13,41 @@ import math
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._docstrings import fill_docstrings
 from skdp.privacy.accounting import PureDpEvent
 
 __all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "discrete_laplace",
            "grid_ceil", "grid_points", "mean_event", "on_grid", "private_bound",
            "private_mean", "private_range_mean", "target_count"]
 
-#: The public geometric grid: ``2^(k/4)`` (a factor ``2^(1/4)``, 19%, between neighbours)
-#: for ``k`` in ``[-80, 240]``, i.e. ``[9.5e-7, 1.2e18]``. Constants, independent of every
-#: data set.
+#: Exponent step of the public geometric grid: its points are ``2^(k GRID_STEP)``.
+#:
+#: A factor ``2^(1/4)``, 19%, between neighbours, for ``k`` in ``[-80, 240]``, i.e.
+#: ``[9.5e-7, 1.2e18]``. Constants, independent of every data set.
 GRID_STEP = 0.25
 _K_LO, _K_HI = -80, 240
+# The parameters of the mechanisms, described once (a line ``<<name>>`` in their
+# docstrings is replaced by the text, :mod:`skdp._docstrings`).
+_DOCS = {
+    "values": """\
+values : array-like
+    The private values, one per record (flattened).
+""",
+    "epsilon": """\
+epsilon : float
+    The privacy budget of the release, in ``(0, inf]``.
+""",
+    "rng": """\
+rng : numpy.random.Generator
+    Source of the noise.
+""",
+    "value": """\
+value : float
+    A number.
+""",
+}
+#: How far below ``n`` the private bound's target count lies, in units of ``1 / epsilon``.
+#:
 #: At a finite epsilon the search stops at ``n - SLACK / epsilon`` records (floored at the
 #: median): the max is out of reach of a noisy count, and a target that many noise
 #: scales below ``n`` makes the grid points above the data stop the search with high
@@ -43,26 +67,67 @@ _POINTS.flags.writeable = False
 
 
 def grid_points() -> np.ndarray:
-    """The public grid, ascending (float64 powers of ``2^(1/4)``; read-only)."""
+    """The public grid, ascending (float64 powers of ``2^(1/4)``; read-only).
+
+    Returns
+    -------
+    ndarray of shape (321,)
+        The grid points ``2^(k/4)``, ``k`` in ``[-80, 240]`` (a read-only array).
+    """
     return _POINTS
 
 
 def on_grid(value: float) -> bool:
-    """Whether ``value`` is a point of the public grid (bit for bit)."""
+    """Whether ``value`` is a point of the public grid (bit for bit).
+
+    Parameters
+    ----------
+    <<value>>
+
+    Returns
+    -------
+    bool
+        True if ``value`` equals a grid point exactly.
+    """
     return bool(np.any(_POINTS == value))
 
 
 def grid_ceil(value: float) -> float:
-    """The smallest grid point at or above ``value`` (the top of the grid above it)."""
+    """The smallest grid point at or above ``value`` (the top of the grid above it).
+
+    Parameters
+    ----------
+    <<value>>
+
+    Returns
+    -------
+    float
+        The grid point.
+    """
     return float(_POINTS[min(np.searchsorted(_POINTS, value), _POINTS.size - 1)])
 
 
 def target_count(n: int, epsilon: float, quantile: float = 1.0,
                  slack: float = SLACK) -> float:
-    """The count of records the search looks for: ``n`` (the maximum) at
-    ``epsilon = inf``; else ``min(quantile n, n - slack / epsilon)``, at least ``n / 2``.
+    """The count of records the private bound's search looks for.
 
     A public function of the public ``n``, ``epsilon``, ``quantile`` and ``slack``.
+
+    Parameters
+    ----------
+    n : int
+        The number of records.
+    <<epsilon>>
+    quantile : float, default=1.0
+        The quantile sought (1: the maximum).
+    slack : float, default=SLACK
+        How far below ``n`` the target lies, in units of ``1 / epsilon``.
+
+    Returns
+    -------
+    float
+        ``n`` (the maximum) at ``epsilon = inf``; else
+        ``min(quantile n, n - slack / epsilon)``, at least ``n / 2``.
     """
     if math.isinf(epsilon):
         return float(n)
@@ -87,6 +152,21 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
     above the data for the one below it). Every draw is made for every grid point, so
     the work does not depend on where the search stops. NaN counts as the lowest value;
     values above the grid's top are never counted (the top is output).
+
+    Parameters
+    ----------
+    <<values>>
+    <<epsilon>>
+    <<rng>>
+    quantile : float, default=1.0
+        The quantile sought (1: the maximum), see :func:`target_count`.
+    slack : float, default=SLACK
+        See :data:`SLACK`.
+
+    Returns
+    -------
+    float
+        A point of the public grid.
     """
     points = _POINTS
     v = np.asarray(values, dtype=float).ravel()
@@ -113,8 +193,10 @@ MEAN_RESOLUTION = 64
 
 
 def private_mean(values, bound: float, epsilon: float, rng: np.random.Generator) -> float:
-    """An ``epsilon``-DP (replace-one) mean of ``values`` clipped to ``[-bound, bound]``,
-    on the public grid of multiples of ``h / n``, ``h = bound / MEAN_RESOLUTION``.
+    """An ``epsilon``-DP (replace-one) mean of ``values`` clipped to ``[-bound, bound]``.
+
+    The release lies on the public grid of multiples of ``h / n``,
+    ``h = bound / MEAN_RESOLUTION``.
 
     Each value is clipped and rounded to an integer ``z_i`` in ``[-R, R]``
     (``R = MEAN_RESOLUTION``; ``round(clip(v) / h)``), so their sum ``Z`` is an integer
@@ -126,6 +208,19 @@ def private_mean(values, bound: float, epsilon: float, rng: np.random.Generator)
     public function of an integer: no floating-point bit of it depends on a record
     beyond that integer. ``bound`` and ``n`` must be public (declared, or released).
     ``epsilon = inf``: ``Z h / n``, the mean of the rounded values.
+
+    Parameters
+    ----------
+    <<values>>
+    bound : float
+        The public clipping bound, ``> 0``.
+    <<epsilon>>
+    <<rng>>
+
+    Returns
+    -------
+    float
+        The private mean.
     """
     v = np.nan_to_num(np.asarray(values, dtype=float).ravel(), nan=0.0)
     n = v.shape[0]
@@ -144,6 +239,19 @@ def discrete_laplace(sensitivity: int, epsilon: float, rng: np.random.Generator)
     Sundararajan 2009; docs/privacy.md 1.6). Sampled as the difference of two geometric
     variables: ``Geometric(p)`` counts trials ``>= 1``, and the difference of two
     independent ones has ``P(k) ~ (1 - p)^|k|``, here ``exp(-epsilon |k| / sensitivity)``.
+
+    Parameters
+    ----------
+    sensitivity : int
+        The replace-one sensitivity of the integer statistic, ``>= 1``.
+    epsilon : float
+        The privacy budget, positive and finite.
+    <<rng>>
+
+    Returns
+    -------
+    int
+        The draw ``K``.
     """
     p = -math.expm1(-float(epsilon) / float(sensitivity))
     return int(rng.geometric(p)) - int(rng.geometric(p))
@@ -152,8 +260,10 @@ def discrete_laplace(sensitivity: int, epsilon: float, rng: np.random.Generator)
 def private_range_mean(values, low: float, high: float, epsilon: float,
                        rng: np.random.Generator, *, resolution: int = MEAN_RESOLUTION
                        ) -> float:
-    """An ``epsilon``-DP (replace-one) mean of ``values`` clipped to ``[low, high]``, on
-    the public grid ``low + k h / n``, ``h = (high - low) / resolution``.
+    """An ``epsilon``-DP (replace-one) mean of ``values`` clipped to ``[low, high]``.
+
+    The release lies on the public grid ``low + k h / n``, ``h = (high - low) /
+    resolution``.
 
     Each value is clipped and rounded to an integer ``z_i = round((v - low) / h)`` in
     ``[0, resolution]``, so their sum ``Z`` is an integer whose replace-one sensitivity is
@@ -163,6 +273,21 @@ def private_range_mean(values, low: float, high: float, epsilon: float,
     depends on a record beyond that integer. Values in ``{low, high}`` (a 0/1 statistic
     such as accuracy) lose nothing to the rounding with ``resolution=1``.
     ``epsilon = inf``: the mean of the rounded values. A NaN counts as ``low``.
+
+    Parameters
+    ----------
+    <<values>>
+    low, high : float
+        The public range, ``low < high``.
+    <<epsilon>>
+    <<rng>>
+    resolution : int, default=MEAN_RESOLUTION
+        Number of steps of the rounding grid over ``[low, high]``.
+
+    Returns
+    -------
+    float
+        The private mean.
     """
     v = np.nan_to_num(np.asarray(values, dtype=float).ravel(), nan=low, posinf=high,
                       neginf=low)
@@ -175,10 +300,39 @@ def private_range_mean(values, low: float, high: float, epsilon: float,
 
 
 def mean_event(epsilon: float) -> dpe.DpEvent:
-    """The ledger event of one :func:`private_mean`: a pure ``epsilon``-DP release."""
+    """The ledger event of one :func:`private_mean`: a pure ``epsilon``-DP release.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget the mean was released with.
+
+    Returns
+    -------
+    PureDpEvent
+        ``PureDpEvent(epsilon)``.
+    """
     return PureDpEvent(float(epsilon))
 
 
 def bound_event(epsilon: float) -> dpe.DpEvent:
-    """The ledger event of one private bound: a pure ``epsilon``-DP release."""
+    """The ledger event of one private bound: a pure ``epsilon``-DP release.
+
+    What :func:`private_bound` spends, and so every ``"auto"`` bound of an estimator.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget the bound was released with.
+
+    Returns
+    -------
+    PureDpEvent
+        ``PureDpEvent(epsilon)``, the ledger of :func:`private_bound`.
+    """
     return PureDpEvent(float(epsilon))
+
+
+for _function in (on_grid, grid_ceil, target_count, private_bound, private_mean,
+                  discrete_laplace, private_range_mean):
+    fill_docstrings(_function, _DOCS)

@@ -20,6 +20,7 @@ from dp_accounting import dp_event as dpe
 from sklearn.base import is_classifier
 from sklearn.utils.validation import _num_samples
 
+from skdp._repr import short_repr
 from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
 from skdp.mechanisms import private_range_mean
@@ -53,9 +54,10 @@ def _absolute_error(y_true, y_pred):
     return np.abs(np.asarray(y_true, dtype=float) - np.asarray(y_pred, dtype=float))
 
 
-#: The metrics known by name: ``(per-example function, response method, sign, needs
-#: y_range)``. Each released score is ``sign`` times the private mean of the function's
-#: per-example values over the held-out rows, except ``"r2"`` (three private means).
+#: The metrics known by name, each ``(per-example function, response method, sign, needs y_range)``.
+#:
+#: Each released score is ``sign`` times the private mean of the function's per-example
+#: values over the held-out rows, except ``"r2"`` (three private means).
 PRIVATE_METRICS: dict[str, tuple[Callable | None, str, float, bool]] = {
     "accuracy": (_accuracy, "predict", 1.0, False),
     "neg_log_loss": (None, "predict_proba", -1.0, False),
@@ -78,16 +80,25 @@ class PrivateScorer:
     pair, and anything computed from the scores (``best_params_``, the refit's choice), is
     covered by the accountant's total. See docs/tuning_and_budgets.md, "Private scores".
 
-    Attributes
+    Parameters
     ----------
     metric : str or callable
-        The metric.
+        The metric: a key of :data:`PRIVATE_METRICS` or ``metric(y_true, y_pred)``
+        returning one value per row.
     epsilon : float
         The epsilon of each call.
     accountant : BudgetAccountant or None
         Charged ``epsilon`` (a ``PureDpEvent``) by every call, before the data is read.
     bounds : tuple of float
         The public range ``(low, high)`` of one example's value.
+    response_method : str
+        The estimator's method whose output the metric receives.
+    sign : float
+        ``1.0``, or ``-1.0`` to negate the released mean (a loss).
+    y_range : tuple of float or None
+        The public range of the targets (regression metrics).
+    random_state : None, int or numpy.random.Generator
+        The noise's source.
     """
 
     def __init__(self, metric, epsilon, accountant, bounds, response_method, sign,
@@ -105,7 +116,7 @@ class PrivateScorer:
         name = self.metric if isinstance(self.metric, str) else getattr(
             self.metric, "__name__", repr(self.metric))
         return (f"make_private_scorer({name!r}, epsilon={self.epsilon:g}, "
-                f"bounds={self.bounds})")
+                f"bounds={short_repr(self.bounds)})")
 
     # -- the ledger of one call --------------------------------------------------------
     def _event(self) -> dpe.DpEvent:
@@ -115,7 +126,13 @@ class PrivateScorer:
         return PureDpEvent(float(self.epsilon))
 
     def ledger(self) -> PrivacyLedger:
-        """The ledger of one call (public: the metric and ``epsilon`` only)."""
+        """The ledger of one call (public: the metric and ``epsilon`` only).
+
+        Returns
+        -------
+        PrivacyLedger
+            Pure-DP events of ``epsilon`` in all (three of ``epsilon / 3`` for ``"r2"``).
+        """
         event = (dpe.NonPrivateDpEvent() if math.isinf(self.epsilon) else self._event())
         return PrivacyLedger(event, "pure", "replace_one", Budget(self.epsilon, 0.0))
 

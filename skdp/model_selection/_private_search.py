@@ -422,11 +422,15 @@ default="truncated_negative_binomial"
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The private training rows.
         y : array-like of shape (n_samples,)
+            Their targets.
 
         Returns
         -------
-        self : object
+        PrivateRandomizedSearch
+            The fitted search (``self``), with ``best_estimator_`` (``None`` when the
+            search released nothing) and the ledger of the whole search.
         """
         previous = {k: v for k, v in vars(self).items() if k.endswith("_")
                     and not k.startswith("_")}
@@ -649,21 +653,69 @@ default="truncated_negative_binomial"
 
     @available_if(_has("predict"))
     def predict(self, X):
-        """Predict with the released candidate."""
+        """Predict with the released candidate.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``best_estimator_.predict(X)``.
+        """
         return self._released().predict(X)
 
     @available_if(_has("predict_proba"))
     def predict_proba(self, X):
-        """Class probabilities of the released candidate."""
+        """Predict class probabilities with the released candidate.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows whose classes are scored.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            ``best_estimator_.predict_proba(X)``.
+        """
         return self._released().predict_proba(X)
 
     @available_if(_has("decision_function"))
     def decision_function(self, X):
-        """Decision function of the released candidate."""
+        """Decision function of the released candidate.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input rows.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            ``best_estimator_.decision_function(X)``.
+        """
         return self._released().decision_function(X)
 
     def score(self, X, y):
-        """The released candidate's ``score`` on ``(X, y)`` (your own test data)."""
+        """The released candidate's ``score`` on ``(X, y)`` (your own test data).
+
+        Exact, not private: for public test rows.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test rows.
+        y : array-like of shape (n_samples,)
+            Their targets.
+
+        Returns
+        -------
+        float
+            ``best_estimator_.score(X, y)``.
+        """
         return self._released().score(X, y)
 
     def _released(self):

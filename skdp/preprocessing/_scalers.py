@@ -58,11 +58,14 @@ class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : ignored
+            Rows of the shape to map; only their number of features is read.
+        y : None
+            Ignored (the pipeline API passes it).
 
         Returns
         -------
-        self : object
+        object
+            The fitted transformer (``self``).
         """
         with np.errstate(all="ignore"):  # validation sums X: silent (docs/privacy.md 1.4)
             X = validate_data(self, X, dtype=np.float64)
@@ -78,10 +81,12 @@ class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The rows (not modified).
 
         Returns
         -------
         ndarray of shape (n_samples, n_features)
+            The mapped rows, each a function of its own row and public constants.
         """
         check_is_fitted(self, "n_features_in_")
         # Silent: in a pipeline's fit this maps private rows (docs/privacy.md, 1.4).
@@ -288,11 +293,14 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : ignored
+            The private rows; each feature is clipped to its bounds before the sums.
+        y : None
+            Ignored.
 
         Returns
         -------
-        self : object
+        DPStandardScaler
+            The fitted scaler (``self``), with ``mean_``, ``scale_`` and its ledger.
         """
         # Floating-point warnings are off while the data is read: whether a sum or a
         # scaled value overflows depends on the data (docs/privacy.md, 1.4).
@@ -370,15 +378,18 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         return self
 
     def transform(self, X):
-        """``(x - mean_) / scale_``.
+        """Standardise the rows: ``(x - mean_) / scale_``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The rows to scale.
 
         Returns
         -------
         ndarray of shape (n_samples, n_features)
+            The scaled rows (post-processing of the released statistics), saturated at
+            the largest finite float.
         """
         check_is_fitted(self)
         # In a pipeline's fit this maps private rows: silent, and a finite value stays
@@ -391,7 +402,18 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         return np.clip(out, -_FLOAT_MAX, _FLOAT_MAX, out=out)
 
     def inverse_transform(self, X):
-        """``x * scale_ + mean_``."""
+        """Undo :meth:`transform`: ``x * scale_ + mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Scaled rows.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The rows in the original units.
+        """
         check_is_fitted(self)
         with np.errstate(all="ignore"):
             return np.asarray(X, dtype=float) * self.scale_ + self.mean_

@@ -6,6 +6,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from skdp._repr import dataclass_repr
 from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
 
@@ -14,9 +15,9 @@ __all__ = ["Budget", "check_budget"]
 
 @dataclass(frozen=True)
 class Budget:
-    """A validated privacy budget.
+    """A validated privacy budget (see :func:`check_budget`).
 
-    Attributes
+    Parameters
     ----------
     epsilon : float
         Privacy-loss bound, in ``(0, inf]``; ``inf`` is the explicit non-private mode.
@@ -26,6 +27,10 @@ class Budget:
 
     epsilon: float
     delta: float
+
+    def __repr__(self) -> str:
+        # Rounded for reading (0.30000000000000004 is 0.3); the fields keep every bit.
+        return dataclass_repr(self)
 
     @property
     def is_private(self) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from skdp._repr import dataclass_repr
 from skdp.exceptions import BudgetError
 from skdp.privacy.accounting import PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
@@ -41,7 +42,7 @@ _DELTA_ROUNDING = 1e-12
 class BudgetEntry:
     """One recorded release: what ran, who ran it, with which public parameters, and when.
 
-    Attributes
+    Parameters
     ----------
     index : int
         Position in the accountant (0-based, in the order of recording).
@@ -66,6 +67,10 @@ class BudgetEntry:
     params: dict
     ledger: PrivacyLedger
     spent: PrivacySpent
+
+    def __repr__(self) -> str:
+        # Floats (in the parameters and the ledger too) rounded for reading.
+        return dataclass_repr(self)
 
 
 def _ledger_to_dict(ledger: PrivacyLedger | CompositeLedger) -> dict:
@@ -119,8 +124,11 @@ def _check_ceiling(epsilon: Any, delta: Any) -> tuple[float, float]:
 
 
 class SharedReference:
-    """An object that ``clone``, ``copy`` and ``deepcopy`` return as is: a budget (or a
-    budget cap) must stay one object however often scikit-learn copies its holders."""
+    """An object that ``clone``, ``copy`` and ``deepcopy`` return as is.
+
+    A budget (or a budget cap) must stay one object however often scikit-learn copies
+    its holders.
+    """
 
     def __sklearn_clone__(self):
         return self
@@ -315,8 +323,10 @@ class BudgetAccountant(SharedReference):
     # -- stopping at the ceiling ------------------------------------------------------------
     @property
     def stopped(self) -> bool:
-        """Whether the accountant refused a charge and refuses every later one (see
-        ``stop_at_ceiling``; :meth:`resume` clears it)."""
+        """Whether the accountant refused a charge and refuses every later one.
+
+        See ``stop_at_ceiling``; :meth:`resume` clears it.
+        """
         if self._path is None:
             return self._stopped
         with self._transaction(write=False) as con:
@@ -366,6 +376,20 @@ class BudgetAccountant(SharedReference):
         :meth:`spent`: an amended ledger that would pass it raises ``BudgetError`` and
         nothing changes (the fit then amends to the part it really ran). The decision
         reads only the released bounds and public quantities.
+
+        Parameters
+        ----------
+        entry_id : int
+            The entry's id, as :meth:`charge` returned it.
+        ledger : PrivacyLedger or CompositeLedger
+            What the fit really ran.
+
+        Raises
+        ------
+        BudgetError
+            If the amended total would pass the ceiling (nothing changes).
+        KeyError
+            If no entry has this id.
         """
         new = summarize(ledger)
         if self._path is not None:
@@ -405,11 +429,20 @@ class BudgetAccountant(SharedReference):
             "(data_norm, y_bound) or leave more room under the ceiling.")
 
     def refund(self, entry_id: int) -> None:
-        """Remove the entry ``entry_id`` (from :meth:`charge`): its fit failed before
-        releasing anything.
+        """Remove an entry whose fit failed before releasing anything.
 
         Used by ``fit`` only; refunding a release that was returned to anyone voids the
-        accountant's guarantee. An unknown id raises ``KeyError``.
+        accountant's guarantee.
+
+        Parameters
+        ----------
+        entry_id : int
+            The entry's id, as :meth:`charge` returned it.
+
+        Raises
+        ------
+        KeyError
+            If no entry has this id.
         """
         if self._path is not None:
             self._refund_file(entry_id)
@@ -474,7 +507,13 @@ class BudgetAccountant(SharedReference):
         return self._current_totals().count
 
     def spent(self) -> PrivacySpent:
-        """The composed ``(epsilon, delta)`` of every entry (tightest applicable bound)."""
+        """The composed ``(epsilon, delta)`` of every entry (tightest applicable bound).
+
+        Returns
+        -------
+        PrivacySpent
+            The total, by the composition :attr:`composition` names.
+        """
         return self._current_totals().spent(self._delta)[0]
 
     @property
@@ -483,15 +522,29 @@ class BudgetAccountant(SharedReference):
         return self._current_totals().spent(self._delta)[1]
 
     def remaining(self) -> PrivacySpent:
-        """The ceiling minus :meth:`spent` (a conservative reading: tight composition
-        is sub-additive, so a new fit may spend more epsilon than this and still fit)."""
+        """The ceiling minus :meth:`spent`.
+
+        A conservative reading: tight composition is sub-additive, so a new fit may spend
+        more epsilon than this and still fit.
+
+        Returns
+        -------
+        PrivacySpent
+            ``(epsilon, delta)`` left under the ceiling, at least 0 each.
+        """
         spent = self.spent()
         return PrivacySpent(max(self._epsilon - spent.epsilon, 0.0),
                             max(self._delta - spent.delta, 0.0))
 
     # -- audit trail -----------------------------------------------------------------------
     def to_json(self) -> str:
-        """The ceiling and every entry, with its dp_accounting event, as JSON text."""
+        """The ceiling and every entry, with its dp_accounting event, as JSON text.
+
+        Returns
+        -------
+        str
+            The audit trail, which :meth:`from_json` reads back.
+        """
         entries = [{"timestamp": e.timestamp, "source": e.source, "params": e.params,
                     "ledger": _ledger_to_dict(e.ledger),
                     "spent": [e.spent.epsilon, e.spent.delta]} for e in self.entries]
@@ -510,6 +563,16 @@ class BudgetAccountant(SharedReference):
             Output of :meth:`to_json`.
         path : str or os.PathLike, optional
             A NEW SQLite file to hold the entries (in memory by default).
+
+        Returns
+        -------
+        BudgetAccountant
+            The accountant, with the trail's ceiling and entries.
+
+        Raises
+        ------
+        ValueError
+            If ``text`` is not an audit trail, or ``path`` exists.
         """
         data = json.loads(text)
         if data.get("format") != _FORMAT:

@@ -66,6 +66,22 @@ def epsilon_spent(event: dpe.DpEvent, delta: float, *, accounting: str, relation
     objects): the calibration's search and the solvers' planning evaluate the same events
     repeatedly. This memo is the calibration's; the check of a ledger against its budget
     (:func:`~skdp.privacy.ledger.reaccount`) never reads it.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The event to account.
+    delta : float
+        The point of the privacy curve.
+    accounting : str
+        The accounting method (see :func:`~skdp.privacy.make_engine`).
+    relation : str
+        The neighbouring relation.
+
+    Returns
+    -------
+    float
+        The smallest epsilon the method certifies for ``event`` at ``delta``.
     """
     key = (repr(event), float(delta), accounting, relation)
     value = _SPENT_CACHE.get(key)
@@ -84,6 +100,23 @@ def analytic_gaussian_multiplier(budget: Budget, count: int = 1) -> float:
     so ``z = sqrt(count) * sigma_B1(epsilon, delta)`` where ``sigma_B1`` is the analytic
     Gaussian calibration (Balle & Wang 2018) for sensitivity 1. The brentq root is rounded
     up and re-verified with the exact delta formula.
+
+    Parameters
+    ----------
+    budget : Budget
+        The budget of the ``count`` releases together.
+    count : int, default=1
+        Number of releases.
+
+    Returns
+    -------
+    float
+        ``z`` (0 when ``epsilon = inf``).
+
+    Raises
+    ------
+    BudgetError
+        If ``delta = 0`` (the Gaussian mechanism needs ``delta > 0``).
     """
     if not budget.is_private:
         return 0.0
@@ -483,6 +516,28 @@ def calibrate_noise_multiplier(
     not accounted once more here: the one check of a plan against its budget is the
     independent re-accounting of its ledger (:func:`~skdp.privacy.ledger.reaccount`,
     run by :meth:`~skdp.solvers._base.BaseDPSolver.prepare` before any noise is drawn).
+
+    Parameters
+    ----------
+    factory : callable
+        ``factory(z, *args)`` returns the event of the mechanism at multiplier ``z``.
+    args : tuple
+        The other arguments of ``factory`` (hashable).
+    budget : Budget
+        The budget to meet.
+    accounting : str
+        The accounting method that reads the event.
+    relation : str
+        The neighbouring relation.
+    lower_bound : float or None, default=None
+        A multiplier known not to exceed the solution.
+    start : float or None, default=None
+        Where the doubling bracket begins (1 by default, at most ``1e6``).
+
+    Returns
+    -------
+    float
+        The smallest multiplier found within ``budget`` (0 when ``epsilon = inf``).
     """
     if not budget.is_private:
         return 0.0

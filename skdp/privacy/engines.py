@@ -27,6 +27,7 @@ from scipy.optimize import brentq
 from scipy.special import gammaln, log_ndtr
 from scipy.stats import binom
 
+from skdp._docstrings import fill_docstrings
 from skdp.exceptions import PrivacyAccountingError
 from skdp.privacy.events import (
     ApproxDpEvent,
@@ -73,6 +74,18 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
 
     ``delta(eps) = Phi(mu/2 - eps/mu) - exp(eps) Phi(-mu/2 - eps/mu)`` (Balle & Wang 2018,
     Thm. 8; Dong, Roth & Su 2022, Cor. 2.13), evaluated in log space.
+
+    Parameters
+    ----------
+    mu : float
+        The GDP parameter, ``>= 0``.
+    epsilon : float
+        The epsilon at which delta is read.
+
+    Returns
+    -------
+    float
+        ``log(delta)`` (``-inf`` for ``delta = 0``).
     """
     if mu <= 0.0:
         return -math.inf
@@ -116,6 +129,30 @@ def _precise_delta(mu: float, epsilon: float) -> float:
     return float(value)
 
 
+#: What the additive engines' public methods take, described once (a line ``<<name>>``
+#: in their docstrings is replaced by the text, :mod:`skdp._docstrings`).
+ENGINE_DOCS: dict[str, str] = {
+    "engine_parameters": """\
+Parameters
+----------
+neighboring_relation : dp_accounting.NeighboringRelation
+    The relation under which the composed events are read.
+""",
+    "epsilon_parameters": """\
+Parameters
+----------
+target_delta : float
+    The delta at which epsilon is read.
+""",
+    "delta_parameters": """\
+Parameters
+----------
+target_epsilon : float
+    The epsilon at which delta is read.
+""",
+}
+
+
 class _AdditiveEngine(dpa.PrivacyAccountant):
     """A composition engine whose privacy parameters are sums over the composed releases.
 
@@ -132,6 +169,11 @@ class _AdditiveEngine(dpa.PrivacyAccountant):
         super().__init__(neighboring_relation)
         self._total = 0.0
         self._delta_total = 0.0
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # The engines' docstrings get the shared descriptions (ENGINE_DOCS).
+        super().__init_subclass__(**kwargs)
+        fill_docstrings(cls, ENGINE_DOCS)
 
     @abstractmethod
     def _leaf_cost(self, event: dpe.DpEvent) -> float | tuple[float, float] | None:
@@ -168,6 +210,8 @@ class GaussianEngine(_AdditiveEngine):
     ``T`` releases with multipliers ``z_t`` are exactly ``mu``-GDP with
     ``mu^2 = sum_t 1 / z_t^2``. Subsampled events are not supported (use ``"rdp"`` or
     ``"pld"``).
+
+    <<engine_parameters>>
     """
 
     handles = "compositions of non-subsampled GaussianDpEvents"
@@ -184,9 +228,28 @@ class GaussianEngine(_AdditiveEngine):
         return math.sqrt(self._total)
 
     def get_epsilon(self, target_delta: float) -> float:
+        """The exact epsilon of ``mu``-GDP at ``target_delta``.
+
+        <<epsilon_parameters>>
+
+        Returns
+        -------
+        float
+            The smallest epsilon whose delta, on the GDP curve, is at most
+            ``target_delta``.
+        """
         return _gdp_epsilon(self.mu, target_delta)
 
     def get_delta(self, target_epsilon: float) -> float:
+        """The exact delta of ``mu``-GDP at ``target_epsilon``.
+
+        <<delta_parameters>>
+
+        Returns
+        -------
+        float
+            ``exp(gaussian_log_delta(mu, target_epsilon))``.
+        """
         return math.exp(gaussian_log_delta(self.mu, target_epsilon))
 
 
@@ -197,6 +260,8 @@ class PureDpEngine(_AdditiveEngine):
     Laplace mechanism with scale ``z`` times the l1 sensitivity) under either relation,
     composed or self-composed. Sequential composition of pure-DP mechanisms, even chosen
     adaptively, is ``sum(epsilon_i)``-DP (Dwork & Roth 2014, Thm. 3.16).
+
+    <<engine_parameters>>
     """
 
     handles = "compositions of PureDpEvent and LaplaceDpEvent"
@@ -210,20 +275,41 @@ class PureDpEngine(_AdditiveEngine):
         return None
 
     def get_epsilon(self, target_delta: float) -> float:
+        """The summed epsilon, whatever ``target_delta``.
+
+        <<epsilon_parameters>>
+
+        Returns
+        -------
+        float
+            The sum of the composed epsilons (pure DP holds at every delta).
+        """
         # An epsilon-DP mechanism is (epsilon, delta)-DP for every delta >= 0.
         return self._total
 
     def get_delta(self, target_epsilon: float) -> float:
+        """0 at or above the summed epsilon, else 1 (nothing is known below it).
+
+        <<delta_parameters>>
+
+        Returns
+        -------
+        float
+            0 or 1.
+        """
         return 0.0 if target_epsilon >= self._total else 1.0
 
 
 class BasicCompositionEngine(_AdditiveEngine):
-    """Basic composition: ``k`` mechanisms ``(eps_i, delta_i)``-DP, even chosen adaptively,
-    are ``(sum eps_i, sum delta_i)``-DP (Dwork & Roth 2014, Thm. 3.16).
+    """Basic composition of ``(eps_i, delta_i)``-DP mechanisms: the epsilons and deltas add.
 
-    Reads :class:`ApproxDpEvent`, :class:`PureDpEvent` and ``LaplaceDpEvent`` (``1/z``).
+    ``k`` mechanisms ``(eps_i, delta_i)``-DP, even chosen adaptively, are
+    ``(sum eps_i, sum delta_i)``-DP (Dwork & Roth 2014, Thm. 3.16). Reads
+    :class:`ApproxDpEvent`, :class:`PureDpEvent` and ``LaplaceDpEvent`` (``1/z``).
     ``get_epsilon(delta)`` is the summed epsilon when ``delta`` covers the summed deltas,
     and ``inf`` otherwise: the recorded guarantees say nothing at a smaller delta.
+
+    <<engine_parameters>>
     """
 
     handles = "compositions of ApproxDpEvent, PureDpEvent and LaplaceDpEvent"
@@ -234,10 +320,29 @@ class BasicCompositionEngine(_AdditiveEngine):
         return PureDpEngine._leaf_cost(self, event)  # type: ignore[arg-type]
 
     def get_epsilon(self, target_delta: float) -> float:
+        """The summed epsilon if ``target_delta`` covers the summed deltas, else ``inf``.
+
+        <<epsilon_parameters>>
+
+        Returns
+        -------
+        float
+            The summed epsilon or ``inf`` (the rounding of a split delta is forgiven at
+            ``1e-12`` relative).
+        """
         # Rounding of a split delta (d1 + d2 computed from delta) is forgiven at 1e-12.
         return self._total if self._delta_total <= target_delta * (1 + 1e-12) else math.inf
 
     def get_delta(self, target_epsilon: float) -> float:
+        """The summed delta at or above the summed epsilon, else 1.
+
+        <<delta_parameters>>
+
+        Returns
+        -------
+        float
+            The summed delta, or 1 below the summed epsilon.
+        """
         return self._delta_total if target_epsilon >= self._total else 1.0
 
 
@@ -712,8 +817,7 @@ class SelfComposingPldEngine(pld_privacy_accountant.PLDAccountant):
 def make_engine(
     accounting: str, relation: str = "replace_one", *, orders: tuple[float, ...] | None = None
 ) -> dpa.PrivacyAccountant:
-    """A fresh composition engine of the named accounting method for the named
-    neighbouring relation.
+    """A fresh composition engine of the named accounting method and relation.
 
     Parameters
     ----------

@@ -30,7 +30,17 @@ __all__ = [
 ]
 
 
+#: The accounting methods that read a ledger, by name (:func:`make_engine`).
+#:
+#: ``"gaussian"``: exact composition of Gaussian releases (GDP); ``"rdp"``: Renyi DP;
+#: ``"pld"``: privacy loss distributions; ``"pure"``: summed epsilons of pure-DP
+#: releases; ``"basic"``: summed ``(epsilon, delta)`` of closed-form guarantees.
 ACCOUNTING_METHODS: tuple[str, ...] = ("gaussian", "rdp", "pld", "pure", "basic")
+#: The neighbouring relations an event can be read under.
+#:
+#: ``"replace_one"``: data sets of the same size differing in one record (the guarantee
+#: of every fit); ``"add_remove"``: one record added or removed (used internally, then
+#: converted by group privacy).
 RELATIONS: tuple[str, ...] = ("replace_one", "add_remove")
 
 
@@ -50,6 +60,11 @@ class PureDpEvent(dpe.DpEvent):
     l2 "multivariate Laplace" noise of output perturbation (density proportional to
     ``exp(-epsilon ||z||_2 / Delta)``, epsilon-DP by the triangle inequality). The solver
     that records it states the argument; only :class:`PureDpEngine` reads it.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's privacy loss (kept as the attribute of the same name).
     """
 
     epsilon: float
@@ -63,6 +78,15 @@ class ApproxDpEvent(dpe.DpEvent):
     perturbation, amplification by shuffling). The solver that records it states the
     argument and, in ``mechanism``, what was released; only
     :class:`BasicCompositionEngine` reads it.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's privacy loss.
+    delta : float
+        Its failure probability.
+    mechanism : str, default=""
+        What was released (for reports).
     """
 
     epsilon: float
@@ -108,10 +132,20 @@ def gaussian_noise_multiplier(
     sigma : float
         Standard deviation of the Gaussian noise added to the query.
     sensitivity : float
-        l2 sensitivity of the query under ``relation`` (for replace-one: the largest
+        The l2 sensitivity of the query under ``relation`` (for replace-one: the largest
         change when one record is replaced by any other).
     accounting, relation : str
         The accounting method that will read the event, and the neighbouring relation.
+
+    Returns
+    -------
+    float
+        ``z`` (``inf`` for a zero sensitivity).
+
+    Raises
+    ------
+    ValueError
+        If a name is unknown, or ``sigma`` or ``sensitivity`` is negative or not finite.
 
     Notes
     -----
@@ -153,7 +187,23 @@ def gaussian_event(
 
     ``sensitivity`` must be positive and finite: a query that does not depend on the data
     needs no event at all (a zero that comes from an underflow must not be accounted as
-    free). ``sigma = 0`` is the non-private release.
+    free).
+
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the noise; 0 is the non-private release.
+    sensitivity : float
+        Sensitivity of the query under ``relation``, positive and finite.
+    accounting : str
+        The accounting method that will read the event.
+    relation : str
+        The neighbouring relation of ``sensitivity``.
+
+    Returns
+    -------
+    dp_accounting.DpEvent
+        A ``GaussianDpEvent`` (a ``NonPrivateDpEvent`` for ``sigma = 0``).
     """
     check_sensitivity(sensitivity)
     if sigma == 0:
@@ -178,7 +228,33 @@ def subsampled_gaussian_event(
     (replace-one only, RDP accounting; Wang, Balle & Kasiviswanathan 2019, Thm. 27).
     ``sampling="poisson"``: each record independently with probability
     ``batch_size / n_samples`` (add/remove; RDP or PLD accounting).
-    ``sensitivity`` is that of the batch query under ``relation``.
+
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the noise added to the batch query; 0 is non-private.
+    sensitivity : float
+        Sensitivity of the batch query under ``relation``.
+    n_samples : int
+        The dataset size ``n``.
+    batch_size : int
+        The batch size ``b`` (the expected one for Poisson batches).
+    sampling : {"without_replacement", "poisson"}
+        How the batch is drawn.
+    accounting : str
+        The accounting method that will read the event.
+    relation : str
+        The neighbouring relation of the guarantee.
+
+    Returns
+    -------
+    dp_accounting.DpEvent
+        The sampled Gaussian event (a ``NonPrivateDpEvent`` for ``sigma = 0``).
+
+    Raises
+    ------
+    ValueError
+        If ``sampling`` is unknown.
     """
     if sigma == 0:
         return dpe.NonPrivateDpEvent()

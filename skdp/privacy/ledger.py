@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from dp_accounting import dp_event as dpe
 
+from skdp._repr import dataclass_repr
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.budget import Budget
 from skdp.privacy.engines import make_engine
@@ -32,7 +33,17 @@ __all__ = [
 
 
 class PrivacySpent(NamedTuple):
-    """``(epsilon, delta)`` actually spent, from re-accounting a ledger."""
+    """``(epsilon, delta)`` actually spent, from re-accounting a ledger.
+
+    A named tuple: it unpacks as ``epsilon, delta``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy loss spent (``inf`` for a non-private fit).
+    delta : float
+        The failure probability spent.
+    """
 
     epsilon: float
     delta: float
@@ -47,6 +58,17 @@ class PrivacySpent(NamedTuple):
         ``delta`` is forgiven the rounding of its own arithmetic (``1e-12`` relative, as
         for split deltas): a ledger converted by group privacy reports
         ``(1 + e^e) delta / (1 + e^h)``, exactly ``delta`` at ``e = h`` in real arithmetic.
+
+        Parameters
+        ----------
+        budget : Budget
+            The budget to meet.
+
+        Returns
+        -------
+        bool
+            ``epsilon <= budget.epsilon`` and ``delta <= budget.delta`` (up to that
+            rounding).
         """
         return (self.epsilon <= budget.epsilon
                 and self.delta <= budget.delta * (1.0 + 1e-12))
@@ -56,7 +78,7 @@ class PrivacySpent(NamedTuple):
 class PrivacyLedger:
     """What a fit actually ran, with everything needed to re-account it.
 
-    Attributes
+    Parameters
     ----------
     event : dp_accounting.DpEvent
         The composed event of every noisy release of the fit.
@@ -82,6 +104,10 @@ class PrivacyLedger:
     #: ledger or with the calibration); excluded from equality, hashing and ``repr``.
     _spent: PrivacySpent | None = field(default=None, init=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        # Floats rounded for reading (the event's too); the fields keep every bit.
+        return dataclass_repr(self)
+
     def __setstate__(self, state: dict) -> None:
         # A ledger pickled before the method's field was renamed holds it as "accountant".
         state = dict(state)
@@ -92,8 +118,13 @@ class PrivacyLedger:
     def reaccount(self) -> PrivacySpent:
         """Re-account ``event`` now, with a fresh composition engine (see :func:`reaccount`).
 
-        See :func:`reaccount`. The result is remembered by this ledger: later calls of
-        :meth:`spent` return it without accounting again.
+        The result is remembered by this ledger: later calls of :meth:`spent` return it
+        without accounting again.
+
+        Returns
+        -------
+        PrivacySpent
+            The re-accounted ``(epsilon, delta)``.
         """
         spent = reaccount(self)
         object.__setattr__(self, "_spent", spent)
@@ -104,6 +135,11 @@ class PrivacyLedger:
 
         The first call re-accounts the ledger (:meth:`reaccount`: a fresh engine, none
         of the calibration's caches); later calls on the same ledger return that result.
+
+        Returns
+        -------
+        PrivacySpent
+            The ``(epsilon, delta)`` of the ledger.
         """
         spent = self._spent
         return self.reaccount() if spent is None else spent
@@ -193,6 +229,16 @@ def add_remove_budget(budget: Budget) -> Budget:
     An ``(e, d)`` add/remove guarantee gives ``(2 e, (1 + e^e) d)`` under replace-one
     (P[M(D) in S] <= e^e P[M(D - x) in S] + d <= e^(2e) P[M(D - x + x') in S] + (1 + e^e) d),
     so ``e = min(epsilon / 2, 5)`` and ``d = delta / (1 + e^e)``.
+
+    Parameters
+    ----------
+    budget : Budget
+        The replace-one budget.
+
+    Returns
+    -------
+    Budget
+        The add/remove budget ``(e, d)``.
     """
     # Capped at 5: beyond it delta / (1 + e^(eps/2)) becomes so small (1e-16 at eps = 50)
     # that the PLD engine's truncation can certify it only with huge noise, and the

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from skdp._docstrings import fill_docstrings
 from skdp.losses import vector_norms
 
 __all__ = ["NoiseSource", "as_generator", "as_noise_source"]
@@ -24,6 +25,21 @@ def as_generator(random_state: object) -> np.random.Generator:
     ``SeedSequence`` (reproducible, so the noise is known to anyone who knows the seed);
     a ``Generator`` is used as is; a legacy ``RandomState`` seeds a new generator from
     its stream.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.random.Generator
+        The generator (``random_state`` itself when it is one).
+
+    Raises
+    ------
+    ValueError
+        If ``random_state`` is none of these.
     """
     if random_state is None:
         return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
@@ -38,6 +54,61 @@ def as_generator(random_state: object) -> np.random.Generator:
         f"random_state must be None, an int, a numpy Generator or RandomState, got "
         f"{random_state!r}."
     )
+
+
+#: The parameters of the draws, described once: a line ``<<name>>`` in the docstring of a
+#: draw of :class:`NoiseSource` or of a subclass's override is replaced by the text of
+#: ``name`` (:mod:`skdp._docstrings`); ``<<name_parameters>>`` is a whole Parameters
+#: section.
+DRAW_DOCS: dict[str, str] = {
+    "shape": """\
+shape : tuple of int
+    Shape of the draw.
+""",
+    "sigma": """\
+sigma : float
+    Scale ``sigma >= 0`` of the noise (0 gives zeros).
+""",
+    "scale": """\
+scale : float
+    Scale of the noise, ``>= 0`` (0 gives zeros).
+""",
+    "r": """\
+r : float
+    Order of the norm, ``1 <= r <= inf``.
+""",
+    "q": """\
+q : float
+    Order of the norm ``l_q`` whose unit ball is ``K``, ``1 <= q <= inf``.
+""",
+    "count": """\
+count : int
+    Number of independent draws.
+""",
+    "count_none": """\
+count : int or None, default=None
+    Number of independent draws, stacked along a new first axis; ``None``: one draw of
+    shape ``shape``.
+""",
+    "ball_product": """\
+sizes : tuple of int
+    Dimensions of the balls ``B_j`` (``>= 1``).
+radii : tuple of float
+    Their radii.
+epsilon : float
+    The privacy parameter (``inf`` gives zeros).
+""",
+    "n_children": """\
+n_children : int
+    Number of child streams.
+""",
+}
+for _name, _entries in {"gaussian": ("shape", "sigma"), "scale": ("shape", "scale"),
+                        "generalized_gaussian": ("shape", "sigma", "r"),
+                        "k_norm": ("shape", "scale", "q", "count_none"),
+                        "ball_product": ("ball_product",), "spawn": ("n_children",)}.items():
+    DRAW_DOCS[f"{_name}_parameters"] = "Parameters\n----------\n" + "".join(
+        DRAW_DOCS[entry] for entry in _entries)
 
 
 def _check_order(r: float, name: str) -> None:
@@ -77,6 +148,11 @@ class NoiseSource:
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # A subclass's draws get the shared parameter descriptions (DRAW_DOCS) too.
+        super().__init_subclass__(**kwargs)
+        fill_docstrings(cls, DRAW_DOCS)
+
     def _overrides(self, name: str) -> bool:
         """Whether this source's class overrides the single-draw method ``name``: the
         batched method then calls it once per draw, so that recording or scaling
@@ -84,7 +160,15 @@ class NoiseSource:
         return getattr(type(self), name) is not getattr(NoiseSource, name)
 
     def gaussian(self, shape: tuple[int, ...], sigma: float) -> np.ndarray:
-        """``N(0, sigma^2)`` entries of the given shape (zeros when ``sigma == 0``)."""
+        """Draw ``N(0, sigma^2)`` entries of the given shape (zeros when ``sigma == 0``).
+
+        <<gaussian_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            I.i.d. Gaussian entries.
+        """
         if sigma == 0:
             return np.zeros(shape)
         return sigma * self.rng.standard_normal(shape)
@@ -96,6 +180,13 @@ class NoiseSource:
         proportional to ``r^(d-1) exp(-r / scale)`` (the sphere's surface grows like
         ``r^(d-1)``): ``r ~ Gamma(shape=d, scale=scale)``, independent of a uniform
         direction (a normalised standard Gaussian). Zeros when ``scale == 0``.
+
+        <<scale_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            The draw, ``E||z||_2 = d scale``.
         """
         if scale == 0:
             return np.zeros(shape)
@@ -118,7 +209,19 @@ class NoiseSource:
         concatenation of its blocks ``z_j``), so ``||z||_K = max_j ||z_j||_2 / radii[j]``.
         The K-norm mechanism of Hardt & Talwar (2010): epsilon-DP for a query whose
         neighbouring differences lie in ``K``. One block is :meth:`l2_laplace` with scale
-        ``radii[0] / epsilon``. Returns a flat array; zeros when ``epsilon`` is ``inf``.
+        ``radii[0] / epsilon``. Zeros when ``epsilon`` is ``inf``.
+
+        <<ball_product_parameters>>
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The draw, its blocks concatenated.
+
+        Raises
+        ------
+        ValueError
+            If ``sizes`` and ``radii`` do not pair up or a size is below 1.
 
         Notes
         -----
@@ -142,9 +245,26 @@ class NoiseSource:
         return np.concatenate(blocks)
 
     def release(self, mechanism: str, shape: tuple[int, ...], scale: float) -> np.ndarray:
-        """The noise of a :func:`~skdp.privacy.accounting.single_release` mechanism:
-        ``"l2_laplace"`` of ``scale``, ``"gaussian"`` of std ``scale``, zeros for
-        ``"none"``."""
+        """Draw the noise of a :func:`~skdp.privacy.accounting.single_release` mechanism.
+
+        Parameters
+        ----------
+        mechanism : {"l2_laplace", "gaussian", "none"}
+            ``"l2_laplace"`` of ``scale`` (:meth:`l2_laplace`), ``"gaussian"`` of std
+            ``scale`` (:meth:`gaussian`), or zeros.
+        <<shape>>
+        <<scale>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            The draw.
+
+        Raises
+        ------
+        ValueError
+            If ``mechanism`` is unknown.
+        """
         if mechanism == "l2_laplace":
             return self.l2_laplace(shape, scale)
         if mechanism == "gaussian":
@@ -154,7 +274,15 @@ class NoiseSource:
         raise ValueError(f"unknown release mechanism {mechanism!r}.")
 
     def laplace(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
-        """I.i.d. ``Laplace(0, scale)`` entries (density ``exp(-|z|/scale) / (2 scale)``)."""
+        """Draw i.i.d. ``Laplace(0, scale)`` entries, density ``exp(-|z|/scale) / (2 scale)``.
+
+        <<scale_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            The entries (zeros when ``scale == 0``).
+        """
         if scale == 0:
             return np.zeros(shape)
         return self.rng.laplace(0.0, scale, size=shape)
@@ -165,6 +293,13 @@ class NoiseSource:
         The generalized Gaussian of Bassily, Guzman & Nandi (2021) in the ``l_r`` norm
         (``d = prod(shape)``, ``1 <= r <= inf``); ``r = 2`` is ``N(0, sigma^2 I)``. Zeros
         when ``sigma == 0``.
+
+        <<generalized_gaussian_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            The draw, ``E||z||_r^2 = d sigma^2``.
 
         Notes
         -----
@@ -203,6 +338,14 @@ class NoiseSource:
         consumed in another order than ``count`` single calls. A subclass that overrides
         :meth:`generalized_gaussian` (a recorder, the audit's under-noised twin) is
         honoured: the rows are then ``count`` calls to it.
+
+        <<generalized_gaussian_parameters>>
+        <<count>>
+
+        Returns
+        -------
+        ndarray of shape ``(count, *shape)``
+            One draw per row.
         """
         _check_order(r, "r")
         rows = _check_count(count)
@@ -234,6 +377,13 @@ class NoiseSource:
         inequality. ``q = 2`` is :meth:`l2_laplace`. Zeros when ``scale == 0``. With
         ``count``, ``count`` independent draws stacked along a new first axis (shape
         ``(count, *shape)``), drawn in one vectorised call.
+
+        <<k_norm_parameters>>
+
+        Returns
+        -------
+        ndarray of shape ``shape`` or ``(count, *shape)``
+            The draw(s).
 
         Notes
         -----
@@ -297,15 +447,52 @@ class NoiseSource:
         return out
 
     def permutation(self, n: int) -> np.ndarray:
-        """A uniform random permutation of ``range(n)`` (independent of the data)."""
+        """A uniform random permutation of ``range(n)`` (independent of the data).
+
+        Parameters
+        ----------
+        n : int
+            Length of the permutation.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The permuted indices.
+        """
         return self.rng.permutation(n)
 
     def batch_without_replacement(self, n: int, size: int) -> np.ndarray:
-        """A uniform subset of ``size`` distinct indices of ``range(n)``."""
+        """Draw a uniform subset of ``size`` distinct indices of ``range(n)``.
+
+        Parameters
+        ----------
+        n : int
+            The indices are drawn from ``range(n)``.
+        size : int
+            Number of indices, at most ``n``.
+
+        Returns
+        -------
+        ndarray of shape (size,)
+            The indices, in random order.
+        """
         return self.rng.choice(n, size=size, replace=False)
 
     def batch_poisson(self, n: int, rate: float) -> np.ndarray:
-        """Each index of ``range(n)`` independently with probability ``rate``."""
+        """Draw a Poisson batch: each index of ``range(n)`` independently with probability ``rate``.
+
+        Parameters
+        ----------
+        n : int
+            Every index of ``range(n)`` may be drawn.
+        rate : float
+            Inclusion probability, in ``[0, 1]``.
+
+        Returns
+        -------
+        ndarray of int
+            The included indices, increasing.
+        """
         return np.flatnonzero(self.rng.random(n) < rate)
 
     def batches_without_replacement(self, n: int, size: int, count: int) -> np.ndarray:
@@ -316,6 +503,24 @@ class NoiseSource:
         increasing order: the order of a batch carries no information). A subclass that
         overrides :meth:`batch_without_replacement` is honoured (``count`` calls to it).
         See :meth:`_uniform_subsets` for the sampler and its proof.
+
+        Parameters
+        ----------
+        n : int
+            Each batch is drawn from ``range(n)``.
+        size : int
+            Batch size, in ``[0, n]``.
+        <<count>>
+
+        Returns
+        -------
+        ndarray of shape (count, size)
+            One sorted batch per row.
+
+        Raises
+        ------
+        ValueError
+            If ``size`` is not in ``[0, n]`` or ``count`` is not a non-negative int.
         """
         rows = _check_count(count)
         if not 0 <= size <= n:
@@ -338,6 +543,24 @@ class NoiseSource:
         and then a uniform subset of that size gives every ``A`` the probability
         ``P(|S| = |A|) / C(n, |A|) = rate^|A| (1 - rate)^(n - |A|)``: the same law. A
         subclass that overrides :meth:`batch_poisson` is honoured (``count`` calls to it).
+
+        Parameters
+        ----------
+        n : int
+            Each batch is a subset of ``range(n)``.
+        rate : float
+            Inclusion probability of every index, in ``[0, 1]``.
+        <<count>>
+
+        Returns
+        -------
+        list of ndarray of int
+            ``count`` batches, each sorted.
+
+        Raises
+        ------
+        ValueError
+            If ``rate`` is not in ``[0, 1]`` or ``count`` is not a non-negative int.
         """
         rows = _check_count(count)
         if not 0.0 <= rate <= 1.0:
@@ -422,16 +645,49 @@ class NoiseSource:
         return vals
 
     def integer(self, high: int) -> int:
-        """A uniform integer in ``[0, high)``."""
+        """Draw a uniform integer in ``[0, high)``.
+
+        Parameters
+        ----------
+        high : int
+            The exclusive upper end, ``>= 1``.
+
+        Returns
+        -------
+        int
+            The integer.
+        """
         return int(self.rng.integers(high))
 
     def spawn(self, n_children: int) -> list[NoiseSource]:
-        """Independent child streams (``SeedSequence.spawn``) for classes or workers."""
+        """Independent child streams (``SeedSequence.spawn``) for classes or workers.
+
+        <<spawn_parameters>>
+
+        Returns
+        -------
+        list of NoiseSource
+            ``n_children`` sources whose streams are independent of this one's.
+        """
         return [NoiseSource(child) for child in self.rng.spawn(n_children)]
 
 
 def as_noise_source(random_state: object) -> NoiseSource:
-    """A :class:`NoiseSource` from a seed, a generator, or a ``NoiseSource`` (as is)."""
+    """A :class:`NoiseSource` from a seed, a generator, or a ``NoiseSource`` (as is).
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator, numpy.random.RandomState or NoiseSource
+        The source of randomness (see :func:`as_generator`).
+
+    Returns
+    -------
+    NoiseSource
+        ``random_state`` itself when it is one, else a source on a fresh generator.
+    """
     if isinstance(random_state, NoiseSource):
         return random_state
     return NoiseSource(as_generator(random_state))
+
+
+fill_docstrings(NoiseSource, DRAW_DOCS)

@@ -51,6 +51,10 @@ __all__ = [
     "get_solver",
 ]
 
+#: The registered solvers: the name an estimator's ``solver=`` accepts, and its class.
+#:
+#: Each class declares its ``capabilities``; docs/solvers.md tabulates them and says how
+#: to add a solver (one file in this package and one line here).
 SOLVERS: dict[str, type[BaseDPSolver]] = {
     "gd": NoisyGD,
     "svrg": DPSVRG,
@@ -94,6 +98,24 @@ def get_solver(solver: str | BaseDPSolver, **params: Any) -> BaseDPSolver:
 
     A solver object is returned as a fresh copy with the same parameters, so that a fit
     never mutates the object the user passed.
+
+    Parameters
+    ----------
+    solver : str or BaseDPSolver
+        A key of :data:`SOLVERS`, or a solver object.
+    **params
+        Constructor parameters of the named solver (ignored for a solver object, whose
+        own parameters are copied).
+
+    Returns
+    -------
+    BaseDPSolver
+        A new solver instance.
+
+    Raises
+    ------
+    ValueError
+        If ``solver`` is not a registered name.
     """
     if isinstance(solver, BaseDPSolver):
         return type(solver)(**solver.get_params())

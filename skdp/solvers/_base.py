@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._docstrings import fill_docstrings
+from skdp._repr import short_repr
 from skdp._sklearn_compat import Interval, validate_parameter_constraints
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, PrivacySpent
@@ -44,6 +46,65 @@ __all__ = [
 #: a power of two): fine enough to cost nothing in accuracy, coarse enough that every grid
 #: cell holds ~2^40 floats of the noisy value's magnitude.
 SNAP_BITS = 10
+
+
+#: The parameters of the solver hooks, described once: a line ``<<name>>`` in the docstring
+#: of a hook (:class:`BaseDPSolver`'s or a solver's override) is replaced by the text of
+#: ``name`` (:mod:`skdp._docstrings`); ``<<plan_parameters>>``, ``<<check_parameters>>``,
+#: ... are the whole Parameters sections of the usual signatures (``plan``,
+#: ``check_compatible``, ...).
+HOOK_DOCS: dict[str, str] = {
+    "spec": """\
+spec : ProblemSpec
+    The public description of the problem: sizes, declared bounds, loss, constraint and
+    ``alpha`` (no value of the data).
+""",
+    "budget": """\
+budget : Budget
+    The validated ``(epsilon, delta)`` of the fit (see :func:`~skdp.privacy.check_budget`).
+""",
+    "accounting": """\
+accounting : str
+    The accounting method that reads the ledger, already resolved from ``"auto"`` by
+    :meth:`~BaseDPSolver.resolve_accounting` (one of
+    :data:`~skdp.privacy.ACCOUNTING_METHODS`).
+""",
+    "relation": """\
+relation : str
+    The neighbouring relation of the guarantee (``"replace_one"``).
+""",
+    "plan": """\
+plan : Plan
+    The solver's plan, as :meth:`~BaseDPSolver.plan` returned it.
+""",
+}
+HOOK_DOCS["accounting_auto"] = """\
+accounting : str, default="auto"
+    ``"auto"`` (see :meth:`~BaseDPSolver.resolve_accounting`) or an accounting method.
+relation : str, default="replace_one"
+    The neighbouring relation of the guarantee.
+"""
+HOOK_DOCS["sensitivity"] = """\
+sensitivity : float
+    Replace-one l2 sensitivity of one mean gradient.
+"""
+# Whole Parameters sections, <<name_parameters>>, for the hooks' usual signatures.
+for _name, _entries in {
+    "plan": ("spec", "budget", "accounting", "relation"),
+    "check": ("spec", "accounting", "relation"),
+    "prepare": ("spec", "budget", "accounting_auto"),
+    "spec": ("spec",),
+    "release": ("plan",),
+    "n_iter": ("spec", "budget", "sensitivity"),
+    "epochs": ("spec", "budget"),
+}.items():
+    HOOK_DOCS[f"{_name}_parameters"] = "Parameters\n----------\n" + "".join(
+        HOOK_DOCS[entry] for entry in _entries)
+
+
+#: Cap of the automatic iteration count of the full-batch gradient solvers (DP-GD,
+#: DP-AccMD: each iteration is one pass over the data), a public constant.
+MAX_AUTO_ITER = 2000
 
 
 def snap_release(W: np.ndarray, noise_scale: float) -> np.ndarray:
@@ -106,8 +167,10 @@ class Plan:
 
     Each solver subclasses it with its own named, typed constants (noise scale,
     sensitivity, step size, batch size, ...); the accounting reads the common fields.
+    Every parameter is kept as the attribute of the same name; a subclass adds its own
+    fields (keyword-only), which :meth:`constants` returns.
 
-    Attributes
+    Parameters
     ----------
     n_iter : int
         Number of noisy steps (data-independent).
@@ -133,29 +196,44 @@ class Plan:
         cls.__repr__ = Plan.__repr__  # type: ignore[method-assign]
 
     def constants(self) -> dict[str, Any]:
-        """The solver-specific constants (every field but the common ones), by name."""
+        """The solver-specific constants (every field but the common ones), by name.
+
+        Returns
+        -------
+        dict
+            The value of each field a subclass adds, by field name, in declaration
+            order (what ``repr`` prints after the common fields).
+        """
         common = {f.name for f in fields(Plan)}
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in common}
 
     def __repr__(self) -> str:
-        def show(value: Any) -> str:
-            if isinstance(value, float):
-                return f"{value:.6g}"
-            if isinstance(value, np.ndarray):
-                return f"array(shape={value.shape})"
-            return repr(value)
-
+        # Floats (in tuples too) at 6 significant digits, arrays by their shape.
         parts = [f"n_iter={self.n_iter}", f"accounting={self.accounting!r}",
                  f"relation={self.relation!r}"]
         if self.via_add_remove:
             parts.append("via_add_remove=True")
-        parts += [f"{k}={show(v)}" for k, v in self.constants().items()]
+        parts += [f"{k}={short_repr(v)}" for k, v in self.constants().items()]
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
 @dataclass(frozen=True)
 class SolverResult:
-    """Output of :meth:`BaseDPSolver.solve`."""
+    """Output of :meth:`BaseDPSolver.solve`.
+
+    Parameters
+    ----------
+    coef : ndarray of shape (n_params, n_outputs)
+        The released coefficients (the intercept, if any, in the last row).
+    n_iter : int
+        The plan's number of noisy steps.
+    ledger : PrivacyLedger
+        The ledger of what ran, as :meth:`BaseDPSolver.prepare` verified it.
+    spent : PrivacySpent
+        The ``(epsilon, delta)`` the ledger spends.
+    plan : Plan
+        The plan that ran.
+    """
 
     coef: np.ndarray
     n_iter: int
@@ -190,6 +268,11 @@ class BaseDPSolver(ABC):
     capabilities: ClassVar[Capabilities]
     _parameter_constraints: ClassVar[dict] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every solver's docstrings get the hooks' shared descriptions (HOOK_DOCS).
+        super().__init_subclass__(**kwargs)
+        fill_docstrings(cls, HOOK_DOCS)
+
     # -- scikit-learn style parameter handling (no sklearn import in this layer) --------
     @classmethod
     def _get_param_names(cls) -> list[str]:
@@ -197,11 +280,39 @@ class BaseDPSolver(ABC):
         return sorted(p.name for p in sig.parameters.values() if p.name != "self")
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters, as scikit-learn's ``get_params``."""
+        """Constructor parameters, as scikit-learn's ``get_params``.
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Accepted for scikit-learn's API; a solver has no nested estimators.
+
+        Returns
+        -------
+        dict
+            The value of each constructor parameter, by name.
+        """
         return {name: getattr(self, name) for name in self._get_param_names()}
 
     def set_params(self, **params: Any) -> BaseDPSolver:
-        """Set constructor parameters, as scikit-learn's ``set_params``."""
+        """Set constructor parameters, as scikit-learn's ``set_params``.
+
+        Parameters
+        ----------
+        **params
+            New values of constructor parameters, by name (validated when the solver
+            plans, not here).
+
+        Returns
+        -------
+        BaseDPSolver
+            The solver itself.
+
+        Raises
+        ------
+        ValueError
+            If a name is not a constructor parameter.
+        """
         valid = self._get_param_names()
         for key, value in params.items():
             if key not in valid:
@@ -218,9 +329,21 @@ class BaseDPSolver(ABC):
 
     # -- checks --------------------------------------------------------------------------
     def resolve_accounting(self, accounting: str, budget: Budget | None = None) -> str:
-        """The accounting method actually used for ``"auto"``: the declared default, or
-        ``"pure"`` when the budget asks for pure DP (``delta = 0``) and the solver has a
-        pure-DP mechanism."""
+        """Resolve ``"auto"`` to the accounting method actually used.
+
+        Parameters
+        ----------
+        accounting : str
+            ``"auto"`` or an accounting method (returned unchanged).
+        budget : Budget or None, default=None
+            The budget of the fit; ``None`` reads none of it.
+
+        Returns
+        -------
+        str
+            For ``"auto"``: ``"pure"`` when the budget asks for pure DP (``delta = 0``)
+            and the solver has a pure-DP mechanism, the declared default otherwise.
+        """
         if accounting != "auto":
             return accounting
         caps = self.capabilities
@@ -233,6 +356,11 @@ class BaseDPSolver(ABC):
 
         Replace-one only: under add/remove the dataset size is not public, yet every
         solver's denominators, sampling rates and schedules are functions of it.
+
+        Returns
+        -------
+        tuple of str
+            ``("replace_one",)``.
         """
         return ("replace_one",)
 
@@ -241,6 +369,14 @@ class BaseDPSolver(ABC):
 
         The generic check of the declared :attr:`capabilities`; subclasses add only
         data-free numeric conditions that no declaration expresses.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If the accounting method, the relation, the loss's output count or a
+            declared capability does not fit the problem.
         """
         if accounting not in ACCOUNTING_METHODS:
             raise IncompatibleSolverError(
@@ -282,6 +418,19 @@ class BaseDPSolver(ABC):
 
         With rows clipped to ``X`` the gradient norm is at most ``sup ||phi'|| X``, so the
         default clip is lossless.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        float
+            The public bound to which every per-example gradient is clipped.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If the loss's gradients are unbounded on this problem and no ``clip_norm``
+            is set.
         """
         clip_norm = getattr(self, "clip_norm", None)
         bound = spec.gradient_bound
@@ -298,14 +447,30 @@ class BaseDPSolver(ABC):
         """Public lower bound on the per-coordinate noise scale of the released point.
 
         Used by the estimators' ``secure=True`` mode to choose the grid the release is
-        snapped to (see :func:`snap_release`). ``None``: not available for this solver.
+        snapped to (see :func:`snap_release`).
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float or None
+            The bound; ``None``: not available for this solver.
         """
         return None
 
     # -- the algorithm -------------------------------------------------------------------
     @abstractmethod
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str) -> Plan:
-        """Fix iteration counts and calibrate noise from public quantities only."""
+        """Fix iteration counts and calibrate noise from public quantities only.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        Plan
+            The solver's plan (a subclass of :class:`Plan` with its constants), whose
+            ``event`` spends at most ``budget`` under ``accounting``.
+        """
 
     @abstractmethod
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
@@ -313,8 +478,24 @@ class BaseDPSolver(ABC):
 
     def check(self, spec: ProblemSpec, budget: Budget, *, accounting: str = "auto",
               relation: str = "replace_one") -> str:
-        """Validate the solver's parameters and its compatibility with ``spec`` (no
-        calibration); returns the accounting method that ``"auto"`` resolves to."""
+        """Validate the solver's parameters and its compatibility with ``spec``.
+
+        No calibration: nothing is planned.
+
+        <<prepare_parameters>>
+
+        Returns
+        -------
+        str
+            The accounting method that ``accounting`` resolves to.
+
+        Raises
+        ------
+        ValueError
+            If a constructor parameter is invalid.
+        IncompatibleSolverError
+            If the solver cannot solve this problem with these settings.
+        """
         self._validate_params()
         accounting = self.resolve_accounting(accounting, budget)
         self.check_compatible(spec, accounting, relation)
@@ -335,6 +516,17 @@ class BaseDPSolver(ABC):
         the plan records, on a code path that shares no cache with the calibration that
         chose the noise (see :func:`skdp.privacy.reaccount`). Its result is the ledger's
         ``spent()`` from then on.
+
+        <<prepare_parameters>>
+
+        Returns
+        -------
+        plan : Plan
+            The solver's plan.
+        ledger : PrivacyLedger
+            The ledger of the plan's events.
+        spent : PrivacySpent
+            The re-accounted ``(epsilon, delta)`` of the ledger.
 
         Raises
         ------
@@ -385,6 +577,7 @@ class BaseDPSolver(ABC):
         Returns
         -------
         SolverResult
+            The released coefficients with the plan, the ledger and what it spent.
 
         Raises
         ------
@@ -408,3 +601,6 @@ class BaseDPSolver(ABC):
         with np.errstate(all="ignore"):
             coef = self._run(problem, plan, as_noise_source(random_state))
         return SolverResult(coef=coef, n_iter=plan.n_iter, ledger=ledger, spent=spent, plan=plan)
+
+
+fill_docstrings(BaseDPSolver, HOOK_DOCS)

@@ -81,9 +81,10 @@ class ProblemSpec:
 
     The objective is ``F(W) = mean_i phi(x_i^T W, y_i) + (alpha / 2) ||W[:n_penalized]||^2``
     over ``W[:n_penalized]`` in ``constraint``; ``W`` has shape ``(n_params, n_outputs)``
-    (the last row is the intercept when ``n_penalized < n_params``).
+    (the last row is the intercept when ``n_penalized < n_params``). Every parameter is
+    kept as the attribute of the same name.
 
-    Attributes
+    Parameters
     ----------
     n_samples : int
         Dataset size ``n`` (public under replace-one).
@@ -102,17 +103,17 @@ class ProblemSpec:
         Feasible set of ``W[:n_penalized]``.
     alpha : float
         L2 strength.
-    tilt : float
+    tilt : float, default=0.0
         Tilt ``tau >= 0`` of tilted ERM (0: plain ERM), see
         :class:`~skdp.solvers.OutputPerturbation`.
-    adversarial_radius : float
+    adversarial_radius : float, default=0.0
         Radius ``rho >= 0`` of feature perturbations for adversarial training (0: none).
-    adversarial_norm : float
+    adversarial_norm : float, default=2.0
         Norm of the perturbation ball: 2 or ``inf``.
-    intercept_feature : float
+    intercept_feature : float, default=0.0
         Value ``c`` of the constant intercept feature (0 without intercept); it is part of
         ``row_norm_bound`` and is never perturbed by the adversary.
-    row_norm_ord : float
+    row_norm_ord : float, default=2.0
         The norm of ``row_norm_bound``: 2 (default), ``inf`` (the dual of the l1
         geometry), or any ``q >= 1``. :meth:`row_bound` converts it to other norms.
     """
@@ -136,6 +137,16 @@ class ProblemSpec:
 
         In ``R^m`` (``m = n_params``), ``||x||_r <= ||x||_q`` for ``r >= q`` and
         ``||x||_r <= m^(1/r - 1/q) ||x||_q`` for ``r < q`` (Hoelder).
+
+        Parameters
+        ----------
+        ord : float, default=2.0
+            The norm of the bound (``>= 1``, ``inf`` allowed).
+
+        Returns
+        -------
+        float
+            The bound on every augmented row's ``ord``-norm.
         """
         q, r = float(self.row_norm_ord), float(ord)
         if r >= q:
@@ -151,6 +162,11 @@ class ProblemSpec:
         rounding of ``X`` (``X^2 - c^2`` cancels when ``c ~ X``, which would otherwise
         amplify both into a bound below the rows it admits). ``X`` itself without an
         intercept.
+
+        Returns
+        -------
+        float
+            The bound on ``||x_i||_2``.
         """
         x_up = self.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE)
         c = abs(float(self.intercept_feature))
@@ -176,6 +192,17 @@ class ProblemSpec:
 
         ``||x phi'^T||_ord = ||x||_ord ||phi'||_ord`` and ``||phi'||_ord <= ||phi'||_2``
         for ``ord >= 2``; for ``ord < 2`` the ``K`` outputs cost ``K^(1/ord - 1/2)``.
+
+        Parameters
+        ----------
+        ord : float
+            The entrywise norm (``>= 1``, ``inf`` allowed).
+
+        Returns
+        -------
+        float
+            The loss's derivative bound over the feasible scores times the row bound in
+            that norm (``inf`` when unbounded).
         """
         derivative = self.loss.derivative_bound_at(self.score_bound)
         if ord < 2:
@@ -235,6 +262,20 @@ class ProblemSpec:
         optimisation error must be reduced by ``initial_gap / floor``. ``mu = alpha``; with
         ``alpha = 0`` the convex floor ``G sqrt(p ln(1/delta)) / (n eps)`` (Thm. 4.4) is
         used. Clamped to ``[e, 1e12]``; ``1e12`` when ``epsilon = inf``.
+
+        Parameters
+        ----------
+        budget : Budget
+            The budget of the fit.
+        gradient_bound : float
+            The per-example gradient bound ``G``.
+        strongly_convex : bool, default=True
+            Use the strongly convex floor when ``alpha > 0`` (otherwise the convex one).
+
+        Returns
+        -------
+        float
+            ``initial_gap / floor``, in ``[e, 1e12]``.
         """
         if not budget.is_private or budget.delta <= 0:
             return _NON_PRIVATE_SNR
@@ -425,27 +466,31 @@ class Problem:
     ``dask.array`` (see docs/scaling_out.md): it is stored as given and converted to
     float64 one block of rows at a time; every product and sum is in float64.
 
-    Attributes
+    Every parameter is kept as the attribute of the same name; :meth:`build` computes
+    them from the user's data.
+
+    Parameters
     ----------
     X : ndarray, memmap, CSR matrix or dask array of shape (n_samples, n_features)
         The stored rows (read only): the user's ``X``, or a copy with huge rows scaled.
     Y : ndarray of shape (n_samples, n_outputs)
         Targets encoded for the loss.
     spec : ProblemSpec
+        The public description of the problem.
     row_scale : ndarray of shape (n_samples,)
         Clipping factors applied to the stored rows: ``x_i = row_scale[i] * X[i]``.
     intercept : float
         Value ``c`` of the constant feature (0 without intercept).
     norms : ndarray of shape (n_samples,)
         Euclidean norms of the augmented rows (for l2 gradient clipping).
-    clipped_to : float or None
+    clipped_to : float or None, default=None
         The ``data_norm`` the rows were clipped to at :meth:`build` (public), if any.
-    backend : DaskBackend or None
+    backend : DaskBackend or None, default=None
         The chunked per-row arrays of a dask-backed ``X`` (``None`` in memory).
-    on_steps : callable or None
+    on_steps : callable or None, default=None
         Called with the number of planned steps done as the solver goes (progress
         output, see :meth:`advance`).
-    compiled_rows : bool
+    compiled_rows : bool, default=False
         Whether the caller's ``X`` was a dense C-ordered float64 or float32 array (its
         layout, read at :meth:`build` before any copy): a condition of the compiled pass.
     """
@@ -478,6 +523,33 @@ class Problem:
         ``||[s_i x_i, c]||`` is checked against the declared ``spec.row_norm_bound``.
         One pass over ``X`` by blocks of rows (by chunks for a dask array): no temporary
         beyond a block and ``O(n)`` per-row statistics.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or dask array of shape (n_samples, n_features)
+            The rows (never modified).
+        Y : ndarray of shape (n_samples, n_outputs)
+            Targets encoded for ``spec.loss`` (in its label domain).
+        spec : ProblemSpec
+            The public description; ``n_params`` must count the intercept feature.
+        data_norm : float or None, default=None
+            Public bound the rows are clipped to; ``None`` checks them against
+            ``spec.row_norm_bound`` instead.
+        intercept : float, default=0.0
+            Value of the constant intercept feature (0: none).
+        on_steps : callable or None, default=None
+            Progress callback (see :meth:`advance`).
+
+        Returns
+        -------
+        Problem
+            The problem, with the clipping factors and row norms computed.
+
+        Raises
+        ------
+        ValueError
+            If the shapes, the intercept or the labels disagree with ``spec``, a row is
+            not finite, or the rows exceed the declared bound.
         """
         expected = X.shape[1] + (1 if intercept else 0)
         if spec.n_params != expected:
@@ -629,6 +701,16 @@ class Problem:
         (``|expit - y| <= 1``, ``||softmax - e_y|| <= sqrt(2)``, ``|clip(r)| <= delta``)
         and of the bound itself. The sensitivity of the clipped sum therefore holds
         without the clip, and the decision reads no data.
+
+        Parameters
+        ----------
+        clip_norm : float
+            The l2 clip of the per-example gradients.
+
+        Returns
+        -------
+        bool
+            Whether clipping at ``clip_norm`` provably changes no gradient.
         """
         spec = self.spec
         if self.clipped_to is None or not _exactly_bounded(spec.loss):
@@ -641,7 +723,20 @@ class Problem:
         return implied <= spec.row_norm_bound and float(clip_norm) >= anywhere
 
     def row_norms_in(self, ord: float) -> np.ndarray:
-        """Norms ``||x'_i||_ord`` of the augmented clipped rows (one pass over ``X``)."""
+        """Return the norms ``||x'_i||_ord`` of the augmented clipped rows.
+
+        One pass over ``X`` (none for ``ord=2``: the stored l2 norms).
+
+        Parameters
+        ----------
+        ord : float
+            The norm (``>= 1``, ``inf`` allowed).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The norms, intercept feature included.
+        """
         ord = float(ord)
         if ord == 2.0:
             return self.norms
@@ -651,7 +746,13 @@ class Problem:
     def advance(self, steps: int = 1) -> None:
         """Report ``steps`` planned steps done (progress output; a no-op by default).
 
-        Solvers call it as they go; the count is fixed by the plan, never by the data."""
+        Solvers call it as they go; the count is fixed by the plan, never by the data.
+
+        Parameters
+        ----------
+        steps : int, default=1
+            Number of planned steps done since the last call.
+        """
         if self.on_steps is not None:
             self.on_steps(steps)
 
@@ -661,6 +762,16 @@ class Problem:
 
         Dense float64 slices are views; other storage is converted (a dask subset is
         computed). The clipping factors are applied to the products.
+
+        Parameters
+        ----------
+        index : slice or array of int
+            The rows.
+
+        Returns
+        -------
+        RowBlock
+            The float64 rows and their clipping factors (``None`` when none is below 1).
         """
         X = self.X[index]
         if self.backend is not None:
@@ -682,6 +793,13 @@ class Problem:
         A pass that computes scores and gradient block by block reads ``X`` from memory once
         (the full-batch passes are memory-bound on tall data). A dask ``X`` is read chunk by
         chunk on the client; :meth:`block_sum` runs a pass on the chunks' workers instead.
+
+        Yields
+        ------
+        block : slice
+            The rows of the block.
+        rows : RowBlock
+            Those rows with their clipping factors.
         """
         n = self.spec.n_samples
         if self.backend is not None:
@@ -707,6 +825,20 @@ class Problem:
         results are tree-reduced (``fn`` and ``args`` must pickle: a module-level
         function). The number of blocks and tasks depends on the shape and the chunking
         of ``X`` only.
+
+        Parameters
+        ----------
+        fn : callable
+            ``fn(block, *args)``, returning an array of shape ``shape``.
+        shape : tuple of int
+            The public shape of every block's result.
+        *args
+            Further arguments of ``fn``.
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            The sum of ``fn``'s results over all blocks.
         """
         if self.backend is not None:
             return self.backend.block_sum(fn, tuple(shape), args, self.intercept,
@@ -721,7 +853,20 @@ class Problem:
         return self.backend is None and self.X.dtype == np.float64
 
     def scores(self, W: np.ndarray, rows: RowBlock | None = None) -> np.ndarray:
-        """``x'_i^T W`` for a :class:`RowBlock` (all rows by default)."""
+        """Compute the scores ``x'_i^T W`` of the augmented clipped rows.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_params, n_outputs)
+            The parameters.
+        rows : RowBlock or None, default=None
+            A block of rows (:meth:`rows`); ``None``: all rows.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_outputs)
+            The scores, one row per row of the block.
+        """
         if rows is None:
             if self.backend is not None:
                 return self.backend.scores(W, self.intercept)
@@ -734,7 +879,20 @@ class Problem:
         return block_scores(rows.X, rows.scale, W, self.intercept)
 
     def gradient_sum(self, D: np.ndarray, rows: RowBlock | None = None) -> np.ndarray:
-        """``sum_i x'_i D_i^T`` for a :class:`RowBlock` (all rows by default)."""
+        """Sum ``sum_i x'_i D_i^T`` of the rows weighted by per-row coefficients.
+
+        Parameters
+        ----------
+        D : ndarray of shape (n_rows, n_outputs)
+            One coefficient row per row of the block (loss derivatives).
+        rows : RowBlock or None, default=None
+            A block of rows (:meth:`rows`); ``None``: all rows.
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_outputs)
+            The sum, the intercept feature's row last.
+        """
         if rows is None:
             if self.backend is not None:
                 return self.backend.gradient_sum(D, self.intercept, self.spec.n_params)
@@ -747,7 +905,13 @@ class Problem:
         return block_gradient_sum(rows.X, rows.scale, D, self.intercept, self.spec.n_params)
 
     def design_matrix(self) -> np.ndarray:
-        """The augmented rows as a dense array (tests and references only: O(n d))."""
+        """The augmented rows as a dense array (tests and references only: O(n d)).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_params)
+            The clipped rows, with the intercept feature's column last when there is one.
+        """
         X = self.X.compute() if self.backend is not None else self.X
         X = X.toarray() if sp.issparse(X) else np.array(X, dtype=float)
         X = X * self.row_scale[:, None]
@@ -780,6 +944,34 @@ class Problem:
         (:func:`~skdp.losses.clip_coefficients`; one output: only the norms differ, so
         the compiled pass serves it too). No clip is skipped then (the lossless proof is
         for ``l2``), and ``out_coefficients`` is not supported.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_params, n_outputs)
+            The parameters.
+        clip_norm : float
+            The clip of every per-example gradient.
+        out_coefficients : ndarray of shape (n_samples, n_outputs) or None, default=None
+            If given, receives the clipped loss derivatives (in memory only).
+        passes : int, default=1
+            How many such calls the fit plans (public).
+        norms : ndarray of shape (n_samples,) or None, default=None
+            The rows' ``l_ord`` norms, to clip in that norm instead of l2.
+        ord : float, default=2.0
+            The norm of ``norms``.
+        kernels_loaded : bool, default=False
+            Whether the fit already loaded the compiled kernels.
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_outputs)
+            The sum of the clipped gradients divided by ``n_samples``.
+
+        Raises
+        ------
+        ValueError
+            If ``norms`` or ``out_coefficients`` have the wrong shape, or
+            ``out_coefficients`` is given with a dask ``X``.
         """
         n, loss = self.spec.n_samples, self.spec.loss
         shape = (self.spec.n_params, W.shape[1])
@@ -850,6 +1042,20 @@ class Problem:
         Rows are processed in cache-sized blocks, so ``X`` is read from memory once per
         call instead of twice (scores, then gradient): the inner solvers of output and
         objective perturbation are memory-bound on tall data.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_params, n_outputs)
+            The parameters.
+        loss : GLMLoss or None, default=None
+            The loss (``spec.loss`` by default).
+
+        Returns
+        -------
+        loss_sum : float
+            The summed loss.
+        gradient_sum : ndarray of shape (n_params, n_outputs)
+            The summed (unclipped) gradient.
         """
         loss = self.spec.loss if loss is None else loss
         shape = (self.spec.n_params, W.shape[1])
@@ -858,13 +1064,35 @@ class Problem:
 
     # -- unclipped objective (tests, certificates and benchmarks only) ------------------------
     def objective(self, W: np.ndarray) -> float:
-        """``F(W)``, unclipped gradients (for tests, certificates and benchmarks only)."""
+        """``F(W)``, unclipped gradients (for tests, certificates and benchmarks only).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_params, n_outputs)
+            The point at which ``F`` is evaluated.
+
+        Returns
+        -------
+        float
+            The mean loss plus ``(alpha / 2) ||W[:n_penalized]||^2``.
+        """
         p = self.spec.n_penalized
         loss = float(np.mean(self.spec.loss.value(self.scores(W), self.Y)))
         return loss + 0.5 * self.spec.alpha * float(np.sum(W[:p] ** 2))
 
     def gradient(self, W: np.ndarray) -> np.ndarray:
-        """``nabla F(W)`` (for tests, certificates and benchmarks only)."""
+        """``nabla F(W)`` (for tests, certificates and benchmarks only).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_params, n_outputs)
+            The point at which the gradient is taken.
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_outputs)
+            The gradient of the objective, with unclipped per-example gradients.
+        """
         p = self.spec.n_penalized
         D = self.spec.loss.derivative(self.scores(W), self.Y)
         g = self.gradient_sum(D) / self.spec.n_samples

@@ -8,7 +8,9 @@ the calibration note, section 6.3).
 
 from __future__ import annotations
 
+from skdp._docstrings import fill_docstrings
 from skdp.exceptions import IncompatibleSolverError
+from skdp.solvers._base import HOOK_DOCS
 
 __all__ = ["SAMPLINGS", "BatchSampling"]
 
@@ -22,14 +24,37 @@ class BatchSampling:
     sampling: str
 
     def resolve_accounting(self, accounting: str, budget=None) -> str:
-        """``"auto"``: ``"pld"`` for Poisson batches, ``"rdp"`` otherwise."""
+        """Resolve ``"auto"``: ``"pld"`` for Poisson batches, ``"rdp"`` otherwise.
+
+        Parameters
+        ----------
+        accounting : str
+            ``"auto"`` or an accounting method (returned unchanged).
+        budget : Budget or None, default=None
+            The budget of the fit (not read: the sampling option decides).
+
+        Returns
+        -------
+        str
+            The accounting method used.
+        """
         if accounting == "auto":
             return "pld" if self.sampling == "poisson" else "rdp"
         return accounting
 
     def check_compatible(self, spec, accounting: str, relation: str) -> None:
-        """Refuse PLD accounting for batches sampled without replacement; then the
-        solver's own checks."""
+        """Refuse PLD accounting for batches sampled without replacement.
+
+        Then the solver's own checks run.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If ``accounting="pld"`` with ``sampling="without_replacement"``, or if the
+            solver's own checks fail.
+        """
         # Depends on the solver's own sampling option, which no declaration expresses.
         if self.sampling == "without_replacement" and accounting == "pld":
             raise IncompatibleSolverError(
@@ -37,3 +62,7 @@ class BatchSampling:
                 "use accounting='rdp', or the solver option sampling='poisson'."
             )
         super().check_compatible(spec, accounting, relation)
+
+
+# A mixin, not a solver: its hooks' docstrings are filled here (HOOK_DOCS).
+fill_docstrings(BatchSampling, HOOK_DOCS)

@@ -28,6 +28,7 @@ from skdp.privacy.accounting import (
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
+    MAX_AUTO_ITER,
     BaseDPSolver,
     Plan,
     Problem,
@@ -39,15 +40,12 @@ from skdp.solvers.gd import full_batch_gaussian
 
 __all__ = ["AccMDPlan", "DPAccMD", "l1_ball_gradient_step", "simplex_gradient_step"]
 
-# Upper limit of the automatic iteration count (each iteration is one pass over the data).
-MAX_AUTO_ITER = 2000
 GEOMETRIES = ("euclidean", "l1", "lp", "simplex")
 
-#: The geometry the algorithm runs in: norm, mirror map, modulus and exact steps, owned by
-#: the constraint (:meth:`skdp.geometry.Constraint.mirror_geometry`). The y-step helpers
-#: ``l1_ball_gradient_step``, ``simplex_gradient_step``, ``_lp_gradient_step`` and
-#: ``_dual_grad`` live in :mod:`skdp.geometry._steps` and are re-exported here.
-Geometry = MirrorGeometry
+# The geometry the algorithm runs in (norm, mirror map, modulus, exact steps) is the
+# constraint's MirrorGeometry (skdp.geometry.Constraint.mirror_geometry). The y-step
+# helpers l1_ball_gradient_step, simplex_gradient_step, _lp_gradient_step and _dual_grad
+# live in skdp.geometry._steps and are re-exported here.
 
 
 def _expected_dual_sq(dual_ord: float, dim: int) -> float:
@@ -190,7 +188,16 @@ class DPAccMD(BaseDPSolver):
     # -- public constants ------------------------------------------------------------------
     @staticmethod
     def geometry(spec: ProblemSpec) -> MirrorGeometry:
-        """The geometry of ``spec.constraint`` for the penalised coordinates."""
+        """The geometry of ``spec.constraint`` for the penalised coordinates.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        MirrorGeometry
+            The constraint's mirror map (Euclidean, p-norm or entropic) on the
+            ``n_penalized * n_outputs`` penalised coefficients.
+        """
         return spec.constraint.mirror_geometry(max(spec.n_penalized * spec.n_outputs, 1))
 
     @staticmethod
@@ -202,10 +209,18 @@ class DPAccMD(BaseDPSolver):
         return c if c > 0 else spec.row_bound(2.0)
 
     def smoothness(self, spec: ProblemSpec) -> float:
-        """Smoothness ``L`` of ``F`` in the geometry's norm (see the algorithm page).
+        """The smoothness ``L`` of ``F`` in the geometry's norm (see the algorithm page).
 
         ``(x^T u + c b)^2 <= (||x_pen||_{s*}^2 + c^2)(||u||_s^2 + b^2)`` (Hoelder and
         Cauchy-Schwarz), and ``alpha ||u||_2^2 <= alpha ||u||_s^2`` for ``s <= 2``.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        float
+            ``L``: the loss's curvature bound times the squared row bound (in the
+            geometry's dual norm, with the intercept feature), plus ``alpha``.
         """
         geom = self.geometry(spec)
         s_star = geom.dual_ord
@@ -225,7 +240,16 @@ class DPAccMD(BaseDPSolver):
         return float(spec.loss.curvature_bound * row_sq + spec.alpha)
 
     def distance_bound(self, spec: ProblemSpec) -> float:
-        """Public bound ``D`` on ``D_w(x*, x_0) / mu`` (see the algorithm page)."""
+        """Public bound ``D`` on ``D_w(x*, x_0) / mu`` (see the algorithm page).
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        float
+            The Bregman radius of the constraint set (a heuristic unit-score radius for
+            an unbounded set), plus a heuristic intercept term; positive.
+        """
         geom = self.geometry(spec)
         # sup_{z in C} D_w(z, x_0) / mu: R_2^2 / 2 (Euclidean), R^2 / (2 (p - 1) mu) for the
         # p-norm map (x_0 = 0), radius^2 ln m on the simplex (mu = 1/radius).
@@ -248,7 +272,17 @@ class DPAccMD(BaseDPSolver):
         return float(max(dist, 1e-300))
 
     def restart_period(self, spec: ProblemSpec) -> int:
-        """Fixed restart period ``T0`` (0: never); see ``restart_every``."""
+        """Fixed restart period ``T0`` (0: never); see ``restart_every``.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        int
+            ``restart_every`` when it is a number, 0 for ``None``; for ``"auto"``,
+            ``ceil(e sqrt(8 L / alpha)) - 1`` in the Euclidean geometry with ``alpha > 0``
+            and every coefficient penalised, 0 otherwise.
+        """
         if self.restart_every is None:
             return 0
         if self.restart_every != "auto":
@@ -263,7 +297,17 @@ class DPAccMD(BaseDPSolver):
                    - 1)
 
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, sensitivity: float) -> int:
-        """Data-independent default ``T`` (see the algorithm page)."""
+        """Data-independent default ``T`` (see the algorithm page).
+
+        <<n_iter_parameters>>
+
+        Returns
+        -------
+        int
+            ``n_iter`` when set; otherwise the minimiser of the accelerated rate plus the
+            accumulated noise (with restarts: of their contraction plus the noise), at
+            least 1 and capped like DP-GD's.
+        """
         if self.n_iter is not None:
             return int(self.n_iter)
         L = self.smoothness(spec)
@@ -289,6 +333,16 @@ class DPAccMD(BaseDPSolver):
         return int(min(max(math.ceil(t), 1), MAX_AUTO_ITER))
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str) -> Plan:
+        """Fix ``T``, the restart period and the Gaussian noise of DP-AccMD.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        AccMDPlan
+            ``T`` full-batch Gaussian releases of sensitivity ``2 G / n`` (the ledger of
+            DP-GD), with the smoothness and the mirror geometry of the steps.
+        """
         clip = self.gradient_clip(spec)
         # Mean of n per-example gradients of l2 norm <= G with the public denominator n:
         # replacing one record moves it by at most 2G/n.
@@ -314,6 +368,15 @@ class DPAccMD(BaseDPSolver):
 
     # -- the algorithm -----------------------------------------------------------------------
     def release_noise_scale(self, plan: AccMDPlan) -> float:
+        """Noise scale of one gradient step, ``sigma / L``.
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float
+            A public lower bound on the per-coordinate noise of the release.
+        """
         # Each gradient step moves the iterate by (noisy gradient) / L: sigma / L.
         return plan.sigma / plan.smoothness
 

@@ -180,8 +180,23 @@ class PrivateFrankWolfe(BaseDPSolver):
     )
 
     def resolve_accounting(self, accounting: str, budget: Budget | None = None) -> str:
-        """``"auto"``: ``"pld"`` (optimal composition, approximate DP) when the budget has
-        ``delta > 0``, else ``"pure"``."""
+        """Resolve ``"auto"``: ``"pld"`` when the budget has ``delta > 0``, else ``"pure"``.
+
+        PLD is the optimal composition of the selections (approximate DP); ``"pure"`` is
+        their basic composition.
+
+        Parameters
+        ----------
+        accounting : str
+            ``"auto"`` or an accounting method (returned unchanged).
+        budget : Budget or None, default=None
+            The budget of the fit; ``None`` resolves to ``"pure"``.
+
+        Returns
+        -------
+        str
+            The accounting method used.
+        """
         if (accounting == "auto" and budget is not None and budget.is_private
                 and budget.delta > 0):
             return "pld"
@@ -211,6 +226,19 @@ class PrivateFrankWolfe(BaseDPSolver):
         Scores satisfy ``|x^T w_k| <= ||w_k||_1 ||x||_inf <= r X`` on the ball (and the
         simplex), so ``||phi'||_inf <= ||phi'||_2 <= sup_{|z| <= r X} ||phi'(z)||`` and
         ``||x phi'^T||_inf = ||x||_inf ||phi'||_inf``.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        float
+            ``L``: the smaller of ``clip_norm`` and the loss's bound.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If the loss's gradients are unbounded on this problem and no ``clip_norm``
+            is set.
         """
         X = spec.row_bound(math.inf)
         r = float(spec.constraint.radius)
@@ -303,7 +331,22 @@ class PrivateFrankWolfe(BaseDPSolver):
         return sampling + frank_wolfe + selection
 
     def choose_schedule(self, spec: ProblemSpec, budget: Budget, L: float) -> TreeSchedule:
-        """The schedule from ``n_phases``/``batch_size`` or the default rule (Notes)."""
+        """The schedule from ``n_phases``/``batch_size`` or the default rule (Notes).
+
+        Parameters
+        ----------
+        <<spec>>
+        <<budget>>
+        L : float
+            The l-inf gradient clip (:meth:`lipschitz_inf`).
+
+        Returns
+        -------
+        TreeSchedule
+            The phases, the batch size and the vertex sizes: the declared ones, or the
+            phase count (up to the largest the data allows) that minimises Theorem 6's
+            bound, from public quantities only.
+        """
         n = spec.n_samples
         if self.n_phases is not None:
             return tree_schedule(n, self.n_phases, self.batch_size)
@@ -330,6 +373,23 @@ class PrivateFrankWolfe(BaseDPSolver):
     # -- plan --------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> FrankWolfePlan:
+        """Fix the tree schedule, the clips and the Laplace scales of the selections.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        FrankWolfePlan
+            The schedule and, per phase, the clips, the score sensitivities and the
+            Laplace scale of report-noisy-min; its event is the worst vertex's
+            selections.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If ``accounting="pld"`` with ``delta = 0``, or the scores could swamp the
+            selection noise.
+        """
         if accounting == "pld" and budget.is_private and budget.delta == 0:
             raise IncompatibleSolverError(
                 "accounting='pld' composes Frank-Wolfe's selections for delta > 0; with "
@@ -413,6 +473,15 @@ class PrivateFrankWolfe(BaseDPSolver):
 
     # -- run ---------------------------------------------------------------------------------
     def release_noise_scale(self, plan: FrankWolfePlan) -> float:
+        """No noise is added to the release: 0.
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float
+            0: the release is a convex combination of vertices with public weights.
+        """
         # The release is a convex combination of vertices +-r e_j with public weights: no
         # noise is added to it (the Laplace noise only decides discrete selections), so
         # there are no low-order bits of a noisy float to hide and no grid to snap to.

@@ -20,13 +20,18 @@ from skdp.privacy.accounting import (
 )
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec, averaged_from
+from skdp.solvers._base import (
+    MAX_AUTO_ITER,
+    BaseDPSolver,
+    Plan,
+    Problem,
+    ProblemSpec,
+    averaged_from,
+)
 from skdp.solvers._capabilities import Capabilities
 
 __all__ = ["GDPlan", "NoisyGD", "full_batch_gaussian"]
 
-# Upper limit of the automatic iteration count (each iteration is one pass over the data).
-MAX_AUTO_ITER = 2000
 ITERATES = ("last", "average", "tail", "random")
 MOMENTA = ("auto", "nesterov", "none")
 # Above this condition number the stationary noise factor takes its asymptotic form.
@@ -217,6 +222,15 @@ class NoisyGD(BaseDPSolver):
         self.momentum = momentum
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """The generic check, then: Nesterov's momentum needs ``alpha > 0``.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If a generic check fails, or ``momentum="nesterov"`` with ``alpha = 0``.
+        """
         super().check_compatible(spec, accounting, relation)
         if self.momentum == "nesterov" and not spec.alpha > 0:
             raise IncompatibleSolverError(
@@ -234,7 +248,17 @@ class NoisyGD(BaseDPSolver):
         return nesterov_momentum(max(1.0, 1.0 / (self._step(spec) * spec.alpha)))
 
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, sensitivity: float) -> int:
-        """Data-independent default ``T`` (derivation: docs/algorithms/gd.md)."""
+        """Data-independent default ``T`` (derivation: docs/algorithms/gd.md).
+
+        <<n_iter_parameters>>
+
+        Returns
+        -------
+        int
+            ``n_iter`` when set; otherwise, with ``alpha > 0``, the trade-off of the
+            (accelerated) contraction against the accumulated noise, and with
+            ``alpha = 0`` Theorem 6.3's count; in ``[1, 2000]``.
+        """
         if self.n_iter is not None:
             return int(self.n_iter)
         beta = spec.smoothness
@@ -273,6 +297,16 @@ class NoisyGD(BaseDPSolver):
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> GDPlan:
+        """Fix ``T``, the step size, the momentum and the Gaussian noise of DP-GD.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        GDPlan
+            ``T`` full-batch Gaussian releases of sensitivity ``2 C / n``, their noise
+            calibrated to ``budget`` (exactly, with ``"gaussian"``).
+        """
         clip = self.gradient_clip(spec)
         # Mean of n per-example gradients of norm <= C with denominator n: replacing one
         # record moves the sum by at most 2C.
@@ -293,6 +327,18 @@ class NoisyGD(BaseDPSolver):
         )
 
     def release_noise_scale(self, plan: GDPlan) -> float:
+        """Noise scale of the released iterate, from the last step's ``eta sigma``.
+
+        Divided by the number of averaged iterates (by its square root without momentum:
+        then an average of ``m`` independent draws).
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float
+            A public lower bound on the per-coordinate noise of the release.
+        """
         # The last step adds eta * N(0, sigma^2); without momentum an average of m
         # iterates still carries at least the average of m such independent draws:
         # eta sigma / sqrt(m). With momentum a draw also enters later iterates with

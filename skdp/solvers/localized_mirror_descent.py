@@ -26,7 +26,7 @@ from skdp.solvers._sampling import SAMPLINGS, BatchSampling
 from skdp.solvers.mirror_descent import (
     _POSITIVE_INT,
     _POSITIVE_REAL,
-    MAX_AUTO_ITER,
+    MAX_AUTO_STEPS,
     MDPhase,
     calibrate_md_phase,
     capped_schedule,
@@ -233,7 +233,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
         step_size=None,
         step_scale=1.0,
         batch_size=None,
-        max_iter=MAX_AUTO_ITER,
+        max_iter=MAX_AUTO_STEPS,
         phase_budget="full",
         strongly_convex=False,
         n_rounds=None,
@@ -253,10 +253,30 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
 
     # -- checks ----------------------------------------------------------------------------
     def gradient_clip(self, spec: ProblemSpec) -> float:
-        """``min(clip_norm, sqrt(d) L_inf, L_2)`` (see :func:`md_gradient_clip`)."""
+        """Per-example gradient clip ``min(clip_norm, sqrt(d) L_inf, L_2)``.
+
+        See :func:`~skdp.solvers.mirror_descent.md_gradient_clip`.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        float
+            The public l2 clip of every per-example gradient.
+        """
         return md_gradient_clip(spec, self.clip_norm, self.name)
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """The sampling and generic checks, then the default step size's conditions.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If a sampling or generic check fails, the default step size meets an
+            unbounded constraint, or ``strongly_convex=True`` with ``alpha = 0``.
+        """
         super().check_compatible(spec, accounting, relation)  # sampling, then declarations
         if self.step_size is None and not spec.constraint.bounded:
             raise IncompatibleSolverError(
@@ -324,7 +344,22 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
 
     def phases(self, spec: ProblemSpec, budget: Budget, accounting: str,
                relation: str) -> list[PhaseSpec]:
-        """Every phase of every round, calibrated (public quantities only)."""
+        """Every phase of every round, calibrated (public quantities only).
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        list of PhaseSpec
+            Per phase, in order: its first record, its mirror-descent calibration
+            (sizes, steps, noise), step size, regularisation weight, localisation radius
+            and epsilon.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If ``n_phases`` needs more records than ``n_samples``.
+        """
         n = spec.n_samples
         dim = max(spec.n_penalized * spec.n_outputs, 1)
         geometry = spec.constraint.mirror_geometry(dim)
@@ -382,6 +417,18 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str,
              relation: str) -> LocalizedMirrorDescentPlan:
+        """Calibrate every phase; the ledger is the phase that spends the most.
+
+        The phases read disjoint records (parallel composition).
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        LocalizedMirrorDescentPlan
+            The per-phase sizes, batches, steps, noise, regularisation and radii, and the
+            worst phase's event.
+        """
         phases = self.phases(spec, budget, accounting, relation)
         worst = 0
         if budget.is_private:

@@ -1,9 +1,7 @@
 """Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Algorithms 1 and 5).
 
-Also the shared pieces of the mirror-descent family: :func:`mirror_step` and
-:func:`md_geometry` (thin names for the constraint's own
-:meth:`~skdp.geometry.Constraint.mirror_step` and
-:meth:`~skdp.geometry.Constraint.mirror_geometry`), the phase ledger and its
+Also the shared pieces of the mirror-descent family: :func:`mirror_step` (a thin name for
+the constraint's own :meth:`~skdp.geometry.Constraint.mirror_step`), the phase ledger and its
 calibration (:func:`md_event`, :func:`calibrate_md_phase`) and the vectorised noisy loop
 (:func:`run_noisy_md`), imported by :mod:`skdp.solvers.localized_mirror_descent`.
 """
@@ -39,7 +37,6 @@ from skdp.solvers._problem import clip_unless_lossless
 from skdp.solvers._sampling import SAMPLINGS, BatchSampling
 
 __all__ = [
-    "MDGeometry",
     "MirrorDescentPlan",
     "MDPhase",
     "NoisyMirrorDescent",
@@ -47,7 +44,6 @@ __all__ = [
     "batch_gradient_fn",
     "calibrate_md_phase",
     "md_event",
-    "md_geometry",
     "md_gradient_clip",
     "mirror_step",
     "run_noisy_md",
@@ -57,16 +53,12 @@ SCHEDULES = ("auto", "convex", "strongly_convex")
 ITERATES = ("average", "last")
 #: Default cap on the number of noisy steps of one run of Algorithm 1: the paper's
 #: ``T = n^2 / b^2`` is met by enlarging ``b`` (docs/algorithms/mirror_descent.md).
-MAX_AUTO_ITER = 1000
+MAX_AUTO_STEPS = 1000
 
 
 # ---------------------------------------------------------------------------------------
 # The exact mirror step and the geometry constants (owned by the constraint sets)
 # ---------------------------------------------------------------------------------------
-#: The public geometry constants of mirror descent on a constraint (``skdp.geometry``).
-MDGeometry = MirrorGeometry
-
-
 def mirror_step(
     constraint: Constraint, mirror_map: MirrorMap, x: np.ndarray, g: np.ndarray, eta: float
 ) -> np.ndarray:
@@ -78,12 +70,6 @@ def mirror_step(
     without an exact step.
     """
     return constraint.mirror_step(mirror_map, x, g, eta)
-
-
-def md_geometry(constraint: Constraint, dim: int) -> MirrorGeometry:
-    """The geometry of ``constraint`` for ``dim`` constrained coordinates
-    (:meth:`skdp.geometry.Constraint.mirror_geometry`)."""
-    return constraint.mirror_geometry(dim)
 
 
 def noise_dual_moment(sigma: float, dim: int, q: float) -> float:
@@ -557,7 +543,7 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
         self,
         n_iter=None,
         batch_size=None,
-        max_iter=MAX_AUTO_ITER,
+        max_iter=MAX_AUTO_STEPS,
         step_size=None,
         step_scale=1.0,
         schedule="auto",
@@ -577,6 +563,17 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
 
     # -- checks ----------------------------------------------------------------------------
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """The sampling and generic checks, then the step schedule's conditions.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If a sampling or generic check fails, the strongly convex schedule meets
+            ``alpha = 0`` or a non-Euclidean geometry, or the default step size meets an
+            unbounded constraint.
+        """
         super().check_compatible(spec, accounting, relation)  # sampling, then declarations
         geometry = spec.constraint.mirror_geometry(spec.n_penalized * spec.n_outputs)
         schedule = self._schedule(spec, geometry)
@@ -597,7 +594,16 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
             )
 
     def gradient_clip(self, spec: ProblemSpec) -> float:
-        """``min(clip_norm, sqrt(d) L_inf, L_2)``: the recipe's ``L sqrt(d)`` or tighter."""
+        """``min(clip_norm, sqrt(d) L_inf, L_2)``: the recipe's ``L sqrt(d)`` or tighter.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        float
+            The public l2 clip of every per-example gradient (see
+            :func:`md_gradient_clip`).
+        """
         return md_gradient_clip(spec, self.clip_norm, self.name)
 
     def _schedule(self, spec: ProblemSpec, geometry: MirrorGeometry) -> str:
@@ -611,6 +617,16 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
     # -- plan ------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str,
              relation: str) -> MirrorDescentPlan:
+        """Fix the batch size, the step count, the step schedule and the noise.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        MirrorDescentPlan
+            ``T`` noisy mini-batch steps (the paper's ``T = n^2 / b^2``, met by enlarging
+            ``b`` under the cap), their Gaussian noise and the first step size.
+        """
         n = spec.n_samples
         dim = spec.n_penalized * spec.n_outputs
         geometry = spec.constraint.mirror_geometry(dim)

@@ -282,6 +282,20 @@ class ObjectivePerturbation(BaseDPSolver):
     # -- plan ------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> ObjectivePerturbationPlan:
+        """Split the budget between the objective's noise and the output noise.
+
+        Fixes the linear noise term, the regularisation that makes the Jacobian argument
+        hold, the certified radius of the inner solve and the output noise that covers
+        it.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        ObjectivePerturbationPlan
+            One release: the noise mechanisms and scales, the regularisation and the
+            certified radius.
+        """
         L, beta, k = glm_constants(spec)
         n, p = spec.n_samples, spec.n_params
         common = {"n_iter": 1, "accounting": accounting, "relation": relation,
@@ -377,6 +391,15 @@ class ObjectivePerturbation(BaseDPSolver):
         return lam
 
     def release_noise_scale(self, plan: ObjectivePerturbationPlan) -> float:
+        """The larger of the objective noise's shift of the minimiser and the output noise.
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float
+            ``max(sigma / Lambda, sigma_output)`` per coordinate.
+        """
         # The release is argmin(J + <b, w>) + H: b moves the argmin by about
         # sigma / Lambda per coordinate, H adds sigma_output.
         return max(plan.sigma / plan.regularization, plan.sigma_output)

@@ -195,6 +195,16 @@ class OutputPerturbation(BaseDPSolver):
         self.shrinkage = shrinkage
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """The generic check, then the conditions on the objective's numbers.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If a generic check fails, adversarial training meets more than one output or
+            a norm other than 2 and inf, or tilted ERM meets a loss of unbounded range.
+        """
         # The declaration covers the constraint (none or l2: the sensitivity uses an l2
         # domain) and the penalised intercept; these depend on the objective's numbers.
         super().check_compatible(spec, accounting, relation)
@@ -216,6 +226,22 @@ class OutputPerturbation(BaseDPSolver):
     # -- plan ------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> OutputPerturbationPlan:
+        """Fix the certified radius, the sure fallback's steps and the output noise.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        OutputPerturbationPlan
+            One release of sensitivity ``Delta + 2 r`` (the minimiser's sensitivity plus
+            twice the certified radius), with l2-Laplace or Gaussian noise.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If the subgradient fallback needs more than ``max_iter`` steps for the
+            certified radius.
+        """
         bounds = output_sensitivity(spec)
         mu, radius = spec.alpha, bounds.domain_radius
         # The sure fallback: projected GD for smooth objectives, unless the subgradient
@@ -272,6 +298,15 @@ class OutputPerturbation(BaseDPSolver):
             noise_power=m * (m + 1) * laplace_scale ** 2 + m * sigma ** 2)
 
     def release_noise_scale(self, plan: OutputPerturbationPlan) -> float:
+        """Scale of the one noise draw, Gaussian or l2-Laplace (before the shrinkage).
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float
+            The per-coordinate scale of the output noise.
+        """
         # Per-coordinate scale of the one noise draw (before the shrinkage).
         return max(plan.sigma, plan.laplace_scale)
 
@@ -295,6 +330,18 @@ class OutputPerturbation(BaseDPSolver):
         clipped at 0. It reads only the noisy release and the public noise power. Every
         minimiser lies in ``B(0, R)`` (and in the constraint), which contains 0 and is
         convex, so the projection that follows keeps the release there.
+
+        Parameters
+        ----------
+        noisy : ndarray of shape (n_params, n_outputs)
+            The noisy release.
+        noise_power : float
+            Public ``E||z||^2`` of the noise.
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_outputs)
+            ``c * noisy`` (``noisy`` itself with ``shrinkage=None``).
         """
         if self.shrinkage is None:
             return noisy
@@ -302,7 +349,23 @@ class OutputPerturbation(BaseDPSolver):
 
     def certified_minimizer(self, problem: Problem, plan: OutputPerturbationPlan
                             ) -> np.ndarray:
-        """A point within ``certified_radius`` of the exact minimiser, for any data."""
+        """A point within ``certified_radius`` of the exact minimiser, for any data.
+
+        A fast solve whose certificate passes, else the sure fallback, whose public step
+        count guarantees the radius.
+
+        Parameters
+        ----------
+        problem : Problem
+            The data and its public specification.
+        plan : OutputPerturbationPlan
+            The plan (certified radius, fallback and its steps).
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_outputs)
+            The certified point, before the noise.
+        """
         objective = _Objective(problem)
         spec = problem.spec
         shape = (spec.n_params, spec.n_outputs)

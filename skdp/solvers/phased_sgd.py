@@ -213,6 +213,19 @@ class PhasedDPSGD(BaseDPSolver):
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> PhasedSGDPlan:
+        """Fix the phases, their step and batch sizes and each phase's output noise.
+
+        Each phase reads its own block of records and releases one noisy average:
+        parallel composition, so every phase spends the whole budget.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        PhasedSGDPlan
+            The phase sizes, step sizes, batch size and per-phase noise (Gaussian or
+            l2-Laplace, from the stability bound of each phase's SGD).
+        """
         sizes = tuple(phase_sizes(spec.n_samples, self.n_phases))
         lipschitz = float(spec.gradient_bound)
         # Smoothness of f_j = phi(x_j^T w) + (alpha/2)||w_pen||^2: c_2 X^2 + alpha.
@@ -282,6 +295,15 @@ class PhasedDPSGD(BaseDPSolver):
 
     # -- run -------------------------------------------------------------------------------
     def release_noise_scale(self, plan: PhasedSGDPlan) -> float:
+        """Scale of the last phase's noise draw, which the output carries.
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float
+            The last phase's per-coordinate Gaussian or l2-Laplace scale.
+        """
         # The output is the last phase's average plus that phase's noise draw.
         if plan.mechanism == "l2_laplace":
             return float(plan.laplace_scale[-1])
@@ -292,7 +314,24 @@ class PhasedDPSGD(BaseDPSolver):
 
     def draw_randomness(self, problem: Problem, plan: PhasedSGDPlan, noise: NoiseSource
                         ) -> tuple[np.ndarray, list[np.ndarray]]:
-        """The permutation and the per-phase noise, drawn before any data is read."""
+        """The permutation and the per-phase noise, drawn before any data is read.
+
+        Parameters
+        ----------
+        problem : Problem
+            The problem (only its public specification is read).
+        plan : PhasedSGDPlan
+            The plan (phase noise mechanism and scales).
+        noise : NoiseSource
+            Source of every random draw.
+
+        Returns
+        -------
+        permutation : ndarray of shape (n_samples,)
+            The random order that splits the records into phases.
+        noises : list of ndarray of shape (n_params, n_outputs)
+            One noise draw per phase.
+        """
         spec = problem.spec
         shape = (spec.n_params, spec.n_outputs)
         permutation = noise.permutation(spec.n_samples)
@@ -305,7 +344,25 @@ class PhasedDPSGD(BaseDPSolver):
         self, problem: Problem, plan: PhasedSGDPlan, noise: NoiseSource,
         averages: list[np.ndarray] | None = None,
     ) -> np.ndarray:
-        """Run every phase; ``averages`` (if given) receives the pre-noise ``w_bar_i``."""
+        """Run every phase: SGD on its block from the previous noisy output.
+
+        Parameters
+        ----------
+        problem : Problem
+            The data and its public specification.
+        plan : PhasedSGDPlan
+            The plan to run.
+        noise : NoiseSource
+            Source of every random draw (all drawn first, by :meth:`draw_randomness`).
+        averages : list or None, default=None
+            If given, receives each phase's average ``w_bar_i`` before its noise (for
+            the tests).
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_outputs)
+            The last phase's noisy average, projected onto the constraint.
+        """
         spec = problem.spec
         p = spec.n_penalized
         permutation, xis = self.draw_randomness(problem, plan, noise)

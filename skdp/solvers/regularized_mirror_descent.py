@@ -38,8 +38,9 @@ __all__ = [
     "lp_geometry",
 ]
 
-# Upper limit of the automatic iteration count (each iteration is one pass over the data).
-MAX_AUTO_ITER = 1000
+#: Cap of regularized mirror descent's automatic iteration count (each iteration is one
+#: pass over the data; the count grows as base^0.4, docs/algorithms/regularized_mirror_descent.md).
+MAX_AUTO_PASSES = 1000
 
 
 def lp_geometry(spec: ProblemSpec, p: float | None, solver_name: str) -> LpGeometry:
@@ -235,23 +236,61 @@ class RegularizedMirrorDescent(BaseDPSolver):
     }
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """Run the generic check; then ``p`` must agree with an l_p constraint's exponent.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If the generic check fails, or ``p`` does not fit the constraint.
+        """
         super().check_compatible(spec, accounting, relation)
         # The declaration admits no constraint, l2 and l_p with p <= 2; what remains is
         # the solver's own p against a constraint's exponent.
         lp_geometry(spec, self.p, self.name)
 
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, kappa: float) -> int:
-        """Theorem 7's ``T = (n eps kappa / sqrt(d ln(1/delta)))^(2/5)`` (constant 1)."""
+        """Theorem 7's ``T = (n eps kappa / sqrt(d ln(1/delta)))^(2/5)`` (constant 1).
+
+        Parameters
+        ----------
+        <<spec>>
+        <<budget>>
+        kappa : float
+            The generalized Gaussian noise geometry's ``kappa``.
+
+        Returns
+        -------
+        int
+            ``n_iter`` when set; the cap (1000 passes) without privacy; otherwise the
+            theorem's ``T``, at least 1 and at most the cap.
+        """
         if self.n_iter is not None:
             return int(self.n_iter)
         if not budget.is_private:
-            return MAX_AUTO_ITER
+            return MAX_AUTO_PASSES
         base = spec.n_samples * budget.epsilon * kappa / math.sqrt(
             spec.dimension * math.log(1.0 / budget.delta))
-        return int(min(max(math.ceil(base ** 0.4), 1), MAX_AUTO_ITER))
+        return int(min(max(math.ceil(base ** 0.4), 1), MAX_AUTO_PASSES))
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str,
              ) -> RegularizedMirrorDescentPlan:
+        """Fix ``T``, the gradient clip and the generalized Gaussian noise of the steps.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        RegularizedMirrorDescentPlan
+            ``T`` full-batch releases of the clipped mean gradient (sensitivity ``2 L / n``
+            in l_q), their noise and the mirror steps' constants.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If the loss's gradients are unbounded and no ``clip_norm`` is set.
+        """
         geometry = lp_geometry(spec, self.p, self.name)
         q, d = geometry.q, spec.dimension
         r, factor = gg_noise_geometry(q, d)

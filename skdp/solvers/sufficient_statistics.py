@@ -199,6 +199,16 @@ class SufficientStatistics(BaseDPSolver):
         self.max_iter = max_iter
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """The generic check, then: ``X'X`` and its noise must stay in float range.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If a generic check fails or the public row and label bounds make the
+            statistics' sensitivities overflow.
+        """
         super().check_compatible(spec, accounting, relation)
         # The public row and label bounds must keep X'X and its noise in float range.
         statistics_sensitivities(spec)
@@ -206,6 +216,16 @@ class SufficientStatistics(BaseDPSolver):
     # -- plan ------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> SufficientStatisticsPlan:
+        """Fix the one noisy release of ``X'X`` and ``X'y`` and its noise scales.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        SufficientStatisticsPlan
+            The sensitivities of the Gram matrix and the moments, the released count and
+            the Gaussian or l2-Laplace noise of each part.
+        """
         delta_gram, delta_moment = statistics_sensitivities(spec)
         m = spec.n_params
         intercept = spec.intercept_feature != 0.0
@@ -252,7 +272,24 @@ class SufficientStatistics(BaseDPSolver):
 
     def noisy_statistics(self, problem: Problem, plan: SufficientStatisticsPlan,
                          noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
-        """The release: ``(G~, b~)``, the only access to the data."""
+        """The release: ``(G~, b~)``, the only access to the data.
+
+        Parameters
+        ----------
+        problem : Problem
+            The data and its public specification.
+        plan : SufficientStatisticsPlan
+            The plan (noise mechanism and scales).
+        noise : NoiseSource
+            Source of the noise, drawn before the data is read.
+
+        Returns
+        -------
+        gram : ndarray of shape (n_params, n_params)
+            The noisy Gram matrix ``X'X`` (with the intercept feature).
+        moments : ndarray of shape (n_params,)
+            The noisy moments ``X'y``.
+        """
         # Noise of the normalised vector (sensitivity 1), drawn first, independently of
         # the data: N(0, z^2 I), or density ∝ exp(-eps ||v||_2).
         unit = noise.release(plan.mechanism, (plan.n_released,),
@@ -263,7 +300,25 @@ class SufficientStatistics(BaseDPSolver):
 
     def minimize(self, gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec,
                  sigma_gram: float) -> np.ndarray:
-        """Minimise the (noisy) quadratic: post-processing of the release only."""
+        """Minimise the (noisy) quadratic: post-processing of the release only.
+
+        Parameters
+        ----------
+        gram : ndarray of shape (n_params, n_params)
+            The (noisy) Gram matrix.
+        moments : ndarray of shape (n_params,)
+            The (noisy) moments.
+        <<spec>>
+        sigma_gram : float
+            Per-entry noise scale of the Gram matrix (the ``"auto"`` ridge grows with
+            it).
+
+        Returns
+        -------
+        ndarray of shape (n_params, 1)
+            The minimiser of ``w'Hw / 2 - b'w`` with the L2 terms added to ``H``, on its
+            PSD part (minimum-norm without a constraint, FISTA over the constraint).
+        """
         n, m, p = spec.n_samples, spec.n_params, spec.n_penalized
         # Sum units: n F~(w) = w^T H w / 2 - b~^T w with H = G~ + n alpha I_pen + n lambda I.
         H = gram.copy()

@@ -213,7 +213,16 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         return max(1, min(b, spec.n_samples))
 
     def epoch_lengths(self, spec: ProblemSpec, budget: Budget) -> tuple[int, ...]:
-        """Inner steps of every epoch (public)."""
+        """Inner steps of every epoch (public).
+
+        <<epochs_parameters>>
+
+        Returns
+        -------
+        tuple of int
+            ``T`` epochs (``n_epochs``, else Theorem 4.2's halving count, trimmed when
+            private and capped at 40) of ``m`` inner steps each.
+        """
         b = self._batch_size(spec)
         m = self.inner_steps if self.inner_steps is not None else math.ceil(spec.n_samples / b)
         if self.n_epochs is not None:
@@ -237,6 +246,13 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         ``d_i = (c_i(x) - c_i(w~)) x_i`` with ``c`` the clipped loss derivative; clipping to
         ``G`` maps ``phi'`` into a set of diameter ``min(diam(phi'), 2G/||x_i||)``, so
         ``||d_i|| <= min(diam(phi') X, 2G)``.
+
+        <<spec_parameters>>
+
+        Returns
+        -------
+        float
+            ``C``: that bound, or ``correction_clip`` if smaller.
         """
         g = self.gradient_clip(spec)
         bound = min(spec.loss.derivative_diameter * spec.row_bound(2.0), 2.0 * g)
@@ -244,6 +260,19 @@ class DPSVRG(BatchSampling, BaseDPSolver):
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> SVRGPlan:
+        """Fix the epochs, the batch size, the clips and one noise multiplier.
+
+        The multiplier is solved by the accounting method for the ledger of the ``T``
+        snapshot Gaussians and the subsampled inner releases.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        SVRGPlan
+            The epoch lengths, batch size, step size, clips, sensitivities and noise of
+            the snapshots and the inner steps.
+        """
         n = spec.n_samples
         b = self._batch_size(spec)
         lengths = self.epoch_lengths(spec, budget)
@@ -306,6 +335,16 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         )
 
     def release_noise_scale(self, plan: SVRGPlan) -> float:
+        """Noise scale of the released snapshot, ``eta sigma_in / sqrt(m)``.
+
+        <<release_parameters>>
+
+        Returns
+        -------
+        float
+            A public lower bound on the per-coordinate noise of the release (the average
+            of the last epoch's ``m`` noisy inner iterates).
+        """
         # The released snapshot averages the last epoch's m inner iterates, each step
         # adding eta * N(0, sigma_in^2): at least eta sigma_in / sqrt(m) per coordinate.
         return plan.step_size * plan.sigma_inner / math.sqrt(plan.epoch_lengths[-1])

@@ -31,9 +31,15 @@ class DPSVRGPlusPlus(DPSVRG):
         run ``m (2^(T+1) - 2)`` steps, about two passes of inner samples when ``b 2^T <= n``
         (the paper's ``m = Theta(L)`` leaves the constant open; see
         docs/algorithms/svrg.md).
-    batch_size, step_size, clip_norm, correction_clip, sampling
-        As in :class:`~skdp.solvers.DPSVRG`; the default step is ``1 / (13 beta)``
-        (Theorem 4.4).
+    batch_size : int, optional
+        Inner mini-batch size ``b``, as in :class:`~skdp.solvers.DPSVRG` (default
+        ``ceil(sqrt(n))``).
+    step_size : float, optional
+        Default ``1 / (13 beta)`` (Theorem 4.4).
+    clip_norm, correction_clip : float, optional
+        The clips ``G`` and ``C``, as in :class:`~skdp.solvers.DPSVRG`.
+    sampling : {"without_replacement", "poisson"}, default="without_replacement"
+        Inner batches, as in :class:`~skdp.solvers.DPSVRG`.
 
     Notes
     -----
@@ -60,6 +66,16 @@ class DPSVRGPlusPlus(DPSVRG):
     restart_at_snapshot = False
 
     def epoch_lengths(self, spec: ProblemSpec, budget: Budget) -> tuple[int, ...]:
+        """Doubling epoch lengths ``m_s = 2^s m``, ``s = 1..T`` (public).
+
+        <<epochs_parameters>>
+
+        Returns
+        -------
+        tuple of int
+            ``T`` epochs (``n_epochs``, else Theorem 4.4's count less one when private,
+            capped by ``n / b``) of ``2^s m`` inner steps.
+        """
         b = self._batch_size(spec)
         if self.n_epochs is not None:
             n_epochs = int(self.n_epochs)

@@ -277,6 +277,15 @@ class _TruncatedBase(BaseDPSolver):
         self.iterate = iterate
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """The generic check, then the solver's ``p`` against the constraint's exponent.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If a generic check fails or ``p`` does not fit the constraint.
+        """
         super().check_compatible(spec, accounting, relation)
         # The declaration admits no constraint, l2 and l_p with p <= 2; what remains is
         # the solver's own p against a constraint's exponent.
@@ -299,6 +308,20 @@ class _TruncatedBase(BaseDPSolver):
         ``M`` the l_p diameter, 2 when unconstrained, ``beta`` the l_p smoothness); ``G_q``
         is the public bound on the per-example gradient's l_q norm (truncation above it
         never happens). Both are public.
+
+        Parameters
+        ----------
+        <<spec>>
+        <<budget>>
+        geometry : LpGeometry
+            The l_p geometry of the mirror map (:func:`lp_geometry`).
+        kappa : float
+            The noise geometry's ``kappa`` of Theorem 16's ``lambda``.
+
+        Returns
+        -------
+        float
+            ``tau``, positive and finite.
         """
         if self.truncation is not None:
             return float(self.truncation)
@@ -314,8 +337,23 @@ class _TruncatedBase(BaseDPSolver):
 
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, geometry: LpGeometry,
                     kappa: float) -> int:
-        """Number of batches ``T`` in ``[1, n]``: ``n_iter``, else ``sqrt(n)`` without
-        privacy, else the subclass's private rule (public quantities only)."""
+        """Number of batches ``T`` in ``[1, n]``, from public quantities only.
+
+        Parameters
+        ----------
+        <<spec>>
+        <<budget>>
+        geometry : LpGeometry
+            The l_p geometry of the mirror map.
+        kappa : float
+            The noise geometry's ``kappa`` of the paper's rule.
+
+        Returns
+        -------
+        int
+            ``n_iter``, else ``sqrt(n)`` without privacy, else the subclass's private rule
+            (its paper's theorem), rounded up and kept in ``[1, n]``.
+        """
         n = spec.n_samples
         if self.n_iter is not None:
             return int(min(self.n_iter, n))
@@ -578,6 +616,16 @@ class TruncatedMirrorDescent(_TruncatedBase):
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str,
              ) -> TruncatedMirrorDescentPlan:
+        """Fix ``tau``, the batches and the generalized Gaussian noise of the batch means.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        TruncatedMirrorDescentPlan
+            ``T`` batches (per pass) of truncated gradient means, each released once with
+            noise calibrated to its sensitivity ``2 tau / |B|``, and the step size.
+        """
         geometry = lp_geometry(spec, self.p, self.name)
         q, d = geometry.q, spec.dimension
         r, factor = gg_noise_geometry(q, d)
@@ -649,9 +697,15 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
         Number of batches ``T`` (``<= n``). Default: Theorem 10's
         ``M^2 n eps kappa / sqrt(d ln(1/delta))`` (constant 1, ``M`` the l_p diameter, 2
         when unconstrained); ``ceil(sqrt(n))`` when ``epsilon = inf``.
-    truncation, step_size, p, iterate
-        As in :class:`TruncatedMirrorDescent` (the default step size uses
-        ``G^2 = tau^2 + d^(1 - 2/q) E||Z||_q^2 / |B|``, ``E||Z||_q^2 = d (d+1) (2 tau/eps_0)^2``).
+    truncation : float, optional
+        Public threshold ``tau``, as in :class:`TruncatedMirrorDescent`.
+    step_size : float, optional
+        Mirror step, as in :class:`TruncatedMirrorDescent`; the default uses
+        ``G^2 = tau^2 + d^(1 - 2/q) E||Z||_q^2 / |B|``, ``E||Z||_q^2 = d (d+1) (2 tau/eps_0)^2``.
+    p : float, optional
+        Exponent for unconstrained problems, as in :class:`TruncatedMirrorDescent`.
+    iterate : {"average", "tail"}, default="average"
+        Output rule, as in :class:`TruncatedMirrorDescent`.
 
     Notes
     -----
@@ -691,6 +745,16 @@ class ShuffledTruncatedMirrorDescent(_TruncatedBase):
 
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str,
              ) -> ShuffledTruncatedMirrorDescentPlan:
+        """Fix ``tau``, the batches and the local ``eps_0`` amplified by shuffling.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        ShuffledTruncatedMirrorDescentPlan
+            One pass of ``T`` batches of K-norm reports with local budget ``eps_0`` (the
+            largest whose shuffled guarantee meets the budget, or ``epsilon`` unamplified).
+        """
         geometry = lp_geometry(spec, self.p, self.name)
         q, d, n = geometry.q, spec.dimension, spec.n_samples
         r, _ = gg_noise_geometry(q, d)
