@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
-from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_y, check_is_fitted
 
+from skdp._planning import (
+    SCALE_SLACK,
+    FitBounds,
+    PrivacyPlanning,
+    noise_ratio,
+)
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import (
@@ -31,20 +35,17 @@ from skdp.exceptions import (
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
-from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
 from skdp.losses import GLMLoss, is_dask_array, row_norms
 from skdp.mechanisms import (
-    bound_event,
     grid_ceil,
     grid_points,
-    mean_event,
     private_bound,
     private_mean,
     target_count,
 )
 from skdp.mechanisms.quantile import SLACK
-from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger
-from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.accounting import ACCOUNTING_METHODS
+from skdp.privacy.budget import Budget
 from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator
@@ -52,12 +53,9 @@ from skdp.solvers import (
     SOLVERS,
     BaseDPSolver,
     Problem,
-    ProblemSpec,
-    accepting_solvers,
     get_solver,
 )
 from skdp.solvers._base import snap_release
-from skdp.solvers._capabilities import accepts_any
 from skdp.solvers._problem import non_finite_message
 
 __all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
@@ -65,102 +63,6 @@ __all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
 #: A fit whose :func:`noise_ratio` is at least this warns that it is noise-dominated:
 #: the noise of one release of the mean is then as large as any signal it could carry.
 NOISE_DOMINATED = 1.0
-
-
-#: The split of the bounds' budget among the estimates (proportional; public;
-#: docs/privacy.md, 1.6). The scale of |y| clips the centre's mean, so an error in it
-#: either way moves every prediction: it gets twice the share and a slack of
-#: ``SCALE_SLACK`` (exact law on diabetes' 309 targets at epsilon 1: P(scale < 25) from
-#: 1.3e-2 to 1.2e-4 and P(scale > 1000) from 3.2e-4 to 6e-6).
-BOUND_WEIGHTS = {"data_norm": 1.0, "y_scale": 2.0, "y_centre": 1.0, "y_bound": 1.0}
-SCALE_SLACK = 20.0
-
-
-#: ``bounds_fraction="auto"``: each estimate gets ``n epsilon`` of at least this (about
-#: 10 noise scales of its count queries), within ``AUTO_FRACTIONS`` of ``epsilon``.
-AUTO_RECORDS = 30.0
-AUTO_FRACTIONS = (0.2, 0.4)
-
-
-def bounds_share(fraction, epsilon: float, n_estimates: float, n_samples: int) -> float:
-    """The part of ``epsilon`` the private bounds get: ``fraction * epsilon``, or for
-    ``"auto"`` ``AUTO_RECORDS * k / n`` (``k`` the estimates' total weight in
-    :data:`BOUND_WEIGHTS`, so that a weight-1 estimate gets ``n epsilon = 30``) clipped to
-    ``[0.2 epsilon, 0.4 epsilon]``. Public: ``epsilon``, the weights and ``n`` only.
-
-    Measured on diabetes (309 training rows, four estimates, 100 unseeded fits each;
-    docs/privacy.md 1.6): at epsilon 1 a fraction of 0.2 leaves each estimate
-    ``n epsilon = 15`` and the median R^2 at -0.74 (DPLinearRegression) / -1.34 (Huber),
-    0.4 gives 0.07 / 0.07 and 0.6 starves the fit (-0.22, Huber); at epsilon 5, 0.2 gives
-    0.388 / 0.407 against 0.354 / 0.392 with 0.4.
-    """
-    if fraction != "auto":
-        return float(fraction) * epsilon
-    low, high = AUTO_FRACTIONS
-    return min(high * epsilon, max(low * epsilon, AUTO_RECORDS * n_estimates / n_samples))
-
-
-def _split(total: float, weights: dict) -> dict:
-    """``total`` split in proportion to ``weights``, the shares rounded down until their
-    floating-point sum (as the ledger adds them, in order) is at most ``total``: three
-    equal shares of 3.85 summed to 3.8500000000000005 (found by an independent review)."""
-    scale = sum(weights.values())
-    shares = {k: total * w / scale for k, w in weights.items()}
-    while sum(shares.values()) > total:
-        shares = {k: math.nextafter(v, 0.0) for k, v in shares.items()}
-    return shares
-
-
-def noise_ratio(n_samples: int, n_params: int, budget: Budget) -> float:
-    """The expected norm of the noise of one private release of a mean of ``n`` per-record
-    terms of norm at most 1 in ``n_params`` dimensions, over that mean's largest norm (1).
-
-    Public: ``n``, the shape and the budget only. The mean's replace-one sensitivity is
-    ``2 / n`` (l2). Gaussian release at ``delta > 0``: ``sigma = (2 / n)
-    sqrt(2 ln(1.25 / delta)) / epsilon`` per coordinate (Dwork & Roth 2014, Thm. A.1),
-    a norm about ``sqrt(n_params) sigma``; pure DP: the l2-Laplace release of scale
-    ``2 / (n epsilon)``, whose norm is ``Gamma(n_params)``-distributed with mean
-    ``2 n_params / (n epsilon)``. Every solver's released statistics carry at least the
-    noise of such a release (a model is a function of the mean gradient), so a ratio of
-    1 or more means the fit cannot tell its data from noise.
-    """
-    if not budget.is_private:
-        return 0.0
-    n_eps = float(n_samples) * budget.epsilon
-    if budget.delta > 0:
-        return 2.0 * math.sqrt(2.0 * n_params * math.log(1.25 / budget.delta)) / n_eps
-    return 2.0 * float(n_params) / n_eps
-
-
-@dataclass(frozen=True)
-class FitBounds:
-    """The bounds one fit uses: declared, or estimated privately (``"auto"``).
-
-    With ``rescaled`` (any bound ``"auto"``), ``alpha``, ``radius`` and ``huber_delta``
-    refer to the problem in units of the bounds: rows ``x / data_norm`` (norm <= 1) and
-    targets ``(y - y_centre) / y_bound`` (in [-1, 1]), so their meaning does not depend on
-    the units of the data. The solver still runs in raw units: with ``v = w D / B`` the
-    rescaled objective is ``1/B^2`` times the raw one with ``alpha D^2`` (squared and Huber
-    losses are homogeneous of degree 2, with ``huber_delta B``), and ``||v|| <= r`` is
-    ``||w|| <= r B / D``. Declared bounds keep the raw meaning (``rescaled=False``).
-    """
-
-    data_norm: float
-    y_bound: float | None = None
-    y_centre: float = 0.0
-    rescaled: bool = False
-
-    @property
-    def target_scale(self) -> float:
-        return float(self.y_bound) if self.rescaled and self.y_bound is not None else 1.0
-
-    @property
-    def alpha_scale(self) -> float:
-        return self.data_norm ** 2 if self.rescaled else 1.0
-
-    @property
-    def radius_scale(self) -> float:
-        return self.target_scale / self.data_norm if self.rescaled else 1.0
 
 
 def check_out_of_core(solver) -> None:
@@ -217,11 +119,14 @@ class ExactScoreNoticeMixin:
         return super().score(X, y, sample_weight=sample_weight)
 
 
-class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
+class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
     """Shared fit pipeline: validate, check the budget, clip, plan, solve, re-account.
 
-    Subclasses provide the loss and the target encoding (:meth:`_encode_targets`) and
-    store the label information they need.
+    The public plan (solver, budget, spec, calibration, the bounds' budget split and the
+    reservation) is :class:`skdp._planning.PrivacyPlanning`; this class adds the fit
+    transaction (:meth:`_fit`: charge, estimate the bounds, solve, re-account, set the
+    attributes, or leave everything as it was). Subclasses provide the loss and the target
+    encoding (:meth:`_encode_targets`) and store the label information they need.
     """
 
     #: Whether ``y`` must be numeric (regression).
@@ -273,55 +178,6 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                         ) -> tuple[np.ndarray, GLMLoss, dict]:
         """Targets for the loss, the loss, and fitted label attributes to set."""
 
-    # -- shared helpers ----------------------------------------------------------------------
-    def _data_norm_ord(self) -> float:
-        """The norm of ``data_norm``: by default the dual norm of the constraint.
-
-        ``|<w, x>| <= ||w||_p ||x||_q`` (``1/p + 1/q = 1``) is what bounds scores and
-        gradients over an lp ball, so ``"auto"`` measures rows in ``q``: l2 for the l2
-        ball and no constraint, ``inf`` for the l1 ball.
-        """
-        if self.data_norm_ord != "auto":
-            return float(self.data_norm_ord)
-        if self.constraint == "l1":
-            return math.inf
-        if self.constraint == "lp" and self.p is not None:
-            return float(self.p) / (float(self.p) - 1.0) if math.isfinite(self.p) else 1.0
-        return 2.0
-
-    def _row_norm_bound(self, data_norm: float) -> float:
-        # The intercept is a constant feature of value data_norm (so that it is on the scale
-        # of the features); the augmented row norm is at most 2^(1/q) data_norm in the
-        # q-norm of data_norm (sqrt(2) data_norm in l2, data_norm in l-inf).
-        if not self.fit_intercept:
-            return float(data_norm)
-        ord = self._data_norm_ord()
-        return float(data_norm) * (1.0 if ord == math.inf else 2.0 ** (1.0 / ord))
-
-    def _make_constraint(self, scale: float = 1.0) -> Constraint:
-        """The constraint set of the solver's (raw-unit) coefficients; ``radius`` times
-        ``scale`` (``y_bound_ / data_norm_`` for rescaled fits, see :class:`FitBounds`)."""
-        if self.constraint is None:
-            return Unconstrained()
-        if self.radius is None:
-            raise IncompatibleSolverError(
-                f"constraint={self.constraint!r} needs a public radius; set radius to a "
-                "positive number."
-            )
-        radius = float(self.radius) * scale
-        if self.constraint == "l1":
-            return L1Ball(radius)
-        if self.constraint == "lp":
-            if self.p is None or not math.isfinite(self.p):
-                raise IncompatibleSolverError(
-                    "constraint='lp' needs a finite exponent p > 1; set p (or use "
-                    "constraint='l1' for p = 1 and 'l2' for p = 2)."
-                )
-            if self.p == 2:
-                return L2Ball(radius)
-            return LpBall(radius, float(self.p))
-        return L2Ball(radius)
-
     # -- fit -------------------------------------------------------------------------------------
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "privacy_spent_")
@@ -372,175 +228,6 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
                 setattr(self, name, value)
             raise
 
-    def _public_shape(self, X) -> tuple[int, int] | None:
-        """``(n_samples, n_features)`` from ``X.shape`` without reading a value, or ``None``."""
-        shape = getattr(X, "shape", None)
-        if shape is None or len(shape) != 2:
-            return None
-        try:
-            n, d = int(shape[0]), int(shape[1])
-        except (TypeError, ValueError):
-            return None
-        return (n, d) if n >= 1 and d >= 1 else None
-
-    def _public_targets(self, y, bounds: FitBounds) -> tuple[GLMLoss, int, dict]:
-        """The loss and the fitted label attributes, from public information only.
-
-        Regressors' losses depend on the public (or privately estimated) label bound
-        alone. Classifiers read the label set: the declared ``classes``, or the label set
-        of ``y``, which skdp then treats as public (see docs/privacy.md).
-        """
-        if self._y_numeric:
-            Y, loss, attrs = self._encode_targets(np.zeros(1), bounds)
-        else:
-            y = np.asarray(y)
-            # The label set is checked on y once; the loss and the number of outputs then
-            # come from encoding the k labels themselves, not all n targets.
-            labels = self._check_classes(y.ravel() if y.ndim == 2 else y)
-            Y, loss, attrs = self._encode_targets(labels, bounds)
-        return loss, Y.shape[1], attrs
-
-    def _auto_bounds(self) -> tuple[str, ...]:
-        """The bounds to estimate privately: ``"data_norm"`` and, for regressors, the
-        scale and centre of ``y`` (``"y_scale"``, ``"y_centre"``, with an intercept) and
-        ``"y_bound"``."""
-        names = ("data_norm",) if isinstance(self.data_norm, str) else ()
-        if self._y_numeric and isinstance(getattr(self, "y_bound", None), str):
-            names += (("y_scale", "y_centre", "y_bound") if self.fit_intercept
-                      else ("y_bound",))
-        return names
-
-    def _placeholder_bounds(self) -> FitBounds:
-        """The declared bounds, with 1 where a bound is ``"auto"`` (planning checks only).
-
-        Rescaled like the real fit, so that a plan that does not depend on the bounds' size
-        (most solvers, in units of the bounds) is the real plan, and its calibration is
-        computed once and cached instead of twice.
-        """
-        data_norm = 1.0 if isinstance(self.data_norm, str) else float(self.data_norm)
-        y_bound = getattr(self, "y_bound", None)
-        if y_bound is not None:
-            y_bound = 1.0 if isinstance(y_bound, str) else float(y_bound)
-        return FitBounds(data_norm, y_bound, 0.0, rescaled=bool(self._auto_bounds()))
-
-    def _privacy_plan(self, n_samples: int, n_features: int, y,
-                      bounds: FitBounds | None = None, budget: Budget | None = None,
-                      *, calibrate: bool = True):
-        """Everything a fit decides before reading ``X``: solver, budget, spec and plan.
-
-        Used by ``fit`` (to charge a budget accountant before any value of ``X`` is read)
-        and by :func:`skdp.model_selection.privacy_cost` (to price a workflow). Without
-        ``calibrate`` only the settings are checked (``prepared`` is ``None``): a fit with
-        ``"auto"`` bounds plans its solver once, after the bounds are estimated.
-        """
-        bounds = self._placeholder_bounds() if bounds is None else bounds
-        tilt = 0.0 if self.tilt is None else float(self.tilt)
-        if not tilt >= 0:
-            raise ValueError(
-                f"tilt must be positive (or None for plain ERM), got {self.tilt}: negative "
-                "tilts (the outlier-robust regime of tilted ERM) make the objective "
-                "non-convex, and no sensitivity bound of skdp covers them."
-            )
-        solver = get_solver(self.solver)
-        losses = getattr(self, "_solver_losses", None)
-        constraints = getattr(self, "_solver_constraints", None)
-        if losses is not None and not accepts_any(solver.capabilities, losses, constraints):
-            # No setting of this estimator makes the solver applicable (its docstring does
-            # not list it): name the solvers that are, from the same declarations.
-            usable = [k for k, cls in SOLVERS.items()
-                      if accepts_any(cls.capabilities, losses, constraints)]
-            raise IncompatibleSolverError(
-                f"solver {solver.name!r} accepts none of {type(self).__name__}'s losses "
-                f"{losses} with its constraints {constraints}; set solver to one of "
-                f"{usable} (docs/solvers.md).")
-        secure = getattr(self, "secure", False)
-        if secure and not solver.capabilities.secure:
-            capable = [k for k, cls in SOLVERS.items() if cls.capabilities.secure]
-            raise IncompatibleSolverError(
-                f"secure=True needs the release's noise scale, which solver {solver.name!r} "
-                f"does not declare; set secure=False, or solver to one of {capable}."
-            )
-        if budget is None:
-            budget = check_budget(
-                self.epsilon, self.delta, needs_delta=solver.capabilities.needs_delta,
-                n_samples=n_samples, solver_name=solver.name,
-            )
-        loss, n_outputs, label_attrs = self._public_targets(y, bounds)
-        n_params = n_features + (1 if self.fit_intercept else 0)
-        spec = ProblemSpec(
-            n_samples=n_samples,
-            n_params=n_params,
-            n_outputs=n_outputs,
-            # Output perturbation penalises (and constrains) the intercept too: its
-            # sensitivity argument needs strong convexity in every coordinate.
-            n_penalized=(n_params if solver.capabilities.intercept == "penalized"
-                         or self._intercept_constrained
-                         else n_features),
-            row_norm_bound=self._row_norm_bound(bounds.data_norm),
-            loss=loss,
-            constraint=self._make_constraint(bounds.radius_scale),
-            alpha=float(self.alpha) * bounds.alpha_scale,
-            tilt=tilt,
-            adversarial_radius=float(self.adversarial_radius or 0.0),
-            adversarial_norm=float(self.adversarial_norm),
-            intercept_feature=bounds.data_norm if self.fit_intercept else 0.0,
-            row_norm_ord=self._data_norm_ord(),
-        )
-        try:
-            if not calibrate:
-                solver.check(spec, budget, accounting=self.accounting,
-                             relation=self.neighboring)
-                return solver, budget, spec, None, label_attrs
-            prepared = solver.prepare(spec, budget, accounting=self.accounting,
-                                      relation=self.neighboring)
-        except IncompatibleSolverError as error:
-            # Public: name the registered solvers that accept this problem.
-            raise accepting_solvers(error) from None
-        return solver, budget, spec, prepared, label_attrs
-
-    def _bounds_plan(self, n_samples: int, n_features: int, y):
-        """For ``"auto"`` bounds: the total budget, its split, and the reservation charged
-        before any data is read.
-
-        The bound estimates get :func:`bounds_share` of ``epsilon`` (pure DP, split in
-        proportion to :data:`BOUND_WEIGHTS`), the fit the rest at the full delta; the two
-        compose by basic composition to at most ``(epsilon, delta)``. The reservation is
-        the bound estimates' events followed by the fit planned with the placeholder
-        bounds (:meth:`_placeholder_bounds`): for every solver whose plan does not depend
-        on the bounds' size in units of the bounds (all but ``svrg++``,
-        tests/solvers/test_reservations.py), that is the plan
-        the fit runs, so an accountant (and :func:`~skdp.model_selection.privacy_cost`)
-        composes the real events, not ``(epsilon, delta)``. The accountant re-checks its
-        ceiling when the fit amends the reservation to what ran
-        (:meth:`BudgetAccountant.amend <skdp.BudgetAccountant.amend>`).
-        """
-        # Validates every setting (solver, budget, constraint) before anything is charged.
-        solver, total, *_ = self._privacy_plan(n_samples, n_features, y, calibrate=False)
-        names = self._auto_bounds()
-        if not total.is_private:
-            unaccounted = PrivacyLedger(dpe.NonPrivateDpEvent(), "pure", self.neighboring, total)
-            return (total, {k: math.inf for k in names}, total,
-                    CompositeLedger((("fit", unaccounted),), total))
-        eps_bounds = bounds_share(self.bounds_fraction, total.epsilon,
-                                  sum(BOUND_WEIGHTS[k] for k in names), n_samples)
-        eps_fit = total.epsilon - eps_bounds
-        while eps_bounds + eps_fit > total.epsilon:  # rounding must not exceed the total
-            eps_fit = math.nextafter(eps_fit, 0.0)
-        shares = _split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names})
-        fit_budget = Budget(eps_fit, total.delta)
-        # The fit planned with the placeholder bounds (calibrated once, and cached for the
-        # real plan when the two agree).
-        planned = self._privacy_plan(n_samples, n_features, y, None, fit_budget)[3][1]
-        reservation = CompositeLedger((
-            ("bounds", self._bounds_ledger(shares, total)), ("fit", planned)), total)
-        return total, shares, fit_budget, reservation
-
-    def _bounds_ledger(self, shares: dict, total: Budget) -> PrivacyLedger:
-        events = [mean_event(eps) if name == "y_centre" else bound_event(eps)
-                  for name, eps in shares.items()]
-        return PrivacyLedger(dpe.ComposedDpEvent(events), "pure", self.neighboring,
-                             Budget(sum(shares.values()), 0.0))
-
     def _estimate_bounds(self, X, y, shares: dict, rng) -> FitBounds:
         """The private bound estimates: AboveThreshold over public grids
         (:func:`skdp.mechanisms.private_bound`), so every released bound is a grid point
@@ -588,17 +275,6 @@ class BaseDPLinearModel(PrivacyReprMixin, BaseEstimator):
         elif y_bound is not None:
             y_bound = float(y_bound)
         return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)
-
-    def _planned_ledger(self, n_samples: int, n_features: int, y):
-        """The ledger a fit charges before reading ``X`` (a reservation for auto bounds)."""
-        if self._auto_bounds():
-            return self._bounds_plan(n_samples, n_features, y)[3]
-        return self._privacy_plan(n_samples, n_features, y, self._declared_bounds())[3][1]
-
-    def _declared_bounds(self) -> FitBounds:
-        y_bound = getattr(self, "y_bound", None)
-        return FitBounds(float(self.data_norm), None if y_bound is None else float(y_bound),
-                         0.0)
 
     def _fit(self, X, y):
         """One private fit, in the order the guarantee needs.

@@ -323,7 +323,7 @@ def test_three_bound_shares_never_sum_above_the_total(epsilon):
     """A declared data_norm with y_bound="auto" and an intercept: three estimates whose
     equal shares of 0.5 * 7.7 summed to one rounding step above it, so a pure fit raised
     PrivacyAccountingError after the bounds were spent (independent review)."""
-    from skdp._base import _split
+    from skdp._planning import _split
 
     shares = _split(0.5 * epsilon, {"a": 1.0, "b": 1.0, "c": 1.0})
     assert sum(shares.values()) <= 0.5 * epsilon
@@ -333,7 +333,7 @@ def test_three_bound_shares_never_sum_above_the_total(epsilon):
 
 
 def test_auto_bounds_fraction_gives_each_estimate_30_records_within_its_range():
-    from skdp._base import bounds_share
+    from skdp._planning import bounds_share
 
     assert bounds_share(0.3, 2.0, 4, 100) == pytest.approx(0.6)
     assert bounds_share("auto", 1.0, 5, 500) == pytest.approx(150 / 500)  # inside
