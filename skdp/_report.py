@@ -10,6 +10,7 @@ from dp_accounting import dp_event as dpe
 from sklearn.pipeline import Pipeline
 from sklearn.utils import estimator_html_repr
 
+from skdp._repr import short_repr
 from skdp._sklearn_compat import BaseSearchCV
 from skdp._warnings import warn_user
 from skdp.exceptions import PrivacyLeakWarning
@@ -149,7 +150,7 @@ def _leaves(event: dpe.DpEvent, count: int, out: Counter) -> None:
         for sub in event.events:
             _leaves(sub, count, out)
     elif not isinstance(event, dpe.NoOpDpEvent):
-        out[repr(event)] += count
+        out[short_repr(event)] += count
 
 
 def _mechanisms(ledger) -> tuple[tuple, Counter]:
@@ -161,7 +162,7 @@ def _mechanisms(ledger) -> tuple[tuple, Counter]:
     for piece_name, piece in pieces:
         prefix = f"{piece_name}: " if piece_name else ""
         if isinstance(piece.event, dpe.RepeatAndSelectDpEvent):
-            counts[prefix + repr(piece.event)] = 1
+            counts[prefix + short_repr(piece.event)] = 1
         else:
             leaves: Counter = Counter()
             _leaves(piece.event, 1, leaves)
