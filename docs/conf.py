@@ -45,7 +45,8 @@ extensions = [
     "myst_parser",
     "sphinx_gallery.gen_gallery",
     # Math by MathJax, from a copy shipped with the site (sets mathjax_path to
-    # _static/mathjax/tex-chtml.js): no page loads anything from the network.
+    # _static/mathjax/tex-chtml.js): the formulas need no network (sphinx-gallery's
+    # execution-times page still links its table styles from a CDN).
     "sphinx.ext.mathjax",
     "sphinx-mathjax-offline",
 ]

@@ -150,7 +150,7 @@ def _leaves(event: dpe.DpEvent, count: int, out: Counter) -> None:
         for sub in event.events:
             _leaves(sub, count, out)
     elif not isinstance(event, dpe.NoOpDpEvent):
-        out[short_repr(event)] += count
+        out[repr(event), event] += count
 
 
 def _mechanisms(ledger) -> tuple[tuple, Counter]:
@@ -158,15 +158,26 @@ def _mechanisms(ledger) -> tuple[tuple, Counter]:
     part by part) and its mechanisms with their counts; a repeat-and-select event (a
     private search) is one mechanism, not its inner event."""
     pieces = ledger.parts if isinstance(ledger, CompositeLedger) else (("", ledger),)
-    counts: Counter = Counter()
+    # Counted by the events' full reprs; each is shown at 6 significant digits, or in
+    # full where two different events would read the same.
+    found: Counter = Counter()
+    events: dict = {}
     for piece_name, piece in pieces:
-        prefix = f"{piece_name}: " if piece_name else ""
         if isinstance(piece.event, dpe.RepeatAndSelectDpEvent):
-            counts[prefix + short_repr(piece.event)] = 1
+            leaves: Counter = Counter({(repr(piece.event), piece.event): 1})
         else:
-            leaves: Counter = Counter()
+            leaves = Counter()
             _leaves(piece.event, 1, leaves)
-            counts.update({prefix + leaf: c for leaf, c in leaves.items()})
+        for (full, event), c in leaves.items():
+            found[piece_name, full] += c
+            events[piece_name, full] = event
+    short = {key: short_repr(events[key]) for key in found}
+    readings = Counter((key[0], text) for key, text in short.items())
+    counts: Counter = Counter()
+    for (piece_name, full), c in found.items():
+        prefix = f"{piece_name}: " if piece_name else ""
+        text = short[piece_name, full]
+        counts[prefix + (text if readings[piece_name, text] == 1 else full)] += c
     return pieces, counts
 
 

@@ -240,6 +240,8 @@ def test_built_pages_render_math_offline_and_fit_in_a_browser(page, tmp_path):
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}",
+         # The network off for the page too: no host resolves, no proxy answers.
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
          "--allow-file-access-from-files", "--virtual-time-budget=15000",
          "--window-size=1200,1000", "--dump-dom", probe.as_uri()],
         capture_output=True, text=True, timeout=120, check=False).stdout

@@ -238,8 +238,9 @@ class AuditResult:
     scores_prime: np.ndarray = field(repr=False)
 
     def __repr__(self) -> str:
-        # Floats rounded for reading; the fields keep every bit.
-        return dataclass_repr(self)
+        # Floats rounded for reading (the fields keep every bit), and the verdict itself:
+        # a bound just above the claim would read as equal to it.
+        return dataclass_repr(self)[:-1] + f", violated={self.violated})"
 
     @property
     def violated(self) -> bool:

@@ -27,7 +27,7 @@ class DPLinearRegression(BaseDPRegressor):
         The default (one noisy release of ``X'X`` and ``X'y``, pure or approximate DP,
         ``alpha >= 0``) is the most accurate on small or medium data with a modest number
         of features; ``"output_perturbation"``'s noise grows like ``1 / alpha`` (see
-        benchmarks/results/linear_regression.md). The squared loss has unbounded
+        docs/algorithms/sufficient_statistics.md). The squared loss has unbounded
         gradients: gradient solvers need a constraint radius (and ``fit_intercept=False``)
         or their own ``clip_norm``.
 

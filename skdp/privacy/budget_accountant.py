@@ -77,8 +77,9 @@ def _ledger_to_dict(ledger: PrivacyLedger | CompositeLedger) -> dict:
     if isinstance(ledger, CompositeLedger):
         return {"parts": [[name, _ledger_to_dict(part)] for name, part in ledger.parts],
                 "budget": [ledger.budget.epsilon, ledger.budget.delta]}
+    # "accountant" repeats the method for readers older than the rename (they read only it).
     return {"event": event_to_dict(ledger.event), "accounting": ledger.accounting,
-            "relation": ledger.relation,
+            "accountant": ledger.accounting, "relation": ledger.relation,
             "budget": [ledger.budget.epsilon, ledger.budget.delta],
             "via_add_remove": ledger.via_add_remove}
 

@@ -195,6 +195,13 @@ class Plan:
         super().__init_subclass__(**kwargs)
         cls.__repr__ = Plan.__repr__  # type: ignore[method-assign]
 
+    def __setstate__(self, state: dict) -> None:
+        # A plan pickled before the method's field was renamed holds it as "accountant".
+        state = dict(state)
+        if "accountant" in state:
+            state["accounting"] = state.pop("accountant")
+        self.__dict__.update(state)
+
     def constants(self) -> dict[str, Any]:
         """The solver-specific constants (every field but the common ones), by name.
 
@@ -271,6 +278,10 @@ class BaseDPSolver(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Every solver's docstrings get the hooks' shared descriptions (HOOK_DOCS).
         super().__init_subclass__(**kwargs)
+        if "resolve_accountant" in vars(cls):
+            # The hook was renamed: an override under the old name would be ignored.
+            raise TypeError(f"{cls.__name__} defines resolve_accountant, which skdp no "
+                            "longer calls; rename it to resolve_accounting.")
         fill_docstrings(cls, HOOK_DOCS)
 
     # -- scikit-learn style parameter handling (no sklearn import in this layer) --------

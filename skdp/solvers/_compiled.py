@@ -76,8 +76,7 @@ KERNEL_MIN_STEPS = round(LOAD_SECONDS / REPAID_WITHIN_FITS / CHUNK_STEP_SAVING)
 #: Fewest planned row-feature products of a fit (passes x n_samples x n_features) for which
 #: the compiled full pass is used (public: the plan and the shape): its saving repays the
 #: load within ``REPAID_WITHIN_FITS`` fits, 3.5e8 products (DP-GD on covertype, 5.5e8,
-#: runs compiled). A fit that runs another kernel has paid the load: its passes run
-#: compiled at any size (``Problem.clipped_gradient(kernels_loaded=True)``).
+#: runs compiled).
 FULL_PASS_MIN_WORK = round(LOAD_SECONDS / REPAID_WITHIN_FITS / FULL_PASS_SAVING)
 
 _LOADED: dict = {}

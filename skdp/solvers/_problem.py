@@ -923,7 +923,6 @@ class Problem:
     def clipped_gradient(
         self, W: np.ndarray, clip_norm: float, out_coefficients: np.ndarray | None = None,
         *, passes: int = 1, norms: np.ndarray | None = None, ord: float = 2.0,
-        kernels_loaded: bool = False,
     ) -> np.ndarray:
         """Mean of the clipped per-example gradients at ``W`` (public denominator ``n``).
 
@@ -934,9 +933,7 @@ class Problem:
         exceed ``clip_norm``, the clipping arithmetic is skipped (the result is the same).
         ``passes``, the number of such calls the fit plans (public), decides whether the
         compiled pass runs (:meth:`_compiled_pass`); its result equals the numpy pass's to
-        rounding. ``kernels_loaded``: the fit runs another compiled kernel (a public
-        decision of its plan), so the one-time load is paid and the pass runs compiled at
-        any size.
+        rounding.
 
         ``norms`` and ``ord`` clip in the entrywise ``l_ord`` norm instead (regularized
         mirror descent's dual norm), ``norms`` the rows' ``l_ord`` norms
@@ -959,8 +956,6 @@ class Problem:
             The rows' ``l_ord`` norms, to clip in that norm instead of l2.
         ord : float, default=2.0
             The norm of ``norms``.
-        kernels_loaded : bool, default=False
-            Whether the fit already loaded the compiled kernels.
 
         Returns
         -------
@@ -980,7 +975,7 @@ class Problem:
             raise ValueError("norms must be the n_samples row norms of the clip's norm, "
                              "without out_coefficients.")
         skip = not custom and self.clip_cannot_bind(clip_norm)
-        kernel = self._compiled_pass(passes, W.shape[1], kernels_loaded)
+        kernel = self._compiled_pass(passes, W.shape[1])
         if kernel is not None:
             run, code, parameter = kernel
             X = np.asarray(self.X)  # a numpy.memmap as its ndarray view (no copy)
@@ -1016,8 +1011,7 @@ class Problem:
             grad += self.gradient_sum(D, Xs)
         return grad / n
 
-    def _compiled_pass(self, passes: int, n_outputs: int, kernels_loaded: bool = False
-                       ) -> tuple | None:
+    def _compiled_pass(self, passes: int, n_outputs: int) -> tuple | None:
         """``(compiled pass, loss code, loss parameter)`` when :meth:`clipped_gradient`
         runs compiled, else ``None``. Public facts only: the caller's ``X`` was a dense
         C-ordered float64 or float32 array or memmap (``compiled_rows``; the stored ``X``,
@@ -1025,14 +1019,13 @@ class Problem:
         :func:`skdp.solvers._compiled.scalar_kernel_for` (numba enabled, one output of a
         loss with a scalar form, at least ``FULL_PASS_MIN_WORK`` planned products ``passes
         * n * d``, where the saving repays the kernel's one-time load within
-        ``REPAID_WITHIN_FITS`` fits, unless ``SKDP_NUMBA=always``, or any work when
-        ``kernels_loaded``: the load, shared by every kernel, is the fit's already)."""
+        ``REPAID_WITHIN_FITS`` fits, unless ``SKDP_NUMBA=always``)."""
         if not self.compiled_rows:
             return None
         work = float(passes) * self.X.shape[0] * self.X.shape[1]
         return _compiled.scalar_kernel_for(
             self.spec.loss, n_outputs, work,
-            0 if kernels_loaded else _compiled.FULL_PASS_MIN_WORK,
+            _compiled.FULL_PASS_MIN_WORK,
             _compiled.clipped_gradient_pass)
 
     def loss_and_gradient_sums(self, W: np.ndarray, loss: GLMLoss | None = None

@@ -59,4 +59,60 @@ def test_accountant_and_audit_result_print_at_most_six_digits():
     assert repr(result) == (
         "AuditResult(epsilon_lower_bound=0.123457, epsilon=0.3, delta=3e-05, "
         "confidence=0.95, n_trials=100, threshold=0.333333, direction=1, fpr=0.1, "
-        "fnr=0.2, fpr_upper=0.3, fnr_upper=0.4, detection_limit=5.12346)")
+        "fnr=0.2, fpr_upper=0.3, fnr_upper=0.4, detection_limit=5.12346, violated=False)")
+
+
+def test_an_audit_result_prints_its_verdict():
+    """A lower bound just above the claim reads as equal at 6 digits: the repr says it."""
+    result = AuditResult(epsilon_lower_bound=2.0000004, epsilon=2.0, delta=1e-5,
+                         confidence=0.99, n_trials=1000, threshold=0.0, direction=1,
+                         fpr=0.1, fnr=0.1, fpr_upper=0.2, fnr_upper=0.2,
+                         detection_limit=5.0, scores=np.zeros(1), scores_prime=np.zeros(1))
+    assert result.violated
+    assert "epsilon_lower_bound=2, epsilon=2," in repr(result)
+    assert repr(result).endswith("violated=True)")
+
+
+def test_the_report_keeps_apart_mechanisms_that_read_the_same_at_six_digits():
+    from skdp._report import _mechanisms
+
+    a, b = dpe.GaussianDpEvent(1.0000001), dpe.GaussianDpEvent(1.0000002)
+    ledger = PrivacyLedger(dpe.ComposedDpEvent([a, a, b]), "rdp", "replace_one",
+                           Budget(1.0, 1e-5))
+    counts = _mechanisms(ledger)[1]
+    assert sorted(counts.values()) == [1, 2]
+    assert set(counts) == {repr(a), repr(b)}
+    one = PrivacyLedger(dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(3.96291926443131), 4),
+                        "rdp", "replace_one", Budget(1.0, 1e-5))
+    assert dict(_mechanisms(one)[1]) == {"GaussianDpEvent(noise_multiplier=3.96292)": 4}
+
+
+def test_a_plan_pickled_before_the_rename_reads_its_accounting_method():
+    from skdp.solvers.gd import GDPlan
+
+    plan = GDPlan(n_iter=3, event=dpe.GaussianDpEvent(1.0), accounting="rdp",
+                  relation="replace_one", sigma=1.0, noise_multiplier=1.0, sensitivity=1.0,
+                  clip_norm=1.0, step_size=1.0, momentum=0.0)
+    state = dict(vars(plan))
+    state["accountant"] = state.pop("accounting")
+    old = GDPlan.__new__(GDPlan)
+    old.__setstate__(state)
+    assert old.accounting == "rdp" and old == plan and "accounting='rdp'" in repr(old)
+
+
+def test_a_solver_overriding_the_renamed_hook_is_refused():
+    import pytest
+
+    from skdp.solvers import NoisyGD
+
+    with pytest.raises(TypeError, match="resolve_accounting"):
+        type("OldStyle", (NoisyGD,), {"resolve_accountant": lambda self, a, b=None: a})
+
+
+def test_stored_ledgers_name_the_method_under_both_keys():
+    from skdp.privacy.budget_accountant import _ledger_from_dict, _ledger_to_dict
+
+    ledger = PrivacyLedger(dpe.GaussianDpEvent(2.0), "rdp", "replace_one", Budget(1.0, 1e-5))
+    stored = _ledger_to_dict(ledger)
+    assert stored["accounting"] == stored["accountant"] == "rdp"  # older readers: the latter
+    assert _ledger_from_dict(stored) == ledger
