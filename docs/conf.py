@@ -129,7 +129,23 @@ def _mangle_docstrings(app, what, name, obj, options, lines):
     mangle_docstrings(app, what, name, obj, options, lines)
 
 
+def _solver_table(app, docname, source):
+    """The site's solver table is generated from the registry at every build, so a new
+    solver's row appears with its registry line (the table in docs/solvers.md itself is
+    kept in step by ``python -m skdp.solvers docs/solvers.md``, and a test fails while
+    it is stale)."""
+    if docname != "solvers":
+        return
+    from skdp.solvers import SOLVERS
+    from skdp.solvers._capabilities import TABLE_END, TABLE_START, solver_table
+
+    text = source[0]
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    source[0] = text[:start] + "\n" + solver_table(SOLVERS) + text[end:]
+
+
 def setup(app):
+    app.connect("source-read", _solver_table)
     app.connect("autodoc-skip-member", _skip_foreign_members)
     # The constants' text first, then numpydoc's processing in place of its own handler.
     for listener in list(app.events.listeners["autodoc-process-docstring"]):

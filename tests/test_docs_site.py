@@ -254,3 +254,17 @@ def test_built_pages_render_math_offline_and_fit_in_a_browser(page, tmp_path):
         assert found["mathjax"] and found["typeset"] >= found["math"], found
     assert not found["overflowing"], f"blocks overflow on {page}: {found['overflowing'][:3]}"
     assert not found["page_wider"], f"{page} is wider than the window"
+
+
+@pytest.mark.skipif(not BUILD.is_dir(),
+                    reason="docs not built (sphinx-build docs docs/_build/html)")
+def test_the_built_solver_table_is_the_registry():
+    """docs/conf.py writes the site's solver table from the registry at build time: every
+    registered solver has its row (a new solver's appears with its registry line)."""
+    from skdp.solvers import SOLVERS
+
+    page = (BUILD / "solvers.html").read_text()
+    table = page[page.index("<table"):page.index("</table>")]
+    rows = re.findall(r'<tr class="row-(?:odd|even)"><td><p><code[^>]*><span class="pre">'
+                      r"([^<]+)</span>", table)
+    assert sorted(rows) == sorted(SOLVERS)
