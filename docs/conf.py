@@ -137,11 +137,9 @@ def _solver_table(app, docname, source):
     if docname != "solvers":
         return
     from skdp.solvers import SOLVERS
-    from skdp.solvers._capabilities import TABLE_END, TABLE_START, solver_table
+    from skdp.solvers._capabilities import with_table
 
-    text = source[0]
-    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
-    source[0] = text[:start] + "\n" + solver_table(SOLVERS) + text[end:]
+    source[0] = with_table(source[0], SOLVERS)
 
 
 def setup(app):

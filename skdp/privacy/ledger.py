@@ -74,6 +74,26 @@ class PrivacySpent(NamedTuple):
                 and self.delta <= budget.delta * (1.0 + 1e-12))
 
 
+
+def renamed_accounting(state: dict) -> dict:
+    """The pickled state of a ledger or plan with its accounting method under its current
+    name: objects pickled before the rename hold it as ``"accountant"``.
+
+    Parameters
+    ----------
+    state : dict
+        The object's ``__dict__`` as pickled.
+
+    Returns
+    -------
+    dict
+        A copy with ``"accountant"`` renamed ``"accounting"``.
+    """
+    state = dict(state)
+    if "accountant" in state:
+        state["accounting"] = state.pop("accountant")
+    return state
+
 @dataclass(frozen=True)
 class PrivacyLedger:
     """What a fit actually ran, with everything needed to re-account it.
@@ -109,11 +129,7 @@ class PrivacyLedger:
         return dataclass_repr(self)
 
     def __setstate__(self, state: dict) -> None:
-        # A ledger pickled before the method's field was renamed holds it as "accountant".
-        state = dict(state)
-        if "accountant" in state:
-            state["accounting"] = state.pop("accountant")
-        self.__dict__.update(state)
+        self.__dict__.update(renamed_accounting(state))
 
     def reaccount(self) -> PrivacySpent:
         """Re-account ``event`` now, with a fresh composition engine (see :func:`reaccount`).

@@ -23,6 +23,7 @@ from skdp._sklearn_compat import Interval, validate_parameter_constraints
 from skdp.exceptions import IncompatibleSolverError, PrivacyAccountingError
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, PrivacySpent
 from skdp.privacy.budget import Budget
+from skdp.privacy.ledger import renamed_accounting
 from skdp.privacy.noise import NoiseSource, as_noise_source
 from skdp.solvers._capabilities import Capabilities, check_capabilities
 from skdp.solvers._problem import (
@@ -196,11 +197,7 @@ class Plan:
         cls.__repr__ = Plan.__repr__  # type: ignore[method-assign]
 
     def __setstate__(self, state: dict) -> None:
-        # A plan pickled before the method's field was renamed holds it as "accountant".
-        state = dict(state)
-        if "accountant" in state:
-            state["accounting"] = state.pop("accountant")
-        self.__dict__.update(state)
+        self.__dict__.update(renamed_accounting(state))
 
     def constants(self) -> dict[str, Any]:
         """The solver-specific constants (every field but the common ones), by name.
