@@ -1,7 +1,7 @@
 """skdp: differentially private empirical risk minimisation for scikit-learn."""
 
 # Subpackages reachable as attributes after ``import skdp`` (skdp.metrics.make_private_scorer).
-from skdp import metrics, model_selection, preprocessing  # noqa: F401
+from skdp import decomposition, metrics, model_selection, preprocessing  # noqa: F401
 from skdp._report import privacy_report, privacy_spent
 from skdp.exceptions import (
     BudgetError,

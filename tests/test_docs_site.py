@@ -29,6 +29,7 @@ DOCUMENTED_MODULES = [
     "skdp",
     "skdp.linear_model",
     "skdp.preprocessing",
+    "skdp.decomposition",
     "skdp.model_selection",
     "skdp.metrics",
     "skdp.solvers",
@@ -160,7 +161,8 @@ def test_the_search_example_runs_unseeded_20_of_20_times():
 
 
 #: Modules whose names may appear on the user-facing API page.
-USER_MODULES = {"skdp", "skdp.linear_model", "skdp.preprocessing", "skdp.model_selection",
+USER_MODULES = {"skdp", "skdp.linear_model", "skdp.preprocessing", "skdp.decomposition",
+                "skdp.naive_bayes", "skdp.model_selection",
                 "skdp.metrics", "skdp.solvers", "skdp.privacy", "skdp.audit",
                 "skdp.exceptions"}
 

@@ -18,6 +18,7 @@ from skdp import (
     LocalizedMirrorDescent,
     NoisyMirrorDescent,
 )
+from skdp.decomposition import DPPCA
 from skdp.model_selection import PrivateRandomizedSearch
 from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
 
@@ -93,6 +94,8 @@ OTHER_ESTIMATORS = [
     DPStandardScaler(delta=0.0, bounds=(-5.0, 5.0)),
     PublicBoundsScaler(),
     RowNormClipper(),
+    DPPCA(),
+    DPPCA(2, delta=0.0, data_norm=5.0, center=False, whiten=True),
     PrivateRandomizedSearch(DPLogisticRegression(data_norm=1.0), {"alpha": [0.1, 1.0]},
                             n_candidates_mean=2),
     PrivateRandomizedSearch(DPLinearRegression(data_norm=1.0, y_bound=5.0),

@@ -1,0 +1,5 @@
+"""Private matrix decompositions for pipelines."""
+
+from skdp.decomposition._pca import DPPCA
+
+__all__ = ["DPPCA"]
