@@ -1,7 +1,13 @@
 """skdp: differentially private empirical risk minimisation for scikit-learn."""
 
 # Subpackages reachable as attributes after ``import skdp`` (skdp.metrics.make_private_scorer).
-from skdp import decomposition, metrics, model_selection, preprocessing  # noqa: F401
+from skdp import (  # noqa: F401
+    decomposition,
+    metrics,
+    model_selection,
+    naive_bayes,
+    preprocessing,
+)
 from skdp._report import privacy_report, privacy_spent
 from skdp.exceptions import (
     BudgetError,
@@ -23,6 +29,7 @@ from skdp.solvers import (
     SOLVERS,
     ApproxObjectivePerturbation,
     DPAccMD,
+    DPNewton,
     DPSVRGPlusPlus,
     LocalizedMirrorDescent,
     NoisyGD,
@@ -50,6 +57,7 @@ __all__ = [
     "ObjectivePerturbation",
     "PrivateFrankWolfe",
     "DPAccMD",
+    "DPNewton",
     "LocalizedMirrorDescent",
     "NoisyMirrorDescent",
     "SOLVERS",

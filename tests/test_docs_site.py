@@ -30,6 +30,7 @@ DOCUMENTED_MODULES = [
     "skdp.linear_model",
     "skdp.preprocessing",
     "skdp.decomposition",
+    "skdp.naive_bayes",
     "skdp.model_selection",
     "skdp.metrics",
     "skdp.solvers",

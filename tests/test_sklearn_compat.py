@@ -20,6 +20,7 @@ from skdp import (
 )
 from skdp.decomposition import DPPCA
 from skdp.model_selection import PrivateRandomizedSearch
+from skdp.naive_bayes import DPGaussianNB
 from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
 
 # Each registered solver is checked on an estimator configuration derived from its
@@ -96,6 +97,8 @@ OTHER_ESTIMATORS = [
     RowNormClipper(),
     DPPCA(),
     DPPCA(2, delta=0.0, data_norm=5.0, center=False, whiten=True),
+    DPGaussianNB(),
+    DPGaussianNB(delta=0.0, bounds=(-5.0, 5.0)),
     PrivateRandomizedSearch(DPLogisticRegression(data_norm=1.0), {"alpha": [0.1, 1.0]},
                             n_candidates_mean=2),
     PrivateRandomizedSearch(DPLinearRegression(data_norm=1.0, y_bound=5.0),

@@ -14,6 +14,7 @@ from skdp.solvers.frank_wolfe import PrivateFrankWolfe
 from skdp.solvers.gd import NoisyGD
 from skdp.solvers.localized_mirror_descent import LocalizedMirrorDescent
 from skdp.solvers.mirror_descent import NoisyMirrorDescent
+from skdp.solvers.newton import DPNewton
 from skdp.solvers.objective_perturbation import ObjectivePerturbation
 from skdp.solvers.output_perturbation import OutputPerturbation
 from skdp.solvers.phased_sgd import PhasedDPSGD
@@ -30,6 +31,7 @@ __all__ = [
     "DPSVRG",
     "ApproxObjectivePerturbation",
     "DPAccMD",
+    "DPNewton",
     "ObjectivePerturbation",
     "PhasedDPSGD",
     "PrivateFrankWolfe",
@@ -71,6 +73,7 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
     "shuffled_truncated_mirror_descent": ShuffledTruncatedMirrorDescent,
     "phased_sgd": PhasedDPSGD,
     "sufficient_statistics": SufficientStatistics,
+    "newton": DPNewton,
 }
 
 

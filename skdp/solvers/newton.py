@@ -1,0 +1,665 @@
+"""DP Newton: damped Newton steps from a noisy gradient and a noisy symmetric Hessian.
+
+Each of a fixed number of iterations releases the mean clipped gradient and the mean
+Hessian ``(1/n) sum_i h_i kron x'_i x'_i^T`` of a smooth GLM loss with Gaussian noise
+(Ganesh, Liu, Oh, Thakurta et al., "Faster differentially private convex optimization
+via second-order methods", NeurIPS 2023; Avella-Medina, Bradshaw & Loh, "Differentially
+private inference via noisy optimization", Annals of Statistics 2023). The step is
+post-processing of the two releases: the noisy Hessian plus the L2 term, its eigenvalues
+floored at a public level, and a step damped by a public trust rule on the scores.
+Derivations: docs/algorithms/newton.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit, softmax
+
+from skdp._sklearn_compat import Interval, StrOptions
+from skdp.exceptions import IncompatibleSolverError
+from skdp.geometry import Unconstrained
+from skdp.losses import (
+    HuberLoss,
+    LogisticLoss,
+    MultinomialLogisticLoss,
+    SmoothedHingeLoss,
+    SquaredLoss,
+)
+from skdp.privacy.accounting import check_sensitivity
+from skdp.privacy.budget import Budget
+from skdp.privacy.noise import NoiseSource
+from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._blocks import Block
+from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._problem import ROW_BOUND_TOLERANCE
+from skdp.solvers.gd import full_batch_gaussian
+
+__all__ = [
+    "DPNewton",
+    "NewtonPlan",
+    "curvature",
+    "hessian_frobenius_bound",
+    "hessian_sum",
+    "newton_sensitivities",
+    "svec_indices",
+    "symmetric_noise",
+]
+
+#: Default number of Newton steps of a private fit (docs/algorithms/newton.md).
+DEFAULT_PRIVATE_ITER = 10
+#: Default number of steps at ``epsilon = inf`` (no noise to pay for: the damped phase and
+#: the quadratic convergence to the optimum to rounding).
+DEFAULT_NON_PRIVATE_ITER = 100
+#: Largest ``n_params * n_outputs``: the released Hessian has ``D (D + 1) / 2`` entries and
+#: every step takes its eigendecomposition (``O(D^3)``).
+MAX_DIMENSION = 2048
+#: Relative eigenvalue floor ``FLOOR_RELATIVE * beta`` (``beta`` the public smoothness):
+#: keeps the step finite in directions of zero curvature when nothing else floors them.
+FLOOR_RELATIVE = 1e-8
+#: Default largest change of any score per step for the logistic losses (score units).
+DEFAULT_SCORE_STEP = 4.0
+#: The piecewise-quadratic losses' default: this many widths of their quadratic zone
+#: (``huber_delta``, ``smoothing``).
+ZONE_STEPS = 2.0
+#: Output rules: ``"auto"`` averages when private, else the last iterate.
+ITERATES = ("auto", "last", "average")
+#: Tolerance of the inner solve of the constrained Newton step (post-processing).
+_INNER_TOL = 1e-13
+
+
+def curvature(loss, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Second derivative of ``phi`` at the scores, per row (shape ``(n, K)``).
+
+    Scalar losses: ``phi''(z_i, y_i)``, clipped to ``[0, curvature_bound]`` (a declared
+    bound that then holds whatever the implementation computes). The multinomial loss: its
+    softmax probabilities ``P`` (the Hessian in the score is ``diag(p) - p p^T``).
+
+    Parameters
+    ----------
+    loss : GLMLoss
+        Logistic, multinomial, squared, Huber or smoothed hinge.
+    Z : ndarray of shape (n, K)
+        Scores.
+    Y : ndarray of shape (n, K)
+        Encoded labels.
+
+    Returns
+    -------
+    ndarray of shape (n, K)
+        The curvature weights (or the probabilities, multinomial).
+
+    Raises
+    ------
+    IncompatibleSolverError
+        For a loss without a known second derivative.
+    """
+    if isinstance(loss, MultinomialLogisticLoss):
+        return softmax(Z, axis=1)
+    if isinstance(loss, SmoothedHingeLoss):
+        gap = 1.0 - Y * Z
+        c = np.where((gap > 0) & (gap < loss.smoothing), 1.0 / loss.smoothing, 0.0)
+    elif isinstance(loss, LogisticLoss):
+        s = expit(Z)
+        c = s * (1.0 - s)
+    elif isinstance(loss, HuberLoss):
+        c = np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0)
+    elif isinstance(loss, SquaredLoss):
+        c = np.ones_like(Z, dtype=float)
+    else:  # refused before planning by the declared capabilities
+        raise IncompatibleSolverError(f"no second derivative for {type(loss).__name__}")
+    return np.clip(c, 0.0, float(loss.curvature_bound))
+
+
+def _weighted_gram(block: Block, weight: np.ndarray) -> np.ndarray:
+    """``sum_i weight_i x'_i x'_i^T`` over one block of augmented, clipped rows."""
+    X, p, c0 = block.X, block.n_params, block.intercept
+    d = X.shape[1]
+    w = weight if block.scale is None else weight * block.scale
+    w2 = weight if block.scale is None else w * block.scale
+    G = np.empty((p, p))
+    if sp.issparse(X):
+        G[:d, :d] = (X.T @ X.multiply(w2[:, None])).toarray()
+    elif np.all(w2 >= 0):
+        R = X * np.sqrt(w2)[:, None]
+        G[:d, :d] = R.T @ R
+    else:
+        G[:d, :d] = X.T @ (X * w2[:, None])
+    if c0:
+        cross = c0 * np.asarray(X.T @ w).ravel()
+        G[:d, d] = cross
+        G[d, :d] = cross
+        G[d, d] = c0 * c0 * float(np.sum(weight))
+    return G
+
+
+def _hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
+    """``sum_i h_i kron x'_i x'_i^T`` of one block, shape ``(p, K, p, K)``."""
+    p, k = W.shape
+    C = curvature(loss, block.scores(W), block.Y)
+    H = np.zeros((p, k, p, k))
+    if isinstance(loss, MultinomialLogisticLoss):
+        for a in range(k):
+            for b in range(a, k):
+                G = _weighted_gram(block, C[:, a] * ((a == b) - C[:, b]))
+                H[:, a, :, b] = G
+                if b != a:
+                    H[:, b, :, a] = G
+    else:
+        for a in range(k):
+            H[:, a, :, a] = _weighted_gram(block, C[:, a])
+    return H
+
+
+def hessian_sum(problem: Problem, W: np.ndarray) -> np.ndarray:
+    """``sum_i h_i kron x'_i x'_i^T`` at ``W``, a ``(p K) x (p K)`` symmetric matrix.
+
+    Row-major order of ``W`` (entry ``(j, k)`` at index ``j K + k``); one blocked pass over
+    the rows (:meth:`Problem.block_sum`, chunk by chunk for a dask ``X``).
+
+    Parameters
+    ----------
+    problem : Problem
+        The data and its public specification.
+    W : ndarray of shape (n_params, n_outputs)
+        The point.
+
+    Returns
+    -------
+    ndarray of shape (n_params * n_outputs, n_params * n_outputs)
+        The summed loss Hessian (no regulariser), symmetrised.
+    """
+    p, k = W.shape
+    H = problem.block_sum(_hessian_block, (p, k, p, k), W, problem.spec.loss)
+    H = H.reshape(p * k, p * k)
+    return 0.5 * (H + H.T)
+
+
+def svec_indices(dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, cols, weights)`` of the released vector ``svec(H)`` of a symmetric matrix.
+
+    ``svec(H)`` lists the upper triangle row by row (``np.triu_indices``, diagonal
+    included), the off-diagonal entries multiplied by ``sqrt(2)``, so that
+    ``||svec(H)||_2 = ||H||_F``.
+
+    Parameters
+    ----------
+    dim : int
+        Size of the matrix.
+
+    Returns
+    -------
+    rows, cols : ndarray of int
+        The upper-triangle positions.
+    weights : ndarray
+        1 on the diagonal, ``sqrt(2)`` off it.
+    """
+    rows, cols = np.triu_indices(dim)
+    return rows, cols, np.where(rows == cols, 1.0, math.sqrt(2.0))
+
+
+def symmetric_noise(unit: np.ndarray, dim: int) -> np.ndarray:
+    """The symmetric matrix ``E`` with ``svec(E) = unit``.
+
+    Diagonal entries ``unit``, off-diagonal ones ``unit / sqrt(2)`` (mirrored).
+
+    Parameters
+    ----------
+    unit : ndarray of shape (dim (dim + 1) / 2,)
+        The noise of the released vector, in :func:`svec_indices` order.
+    dim : int
+        Size of the matrix.
+
+    Returns
+    -------
+    ndarray of shape (dim, dim)
+        The symmetric noise matrix.
+    """
+    rows, cols, weights = svec_indices(dim)
+    E = np.zeros((dim, dim))
+    values = unit / weights
+    E[rows, cols] = values
+    E[cols, rows] = values
+    return E
+
+
+def hessian_frobenius_bound(loss, n_outputs: int) -> float:
+    """Public bound on ``||h(z, y)||_F`` of the loss's Hessian in the score.
+
+    Losses acting on each output separately (one output, or the one-vs-rest smoothed
+    hinge): ``h = diag(phi''_k)`` with every ``phi''_k`` clipped to ``c =
+    curvature_bound``, so ``||h||_F <= sqrt(K) c``. Multinomial: ``h = diag(p) - p p^T``
+    is PSD with ``||h||_op <= c = 1/2`` and ``tr h = 1 - sum_k p_k^2 <= 1 - 1/K``, so
+    ``||h||_F^2 = sum_j lambda_j^2 <= ||h||_op tr h <= c (1 - 1/K)`` (``1/2`` at ``K =
+    2``, attained at ``p = (1/2, 1/2)``).
+
+    Parameters
+    ----------
+    loss : GLMLoss
+        The loss.
+    n_outputs : int
+        ``K``.
+
+    Returns
+    -------
+    float
+        The bound ``c_F``.
+    """
+    c = float(loss.curvature_bound)
+    if isinstance(loss, MultinomialLogisticLoss):
+        return math.sqrt(c * (1.0 - 1.0 / n_outputs))
+    return math.sqrt(n_outputs) * c
+
+
+def newton_sensitivities(spec: ProblemSpec, clip: float) -> tuple[float, float]:
+    """Replace-one l2 sensitivities ``(Delta_g, Delta_H)`` of one iteration's releases.
+
+    ``Delta_g = 2 C / n`` for the mean clipped gradient (as DP-GD). ``Delta_H`` for
+    ``svec`` of the mean Hessian ``(1/n) sum_i h_i kron x'_i x'_i^T``: one record changes
+    the sum by ``D = A - B`` with ``A = h kron x x^T`` and ``B = h2 kron x2 x2^T`` both PSD,
+    so ``||D||_F^2 = ||A||_F^2 + ||B||_F^2 - 2 tr(A B) <= ||A||_F^2 + ||B||_F^2`` (``tr(AB)
+    >= 0`` for PSD ``A, B``) and ``||A||_F = ||h||_F ||x||^2 <= c_F R^2``: ``Delta_H =
+    sqrt(2) c_F R^2 / n``, ``R`` the augmented row bound with the slack
+    :meth:`Problem.build` accepts. Attained (scalar loss): two orthogonal rows of norm
+    ``R`` at curvature ``c``.
+
+    Parameters
+    ----------
+    spec : ProblemSpec
+        The public problem (``n``, the row bound, the loss and its outputs).
+    clip : float
+        The per-example gradient clip ``C``.
+
+    Returns
+    -------
+    delta_g : float
+        ``2 C / n``.
+    delta_h : float
+        ``sqrt(2) c_F R^2 / n``.
+    """
+    n = spec.n_samples
+    R = spec.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE)
+    c_f = hessian_frobenius_bound(spec.loss, spec.n_outputs)
+    delta_g = check_sensitivity(2.0 * clip / n, "gradient sensitivity 2C/n")
+    delta_h = check_sensitivity(math.sqrt(2.0) * c_f * R * R / n,
+                                "Hessian sensitivity sqrt(2) c R^2 / n")
+    return delta_g, delta_h
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewtonPlan(Plan):
+    """Constants of a DP Newton run, fixed from public quantities before any data is read.
+
+    Each iteration releases the vector ``u_t = [g_t / a_g, svec(H_t) / a_H] + N(0, z^2 I)``
+    with ``a_g = Delta_g / sqrt(rho)`` and ``a_H = Delta_H / sqrt(1 - rho)`` (replace-one
+    sensitivity of ``u_t`` at most 1): the gradient gets noise ``sigma_gradient = z a_g``
+    per coordinate and ``svec(H_t)`` gets ``sigma_hessian = z a_H`` per entry.
+
+    Attributes
+    ----------
+    sigma_gradient : float
+        Per-coordinate noise std of the mean gradient (gradient units).
+    sigma_hessian : float
+        Noise std of each entry of ``svec`` of the mean Hessian: the diagonal of the
+        symmetric noise matrix has this std, its off-diagonal entries ``1/sqrt(2)`` of it.
+    noise_multiplier : float
+        ``z``, the noise std of the sensitivity-1 vector released per iteration (0 when
+        ``epsilon = inf``).
+    gradient_sensitivity : float
+        ``Delta_g = 2 C / n``.
+    hessian_sensitivity : float
+        ``Delta_H = sqrt(2) c_F R^2 / n`` (Frobenius, that is of ``svec``).
+    gradient_share : float
+        ``rho``: the share of each release's ``mu^2`` (GDP) spent on the gradient.
+    clip_norm : float
+        Per-example gradient clip ``C``.
+    hessian_floor : float
+        Public floor of the eigenvalues of the regularised noisy Hessian.
+    max_score_step : float
+        Largest change of any score ``|x'^T (w_{t+1} - w_t)|`` per step (``inf``: none).
+    row_bound : float
+        The public l2 bound ``R`` on the augmented rows that the step rule uses.
+    """
+
+    sigma_gradient: float
+    sigma_hessian: float
+    noise_multiplier: float
+    gradient_sensitivity: float
+    hessian_sensitivity: float
+    gradient_share: float
+    clip_norm: float
+    hessian_floor: float
+    max_score_step: float
+    row_bound: float
+
+
+class DPNewton(BaseDPSolver):
+    """DP Newton: damped Newton steps from noisy gradients and noisy symmetric Hessians.
+
+    Each of the ``T`` iterations releases, at the current point ``w_t``, the mean clipped
+    gradient ``g~_t = mean_i clip_C(grad f(w_t; z_i)) + N(0, sigma_g^2 I)`` and the mean
+    Hessian ``H~_t = mean_i h_i kron x'_i x'_i^T + E_t``, ``E_t`` a symmetric Gaussian
+    matrix. Post-processing only: ``A_t = H~_t + alpha I_pen`` has its eigenvalues floored
+    at the public ``lambda_0``; the Newton point ``u_t`` minimises ``<g, u - w_t> + (u -
+    w_t)^T A_t (u - w_t) / 2`` (``g = g~_t + alpha w_t`` on the penalised rows) over the
+    constraint (``u_t = w_t - A_t^{-1} g`` without one), and ``w_{t+1} = w_t + eta_t (u_t -
+    w_t)`` with ``eta_t = min(1, r / (R ||u_t - w_t||_F))`` (no score moves by more than
+    ``r``). The output is ``w_T``, or (private fits, by default) the average of the
+    iterates of the full (undamped) steps since the last damped one: near the optimum each
+    full step lands at about ``w* - H^{-1} xi_t`` with fresh gradient noise ``xi_t``, so
+    the average divides the noise's variance by their number.
+
+    Parameters
+    ----------
+    n_iter : int, optional
+        Number of Newton steps ``T``. Default: 10 for a private fit, 100 at
+        ``epsilon = inf`` (see docs/algorithms/newton.md).
+    gradient_share : float, default=0.9
+        Share ``rho`` in ``(0, 1)`` of the privacy budget (of each release's ``mu^2`` in
+        GDP terms) spent on the gradient; the Hessian gets ``1 - rho``.
+    clip_norm : float, optional
+        Per-example gradient clip ``C``. Default: the loss bound ``sup|phi'| * data_norm``,
+        which makes clipping lossless (needed for the squared loss unless the constraint
+        bounds the scores).
+    floor_margin : float, default=1.0
+        The eigenvalue floor is ``lambda_0 = alpha' + floor_margin * nu`` with ``nu =
+        sqrt(2 D) sigma_hessian`` the typical operator norm of the ``D x D`` Hessian noise
+        (``alpha' = alpha`` when every coefficient is penalised, else 0), and at least
+        ``1e-8 beta``.
+    max_score_step : "auto", float or None, default="auto"
+        Trust radius ``r`` of the step in score units. ``"auto"``: 4 for the logistic
+        losses, twice the quadratic zone's width for the Huber loss (``2 huber_delta``)
+        and the smoothed hinge (``2 smoothing``), none for the squared loss (its quadratic
+        model is exact); ``None``: no limit.
+    iterate : {"auto", "last", "average"}, default="auto"
+        ``"last"``: ``w_T``. ``"average"``: the mean of the iterates of the undamped steps
+        since the last damped step (``w_T`` when the last step was damped). ``"auto"``:
+        ``"average"`` for a private fit, ``"last"`` at ``epsilon = inf`` (where the
+        iterates converge quadratically and an average would lag behind the last one).
+    max_inner : int, default=2000
+        Iteration cap of the projected solve of the constrained Newton step (only with a
+        constraint; it reads only the releases: post-processing).
+
+    Notes
+    -----
+    **Privacy guarantee.** Replace-one neighbouring relation (``n`` public). Rows are
+    clipped to the public ``data_norm`` (augmented l2 bound ``R``) and per-example gradients
+    to ``C``: the mean gradient has l2 sensitivity ``Delta_g = 2C/n``. The released Hessian
+    vector is ``svec(H)`` (upper triangle, off-diagonals times ``sqrt(2)``, so its l2 norm
+    is the Frobenius norm); per-example Hessians are PSD with Frobenius norm at most ``c_F
+    R^2`` (``c_F = sqrt(K) c`` with ``c`` the declared ``phi''`` bound, to which ``phi''`` is
+    clipped, and ``K`` the outputs acted on separately; multinomial ``sqrt((1 - 1/K) /
+    2)``), so ``Delta_H = sqrt(2) c_F R^2 / n``. Each iteration is one
+    Gaussian release of ``[g / a_g, svec(H) / a_H]`` with ``a_g = Delta_g / sqrt(rho)``,
+    ``a_H = Delta_H / sqrt(1 - rho)`` (sensitivity at most 1) and noise ``N(0, z^2 I)``;
+    the ``T`` releases are ``mu``-GDP with ``mu = sqrt(T) / z``, calibrated exactly by the
+    analytic Gaussian (``"gaussian"``, default) or by ``dp_accounting`` (``"rdp"``,
+    ``"pld"``), the same ledger as DP-GD's with sensitivity 1. The eigenvalue floor, the
+    regulariser, the Newton point, the constrained solve, the damping and the averaging
+    are post-processing: each reads only the noisy releases and public constants.
+
+    Assumptions: a smooth loss with a known second derivative (logistic, multinomial,
+    squared, Huber, smoothed hinge); at most 2048 noisy Hessian dimensions ``n_params *
+    n_outputs``; ``delta > 0``.
+
+    Reference: Ganesh, Liu, Oh, Thakurta et al., "Faster differentially private convex
+    optimization via second-order methods", NeurIPS 2023; Avella-Medina, Bradshaw & Loh,
+    "Differentially private inference via noisy optimization", Ann. Statist. 2023.
+    Derivations and measurements: docs/algorithms/newton.md.
+    """
+
+    name = "newton"
+    capabilities = Capabilities(
+        algorithm="DP Newton (Ganesh et al. 2023; Avella-Medina, Bradshaw & Loh 2023)",
+        accounting_methods=("gaussian", "rdp", "pld"), default_accounting="gaussian",
+        losses=("logistic", "multinomial", "smoothed_hinge", "squared", "huber"),
+        constraints=("none", "l2", "l1", "lp", "simplex"), max_params=MAX_DIMENSION,
+        out_of_core=True,
+    )
+    _parameter_constraints = {
+        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "gradient_share": [Interval(Real, 0, 1, closed="neither")],
+        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "floor_margin": [Interval(Real, 0, None, closed="left")],
+        "max_score_step": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),
+                           None],
+        "max_inner": [Interval(Integral, 1, None, closed="left")],
+        "iterate": [StrOptions(set(ITERATES))],
+    }
+
+    def __init__(self, n_iter=None, gradient_share=0.9, clip_norm=None, floor_margin=1.0,
+                 max_score_step="auto", iterate="auto", max_inner=2000):
+        self.n_iter = n_iter
+        self.gradient_share = gradient_share
+        self.clip_norm = clip_norm
+        self.floor_margin = floor_margin
+        self.max_score_step = max_score_step
+        self.iterate = iterate
+        self.max_inner = max_inner
+
+    def _check_params(self) -> None:
+        # Interval(Real, 0, None, "left") admits inf; the floor must be finite.
+        if not math.isfinite(float(self.floor_margin)):
+            raise ValueError(f"DPNewton.floor_margin must be finite, got {self.floor_margin}.")
+
+    def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
+        """The generic check, then: the noisy Hessian's size is capped.
+
+        <<check_parameters>>
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If a generic check fails, or ``n_params * n_outputs`` exceeds 2048.
+        """
+        super().check_compatible(spec, accounting, relation)
+        if spec.dimension > MAX_DIMENSION:
+            raise IncompatibleSolverError(
+                f"solver {self.name!r} releases a dense Hessian of n_params * n_outputs = "
+                f"{spec.dimension} > {MAX_DIMENSION} dimensions; reduce the features (or "
+                "classes), or use solver='gd'."
+            )
+
+    def auto_n_iter(self, spec: ProblemSpec, budget: Budget) -> int:
+        """Number of Newton steps: ``n_iter``, else 10 (private) or 100 (``epsilon = inf``).
+
+        <<epochs_parameters>>
+
+        Returns
+        -------
+        int
+            The public step count.
+        """
+        if self.n_iter is not None:
+            return int(self.n_iter)
+        return DEFAULT_PRIVATE_ITER if budget.is_private else DEFAULT_NON_PRIVATE_ITER
+
+    def _score_step(self, spec: ProblemSpec) -> float:
+        if self.max_score_step is None:
+            return math.inf
+        if self.max_score_step == "auto":
+            loss = spec.loss
+            if isinstance(loss, SquaredLoss):
+                return math.inf
+            if isinstance(loss, HuberLoss):
+                return ZONE_STEPS * float(loss.huber_delta)
+            if isinstance(loss, SmoothedHingeLoss):
+                return ZONE_STEPS * float(loss.smoothing)
+            return DEFAULT_SCORE_STEP
+        return float(self.max_score_step)
+
+    def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
+             ) -> NewtonPlan:
+        """Fix ``T``, the split, the noise of both releases and the eigenvalue floor.
+
+        <<plan_parameters>>
+
+        Returns
+        -------
+        NewtonPlan
+            ``T`` Gaussian releases of the sensitivity-1 vector ``[g / a_g, svec(H) /
+            a_H]``, their noise calibrated to ``budget`` (exactly, with ``"gaussian"``).
+        """
+        clip = self.gradient_clip(spec)
+        delta_g, delta_h = newton_sensitivities(spec, clip)
+        n_iter = self.auto_n_iter(spec, budget)
+        rho = float(self.gradient_share)
+        # One sensitivity-1 release per iteration: DP-GD's ledger with Delta = 1.
+        z, _, event = full_batch_gaussian(1.0, n_iter, budget, accounting, relation)
+        sigma_g = z * delta_g / math.sqrt(rho)
+        sigma_h = z * delta_h / math.sqrt(1.0 - rho)
+        dim = spec.dimension
+        # Symmetric noise with diagonal std s and off-diagonal std s / sqrt(2): its
+        # spectrum has edge 2 (s / sqrt(2)) sqrt(D) = sqrt(2 D) s (a utility rule).
+        nu = math.sqrt(2.0 * dim) * sigma_h
+        alpha_all = spec.alpha if spec.n_penalized == spec.n_params else 0.0
+        floor = max(alpha_all + float(self.floor_margin) * nu,
+                    FLOOR_RELATIVE * spec.smoothness)
+        return NewtonPlan(
+            n_iter=n_iter, event=event, accounting=accounting, relation=relation,
+            sigma_gradient=sigma_g, sigma_hessian=sigma_h, noise_multiplier=z,
+            gradient_sensitivity=delta_g, hessian_sensitivity=delta_h,
+            gradient_share=rho, clip_norm=clip, hessian_floor=floor,
+            max_score_step=self._score_step(spec),
+            row_bound=spec.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE),
+        )
+
+    # -- run -------------------------------------------------------------------------------
+    def _averages(self, plan: NewtonPlan) -> bool:
+        """Whether the output averages iterates (public: the rule and the noise level)."""
+        if self.iterate == "auto":
+            return plan.noise_multiplier > 0
+        return self.iterate == "average"
+
+    def _run(self, problem: Problem, plan: NewtonPlan, noise: NoiseSource) -> np.ndarray:
+        spec = problem.spec
+        W = np.zeros((spec.n_params, spec.n_outputs))
+        average = self._averages(plan)
+        total, count = np.zeros_like(W), 0
+        for _ in range(plan.n_iter):
+            grad, hess = self.noisy_releases(problem, plan, W, noise)
+            W, damped = self.newton_step(W, grad, hess, plan, spec)
+            # The average restarts after every damped step: it holds the iterates of the
+            # full Newton steps since the last damped one (a function of the releases).
+            if damped:
+                total, count = np.zeros_like(W), 0
+            else:
+                total += W
+                count += 1
+            problem.advance()
+        return total / count if average and count else W
+
+    def noisy_releases(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
+                       noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
+        """One iteration's release: the noisy mean gradient and noisy mean Hessian at ``W``.
+
+        The only access to the data. Draws ``N(0, sigma_gradient^2)`` of shape ``W.shape``,
+        then ``N(0, sigma_hessian^2)`` of shape ``(D (D + 1) / 2,)`` (``svec`` order).
+
+        Parameters
+        ----------
+        problem : Problem
+            The data and its public specification.
+        plan : NewtonPlan
+            The plan.
+        W : ndarray of shape (n_params, n_outputs)
+            The point (a function of earlier releases only).
+        noise : NoiseSource
+            Source of the noise.
+
+        Returns
+        -------
+        gradient : ndarray of shape (n_params, n_outputs)
+            ``mean_i clip_C(grad f(W; z_i))`` plus its noise (no regulariser).
+        hessian : ndarray of shape (D, D)
+            ``mean_i h_i kron x'_i x'_i^T`` plus the symmetric noise (no regulariser).
+        """
+        n = problem.spec.n_samples
+        dim = W.size
+        grad = (problem.clipped_gradient(W, plan.clip_norm, passes=plan.n_iter)
+                + noise.gaussian(W.shape, plan.sigma_gradient))
+        unit = noise.gaussian((dim * (dim + 1) // 2,), plan.sigma_hessian)
+        hess = hessian_sum(problem, W) / n + symmetric_noise(unit, dim)
+        return grad, hess
+
+    def newton_step(self, W: np.ndarray, grad: np.ndarray, hess: np.ndarray,
+                    plan: NewtonPlan, spec: ProblemSpec) -> tuple[np.ndarray, bool]:
+        """The damped Newton step from the releases (post-processing only).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_params, n_outputs)
+            The current point.
+        grad : ndarray of shape (n_params, n_outputs)
+            The noisy mean gradient (without the regulariser).
+        hess : ndarray of shape (D, D)
+            The noisy mean Hessian (without the regulariser).
+        plan : NewtonPlan
+            The plan (floor, trust radius, row bound).
+        spec : ProblemSpec
+            The public problem (``alpha``, penalised rows, constraint).
+
+        Returns
+        -------
+        W_next : ndarray of shape (n_params, n_outputs)
+            ``w + eta (u - w)``, ``u`` the Newton point over the constraint.
+        damped : bool
+            Whether ``eta < 1`` (the trust radius cut the step).
+        """
+        p, k = spec.n_penalized, W.shape[1]
+        g = grad.copy()
+        g[:p] += spec.alpha * W[:p]
+        A = 0.5 * (hess + hess.T)
+        pen = np.arange(p * k)  # row-major: the penalised rows come first
+        A[pen, pen] += spec.alpha
+        values, vectors = np.linalg.eigh(A)
+        values = np.maximum(values, plan.hessian_floor)
+        if isinstance(spec.constraint, Unconstrained):
+            step = (vectors @ ((vectors.T @ g.ravel()) / values)).reshape(W.shape)
+        else:
+            A_floor = (vectors * values) @ vectors.T
+            step = W - self._constrained_point(W, g, A_floor, float(values[-1]), spec)
+        size = plan.row_bound * float(np.linalg.norm(step))
+        damped = size > plan.max_score_step
+        eta = plan.max_score_step / size if damped else 1.0
+        W_next = W - eta * step
+        if not isinstance(spec.constraint, Unconstrained):
+            # A convex combination of feasible points; projected against rounding only.
+            W_next[:p] = spec.constraint.project(W_next[:p])
+        return W_next, bool(damped)
+
+    def _constrained_point(self, W: np.ndarray, g: np.ndarray, A: np.ndarray,
+                           lipschitz: float, spec: ProblemSpec) -> np.ndarray:
+        """FISTA with adaptive restart on ``<g, u - W> + (u - W)^T A (u - W) / 2`` over
+        the constraint (the penalised rows), from ``W``."""
+        p, shape = spec.n_penalized, W.shape
+        project = spec.constraint.project
+
+        def proj(u: np.ndarray) -> np.ndarray:
+            out = u.copy()
+            out[:p] = project(u[:p])
+            return out
+
+        def model_gradient(u: np.ndarray) -> np.ndarray:
+            return g + (A @ (u - W).ravel()).reshape(shape)
+
+        step = 1.0 / lipschitz
+        u = proj(W)
+        y, t = u.copy(), 1.0
+        scale = max(float(np.linalg.norm(g)), 1e-300)
+        for _ in range(int(self.max_inner)):
+            u_next = proj(y - step * model_gradient(y))
+            mapping = float(np.linalg.norm(u_next - y)) / step
+            t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+            if float(np.sum((u_next - u) * (y - u_next))) > 0:  # restart on overshoot
+                y, t = u_next.copy(), 1.0
+            else:
+                y, t = u_next + ((t - 1.0) / t_next) * (u_next - u), t_next
+            u = u_next
+            if mapping <= _INNER_TOL * scale:
+                break
+        return u
