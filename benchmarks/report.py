@@ -97,6 +97,20 @@ def evaluate(results: dict) -> list[dict]:
                             bound=f">= {flow['target']:g}", value=flow["median"],
                             passed=bool(flow["median"] >= flow["target"]),
                             detail=f"median of {len(flow['scores'])} seeds"))
+    for row in results.get("pipelines") or []:  # issue 40: private pipelines, peers
+        if "target" in row:
+            out.append(dict(target=f"{row['name']} on {row['data']} (total epsilon = "
+                                   f"{row['epsilon']:g})",
+                            bound=f">= {row['target']:g}", value=row["median"],
+                            passed=bool(row["met"]),
+                            detail=f"median of {row['runs']} unseeded runs"))
+        if row.get("peer") and "median" in row:
+            out.append(dict(target=f"{row['name']} on {row['data']} above {row['peer']} "
+                                   f"(epsilon = {row['epsilon']:g})",
+                            bound="> peer's median", value=row["median"],
+                            passed=row.get("beats_peer"),
+                            detail="peer skipped" if row.get("beats_peer") is None
+                            else f"median of {row['runs']} unseeded runs each"))
     for target, (value, detail), table in zip(config.TARGETS, measured, by_solver, strict=True):
         skipped = str(detail).startswith("skipped")  # e.g. no dask: the cluster fit
         if value != value and (not results.get(target.part) or skipped):
@@ -307,7 +321,14 @@ def markdown(results: dict, stem: str) -> str:
              "Raw breast cancer mapped by its published feature ranges; fresh stratified "
              "70/30 splits and noise (OS entropy) every run; test accuracy of the released "
              "model; the total read from one BudgetAccountant per run and what "
-             "privacy_cost priced before it. `python -m benchmarks run --part selection`.")):
+             "privacy_cost priced before it. `python -m benchmarks run --part selection`."),
+            ("pipelines", "Private pipelines: DPPCA and DPGaussianNB (issue 40)",
+             "Raw digits (pixels in the published range [0, 16]) and raw breast cancer "
+             "(published feature ranges); fresh stratified 70/30 splits and noise (OS "
+             "entropy) every run; test accuracy of the released model: median, 5th "
+             "percentile, minimum. diffprivlib side by side where it imports (scikit-learn "
+             "< 1.8; benchmarks/README.md says how). "
+             "`python -m benchmarks run --part pipelines`.")):
         if results.get(part):
             module = importlib.import_module(f"benchmarks.{part}")
             lines += _section(part, title, intro)

@@ -439,6 +439,12 @@ def _selection(profile: Profile, log) -> list[dict]:
     return selection(profile, log)
 
 
+def _pipelines(profile: Profile, log) -> list[dict]:
+    from benchmarks.pipelines import pipelines
+
+    return pipelines(profile, log)
+
+
 def defaults(profile: Profile, log) -> list[dict]:
     """Every workflow of :data:`config.WORKFLOWS` on raw bundled data, 70/30 splits: test
     accuracy or R^2 and the spend each fit reports (its ``privacy_spent_``, or the
@@ -549,7 +555,9 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                                 ("defaults", "defaults on raw bundled data", defaults),
                                 ("tails", "tails of default fits (unseeded)", _tails),
                                 ("selection", "private model selection (unseeded)",
-                                 _selection)):
+                                 _selection),
+                                ("pipelines", "private pipelines, DPPCA and DPGaussianNB "
+                                 "(unseeded)", _pipelines)):
             if part in parts:
                 log(label)
                 results[part] = fn(profile, log)
