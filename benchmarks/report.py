@@ -338,7 +338,8 @@ def markdown(results: dict, stem: str) -> str:
     if len({(r["commit"], r["date"]) for r in runs.values()}) > 1:
         lines += ["Parts from separate runs (`--part`): " + "; ".join(
             f"{p}: commit {r['commit']} ({r['date']}"
-            + (f", numba {r['numba']})" if "numba" in r else ")")
+            + (f", numba {r['numba']}" if "numba" in r else "")
+            + (f", scikit-learn {r['sklearn']})" if "sklearn" in r else ")")
             for p, r in runs.items()) + ".", ""]
     lines += _section("starts", "Cold starts and float32",
                       f"First fit of {config.COLD_ROWS} rows in a fresh interpreter (after "

@@ -526,7 +526,7 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                              **environment()), scenarios=[])
     previous = ROOT / "results" / f"suite_{profile.name}.json"
     here = dict(commit=results["meta"]["commit"], date=results["meta"]["date"],
-                numba=results["meta"]["numba"])
+                numba=results["meta"]["numba"], sklearn=results["meta"]["sklearn"])
     results["meta"]["part_runs"] = {p: here for p in parts}
     old = json.loads(previous.read_text()) if previous.exists() else {}
     if set(parts) != set(config.PARTS) and old:
