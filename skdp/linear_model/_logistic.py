@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit
+from scipy.stats import norm
+from sklearn.utils.validation import check_is_fitted
 
+from skdp._warnings import warn_user
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
+from skdp.linear_model._inference import coefficient_covariance, penalty_shift
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss
 
 __all__ = ["DPLogisticRegression"]
+
+#: :meth:`DPLogisticRegression.conf_int` warns when the L2 penalty moves a coefficient by
+#: more than this many standard errors (coverage of 95% intervals falls below 94%).
+PENALTY_SHIFT_WARNING = 0.25
 
 
 @shared_docs
@@ -36,6 +44,17 @@ class DPLogisticRegression(BaseDPClassifier):
     <<options>>
 
     <<attributes:classifier>>
+    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
+        Approximate covariance of ``[coef_, intercept_]`` (the intercept last, when
+        fitted): sampling plus privacy noise, from the Hessian and the noise law that
+        ``solver="newton"`` releases, for two classes (post-processing; docs/inference.md).
+        ``None`` for the other solvers and for more classes.
+    standard_errors_ : ndarray of shape (n_features + 1,) or None
+        Square roots of its diagonal.
+    penalty_shift_ : ndarray of shape (n_features + 1,) or None
+        First-order estimate of how far the L2 penalty moved each coefficient from the
+        unpenalised minimiser, ``alpha H^-1 w_pen`` (from the released Hessian ``H``);
+        :meth:`conf_int` warns when it exceeds a quarter of a standard error.
 
     Notes
     -----
@@ -113,6 +132,70 @@ class DPLogisticRegression(BaseDPClassifier):
             return Y, LogisticLoss(), {"classes_": classes}
         Y = (y[:, None] == classes[None, :]).astype(float)
         return Y, MultinomialLogisticLoss(classes.size), {"classes_": classes}
+
+    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent):
+        super()._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)
+        self.coef_covariance_ = self.standard_errors_ = self.penalty_shift_ = None
+        if result.inference is not None and spec.n_outputs == 1:
+            # Post-processing of the solver's releases (docs/inference.md).
+            self.coef_covariance_ = coefficient_covariance(
+                result.inference, n_features=spec.n_params - int(self.fit_intercept),
+                intercept_feature=bounds.data_norm if self.fit_intercept else 0.0)
+            self.standard_errors_ = np.sqrt(np.diag(self.coef_covariance_))
+            self.penalty_shift_ = penalty_shift(
+                result.inference, result.coef[:, 0],
+                intercept_feature=bounds.data_norm if self.fit_intercept else 0.0)
+
+    def conf_int(self, alpha=0.05):
+        """Confidence intervals of the coefficients (and the intercept, last).
+
+        Normal intervals ``estimate -/+ z_(1 - alpha/2) standard_errors_``, the standard
+        errors covering both the sampling error and the privacy noise. They need
+        ``solver="newton"`` (which releases the Hessian), two classes, a well-specified
+        logistic model, and no clipped row: declare ``data_norm`` at least the largest
+        row norm (a private bound at a quantile clips rows and moves the target), and
+        keep ``alpha`` small against ``1 / n`` (the intervals are for the penalised
+        minimiser). Measured coverage: docs/inference.md.
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+            One minus the confidence level, in ``(0, 1)``.
+
+        Returns
+        -------
+        ndarray of shape (n_features + 1, 2) or (n_features, 2)
+            Lower and upper bounds, one row per coefficient (the intercept last when
+            ``fit_intercept=True``), as statsmodels' ``conf_int``.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha`` is not in ``(0, 1)`` or the fit released no Hessian (another
+            solver, or more than two classes).
+        """
+        check_is_fitted(self)
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}; set alpha to 0.05 "
+                             "for 95% intervals.")
+        if self.coef_covariance_ is None:
+            raise ValueError(
+                f"conf_int needs the Hessian that solver='newton' releases, for two "
+                f"classes; this fit used solver {self.solver_.name!r} with "
+                f"{len(self.classes_)} classes. Set solver='newton'.")
+        estimate = np.concatenate([self.coef_.ravel(),
+                                   self.intercept_ if self.fit_intercept else []])
+        shift = self.penalty_shift_ / self.standard_errors_
+        if np.max(np.abs(shift)) > PENALTY_SHIFT_WARNING:
+            # Released quantities only (the coefficients and their Hessian): no data.
+            warn_user(
+                f"the L2 penalty alpha={self.alpha:g} moves the coefficients by up to "
+                f"{np.max(np.abs(shift)):.2g} standard errors (estimated from the released "
+                "Hessian): the intervals are centred on the penalised minimiser, not on "
+                "the model's parameter. Refit with a smaller alpha for inference.",
+                UserWarning)
+        half = norm.ppf(1.0 - alpha / 2.0) * self.standard_errors_
+        return np.column_stack([estimate - half, estimate + half])
 
     def predict_proba(self, X):
         """Predict the probability of each class.

@@ -12,7 +12,7 @@ import inspect
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from dp_accounting import dp_event as dpe
@@ -34,9 +34,11 @@ from skdp.solvers._problem import (
 
 __all__ = [
     "BaseDPSolver",
+    "Inference",
     "Plan",
     "Problem",
     "ProblemSpec",
+    "Released",
     "RowBlock",
     "SolverResult",
     "james_stein_factor",
@@ -237,6 +239,9 @@ class SolverResult:
         The ``(epsilon, delta)`` the ledger spends.
     plan : Plan
         The plan that ran.
+    inference : Inference or None, default=None
+        Released quantities from which the estimators compute standard errors (solvers
+        that release a Hessian); ``None`` for the others.
     """
 
     coef: np.ndarray
@@ -244,6 +249,47 @@ class SolverResult:
     ledger: PrivacyLedger
     spent: PrivacySpent
     plan: Plan
+    inference: Inference | None = None
+
+
+@dataclass(frozen=True)
+class Inference:
+    """What a solver released that approximates the law of its output (post-processing).
+
+    The output ``w`` of the solver is taken as ``w_hat + e`` with ``w_hat`` the
+    (regularised) empirical minimiser and ``e`` the released noise carried through the
+    last steps, ``e ~ N(0, (gradient_noise^2 / n_averaged) A^-2)``.
+
+    Parameters
+    ----------
+    hessian : ndarray of shape (D, D)
+        ``A``: the released (noisy) Hessian of the regularised mean objective at the
+        output, symmetric, eigenvalues floored (the released Hessians averaged over the
+        averaged iterates; ``D = n_params * n_outputs``, row-major coefficients).
+    penalty : ndarray of shape (D,)
+        The L2 term's diagonal in ``hessian`` (``alpha`` on penalised coordinates, 0
+        elsewhere), so that the loss's own Hessian is ``hessian - diag(penalty)``.
+    gradient_noise : float
+        Per-coordinate standard deviation of the noise on each released mean gradient.
+    n_averaged : int
+        Number of iterates averaged into the output (their gradient noises independent).
+    n_samples : int
+        The (public) number of rows.
+    """
+
+    hessian: np.ndarray
+    penalty: np.ndarray
+    gradient_noise: float
+    n_averaged: int
+    n_samples: int
+
+
+class Released(NamedTuple):
+    """A solver run's output: the coefficients and, if it releases one, its
+    :class:`Inference`."""
+
+    coef: np.ndarray
+    inference: Inference | None = None
 
 
 class BaseDPSolver(ABC):
@@ -484,6 +530,10 @@ class BaseDPSolver(ABC):
     def _run(self, problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
         """Run the planned algorithm; every random draw comes from ``noise``."""
 
+    def _run_released(self, problem: Problem, plan: Plan, noise: NoiseSource) -> Released:
+        """:meth:`_run` and what else it released for inference (none by default)."""
+        return Released(self._run(problem, plan, noise))
+
     def check(self, spec: ProblemSpec, budget: Budget, *, accounting: str = "auto",
               relation: str = "replace_one") -> str:
         """Validate the solver's parameters and its compatibility with ``spec``.
@@ -607,8 +657,9 @@ class BaseDPSolver(ABC):
         # derivative or an iterate overflows depends on the data, and a warning would
         # say so (the dask chunk functions, which run elsewhere, are silenced likewise).
         with np.errstate(all="ignore"):
-            coef = self._run(problem, plan, as_noise_source(random_state))
-        return SolverResult(coef=coef, n_iter=plan.n_iter, ledger=ledger, spent=spent, plan=plan)
+            out = self._run_released(problem, plan, as_noise_source(random_state))
+        return SolverResult(coef=out.coef, n_iter=plan.n_iter, ledger=ledger, spent=spent,
+                            plan=plan, inference=out.inference)
 
 
 fill_docstrings(BaseDPSolver, HOOK_DOCS)

@@ -33,7 +33,14 @@ from skdp.losses import (
 from skdp.privacy.accounting import check_sensitivity
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
-from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
+from skdp.solvers._base import (
+    BaseDPSolver,
+    Inference,
+    Plan,
+    Problem,
+    ProblemSpec,
+    Released,
+)
 from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import ROW_BOUND_TOLERANCE
@@ -536,10 +543,15 @@ class DPNewton(BaseDPSolver):
         return self.iterate == "average"
 
     def _run(self, problem: Problem, plan: NewtonPlan, noise: NoiseSource) -> np.ndarray:
+        return self._run_released(problem, plan, noise).coef
+
+    def _run_released(self, problem: Problem, plan: NewtonPlan, noise: NoiseSource
+                      ) -> Released:
         spec = problem.spec
         W = np.zeros((spec.n_params, spec.n_outputs))
         average = self._averages(plan)
         total, count = np.zeros_like(W), 0
+        hessians = np.zeros((W.size, W.size))
         for _ in range(plan.n_iter):
             grad, hess = self.noisy_releases(problem, plan, W, noise)
             W, damped = self.newton_step(W, grad, hess, plan, spec)
@@ -547,11 +559,27 @@ class DPNewton(BaseDPSolver):
             # full Newton steps since the last damped one (a function of the releases).
             if damped:
                 total, count = np.zeros_like(W), 0
+                hessians = np.zeros_like(hessians)
             else:
                 total += W
                 count += 1
+                hessians += hess
             problem.advance()
-        return total / count if average and count else W
+        averaged = average and count > 0
+        coef = total / count if averaged else W
+        # For standard errors (post-processing): the mean of the Hessians released at the
+        # points the averaged iterates stepped from (the last one without averaging),
+        # with the L2 term and the same eigenvalue floor as the steps.
+        m = count if averaged else 1
+        H = hessians / count if averaged else hess
+        penalty = np.zeros(W.size)
+        penalty[:spec.n_penalized * W.shape[1]] = spec.alpha
+        A = 0.5 * (H + H.T) + np.diag(penalty)
+        values, vectors = np.linalg.eigh(A)
+        A = (vectors * np.maximum(values, plan.hessian_floor)) @ vectors.T
+        return Released(coef, Inference(hessian=A, penalty=penalty,
+                                        gradient_noise=float(plan.sigma_gradient),
+                                        n_averaged=m, n_samples=spec.n_samples))
 
     def noisy_releases(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
                        noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
