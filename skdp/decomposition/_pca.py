@@ -164,14 +164,14 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (n_components, n_features)
         The principal axes (unit rows, largest entry positive), by decreasing noisy
         explained variance.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (n_components,)
         The noisy eigenvalues of the covariance (denominator ``n - 1``), floored at 0.
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (n_components,)
         Their fractions of the noisy total variance (the positive eigenvalues' sum).
-    singular_values_ : ndarray of shape (n_components_,)
+    singular_values_ : ndarray of shape (n_components,)
         ``sqrt((n - 1) explained_variance_)``, as scikit-learn's ``PCA``.
     mean_ : ndarray of shape (n_features,)
         The private mean (zeros for ``center=False``).
@@ -361,7 +361,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_)
+        ndarray of shape (n_samples, n_components)
             The projections (post-processing of the release).
         """
         return self.fit(X).transform(X)
@@ -480,7 +480,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_)
+        ndarray of shape (n_samples, n_components)
             The projections.
         """
         check_is_fitted(self)
@@ -496,7 +496,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like of shape (n_samples, n_components)
             Projections, as :meth:`transform` returns them.
 
         Returns
