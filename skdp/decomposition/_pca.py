@@ -31,7 +31,7 @@ from skdp.privacy.accounting import (
     calibrate_noise_multiplier,
     gaussian_event,
 )
-from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.budget import Budget, check_budget, release_budget
 from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator, as_noise_source
@@ -265,19 +265,8 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 "random projection).")
         total = check_budget(self.epsilon, self.delta, needs_delta=False)
         auto = isinstance(self.data_norm, str) and total.is_private
-        release = total
-        eps_bounds = math.inf
-        if auto:
-            eps_bounds = float(self.bounds_fraction) * total.epsilon
-            eps_release = total.epsilon - eps_bounds
-            while eps_bounds + eps_release > total.epsilon:  # the split never exceeds epsilon
-                eps_release = math.nextafter(eps_release, 0.0)
-            release = Budget(eps_release, total.delta)
-        accounting = self.accounting
-        if accounting == "auto":
-            accounting = "pure" if release.delta == 0 else "gaussian"
-        if accounting == "pure" and release.delta > 0:
-            release = Budget(release.epsilon, 0.0)
+        eps_bounds, release, accounting = release_budget(
+            total, self.bounds_fraction if auto else None, self.accounting)
         mean_share = float(self.mean_fraction) if self.center else 0.0
         n_bounds = 2 if self.center else 1
         relation = "replace_one"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 
 from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
+from skdp._labels import checked_classes
 from skdp.linear_model._docs import shared_docs
 
 __all__ = ["BaseDPClassifier"]
@@ -28,26 +28,8 @@ class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel
         it), so the model's shape and whether ``fit`` raises do not depend on any record.
         Otherwise it is read from ``y`` (treated as public; see docs/privacy.md).
         """
-        check_classification_targets(y)
         name = type(self).__name__
-        if self.classes is not None:
-            classes = np.unique(np.asarray(self.classes))
-            if classes.size != len(self.classes):
-                raise ValueError(f"{name}: classes must not repeat a label.")
-            if classes.size < 2:
-                raise ValueError(f"{name}: classes must declare at least 2 labels.")
-            if not np.all(np.isin(y, classes)):
-                # The message names no label: which one is outside is private.
-                raise ValueError(
-                    f"{name}: y has labels that are not in classes; add them to classes "
-                    "(or remove those rows).")
-        else:
-            classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"{name} needs samples of at least 2 classes in y; got only one class "
-                f"({classes[0]!r})."
-            )
+        classes = checked_classes(name, self.classes, y)
         if classes.size > 2 and self.adversarial_radius:
             raise ValueError(
                 "Only binary classification is supported. The type of the target is "

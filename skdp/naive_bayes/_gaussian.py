@@ -30,10 +30,10 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._base import ExactScoreNoticeMixin
+from skdp._labels import checked_classes
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -43,7 +43,7 @@ from skdp.losses import row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.preprocessing._scalers import _check_bounds_param, _public_bounds
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
-from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.budget import Budget, check_budget, release_budget
 from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator, as_noise_source
@@ -397,19 +397,8 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         self._check_split()
         total = check_budget(self.epsilon, self.delta, needs_delta=False)
         auto = isinstance(self.bounds, str) and total.is_private
-        stats = total
-        eps_bounds = math.inf
-        if auto:
-            eps_bounds = float(self.bounds_fraction) * total.epsilon
-            eps_stats = total.epsilon - eps_bounds
-            while eps_bounds + eps_stats > total.epsilon:  # rounding must not exceed it
-                eps_stats = math.nextafter(eps_stats, 0.0)
-            stats = Budget(eps_stats, total.delta)
-        accounting = self.accounting
-        if accounting == "auto":
-            accounting = "pure" if stats.delta == 0 else "gaussian"
-        if accounting == "pure" and stats.delta > 0:
-            stats = Budget(stats.epsilon, 0.0)
+        eps_bounds, stats, accounting = release_budget(
+            total, self.bounds_fraction if auto else None, self.accounting)
         if not stats.is_private:
             mechanism, event, unit = "none", dpe.NonPrivateDpEvent(), 0.0
         elif accounting == "pure":
@@ -434,29 +423,9 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         return self._plan()[3]
 
     def _check_classes(self, y) -> np.ndarray:
-        """The sorted label set, as the skdp classifiers check it
-        (:meth:`skdp.linear_model._classifier.BaseDPClassifier._check_classes`)."""
-        check_classification_targets(y)
-        name = type(self).__name__
-        if self.classes is not None:
-            classes = np.unique(np.asarray(self.classes))
-            if classes.size != len(self.classes):
-                raise ValueError(f"{name}: classes must not repeat a label.")
-            if classes.size < 2:
-                raise ValueError(f"{name}: classes must declare at least 2 labels.")
-            if not np.all(np.isin(y, classes)):
-                # The message names no label: which one is outside is private.
-                raise ValueError(
-                    f"{name}: y has labels that are not in classes; add them to classes "
-                    "(or remove those rows).")
-        else:
-            classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"{name} needs samples of at least 2 classes in y; got only one class "
-                f"({classes[0]!r})."
-            )
-        return classes
+        """The sorted label set, checked as every skdp classifier checks it
+        (:func:`skdp._labels.checked_classes`)."""
+        return checked_classes(type(self).__name__, self.classes, y)
 
     def _check_priors(self, n_classes: int):
         if self.priors is None:

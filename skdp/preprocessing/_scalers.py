@@ -18,7 +18,7 @@ from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
-from skdp.privacy.budget import Budget, check_budget
+from skdp.privacy.budget import Budget, check_budget, release_budget
 from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator, as_noise_source
@@ -254,33 +254,20 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         self.random_state = random_state
         self.verbose = verbose
 
-    def _accounting(self, budget: Budget) -> str:
-        if self.accounting != "auto":
-            return self.accounting
-        return "pure" if budget.delta == 0 else "gaussian"
-
     def _plan(self, n_features: int):
         """Budgets and the ledger charged before reading ``X`` (public quantities only)."""
         _check_bounds_param(self.bounds)
         total = check_budget(self.epsilon, self.delta, needs_delta=False)
         auto = isinstance(self.bounds, str)
-        moments = total
-        if auto and total.is_private:
-            eps_bounds = float(self.bounds_fraction) * total.epsilon
-            eps_moments = total.epsilon - eps_bounds
-            while eps_bounds + eps_moments > total.epsilon:
-                eps_moments = math.nextafter(eps_moments, 0.0)
-            moments = Budget(eps_moments, total.delta)
-        accounting = self._accounting(moments)
-        if accounting == "pure" and moments.delta > 0:
-            moments = Budget(moments.epsilon, 0.0)
+        eps_bounds, moments, accounting = release_budget(
+            total, self.bounds_fraction if auto else None, self.accounting)
         release = single_release(moments, accounting, "replace_one")
         ledger = PrivacyLedger(release.event, accounting, "replace_one", moments)
         if auto and total.is_private:
             bounds_ledger = PrivacyLedger(dpe.ComposedDpEvent([bound_event(eps_bounds)]),
                                           "pure", "replace_one", Budget(eps_bounds, 0.0))
             ledger = CompositeLedger((("bounds", bounds_ledger), ("moments", ledger)), total)
-        return total, release, ledger, (eps_bounds if auto and total.is_private else math.inf)
+        return total, release, ledger, eps_bounds
 
     def _planned_ledger(self, n_samples: int, n_features: int, y=None):
         """The ledger ``fit`` charges before reading ``X`` (used for pricing)."""

@@ -10,7 +10,7 @@ from skdp._repr import dataclass_repr
 from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
 
-__all__ = ["Budget", "check_budget"]
+__all__ = ["Budget", "check_budget", "release_budget"]
 
 
 @dataclass(frozen=True)
@@ -112,3 +112,47 @@ def check_budget(
             "this delta may reveal whole records. Use delta much smaller than 1/n_samples.",
             PrivacyLeakWarning, once=True)
     return Budget(epsilon=eps, delta=dlt)
+
+
+def release_budget(total: Budget, bounds_fraction: float | None, accounting: str
+                   ) -> tuple[float, Budget, str]:
+    """Split ``total`` between private bounds and one release, and resolve its accounting.
+
+    The split of the one-release estimators and transformers (``DPStandardScaler``,
+    ``DPPCA``, ``DPGaussianNB``): the bounds get ``bounds_fraction * epsilon`` (pure DP),
+    the release the rest at the full ``delta``; by basic composition the two spend at
+    most ``total`` (the release's epsilon is rounded down until the sum does not exceed
+    it). ``"auto"`` accounting is ``"pure"`` for ``delta = 0`` and ``"gaussian"``
+    otherwise; a pure release is given ``delta = 0``.
+
+    Parameters
+    ----------
+    total : Budget
+        The validated budget of the whole fit.
+    bounds_fraction : float or None
+        The bounds' share of epsilon, in ``(0, 1)``; ``None`` (public bounds) or a
+        non-private ``total``: no split.
+    accounting : str
+        ``"auto"`` or an accounting method.
+
+    Returns
+    -------
+    eps_bounds : float
+        The bounds' epsilon (``inf`` without a split).
+    release : Budget
+        The release's budget.
+    accounting : str
+        The release's accounting method.
+    """
+    release, eps_bounds = total, math.inf
+    if bounds_fraction is not None and total.is_private:
+        eps_bounds = float(bounds_fraction) * total.epsilon
+        eps_release = total.epsilon - eps_bounds
+        while eps_bounds + eps_release > total.epsilon:  # rounding must not exceed it
+            eps_release = math.nextafter(eps_release, 0.0)
+        release = Budget(eps_release, total.delta)
+    if accounting == "auto":
+        accounting = "pure" if release.delta == 0 else "gaussian"
+    if accounting == "pure" and release.delta > 0:
+        release = Budget(release.epsilon, 0.0)
+    return eps_bounds, release, accounting
