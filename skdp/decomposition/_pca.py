@@ -29,6 +29,7 @@ from skdp.privacy.accounting import (
     PrivacyLedger,
     PureDpEvent,
     calibrate_noise_multiplier,
+    check_sensitivity,
     gaussian_event,
 )
 from skdp.privacy.budget import Budget, check_budget, release_budget
@@ -54,16 +55,16 @@ MAX_FEATURES = 4096
 
 
 def covariance_sensitivity(norm: float) -> float:
-    """Replace-one l2 sensitivity of the upper triangle of ``sum_i x_i x_i^T``.
+    """Replace-one l2 sensitivity of ``svec(sum_i x_i x_i^T)``.
 
-    Rows clipped to ``||x||_2 <= R``; the released vector is the upper triangle,
-    diagonal included, of the second-moment matrix (the lower triangle is its mirror, not
-    a release). Replacing ``x`` by ``x'`` changes the matrix by ``D = x x^T - x' x'^T``,
-    whose upper triangle has squared norm ``(||D||_F^2 + sum_j D_jj^2) / 2``. Both terms
-    are at most ``2 R^4``: ``||D||_F^2 = ||x||^4 + ||x'||^4 - 2 <x, x'>^2`` and
-    ``sum_j (x_j^2 - x'_j^2)^2 <= sum_j x_j^4 + x'_j^4 <= ||x||^4 + ||x'||^4`` (the cross
-    terms are non-negative). So the sensitivity is ``sqrt(2) R^2``, reached by two
-    orthogonal rows on coordinate axes.
+    Rows clipped to ``||x||_2 <= R``. The released vector is ``svec``: the upper triangle,
+    diagonal included, with the off-diagonal entries multiplied by ``sqrt(2)``, so that
+    ``||svec(D)||_2 = ||D||_F`` for a symmetric ``D`` (the lower triangle is its mirror,
+    not a release). Replacing ``x`` by ``x'`` changes the matrix by ``D = x x^T - x' x'^T``,
+    a difference of two positive semidefinite matrices, so ``||D||_F^2 = ||x||^4 +
+    ||x'||^4 - 2 <x, x'>^2 <= 2 R^4``: the sensitivity is ``sqrt(2) R^2``, reached by two
+    orthogonal rows of norm ``R``. (Releasing the plain upper triangle has the same
+    sensitivity with twice the noise variance on the off-diagonal entries.)
 
     Parameters
     ----------
@@ -100,10 +101,17 @@ def _flip_signs(vectors: np.ndarray) -> np.ndarray:
 
 
 def _clip_rows(X: np.ndarray, norm: float) -> np.ndarray:
-    """Rows scaled down to the l2 norm ``norm`` (times :data:`NORM_SAFETY`)."""
-    with np.errstate(divide="ignore"):
-        scale = np.minimum(1.0, norm * NORM_SAFETY / row_norms(X, 2.0))
-    return X * scale[:, None]
+    """Rows scaled down to the l2 norm ``norm`` (times :data:`NORM_SAFETY`).
+
+    A row above the bound is divided by its norm first and then multiplied by the bound:
+    one factor ``norm / ||x||`` can be subnormal for huge rows and keep too few bits, which
+    let clipped rows exceed the bound (by up to 2x at ``norm = 3e-16``, rows near 1e308).
+    """
+    X = np.array(X, dtype=float)
+    norms = row_norms(X, 2.0)
+    over = norms > norm * NORM_SAFETY
+    X[over] = (X[over] / norms[over, None]) * (norm * NORM_SAFETY)
+    return X
 
 
 class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -114,7 +122,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     1. the mean: the sum of the rows clipped to the l2 norm ``R_0``, replace-one
        sensitivity ``2 R_0``;
-    2. the covariance: the upper triangle of ``sum_i c_i c_i^T``, ``c_i`` the row centred
+    2. the covariance: ``svec`` of ``sum_i c_i c_i^T``, ``c_i`` the row centred
        at the released mean and clipped to the norm ``R``, sensitivity ``sqrt(2) R^2``
        (:func:`covariance_sensitivity`);
 
@@ -188,8 +196,9 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         The clip norm ``R_0`` of the raw rows for the mean (``None`` for
         ``center=False``).
     noise_scale_ : float
-        Per-entry noise standard deviation of the released second-moment matrix
-        (0 at ``epsilon=inf``; for ``delta=0``, the l2-Laplace scale).
+        Noise standard deviation of each released ``svec`` entry of the second-moment
+        matrix (its diagonal; the off-diagonal entries get this over ``sqrt(2)``; 0 at
+        ``epsilon=inf``; for ``delta=0``, the l2-Laplace scale).
     privacy_ledger_ : PrivacyLedger or CompositeLedger
         What the fit released and how it is accounted.
     privacy_spent_ : PrivacySpent
@@ -298,9 +307,11 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                                            release, accounting=accounting, relation=relation)
             event = _release_event(z, mean_share, accounting, relation)
             mechanism = "gaussian"
-            multipliers = [part.noise_multiplier for part in event.events]
-            z_cov = multipliers[-1]
-            z_mean = multipliers[0] if mean_share > 0 else 0.0
+            # The drawn multipliers, per unit of replace-one sensitivity (not read back
+            # from the events: some accounting methods record them in another relation's
+            # units).
+            z_cov = z / math.sqrt(1.0 - mean_share)
+            z_mean = z / math.sqrt(mean_share) if mean_share > 0 else 0.0
         ledger = PrivacyLedger(event, accounting, relation, release)
         if auto:
             # One pure release per private norm (two with a mean), epsilon split evenly.
@@ -392,7 +403,8 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 for start in range(0, n, _BLOCK):
                     total_sum += _clip_rows(X[start:start + _BLOCK], mean_norm).sum(axis=0)
                 # Replace-one: the clipped sum moves by ||c(x) - c(x')|| <= 2 R_0.
-                scale = plan["z_mean"] * 2.0 * mean_norm
+                scale = plan["z_mean"] * check_sensitivity(2.0 * mean_norm,
+                                                            "mean sensitivity (data_norm)")
                 total_sum += as_noise_source(mean_rng).release(plan["mechanism"], (d,),
                                                                scale)
                 # Post-processing: the mean of rows of norm <= R_0 lies in that ball.
@@ -412,10 +424,14 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 C = _clip_rows(X[start:start + _BLOCK] - mean, norm)
                 gram += C.T @ C
             rows, cols = np.triu_indices(d)
-            # One draw per upper-triangle entry (the released vector), mirrored below:
-            # sensitivity sqrt(2) R^2 (covariance_sensitivity).
-            scale = plan["z_cov"] * covariance_sensitivity(norm)
+            # One draw per entry of svec(G) (off-diagonal entries times sqrt(2)), of
+            # sensitivity sqrt(2) R^2 (covariance_sensitivity); unscaled back to the
+            # matrix, an off-diagonal entry's noise is the draw over sqrt(2), and the
+            # lower triangle is the mirror.
+            scale = plan["z_cov"] * check_sensitivity(covariance_sensitivity(norm),
+                                                      "covariance sensitivity (data_norm)")
             noise = as_noise_source(cov_rng).release(plan["mechanism"], (rows.size,), scale)
+            noise[rows != cols] /= math.sqrt(2.0)
             upper = gram[rows, cols] + noise
         # --- post-processing: only the released mean, upper triangle and public n -------
         cov = np.empty((d, d))

@@ -33,6 +33,12 @@ def _data(n=500, d=5, seed=0):
     return rng.normal(size=(n, d)) * np.linspace(4.0, 0.5, d) + np.arange(d)
 
 
+def _svec(M):
+    """The upper triangle of a symmetric matrix, off-diagonal entries times sqrt(2)."""
+    rows, cols = np.triu_indices(M.shape[0])
+    return M[rows, cols] * np.where(rows == cols, 1.0, math.sqrt(2.0))
+
+
 def _released_gram(pca):
     """The released second-moment matrix, rebuilt from the components and variances
     (exact when ``n_components=None`` and no eigenvalue was floored)."""
@@ -121,11 +127,10 @@ def test_a_pipeline_reports_one_total():
 
 def test_the_declared_sensitivity_bounds_every_replacement_and_is_reached():
     """Brute force: rows on the sphere of radius R (the worst case of the clip), random
-    pairs and axis pairs; the upper triangle of x x^T - x' x'^T never exceeds
-    sqrt(2) R^2, which orthogonal axis rows reach."""
+    pairs and axis pairs; svec(x x^T - x' x'^T) never exceeds sqrt(2) R^2, which
+    orthogonal axis rows reach."""
     rng = np.random.default_rng(0)
     d, R = 6, 2.5
-    rows, cols = np.triu_indices(d)
     worst = 0.0
     for _ in range(3000):
         a, b = rng.normal(size=(2, d))
@@ -133,12 +138,11 @@ def test_the_declared_sensitivity_bounds_every_replacement_and_is_reached():
             a[rng.random(d) < 0.7] = 0.0
             b[rng.random(d) < 0.7] = 0.0
         a, b = (v * R / max(np.linalg.norm(v), 1e-300) for v in (a, b))
-        diff = (np.outer(a, a) - np.outer(b, b))[rows, cols]
-        worst = max(worst, float(np.linalg.norm(diff)))
+        worst = max(worst, float(np.linalg.norm(_svec(np.outer(a, a) - np.outer(b, b)))))
     bound = covariance_sensitivity(R)
     assert worst <= bound * (1 + 1e-12)
     e = np.eye(d) * R
-    diff = (np.outer(e[0], e[0]) - np.outer(e[1], e[1]))[rows, cols]
+    diff = _svec(np.outer(e[0], e[0]) - np.outer(e[1], e[1]))
     assert np.linalg.norm(diff) == pytest.approx(bound)
     # The mean's release: clipped rows move the sum by at most 2 R_0 (opposite rows).
     from skdp.decomposition._pca import _clip_rows
@@ -149,24 +153,28 @@ def test_the_declared_sensitivity_bounds_every_replacement_and_is_reached():
 
 
 @pytest.mark.slow
-def test_the_noise_drawn_is_what_the_ledger_says():
-    """Over 300 fits with independent seeds, the released mean and upper triangle minus
-    their exact values (given the released mean), divided by the ledger's multipliers
-    times the declared sensitivities, are N(0, 1) (KS, failure probability 1e-4 each
+@pytest.mark.parametrize("accounting", ["gaussian", "pld"])
+def test_the_noise_drawn_is_what_the_ledger_says(accounting):
+    """Over 300 fits with independent seeds, the released mean and svec of the second
+    moment minus their exact values (given the released mean), divided by the ledger's
+    multipliers times the declared sensitivities, are N(0, 1) (KS, failure probability 1e-4 each
     under a correct implementation; seeds fixed)."""
     rng = np.random.default_rng(5)
     n, d, R = 400, 3, 4.0
     X = rng.normal(size=(n, d)) * [1.0, 0.8, 0.6] + [0.5, -0.5, 0.2]
     X *= np.minimum(1.0, 0.9 * R / np.linalg.norm(X, axis=1))[:, None]  # inside the clip
-    rows, cols = np.triu_indices(d)
     mean_errors, cov_errors = [], []
     for seed in np.random.default_rng(6).spawn(300):
-        pca = quiet_fit(DPPCA(epsilon=2.0, data_norm=R, random_state=seed), X)
-        z_mean, z_cov = (e.noise_multiplier for e in pca.privacy_ledger_.event.events)
+        pca = quiet_fit(DPPCA(epsilon=2.0, data_norm=R, accounting=accounting,
+                              random_state=seed), X)
+        # The ledger's multipliers per unit of replace-one sensitivity (PLD records
+        # add/remove units: twice the replace-one multiplier).
+        z_mean, z_cov = (e.noise_multiplier / (2.0 if accounting == "pld" else 1.0)
+                         for e in pca.privacy_ledger_.event.events)
         mean_errors.append((pca.mean_ - X.mean(axis=0)) * n / (z_mean * 2 * R))
         C = X - pca.mean_
         C *= np.minimum(1.0, R * pca_module.NORM_SAFETY / np.linalg.norm(C, axis=1))[:, None]
-        noise = (_released_gram(pca) - C.T @ C)[rows, cols]
+        noise = _svec(_released_gram(pca) - C.T @ C)
         assert pca.noise_scale_ == pytest.approx(z_cov * covariance_sensitivity(R))
         cov_errors.append(noise / pca.noise_scale_)
     assert isinstance(pca.privacy_ledger_.event.events[0], dpe.GaussianDpEvent)
@@ -227,3 +235,19 @@ def test_non_finite_and_huge_rows_are_clipped_silently():
         warnings.simplefilter("error")
         pca = DPPCA(2, random_state=None).fit(X)
     assert np.all(np.isfinite(pca.components_)) and np.all(np.isfinite(pca.mean_))
+
+
+def test_clipped_rows_stay_within_the_bound_even_for_huge_rows():
+    """One factor norm / ||x|| is subnormal for rows near 1e308 and tiny bounds: the
+    clip divides first (review finding: rows up to 2x the bound before)."""
+    from skdp.decomposition._pca import _clip_rows
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)) * 10.0 ** rng.uniform(-300, 307, size=(3000, 1))
+    for R in (3e-16, 1e-15, 9.5e-7, 1.0, 1e100):
+        assert np.all(np.linalg.norm(_clip_rows(X, R) / R, axis=1) <= 1.0)
+
+
+def test_a_norm_whose_sensitivity_underflows_is_refused():
+    with pytest.raises(ValueError, match="sensitivity"):
+        DPPCA(data_norm=1e-170, center=False).fit(_data())
