@@ -1,7 +1,8 @@
 """DP Newton: damped Newton steps from a noisy gradient and a noisy symmetric Hessian.
 
-Each of a fixed number of iterations releases the mean clipped gradient and the mean
-Hessian ``(1/n) sum_i h_i kron x'_i x'_i^T`` of a smooth GLM loss with Gaussian noise
+Each of a fixed number of iterations releases the mean clipped gradient, and a few of
+them (a public schedule) also the mean Hessian ``(1/n) sum_i h_i kron x'_i x'_i^T`` (the
+other steps reuse the last one), of a smooth GLM loss with Gaussian noise
 (Ganesh, Liu, Oh, Thakurta et al., "Faster differentially private convex optimization
 via second-order methods", NeurIPS 2023; Avella-Medina, Bradshaw & Loh, "Differentially
 private inference via noisy optimization", Annals of Statistics 2023). The step is
@@ -18,6 +19,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
 from scipy.special import expit, softmax
 
 from skdp._sklearn_compat import Interval, StrOptions
@@ -32,6 +34,11 @@ from skdp.losses import (
 )
 from skdp.privacy.accounting import check_sensitivity
 from skdp.privacy.budget import Budget
+from skdp.privacy.calibration import (
+    analytic_gaussian_multiplier,
+    calibrate_noise_multiplier,
+)
+from skdp.privacy.events import gaussian_event
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
     BaseDPSolver,
@@ -43,15 +50,18 @@ from skdp.solvers._base import (
 )
 from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
-from skdp.solvers._problem import ROW_BOUND_TOLERANCE
-from skdp.solvers.gd import full_batch_gaussian
+from skdp.solvers._problem import ROW_BOUND_TOLERANCE, clip_unless_lossless
 
 __all__ = [
     "DPNewton",
     "NewtonPlan",
     "curvature",
+    "gradient_and_hessian_sums",
     "hessian_frobenius_bound",
+    "hessian_schedule",
     "hessian_sum",
+    "newton_event",
+    "newton_multiplier",
     "newton_sensitivities",
     "svec_indices",
     "symmetric_noise",
@@ -59,6 +69,13 @@ __all__ = [
 
 #: Default number of Newton steps of a private fit (docs/algorithms/newton.md).
 DEFAULT_PRIVATE_ITER = 10
+#: Default number of Hessian releases of a private fit with a loss whose curvature is
+#: positive everywhere (logistic, multinomial, squared): at the first iteration and half
+#: way (:func:`hessian_schedule`), the other steps reuse the last one; the second one is
+#: near the output, for its standard errors (docs/algorithms/newton.md). The
+#: piecewise-quadratic losses, whose curvature jumps (zero at ``w = 0`` for a smoothed
+#: hinge), release one at every step.
+DEFAULT_HESSIAN_STEPS = 2
 #: Default number of steps at ``epsilon = inf`` (no noise to pay for: the damped phase and
 #: the quadratic convergence to the optimum to rounding).
 DEFAULT_NON_PRIVATE_ITER = 100
@@ -146,8 +163,14 @@ def _weighted_gram(block: Block, weight: np.ndarray) -> np.ndarray:
 
 def _hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
     """``sum_i h_i kron x'_i x'_i^T`` of one block, shape ``(p, K, p, K)``."""
-    p, k = W.shape
-    C = curvature(loss, block.scores(W), block.Y)
+    return _curvature_grams(block, curvature(loss, block.scores(W), block.Y), loss, W.shape)
+
+
+def _curvature_grams(block: Block, C: np.ndarray, loss, shape: tuple[int, int]
+                     ) -> np.ndarray:
+    """``sum_i h_i kron x'_i x'_i^T`` of one block from its curvature weights ``C``
+    (:func:`curvature`), shape ``(p, K, p, K)``."""
+    p, k = shape
     H = np.zeros((p, k, p, k))
     if isinstance(loss, MultinomialLogisticLoss):
         for a in range(k):
@@ -160,6 +183,123 @@ def _hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
         for a in range(k):
             H[:, a, :, a] = _weighted_gram(block, C[:, a])
     return H
+
+
+def _gradient_and_hessian_block(block: Block, W: np.ndarray, loss, clip_norm: float,
+                                skip: bool) -> np.ndarray:
+    """``[vec(sum_i x'_i clip_C(phi'_i)^T), vec(sum_i h_i kron x'_i x'_i^T)]`` of one block.
+
+    One read of the block for both releases: the scores are computed once, the curvature
+    is taken from them, then the clipped derivative (as the gradient pass's block,
+    ``_clipped_gradient_block`` of :mod:`skdp.solvers._problem`) overwrites them.
+    Floating-point warnings are silenced as there (an overflowing record is dropped by the
+    clip; a warning would say, from the data, that one did)."""
+    p, k = W.shape
+    Z = block.scores(W)
+    H = _curvature_grams(block, curvature(loss, Z, block.Y), loss, (p, k))
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = loss.derivative_inplace(Z, block.Y)  # the scores are scratch
+        grad = block.gradient_sum(clip_unless_lossless(D, block.norms, clip_norm, skip))
+    out = np.empty(p * k + H.size)
+    out[:p * k] = grad.ravel()
+    out[p * k:] = H.ravel()
+    return out
+
+
+def gradient_and_hessian_sums(problem: Problem, W: np.ndarray, clip_norm: float
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """``(sum_i clip_C(grad f(W; z_i)), sum_i h_i kron x'_i x'_i^T)`` in one blocked pass.
+
+    The first is the sum of :meth:`Problem.clipped_gradient` (its mean times ``n``; the
+    same clip, skipped only when :meth:`Problem.clip_cannot_bind` proves it lossless), the
+    second :func:`hessian_sum`: each block of rows is read once for both.
+
+    Parameters
+    ----------
+    problem : Problem
+        The data and its public specification.
+    W : ndarray of shape (n_params, n_outputs)
+        The point.
+    clip_norm : float
+        The per-example gradient clip ``C``.
+
+    Returns
+    -------
+    gradient : ndarray of shape (n_params, n_outputs)
+        The summed clipped gradient (no regulariser).
+    hessian : ndarray of shape (n_params * n_outputs, n_params * n_outputs)
+        The summed loss Hessian (no regulariser), symmetrised.
+    """
+    p, k = W.shape
+    skip = problem.clip_cannot_bind(clip_norm)
+    packed = problem.block_sum(_gradient_and_hessian_block, (p * k + (p * k) ** 2,), W,
+                               problem.spec.loss, float(clip_norm), skip)
+    H = packed[p * k:].reshape(p * k, p * k)
+    return packed[:p * k].reshape(p, k), 0.5 * (H + H.T)
+
+
+def hessian_schedule(n_iter: int, n_hessian: int) -> tuple[bool, ...]:
+    """Which of the ``n_iter`` iterations release a Hessian: ``floor(j T / k)`` for ``j =
+    0..k-1`` (evenly spaced, the first one included; all of them at ``k = T``).
+
+    Public (a function of the plan only); the other iterations reuse the last released
+    Hessian (post-processing).
+
+    Parameters
+    ----------
+    n_iter : int
+        ``T``.
+    n_hessian : int
+        ``k``, between 1 and ``T``.
+
+    Returns
+    -------
+    tuple of bool
+        ``T`` flags.
+    """
+    fresh = {(j * n_iter) // n_hessian for j in range(n_hessian)}
+    return tuple(t in fresh for t in range(n_iter))
+
+
+def newton_event(z: float, n_iter: int, n_hessian: int, rho: float, accounting: str,
+                 relation: str) -> dpe.DpEvent:
+    """The ledger of ``T`` gradient and ``k`` Hessian releases, as a function of ``z``.
+
+    ``k = T``: ``T`` releases of the joint sensitivity-1 vector ``[g / a_g, svec(H) /
+    a_H]`` with noise ``z`` (``a_g = Delta_g / sqrt(rho)``, ``a_H = Delta_H / sqrt(1 -
+    rho)``). ``k < T``: the composition of ``T`` Gaussian releases of the gradient over
+    its sensitivity with multiplier ``z / sqrt(rho)`` and ``k`` of ``svec(H)`` over its
+    sensitivity with multiplier ``z sqrt(k / T) / sqrt(1 - rho)``; in GDP terms ``mu^2 =
+    T rho / z^2 + k (1 - rho) T / (k z^2) = T / z^2`` in both cases (docs/algorithms/
+    newton.md). ``z = 0``: non-private.
+    """
+    if n_hessian == n_iter:
+        return dpe.SelfComposedDpEvent(
+            gaussian_event(z, 1.0, accounting=accounting, relation=relation), n_iter)
+    z_h = z * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
+    return dpe.ComposedDpEvent([
+        dpe.SelfComposedDpEvent(gaussian_event(z / math.sqrt(rho), 1.0,
+                                               accounting=accounting, relation=relation),
+                                n_iter),
+        dpe.SelfComposedDpEvent(gaussian_event(z_h, 1.0, accounting=accounting,
+                                               relation=relation), n_hessian),
+    ])
+
+
+def newton_multiplier(n_iter: int, n_hessian: int, rho: float, budget: Budget,
+                      accounting: str, relation: str) -> float:
+    """``z`` of :func:`newton_event` within ``budget``: exact (``sqrt(T)`` times the
+    analytic Gaussian multiplier, Balle & Wang 2018) with ``"gaussian"``, the
+    ``dp_accounting`` calibration otherwise (the exact one is its lower bound); 0 at
+    ``epsilon = inf``."""
+    if not budget.is_private:
+        return 0.0
+    exact = analytic_gaussian_multiplier(budget, n_iter)
+    if accounting == "gaussian":
+        return exact
+    return calibrate_noise_multiplier(
+        newton_event, (n_iter, n_hessian, rho, accounting, relation), budget,
+        accounting=accounting, relation=relation, lower_bound=exact)
 
 
 def hessian_sum(problem: Problem, W: np.ndarray) -> np.ndarray:
@@ -240,9 +380,11 @@ def hessian_frobenius_bound(loss, n_outputs: int) -> float:
     Losses acting on each output separately (one output, or the one-vs-rest smoothed
     hinge): ``h = diag(phi''_k)`` with every ``phi''_k`` clipped to ``c =
     curvature_bound``, so ``||h||_F <= sqrt(K) c``. Multinomial: ``h = diag(p) - p p^T``
-    is PSD with ``||h||_op <= c = 1/2`` and ``tr h = 1 - sum_k p_k^2 <= 1 - 1/K``, so
-    ``||h||_F^2 = sum_j lambda_j^2 <= ||h||_op tr h <= c (1 - 1/K)`` (``1/2`` at ``K =
-    2``, attained at ``p = (1/2, 1/2)``).
+    has ``||h||_F^2 = S_2 - 2 S_3 + S_2^2`` with ``S_k = sum_i p_i^k``; Cauchy-Schwarz
+    gives ``S_2^2 <= S_1 S_3 = S_3``, so ``||h||_F^2 <= S_2 - S_3 = sum_i p_i^2 (1 - p_i)
+    <= max_i p_i (1 - p_i) <= 1/4``: ``c_F = 1/2`` for every ``K``, attained at ``p =
+    (1/2, 1/2, 0, ...)`` (found by the independent review; the earlier bound
+    ``sqrt((1 - 1/K)/2)`` was valid but up to 34% larger).
 
     Parameters
     ----------
@@ -258,7 +400,7 @@ def hessian_frobenius_bound(loss, n_outputs: int) -> float:
     """
     c = float(loss.curvature_bound)
     if isinstance(loss, MultinomialLogisticLoss):
-        return math.sqrt(c * (1.0 - 1.0 / n_outputs))
+        return 0.5
     return math.sqrt(n_outputs) * c
 
 
@@ -301,10 +443,12 @@ def newton_sensitivities(spec: ProblemSpec, clip: float) -> tuple[float, float]:
 class NewtonPlan(Plan):
     """Constants of a DP Newton run, fixed from public quantities before any data is read.
 
-    Each iteration releases the vector ``u_t = [g_t / a_g, svec(H_t) / a_H] + N(0, z^2 I)``
-    with ``a_g = Delta_g / sqrt(rho)`` and ``a_H = Delta_H / sqrt(1 - rho)`` (replace-one
-    sensitivity of ``u_t`` at most 1): the gradient gets noise ``sigma_gradient = z a_g``
-    per coordinate and ``svec(H_t)`` gets ``sigma_hessian = z a_H`` per entry.
+    Each of the ``T`` iterations releases the gradient with noise ``sigma_gradient = z
+    Delta_g / sqrt(rho)`` per coordinate, ``k`` of them also ``svec(H_t)`` with
+    noise ``sigma_hessian = z Delta_H sqrt(k / T) / sqrt(1 - rho)`` per entry: in GDP
+    terms ``mu^2 = T rho / z^2 + (1 - rho) T / z^2 = T / z^2`` (:func:`newton_event`; at
+    ``k = T``, ``T`` releases of the sensitivity-1 vector ``[g_t / a_g, svec(H_t) / a_H]
+    + N(0, z^2 I)``, ``a_g = Delta_g / sqrt(rho)``, ``a_H = Delta_H / sqrt(1 - rho)``).
 
     Attributes
     ----------
@@ -321,7 +465,7 @@ class NewtonPlan(Plan):
     hessian_sensitivity : float
         ``Delta_H = sqrt(2) c_F R^2 / n`` (Frobenius, that is of ``svec``).
     gradient_share : float
-        ``rho``: the share of each release's ``mu^2`` (GDP) spent on the gradient.
+        ``rho``: the share of the fit's ``mu^2`` (GDP) spent on the gradients.
     clip_norm : float
         Per-example gradient clip ``C``.
     hessian_floor : float
@@ -330,6 +474,9 @@ class NewtonPlan(Plan):
         Largest change of any score ``|x'^T (w_{t+1} - w_t)|`` per step (``inf``: none).
     row_bound : float
         The public l2 bound ``R`` on the augmented rows that the step rule uses.
+    n_hessian : int
+        ``k``: the Hessian is released at ``k`` iterations only (:func:`hessian_schedule`:
+        ``floor(j T / k)``, ``j = 0..k-1``); the others reuse the last release.
     """
 
     sigma_gradient: float
@@ -342,23 +489,26 @@ class NewtonPlan(Plan):
     hessian_floor: float
     max_score_step: float
     row_bound: float
+    n_hessian: int
 
 
 class DPNewton(BaseDPSolver):
     """DP Newton: damped Newton steps from noisy gradients and noisy symmetric Hessians.
 
     Each of the ``T`` iterations releases, at the current point ``w_t``, the mean clipped
-    gradient ``g~_t = mean_i clip_C(grad f(w_t; z_i)) + N(0, sigma_g^2 I)`` and the mean
-    Hessian ``H~_t = mean_i h_i kron x'_i x'_i^T + E_t``, ``E_t`` a symmetric Gaussian
-    matrix. Post-processing only: ``A_t = H~_t + alpha I_pen`` has its eigenvalues floored
-    at the public ``lambda_0``; the Newton point ``u_t`` minimises ``<g, u - w_t> + (u -
-    w_t)^T A_t (u - w_t) / 2`` (``g = g~_t + alpha w_t`` on the penalised rows) over the
-    constraint (``u_t = w_t - A_t^{-1} g`` without one), and ``w_{t+1} = w_t + eta_t (u_t -
-    w_t)`` with ``eta_t = min(1, r / (R ||u_t - w_t||_F))`` (no score moves by more than
-    ``r``). The output is ``w_T``, or (private fits, by default) the average of the
-    iterates of the full (undamped) steps since the last damped one: near the optimum each
-    full step lands at about ``w* - H^{-1} xi_t`` with fresh gradient noise ``xi_t``, so
-    the average divides the noise's variance by their number.
+    gradient ``g~_t = mean_i clip_C(grad f(w_t; z_i)) + N(0, sigma_g^2 I)``; ``k`` of them
+    (``hessian_steps``, at the public steps ``floor(j T / k)``) also the mean Hessian ``H~_t
+    = mean_i h_i kron x'_i x'_i^T + E_t``, ``E_t`` a symmetric Gaussian matrix, in the same
+    pass over the rows; the others reuse the last released one. Post-processing only: ``A_t
+    = H~_t + alpha I_pen`` (the last released ``H~``) has its eigenvalues floored at the
+    public ``lambda_0``; the Newton point ``u_t`` minimises ``<g, u - w_t> + (u - w_t)^T A_t
+    (u - w_t) / 2`` (``g = g~_t + alpha w_t`` on the penalised rows) over the constraint
+    (``u_t = w_t - A_t^{-1} g`` without one), and ``w_{t+1} = w_t + eta_t (u_t - w_t)`` with
+    ``eta_t = min(1, r / (R ||u_t - w_t||_F))`` (no score moves by more than ``r``). The
+    output is ``w_T``, or (private fits, by default) the average of the iterates of the full
+    (undamped) steps since the last damped one: near the optimum each full step lands at
+    about ``w* - H^{-1} xi_t`` with fresh gradient noise ``xi_t``, so the average divides
+    the noise's variance by their number.
 
     Parameters
     ----------
@@ -366,8 +516,8 @@ class DPNewton(BaseDPSolver):
         Number of Newton steps ``T``. Default: 10 for a private fit, 100 at
         ``epsilon = inf`` (see docs/algorithms/newton.md).
     gradient_share : float, default=0.9
-        Share ``rho`` in ``(0, 1)`` of the privacy budget (of each release's ``mu^2`` in
-        GDP terms) spent on the gradient; the Hessian gets ``1 - rho``.
+        Share ``rho`` in ``(0, 1)`` of the privacy budget (of the fit's ``mu^2`` in GDP
+        terms) spent on the ``T`` gradients; the ``k`` Hessians get ``1 - rho``.
     clip_norm : float, optional
         Per-example gradient clip ``C``. Default: the loss bound ``sup|phi'| * data_norm``,
         which makes clipping lossless (needed for the squared loss unless the constraint
@@ -390,6 +540,13 @@ class DPNewton(BaseDPSolver):
     max_inner : int, default=2000
         Iteration cap of the projected solve of the constrained Newton step (only with a
         constraint; it reads only the releases: post-processing).
+    hessian_steps : int, optional
+        Number ``k`` of Hessian releases (at most ``T``), at the iterations ``floor(j T /
+        k)``, ``j = 0..k-1``; the other steps reuse the last released Hessian. Default: 2
+        for a private fit
+        of the logistic, multinomial and squared losses (see docs/algorithms/newton.md),
+        ``T`` for the Huber loss and the smoothed hinge (whose curvature jumps) and at
+        ``epsilon = inf``.
 
     Notes
     -----
@@ -399,15 +556,18 @@ class DPNewton(BaseDPSolver):
     vector is ``svec(H)`` (upper triangle, off-diagonals times ``sqrt(2)``, so its l2 norm
     is the Frobenius norm); per-example Hessians are PSD with Frobenius norm at most ``c_F
     R^2`` (``c_F = sqrt(K) c`` with ``c`` the declared ``phi''`` bound, to which ``phi''`` is
-    clipped, and ``K`` the outputs acted on separately; multinomial ``sqrt((1 - 1/K) /
-    2)``), so ``Delta_H = sqrt(2) c_F R^2 / n``. Each iteration is one
-    Gaussian release of ``[g / a_g, svec(H) / a_H]`` with ``a_g = Delta_g / sqrt(rho)``,
-    ``a_H = Delta_H / sqrt(1 - rho)`` (sensitivity at most 1) and noise ``N(0, z^2 I)``;
-    the ``T`` releases are ``mu``-GDP with ``mu = sqrt(T) / z``, calibrated exactly by the
-    analytic Gaussian (``"gaussian"``, default) or by ``dp_accounting`` (``"rdp"``,
-    ``"pld"``), the same ledger as DP-GD's with sensitivity 1. The eigenvalue floor, the
-    regulariser, the Newton point, the constrained solve, the damping and the averaging
-    are post-processing: each reads only the noisy releases and public constants.
+    clipped, and ``K`` the outputs acted on separately; multinomial ``1/2``), so
+    ``Delta_H = sqrt(2) c_F R^2 / n``. The ``T`` gradient releases have noise
+    ``sigma_g = z Delta_g / sqrt(rho)``, the ``k`` Hessian releases (at the iterations
+    ``floor(j T / k)``, a public schedule) ``sigma_H = z Delta_H sqrt(k / T) / sqrt(1 - rho)``:
+    Gaussian mechanisms whose composition is ``mu``-GDP with ``mu^2 = T rho / z^2 + k (1 -
+    rho) T / (k z^2) = T / z^2``, calibrated exactly by the analytic Gaussian
+    (``"gaussian"``, default) or by ``dp_accounting`` (``"rdp"``, ``"pld"``) on the
+    composed ledger (:func:`newton_event`; at ``k = T`` DP-GD's ledger with sensitivity 1:
+    one joint sensitivity-1 release per iteration). The eigenvalue floor, the regulariser,
+    the reuse of the last released Hessian, the Newton point, the constrained solve, the
+    damping and the averaging are post-processing: each reads only the noisy releases and
+    public constants.
 
     Assumptions: a smooth loss with a known second derivative (logistic, multinomial,
     squared, Huber, smoothed hinge); at most 2048 noisy Hessian dimensions ``n_params *
@@ -436,10 +596,12 @@ class DPNewton(BaseDPSolver):
                            None],
         "max_inner": [Interval(Integral, 1, None, closed="left")],
         "iterate": [StrOptions(set(ITERATES))],
+        "hessian_steps": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(self, n_iter=None, gradient_share=0.9, clip_norm=None, floor_margin=1.0,
-                 max_score_step="auto", iterate="auto", max_inner=2000):
+                 max_score_step="auto", iterate="auto", max_inner=2000,
+                 hessian_steps=None):
         self.n_iter = n_iter
         self.gradient_share = gradient_share
         self.clip_norm = clip_norm
@@ -447,6 +609,7 @@ class DPNewton(BaseDPSolver):
         self.max_score_step = max_score_step
         self.iterate = iterate
         self.max_inner = max_inner
+        self.hessian_steps = hessian_steps
 
     def _check_params(self) -> None:
         # Interval(Real, 0, None, "left") admits inf; the floor must be finite.
@@ -485,6 +648,17 @@ class DPNewton(BaseDPSolver):
             return int(self.n_iter)
         return DEFAULT_PRIVATE_ITER if budget.is_private else DEFAULT_NON_PRIVATE_ITER
 
+    def auto_n_hessian(self, spec: ProblemSpec, n_iter: int, budget: Budget) -> int:
+        """Number of Hessian releases ``k``: ``hessian_steps`` (at most ``T``), else
+        ``DEFAULT_HESSIAN_STEPS`` for a private fit of the logistic, multinomial and
+        squared losses, ``T`` for the piecewise-quadratic losses (Huber, smoothed hinge)
+        and at ``epsilon = inf``. Public: the parameters, the loss and the budget."""
+        if self.hessian_steps is not None:
+            return min(int(self.hessian_steps), n_iter)
+        if not budget.is_private or isinstance(spec.loss, HuberLoss | SmoothedHingeLoss):
+            return n_iter
+        return min(DEFAULT_HESSIAN_STEPS, n_iter)
+
     def _score_step(self, spec: ProblemSpec) -> float:
         if self.max_score_step is None:
             return math.inf
@@ -515,10 +689,13 @@ class DPNewton(BaseDPSolver):
         delta_g, delta_h = newton_sensitivities(spec, clip)
         n_iter = self.auto_n_iter(spec, budget)
         rho = float(self.gradient_share)
-        # One sensitivity-1 release per iteration: DP-GD's ledger with Delta = 1.
-        z, _, event = full_batch_gaussian(1.0, n_iter, budget, accounting, relation)
+        n_hessian = self.auto_n_hessian(spec, n_iter, budget)
+        # T gradient and k Hessian releases, mu^2 = T / z^2 in GDP terms (k = T: DP-GD's
+        # ledger with Delta = 1, one joint sensitivity-1 release per iteration).
+        z = newton_multiplier(n_iter, n_hessian, rho, budget, accounting, relation)
+        event = newton_event(z, n_iter, n_hessian, rho, accounting, relation)
         sigma_g = z * delta_g / math.sqrt(rho)
-        sigma_h = z * delta_h / math.sqrt(1.0 - rho)
+        sigma_h = z * delta_h * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
         dim = spec.dimension
         # Symmetric noise with diagonal std s and off-diagonal std s / sqrt(2): its
         # spectrum has edge 2 (s / sqrt(2)) sqrt(D) = sqrt(2 D) s (a utility rule).
@@ -533,6 +710,7 @@ class DPNewton(BaseDPSolver):
             gradient_share=rho, clip_norm=clip, hessian_floor=floor,
             max_score_step=self._score_step(spec),
             row_bound=spec.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE),
+            n_hessian=n_hessian,
         )
 
     # -- run -------------------------------------------------------------------------------
@@ -551,27 +729,34 @@ class DPNewton(BaseDPSolver):
         W = np.zeros((spec.n_params, spec.n_outputs))
         average = self._averages(plan)
         total, count = np.zeros_like(W), 0
-        hessians = np.zeros((W.size, W.size))
-        for _ in range(plan.n_iter):
-            grad, hess = self.noisy_releases(problem, plan, W, noise)
-            W, damped = self.newton_step(W, grad, hess, plan, spec)
+        hessians, n_hessians = np.zeros((W.size, W.size)), 0
+        hess = None
+        for fresh in hessian_schedule(plan.n_iter, plan.n_hessian):
+            if fresh:
+                grad, hess = self.noisy_releases(problem, plan, W, noise)
+                eig = self.floored_eigh(hess, plan, spec)
+            else:  # the last released Hessian again (post-processing)
+                grad = self.noisy_gradient(problem, plan, W, noise)
+            W, damped = self.newton_step(W, grad, hess, plan, spec, eig=eig)
             # The average restarts after every damped step: it holds the iterates of the
             # full Newton steps since the last damped one (a function of the releases).
             if damped:
                 total, count = np.zeros_like(W), 0
-                hessians = np.zeros_like(hessians)
+                hessians, n_hessians = np.zeros_like(hessians), 0
             else:
                 total += W
                 count += 1
-                hessians += hess
+                if fresh:
+                    hessians += hess
+                    n_hessians += 1
             problem.advance()
         averaged = average and count > 0
         coef = total / count if averaged else W
         # For standard errors (post-processing): the mean of the Hessians released at the
-        # points the averaged iterates stepped from (the last one without averaging),
-        # with the L2 term and the same eigenvalue floor as the steps.
+        # points the averaged iterates stepped from (the last release when none was, or
+        # without averaging), with the L2 term and the same eigenvalue floor as the steps.
         m = count if averaged else 1
-        H = hessians / count if averaged else hess
+        H = hessians / n_hessians if averaged and n_hessians else hess
         penalty = np.zeros(W.size)
         penalty[:spec.n_penalized * W.shape[1]] = spec.alpha
         A = 0.5 * (H + H.T) + np.diag(penalty)
@@ -608,14 +793,69 @@ class DPNewton(BaseDPSolver):
         """
         n = problem.spec.n_samples
         dim = W.size
-        grad = (problem.clipped_gradient(W, plan.clip_norm, passes=plan.n_iter)
-                + noise.gaussian(W.shape, plan.sigma_gradient))
+        grad, hess = gradient_and_hessian_sums(problem, W, plan.clip_norm)
+        grad = grad / n + noise.gaussian(W.shape, plan.sigma_gradient)
         unit = noise.gaussian((dim * (dim + 1) // 2,), plan.sigma_hessian)
-        hess = hessian_sum(problem, W) / n + symmetric_noise(unit, dim)
+        hess = hess / n + symmetric_noise(unit, dim)
         return grad, hess
 
+    def noisy_gradient(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
+                       noise: NoiseSource) -> np.ndarray:
+        """The release of an iteration without a Hessian: the noisy mean gradient at ``W``.
+
+        Draws ``N(0, sigma_gradient^2)`` of shape ``W.shape``.
+
+        Parameters
+        ----------
+        problem : Problem
+            The data and its public specification.
+        plan : NewtonPlan
+            The plan.
+        W : ndarray of shape (n_params, n_outputs)
+            The point (a function of earlier releases only).
+        noise : NoiseSource
+            Source of the noise.
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_outputs)
+            ``mean_i clip_C(grad f(W; z_i))`` plus its noise (no regulariser).
+        """
+        passes = plan.n_iter - plan.n_hessian
+        return (problem.clipped_gradient(W, plan.clip_norm, passes=passes)
+                + noise.gaussian(W.shape, plan.sigma_gradient))
+
+    def floored_eigh(self, hess: np.ndarray, plan: NewtonPlan, spec: ProblemSpec
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """``(values, vectors)`` of ``A = hess + alpha I_pen`` (symmetrised), the eigenvalues
+        floored at ``plan.hessian_floor`` (post-processing of a released Hessian).
+
+        Parameters
+        ----------
+        hess : ndarray of shape (D, D)
+            The noisy mean Hessian (without the regulariser).
+        plan : NewtonPlan
+            The plan (the floor).
+        spec : ProblemSpec
+            The public problem (``alpha``, penalised rows).
+
+        Returns
+        -------
+        values : ndarray of shape (D,)
+            The floored eigenvalues, ascending.
+        vectors : ndarray of shape (D, D)
+            The eigenvectors (columns).
+        """
+        A = 0.5 * (hess + hess.T)
+        pen = np.arange(spec.n_penalized * spec.n_outputs)  # the penalised rows come first
+        A[pen, pen] += spec.alpha
+        values, vectors = np.linalg.eigh(A)
+        return np.maximum(values, plan.hessian_floor), vectors
+
     def newton_step(self, W: np.ndarray, grad: np.ndarray, hess: np.ndarray,
-                    plan: NewtonPlan, spec: ProblemSpec) -> tuple[np.ndarray, bool]:
+                    plan: NewtonPlan, spec: ProblemSpec,
+                    eig: tuple[np.ndarray, np.ndarray] | None = None
+                    ) -> tuple[np.ndarray, bool]:
         """The damped Newton step from the releases (post-processing only).
 
         Parameters
@@ -630,6 +870,8 @@ class DPNewton(BaseDPSolver):
             The plan (floor, trust radius, row bound).
         spec : ProblemSpec
             The public problem (``alpha``, penalised rows, constraint).
+        eig : tuple of ndarray or None, default=None
+            :meth:`floored_eigh` of ``hess`` when already computed (a reused Hessian).
 
         Returns
         -------
@@ -638,14 +880,10 @@ class DPNewton(BaseDPSolver):
         damped : bool
             Whether ``eta < 1`` (the trust radius cut the step).
         """
-        p, k = spec.n_penalized, W.shape[1]
+        p = spec.n_penalized
         g = grad.copy()
         g[:p] += spec.alpha * W[:p]
-        A = 0.5 * (hess + hess.T)
-        pen = np.arange(p * k)  # row-major: the penalised rows come first
-        A[pen, pen] += spec.alpha
-        values, vectors = np.linalg.eigh(A)
-        values = np.maximum(values, plan.hessian_floor)
+        values, vectors = self.floored_eigh(hess, plan, spec) if eig is None else eig
         if isinstance(spec.constraint, Unconstrained):
             step = (vectors @ ((vectors.T @ g.ravel()) / values)).reshape(W.shape)
         else:

@@ -21,7 +21,9 @@ from skdp.privacy.accounting import analytic_gaussian_multiplier, gaussian_log_d
 from skdp.solvers import DPNewton, NoisyGD, Problem, ProblemSpec
 from skdp.solvers.newton import (
     MAX_DIMENSION,
+    gradient_and_hessian_sums,
     hessian_frobenius_bound,
+    hessian_schedule,
     hessian_sum,
     svec_indices,
     symmetric_noise,
@@ -122,19 +124,22 @@ def reference_newton(problem, plan, replay, average=True):
     pen = np.zeros(D)
     pen[: spec.n_penalized * k] = 1.0
     kept = []
-    for _ in range(plan.n_iter):
+    schedule = [t in {(j * plan.n_iter) // plan.n_hessian for j in range(plan.n_hessian)}
+                for t in range(plan.n_iter)]
+    for t in range(plan.n_iter):
         g = sum(_example_gradient(loss, w, X[i], Y[i], plan.clip_norm) for i in range(n)) / n
         g = g + replay.next("gaussian").ravel() + spec.alpha * pen * w.ravel()
-        H = sum(np.kron(np.outer(X[i], X[i]), _example_curvature(loss, X[i] @ w, Y[i]))
-                for i in range(n)) / n
-        # The symmetric noise: svec entries on the upper triangle, off-diagonals / sqrt 2.
-        unit = replay.next("gaussian")
-        E = np.zeros((D, D))
-        pos = 0
-        for a in range(D):
-            for b in range(a, D):
-                E[a, b] = E[b, a] = unit[pos] / (1.0 if a == b else math.sqrt(2.0))
-                pos += 1
+        if schedule[t]:  # a fresh Hessian release; in between the last one again
+            H = sum(np.kron(np.outer(X[i], X[i]), _example_curvature(loss, X[i] @ w, Y[i]))
+                    for i in range(n)) / n
+            # The symmetric noise: svec entries on the upper triangle, off-diagonals / sqrt 2.
+            unit = replay.next("gaussian")
+            E = np.zeros((D, D))
+            pos = 0
+            for a in range(D):
+                for b in range(a, D):
+                    E[a, b] = E[b, a] = unit[pos] / (1.0 if a == b else math.sqrt(2.0))
+                    pos += 1
         values, vectors = np.linalg.eigh(H + E + np.diag(spec.alpha * pen))
         values = np.maximum(values, plan.hessian_floor)
         if isinstance(spec.constraint, Unconstrained):
@@ -152,13 +157,20 @@ def reference_newton(problem, plan, replay, average=True):
 
 @pytest.mark.parametrize("loss_name", sorted(LOSSES))
 @pytest.mark.parametrize("intercept", [False, True])
-@pytest.mark.parametrize("iterate, step", [("auto", "auto"), ("last", 0.3)])
-def test_newton_matches_the_reference(loss_name, intercept, iterate, step):
-    """Both output rules; a small trust radius (0.3) makes some steps damped."""
+@pytest.mark.parametrize("iterate, step, hessians", [("auto", "auto", None),
+                                                     ("last", 0.3, None),
+                                                     ("auto", 0.3, 5)])
+def test_newton_matches_the_reference(loss_name, intercept, iterate, step, hessians):
+    """Both output rules; a small trust radius (0.3) makes some steps damped; the default
+    schedule (two Hessians, at steps 0 and 2 of the 5, for the losses of positive
+    curvature; one per step for the piecewise-quadratic ones) and a Hessian at every
+    step."""
     problem = _glm_problem(LOSSES[loss_name](), n=60, d=3, intercept=intercept, seed=4)
     noise = RecordingNoiseSource(np.random.default_rng(0))
-    res = _solver(loss_name, n_iter=5, iterate=iterate, max_score_step=step).solve(
-        problem, Budget(2.0, 1e-5), noise)
+    res = _solver(loss_name, n_iter=5, iterate=iterate, max_score_step=step,
+                  hessian_steps=hessians).solve(problem, Budget(2.0, 1e-5), noise)
+    default = 5 if loss_name in ("huber", "smoothed_hinge") else 2
+    assert res.plan.n_hessian == (default if hessians is None else hessians)
     replay = ReplayNoiseSource(noise.draws)
     ref = reference_newton(problem, res.plan, replay, average=iterate == "auto")
     assert replay.exhausted()
@@ -186,6 +198,21 @@ def test_l2_constrained_step_matches_the_reference():
     assert replay.exhausted()
     assert np.linalg.norm(res.coef) <= 0.3 + 1e-12
     np.testing.assert_allclose(res.coef, ref, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_classes, intercept, clip", [(2, False, None), (2, True, 0.05),
+                                                        (3, True, None), (3, False, 0.05)])
+def test_fused_pass_is_the_gradient_and_hessian_passes(n_classes, intercept, clip):
+    """The one-pass ``(gradient, Hessian)`` sums equal ``n`` times the clipped mean gradient
+    (a binding clip included) and :func:`hessian_sum`, over several row blocks."""
+    problem = make_problem(n=20_000, d=6, n_classes=n_classes, seed=5, intercept=intercept)
+    W = np.random.default_rng(1).normal(size=(problem.spec.n_params, problem.spec.n_outputs))
+    clip = DPNewton().gradient_clip(problem.spec) if clip is None else clip
+    grad, hess = gradient_and_hessian_sums(problem, W, clip)
+    n = problem.spec.n_samples
+    np.testing.assert_allclose(grad, n * problem.clipped_gradient(W, clip), rtol=1e-10,
+                               atol=1e-9)
+    np.testing.assert_allclose(hess, hessian_sum(problem, W), rtol=1e-10, atol=1e-9)
 
 
 def test_symmetric_noise_is_the_svec_isometry():
@@ -277,19 +304,21 @@ def test_hessian_bound_is_attained_by_orthogonal_rows():
 
 
 def test_multinomial_frobenius_bound():
-    """``||diag(p) - p p^T||_F <= sqrt((1 - 1/K) / 2)`` over random and extreme ``p``."""
+    """``||diag(p) - p p^T||_F <= 1/2`` over random and extreme ``p``, attained at
+    ``p = (1/2, 1/2, 0, ...)`` for every ``K``."""
     rng = np.random.default_rng(0)
     from skdp.losses import MultinomialLogisticLoss
     for k in (2, 3, 5, 10):
         bound = hessian_frobenius_bound(MultinomialLogisticLoss(k), k)
         worst = 0.0
-        for z in list(rng.normal(size=(2000, k)) * 3) + [np.zeros(k), np.r_[0, 0, -50 *
-                                                                          np.ones(k - 2)]]:
+        extreme = [np.zeros(k), np.r_[0, 0, -50 * np.ones(k - 2)],
+                   np.r_[0, -50 * np.ones(k - 1)]]
+        for z in list(rng.normal(size=(2000, k)) * 3) + extreme:
             p = softmax(z)
             worst = max(worst, np.linalg.norm(np.diag(p) - np.outer(p, p)))
         assert worst <= bound * (1 + 1e-12)
-        if k == 2:
-            assert worst == pytest.approx(bound, rel=1e-9)  # attained at p = (1/2, 1/2)
+        assert bound == 0.5
+        assert worst == pytest.approx(bound, rel=1e-9)  # attained at p = (1/2, 1/2, 0...)
 
 
 # ---------------------------------------------------------------------------------------
@@ -350,41 +379,63 @@ def test_epsilon_inf_l1_constrained_optimum():
 # The noise against the ledger
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("accounting", ["gaussian", "rdp", "pld"])
-def test_noise_matches_the_ledger(accounting):
-    """2 T draws (gradient, svec of the Hessian) of the planned scales, the per-iteration
-    release normalised to sensitivity 1 with noise z, and the ledger T Gaussians of z."""
+@pytest.mark.parametrize("hessians", [4, 2])
+def test_noise_matches_the_ledger(accounting, hessians):
+    """T gradient draws and k draws of svec of the Hessian (at steps floor(j T / k)) of
+    the planned scales; the ledger: k = T, T Gaussians of the sensitivity-1 joint release
+    with noise z; k < T, T gradient Gaussians of multiplier z / sqrt(rho) composed with k
+    Hessian ones of multiplier z sqrt(k / T) / sqrt(1 - rho) (mu^2 = T / z^2 either way)."""
     problem = make_problem(n=80, d=30, alpha=0.05)
     noise = RecordingNoiseSource(np.random.default_rng(0))
     budget = Budget(1.0, 1e-5)
-    res = DPNewton(n_iter=4).solve(problem, budget, noise, accounting=accounting)
+    T, k = 4, hessians
+    res = DPNewton(n_iter=T, hessian_steps=k).solve(problem, budget, noise,
+                                                    accounting=accounting)
     s = res.plan
-    event = res.ledger.event
-    assert isinstance(event, dpe.SelfComposedDpEvent) and event.count == 4
-    factor = 2.0 if accounting == "pld" else 1.0  # PLD replace-one convention
-    assert event.event.noise_multiplier / factor == pytest.approx(s.noise_multiplier,
-                                                                  rel=1e-12)
+    assert s.n_hessian == k
     rho = s.gradient_share
+    factor = 2.0 if accounting == "pld" else 1.0  # PLD replace-one convention
+    event = res.ledger.event
+    if k == T:
+        assert isinstance(event, dpe.SelfComposedDpEvent) and event.count == T
+        assert event.event.noise_multiplier / factor == pytest.approx(s.noise_multiplier,
+                                                                      rel=1e-12)
+    else:
+        assert isinstance(event, dpe.ComposedDpEvent) and len(event.events) == 2
+        grad_event, hess_event = event.events
+        assert grad_event.count == T and hess_event.count == k
+        assert grad_event.event.noise_multiplier / factor == pytest.approx(
+            s.noise_multiplier / math.sqrt(rho), rel=1e-12)
+        assert hess_event.event.noise_multiplier / factor == pytest.approx(
+            s.noise_multiplier * math.sqrt(k / T) / math.sqrt(1 - rho), rel=1e-12)
     assert s.sigma_gradient == pytest.approx(
         s.noise_multiplier * s.gradient_sensitivity / math.sqrt(rho), rel=1e-12)
     assert s.sigma_hessian == pytest.approx(
-        s.noise_multiplier * s.hessian_sensitivity / math.sqrt(1 - rho), rel=1e-12)
+        s.noise_multiplier * s.hessian_sensitivity * math.sqrt(k / T) / math.sqrt(1 - rho),
+        rel=1e-12)
     draws = [v for kind, v in noise.draws if kind == "gaussian"]
-    assert len(draws) == 8
+    assert len(draws) == T + k
     D = problem.spec.dimension
-    for t in range(4):
-        grad, hess = draws[2 * t], draws[2 * t + 1]
-        assert grad.shape == (D, 1) and hess.shape == (D * (D + 1) // 2,)
-        # 465 Hessian coordinates (10% is > 3 sd); the 30 gradient ones: 40%.
-        assert np.std(hess) == pytest.approx(s.sigma_hessian, rel=0.1)
-        assert np.std(grad) == pytest.approx(s.sigma_gradient, rel=0.4)
-    # Independent re-accounting from the noise scales alone (GDP): mu^2 = T (Dg^2 / sg^2
-    # + DH^2 / sH^2), and the analytic Gaussian delta at epsilon.
-    mu = math.sqrt(4 * ((s.gradient_sensitivity / s.sigma_gradient) ** 2
-                        + (s.hessian_sensitivity / s.sigma_hessian) ** 2))
+    position = 0
+    for fresh in hessian_schedule(T, k):
+        grad = draws[position]
+        assert grad.shape == (D, 1)
+        assert np.std(grad) == pytest.approx(s.sigma_gradient, rel=0.4)  # 30 coordinates
+        position += 1
+        if fresh:
+            hess = draws[position]
+            assert hess.shape == (D * (D + 1) // 2,)
+            # 465 Hessian coordinates (10% is > 3 sd).
+            assert np.std(hess) == pytest.approx(s.sigma_hessian, rel=0.1)
+            position += 1
+    # Independent re-accounting from the noise scales alone (GDP): mu^2 = T Dg^2 / sg^2
+    # + k DH^2 / sH^2, and the analytic Gaussian delta at epsilon.
+    mu = math.sqrt(T * (s.gradient_sensitivity / s.sigma_gradient) ** 2
+                   + k * (s.hessian_sensitivity / s.sigma_hessian) ** 2)
     assert math.exp(gaussian_log_delta(mu, 1.0)) <= 1e-5 * (1 + 1e-9)
     if accounting == "gaussian":  # exact: the whole budget
         assert math.exp(gaussian_log_delta(mu, 1.0)) == pytest.approx(1e-5, rel=1e-6)
-        assert s.noise_multiplier == pytest.approx(analytic_gaussian_multiplier(budget, 4))
+        assert s.noise_multiplier == pytest.approx(analytic_gaussian_multiplier(budget, T))
     assert res.spent.epsilon <= 1.0
 
 
@@ -393,9 +444,16 @@ def test_ledger_is_gd_with_unit_sensitivity():
     problem = make_problem(n=100, d=3)
     budget = Budget(0.7, 1e-6)
     for accounting in ("gaussian", "rdp"):
-        newton = DPNewton(n_iter=6).plan(problem.spec, budget, accounting, "replace_one")
+        newton = DPNewton(n_iter=6, hessian_steps=6).plan(problem.spec, budget, accounting,
+                                                          "replace_one")
         gd = NoisyGD(n_iter=6).plan(problem.spec, budget, accounting, "replace_one")
         assert newton.noise_multiplier == gd.noise_multiplier
+        # The default schedule (two Hessians, at steps 0 and 3): the composed ledger has
+        # the same mu^2 = T / z^2, exactly the same z with "gaussian"; its RDP curve is
+        # the same, so "rdp" calibrates it to the same z (to its search's tolerance).
+        scheduled = DPNewton(n_iter=6).plan(problem.spec, budget, accounting, "replace_one")
+        assert scheduled.n_hessian == 2
+        assert scheduled.noise_multiplier == pytest.approx(gd.noise_multiplier, rel=1e-3)
 
 
 def test_zero_signal_output_is_the_scaled_gradient_noise():
@@ -439,7 +497,7 @@ def test_average_restarts_after_a_damped_step():
     damped step, recomputed from the solver's own steps (post-processing of the
     releases)."""
     problem = make_problem(n=100, d=4, alpha=0.01, seed=6, intercept=True)
-    solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average")
+    solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average", hessian_steps=6)
     # With this seed the steps run damped, full, full, damped, full, full.
     noise = RecordingNoiseSource(np.random.default_rng(3))
     res = solver.solve(problem, Budget(1.0, 1e-5), noise)
