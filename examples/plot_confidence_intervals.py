@@ -20,6 +20,7 @@ import numpy as np
 from scipy.special import expit
 
 from skdp.linear_model import DPLogisticRegression
+from skdp.solvers import DPNewton
 
 theta, bias = np.array([1.0, -0.5, 0.25]), 0.2
 truth = np.r_[theta, bias]
@@ -32,10 +33,11 @@ def sample(n):
 
 
 def fit(X, y, epsilon):
-    # A public data_norm covering every row (no clipping) and a small penalty: the
-    # intervals are then for the model's parameter.
+    # A public data_norm covering every row (no clipping), a small penalty (the
+    # intervals are then for the model's parameter) and a Hessian at every Newton step.
     return DPLogisticRegression(
-        epsilon, solver="newton", alpha=1e-4, data_norm=np.sqrt(3), classes=[0, 1]
+        epsilon, solver=DPNewton(hessian_steps=10), alpha=1e-4, data_norm=np.sqrt(3),
+        classes=[0, 1],
     ).fit(X, y)
 
 

@@ -649,10 +649,26 @@ class DPNewton(BaseDPSolver):
         return DEFAULT_PRIVATE_ITER if budget.is_private else DEFAULT_NON_PRIVATE_ITER
 
     def auto_n_hessian(self, spec: ProblemSpec, n_iter: int, budget: Budget) -> int:
-        """Number of Hessian releases ``k``: ``hessian_steps`` (at most ``T``), else
-        ``DEFAULT_HESSIAN_STEPS`` for a private fit of the logistic, multinomial and
-        squared losses, ``T`` for the piecewise-quadratic losses (Huber, smoothed hinge)
-        and at ``epsilon = inf``. Public: the parameters, the loss and the budget."""
+        """Number of Hessian releases ``k`` (public: the parameters, loss and budget).
+
+        ``hessian_steps`` (at most ``T``), else ``DEFAULT_HESSIAN_STEPS`` for a private fit
+        of the logistic, multinomial and squared losses, ``T`` for the piecewise-quadratic
+        losses (Huber, smoothed hinge) and at ``epsilon = inf``.
+
+        Parameters
+        ----------
+        spec : ProblemSpec
+            The public problem (its loss).
+        n_iter : int
+            The number ``T`` of Newton steps.
+        budget : Budget
+            The budget (``epsilon = inf`` releases a Hessian at every step).
+
+        Returns
+        -------
+        int
+            The number of Hessian releases, ``1 <= k <= T``.
+        """
         if self.hessian_steps is not None:
             return min(int(self.hessian_steps), n_iter)
         if not budget.is_private or isinstance(spec.loss, HuberLoss | SmoothedHingeLoss):
@@ -827,8 +843,10 @@ class DPNewton(BaseDPSolver):
 
     def floored_eigh(self, hess: np.ndarray, plan: NewtonPlan, spec: ProblemSpec
                      ) -> tuple[np.ndarray, np.ndarray]:
-        """``(values, vectors)`` of ``A = hess + alpha I_pen`` (symmetrised), the eigenvalues
-        floored at ``plan.hessian_floor`` (post-processing of a released Hessian).
+        """Eigendecomposition of ``A = hess + alpha I_pen`` with floored eigenvalues.
+
+        ``A`` is symmetrised and its eigenvalues floored at ``plan.hessian_floor``
+        (post-processing of a released Hessian).
 
         Parameters
         ----------

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from skdp import DPLogisticRegression, PrivacyLeakWarning
+from skdp import DPLogisticRegression, DPNewton, PrivacyLeakWarning
 
 THETA, BIAS = np.array([1.0, -0.5, 0.25]), 0.2
 TRUTH = np.r_[THETA, BIAS]
@@ -23,10 +23,11 @@ def _sample(rng, n):
 
 
 def _fit(X, y, epsilon, alpha=1e-4, random_state=None, **params):
-    params = {"classes": [0, 1], **params}
+    # A Hessian at every step: the setting docs/inference.md recommends for intervals.
+    params = {"classes": [0, 1], "solver": DPNewton(hessian_steps=10), **params}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        return DPLogisticRegression(epsilon, solver="newton", data_norm=DATA_NORM,
+        return DPLogisticRegression(epsilon, data_norm=DATA_NORM,
                                     alpha=alpha, random_state=random_state,
                                     **params).fit(X, y)
 
@@ -105,3 +106,17 @@ def test_conf_int_names_the_setting_when_the_fit_released_no_hessian():
         clf.conf_int(1.5)
     assert clf.conf_int().shape == (4, 2)
     assert _fit(X, y, 1.0, fit_intercept=False).conf_int().shape == (3, 2)
+
+
+@pytest.mark.slow
+def test_the_default_schedule_gives_intervals_too():
+    """The default (two Hessian releases) is faster and its intervals slightly narrower
+    than nominal (0.925-0.954 per coefficient over 1,000 runs): 100 data sets, at least
+    85 covers per coefficient (probability below 1e-3 at a true coverage of 0.925)."""
+    rng = np.random.default_rng(7)
+    covers = np.zeros(4, dtype=int)
+    for seed in range(100):
+        X, y = _sample(rng, 10_000)
+        ci = _fit(X, y, 1.0, random_state=seed, solver="newton").conf_int(0.05)
+        covers += (ci[:, 0] <= TRUTH) & (TRUTH <= ci[:, 1])
+    assert np.all(covers >= 85), covers
