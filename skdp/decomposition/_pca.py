@@ -9,6 +9,7 @@ argument is in docs/decomposition.md.
 from __future__ import annotations
 
 import math
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,6 +18,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import RealNotInt
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._docstrings import fill_docstrings
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -24,6 +26,7 @@ from skdp._warnings import warn_user
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
+from skdp.preprocessing._scalers import RELEASE_DOCS
 from skdp.privacy.accounting import (
     ACCOUNTING_METHODS,
     PrivacyLedger,
@@ -114,6 +117,7 @@ def _clip_rows(X: np.ndarray, norm: float) -> np.ndarray:
     return X
 
 
+@partial(fill_docstrings, texts=RELEASE_DOCS)
 class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             BaseEstimator):
     """Principal component analysis with a differentially private covariance.
@@ -161,14 +165,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         pure DP) spent on the mean when ``center=True``.
     bounds_fraction : float in (0, 1), default=0.2
         Share of ``epsilon`` spent on the private norms when ``data_norm="auto"``.
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
-        How the release is accounted (``"auto"``: Gaussian, or pure for ``delta=0``).
-    accountant : BudgetAccountant or None, default=None
-        Charged before ``X`` is read, as every skdp fit.
-    random_state : None, int or Generator, default=None
-        Source of the noise (``None``: OS entropy; use it for releases).
-    verbose : int, default=0
-        ``1``: print the phases with public quantities only; ``2``: also elapsed times.
+    <<release_options>>
 
     Attributes
     ----------

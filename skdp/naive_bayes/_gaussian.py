@@ -24,6 +24,7 @@ post-processing of the released numbers and public constants (:func:`post_proces
 from __future__ import annotations
 
 import math
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -33,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._base import ExactScoreNoticeMixin
+from skdp._docstrings import fill_docstrings
 from skdp._labels import checked_classes
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
@@ -41,7 +43,7 @@ from skdp._warnings import warn_user
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.losses import row_norms
 from skdp.mechanisms import bound_event, private_bound
-from skdp.preprocessing._scalers import _check_bounds_param, _public_bounds
+from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, _public_bounds
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget, release_budget
 from skdp.privacy.charging import Charge
@@ -232,6 +234,7 @@ def post_process(counts, sums, squares, n: int, noise_std, var_floor: float):
     return counts, mean_u, var_u
 
 
+@partial(fill_docstrings, texts=RELEASE_DOCS)
 class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, BaseEstimator):
     """Gaussian naive Bayes with ``(epsilon, delta)``-differential privacy.
 
@@ -293,14 +296,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         small (at most ``2e-3`` of the squared range, a public rule of ``n``, ``d``, the
         number of classes and the budget), pooled otherwise. At ``epsilon=inf``, per
         class (scikit-learn's model).
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
-        How the release is accounted (``"auto"``: exact Gaussian, or pure for delta=0).
-    accountant : BudgetAccountant or None, default=None
-        Charged before ``X`` is read, as every skdp fit.
-    random_state : None, int or Generator, default=None
-        Source of the noise (``None``: OS entropy; use it for releases).
-    verbose : int, default=0
-        ``1``: print the phases with public quantities only; ``2``: also elapsed times.
+    <<release_options>>
 
     Attributes
     ----------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -10,6 +11,7 @@ from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._docstrings import fill_docstrings
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -23,7 +25,7 @@ from skdp.privacy.charging import Charge
 from skdp.privacy.composition import CompositeLedger
 from skdp.privacy.noise import as_generator, as_noise_source
 
-__all__ = ["DPStandardScaler", "PublicBoundsScaler", "RowNormClipper"]
+__all__ = ["RELEASE_DOCS", "DPStandardScaler", "PublicBoundsScaler", "RowNormClipper"]
 
 
 def _public_bounds(bounds, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -150,6 +152,19 @@ class RowNormClipper(_PublicMap):
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
+
+#: The options of every one-release transformer and estimator (DPStandardScaler, DPPCA,
+#: DPGaussianNB), described once: a line ``<<release_options>>`` in their docstrings.
+RELEASE_DOCS = {"release_options": """\
+accounting : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
+    How the release is accounted (``"auto"``: exact Gaussian, or pure for ``delta=0``).
+accountant : BudgetAccountant or None, default=None
+    Charged before ``X`` is read, as every skdp fit.
+random_state : None, int or Generator, default=None
+    Source of the noise (``None``: OS entropy; use it for releases).
+verbose : int, default=0
+    ``1``: print the phases with public quantities only; ``2``: also elapsed times.
+"""}
 #: ``bounds="auto"``: the quantile of the row norms that ``C`` bounds at a finite epsilon
 #: (the maximum at ``epsilon=inf``; :func:`skdp.mechanisms.target_count`).
 BOUNDS_QUANTILE = 0.75
@@ -174,6 +189,7 @@ def shrink_to_centre(mean_u: np.ndarray, std: float) -> tuple[np.ndarray, np.nda
     return 0.5 + z * keep, keep == 0
 
 
+@partial(fill_docstrings, texts=RELEASE_DOCS)
 class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                        BaseEstimator):
     """Standardize features with differentially private means and variances.
@@ -208,14 +224,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         so in a downstream clip and its noise), while a scale error only reweights one
         feature: a budget too small to centre a feature leaves it uncentred instead of
         shifted by noise. ``shrunk_`` lists those features. ``False``: the raw means.
-    accounting : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
-        How the release is accounted (``"auto"``: exact Gaussian, or pure for delta=0).
-    accountant : BudgetAccountant or None, default=None
-        Charged before ``X`` is read, as every skdp fit.
-    random_state : None, int or Generator, default=None
-        Source of the noise (``None``: OS entropy; use it for releases).
-    verbose : int, default=0
-        ``1``: print the phases with public quantities only; ``2``: also elapsed times.
+    <<release_options>>
 
     Attributes
     ----------
