@@ -13,15 +13,12 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
-from scipy.special import expit, softmax
 
-from skdp.exceptions import IncompatibleSolverError
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss, SmoothedHingeLoss
 from skdp.solvers._base import Problem
-from skdp.solvers._blocks import Block
+from skdp.solvers._hessian import curvature, hessian_block
 from skdp.solvers.output_perturbation import CERTIFICATE_MARGIN, CertificateError
 
 __all__ = [
@@ -81,7 +78,7 @@ class PerturbedObjective:
     def hessian_operator(self, W: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         """``V -> nabla^2 J(W) V`` (exact), with the curvature at ``W`` computed once (a
         conjugate-gradient solve applies it many times at the same ``W``)."""
-        C = _curvature(self.loss, self.problem.scores(W), self.problem.Y)
+        C = curvature(self.loss, self.problem.scores(W), self.problem.Y)
         multinomial = isinstance(self.loss, MultinomialLogisticLoss)
 
         def apply(V: np.ndarray) -> np.ndarray:
@@ -101,64 +98,10 @@ class PerturbedObjective:
         ``h_i`` the ``K x K`` Hessian of ``phi`` in the score (BLAS-3 instead of the
         memory-bound products of Newton-CG; for small ``p K``)."""
         p, k = self.shape
-        H = self.problem.block_sum(_hessian_block, (p, k, p, k), W, self.loss)
+        H = self.problem.block_sum(hessian_block, (p, k, p, k), W, self.loss)
         H = H.reshape(p * k, p * k)
         H[np.diag_indices_from(H)] += np.repeat(self.lam[:, 0], k)
         return H
-
-
-def _curvature(loss, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """Per-row second derivative of ``phi`` at the scores: shape ``(m, K)`` (diagonal
-    in the outputs), or the softmax probabilities ``P`` (multinomial, whose Hessian in
-    the score is ``diag(P) - P P^T``)."""
-    if isinstance(loss, MultinomialLogisticLoss):
-        return softmax(Z, axis=1)
-    if isinstance(loss, SmoothedHingeLoss):
-        gap = 1.0 - Y * Z
-        return np.where((gap > 0) & (gap < loss.smoothing), 1.0 / loss.smoothing, 0.0)
-    if isinstance(loss, LogisticLoss):
-        s = expit(Z)
-        return s * (1.0 - s)
-    if _is_huber(loss):
-        return np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0)
-    # pragma: no cover - refused before planning by the declared capabilities
-    raise IncompatibleSolverError(f"no Hessian for {type(loss).__name__}")
-
-
-def _hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
-    """``sum_i (x'_i x'_i^T) kron h_i`` over one block, shape ``(p, K, p, K)``."""
-    p, k = W.shape
-    multinomial = isinstance(loss, MultinomialLogisticLoss)
-    pairs = [(a, b) for a in range(k) for b in range(k)] if multinomial \
-        else [(a, a) for a in range(k)]
-    C = _curvature(loss, block.scores(W), block.Y)
-    H = np.zeros((p, k, p, k))
-    for a, b in pairs:
-        weight = C[:, a] * ((a == b) - C[:, b]) if multinomial else C[:, a]
-        H[:, a, :, b] += _weighted_gram(block, weight, block.intercept, p)
-    return H
-
-
-def _weighted_gram(rows, weight: np.ndarray, intercept: float, p: int) -> np.ndarray:
-    """``sum_i weight_i x'_i x'_i^T`` of a row block (augmented, clipped rows)."""
-    X = rows.X
-    d = X.shape[1]
-    w = weight if rows.scale is None else weight * rows.scale
-    w2 = weight if rows.scale is None else w * rows.scale
-    G = np.empty((p, p))
-    if sp.issparse(X):
-        G[:d, :d] = (X.T @ X.multiply(w2[:, None])).toarray()
-    elif np.all(w2 >= 0):
-        R = X * np.sqrt(w2)[:, None]
-        G[:d, :d] = R.T @ R  # numpy's A^T A: one symmetric rank-k update (half the flops)
-    else:
-        G[:d, :d] = X.T @ (X * w2[:, None])
-    if intercept:
-        cross = intercept * np.asarray(X.T @ w).ravel()
-        G[:d, d] = cross
-        G[d, :d] = cross
-        G[d, d] = intercept * intercept * float(np.sum(weight))
-    return G
 
 
 def _flat(fun: Callable, shape, scale: float) -> Callable:

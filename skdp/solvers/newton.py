@@ -18,16 +18,13 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
-from scipy.special import expit, softmax
 
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
 from skdp.losses import (
     HuberLoss,
-    LogisticLoss,
     MultinomialLogisticLoss,
     SmoothedHingeLoss,
     SquaredLoss,
@@ -50,6 +47,7 @@ from skdp.solvers._base import (
 )
 from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._hessian import curvature, curvature_grams, hessian_block
 from skdp.solvers._problem import ROW_BOUND_TOLERANCE, clip_unless_lossless
 
 __all__ = [
@@ -96,95 +94,6 @@ ITERATES = ("auto", "last", "average")
 _INNER_TOL = 1e-13
 
 
-def curvature(loss, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """Second derivative of ``phi`` at the scores, per row (shape ``(n, K)``).
-
-    Scalar losses: ``phi''(z_i, y_i)``, clipped to ``[0, curvature_bound]`` (a declared
-    bound that then holds whatever the implementation computes). The multinomial loss: its
-    softmax probabilities ``P`` (the Hessian in the score is ``diag(p) - p p^T``).
-
-    Parameters
-    ----------
-    loss : GLMLoss
-        Logistic, multinomial, squared, Huber or smoothed hinge.
-    Z : ndarray of shape (n, K)
-        Scores.
-    Y : ndarray of shape (n, K)
-        Encoded labels.
-
-    Returns
-    -------
-    ndarray of shape (n, K)
-        The curvature weights (or the probabilities, multinomial).
-
-    Raises
-    ------
-    IncompatibleSolverError
-        For a loss without a known second derivative.
-    """
-    if isinstance(loss, MultinomialLogisticLoss):
-        return softmax(Z, axis=1)
-    if isinstance(loss, SmoothedHingeLoss):
-        gap = 1.0 - Y * Z
-        c = np.where((gap > 0) & (gap < loss.smoothing), 1.0 / loss.smoothing, 0.0)
-    elif isinstance(loss, LogisticLoss):
-        s = expit(Z)
-        c = s * (1.0 - s)
-    elif isinstance(loss, HuberLoss):
-        c = np.where(np.abs(Z - Y) < loss.huber_delta, 1.0, 0.0)
-    elif isinstance(loss, SquaredLoss):
-        c = np.ones_like(Z, dtype=float)
-    else:  # refused before planning by the declared capabilities
-        raise IncompatibleSolverError(f"no second derivative for {type(loss).__name__}")
-    return np.clip(c, 0.0, float(loss.curvature_bound))
-
-
-def _weighted_gram(block: Block, weight: np.ndarray) -> np.ndarray:
-    """``sum_i weight_i x'_i x'_i^T`` over one block of augmented, clipped rows."""
-    X, p, c0 = block.X, block.n_params, block.intercept
-    d = X.shape[1]
-    w = weight if block.scale is None else weight * block.scale
-    w2 = weight if block.scale is None else w * block.scale
-    G = np.empty((p, p))
-    if sp.issparse(X):
-        G[:d, :d] = (X.T @ X.multiply(w2[:, None])).toarray()
-    elif np.all(w2 >= 0):
-        R = X * np.sqrt(w2)[:, None]
-        G[:d, :d] = R.T @ R
-    else:
-        G[:d, :d] = X.T @ (X * w2[:, None])
-    if c0:
-        cross = c0 * np.asarray(X.T @ w).ravel()
-        G[:d, d] = cross
-        G[d, :d] = cross
-        G[d, d] = c0 * c0 * float(np.sum(weight))
-    return G
-
-
-def _hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
-    """``sum_i h_i kron x'_i x'_i^T`` of one block, shape ``(p, K, p, K)``."""
-    return _curvature_grams(block, curvature(loss, block.scores(W), block.Y), loss, W.shape)
-
-
-def _curvature_grams(block: Block, C: np.ndarray, loss, shape: tuple[int, int]
-                     ) -> np.ndarray:
-    """``sum_i h_i kron x'_i x'_i^T`` of one block from its curvature weights ``C``
-    (:func:`curvature`), shape ``(p, K, p, K)``."""
-    p, k = shape
-    H = np.zeros((p, k, p, k))
-    if isinstance(loss, MultinomialLogisticLoss):
-        for a in range(k):
-            for b in range(a, k):
-                G = _weighted_gram(block, C[:, a] * ((a == b) - C[:, b]))
-                H[:, a, :, b] = G
-                if b != a:
-                    H[:, b, :, a] = G
-    else:
-        for a in range(k):
-            H[:, a, :, a] = _weighted_gram(block, C[:, a])
-    return H
-
-
 def _gradient_and_hessian_block(block: Block, W: np.ndarray, loss, clip_norm: float,
                                 skip: bool) -> np.ndarray:
     """``[vec(sum_i x'_i clip_C(phi'_i)^T), vec(sum_i h_i kron x'_i x'_i^T)]`` of one block.
@@ -196,7 +105,7 @@ def _gradient_and_hessian_block(block: Block, W: np.ndarray, loss, clip_norm: fl
     clip; a warning would say, from the data, that one did)."""
     p, k = W.shape
     Z = block.scores(W)
-    H = _curvature_grams(block, curvature(loss, Z, block.Y), loss, (p, k))
+    H = curvature_grams(block, curvature(loss, Z, block.Y), loss, (p, k))
     with np.errstate(over="ignore", invalid="ignore"):
         D = loss.derivative_inplace(Z, block.Y)  # the scores are scratch
         grad = block.gradient_sum(clip_unless_lossless(D, block.norms, clip_norm, skip))
@@ -321,7 +230,7 @@ def hessian_sum(problem: Problem, W: np.ndarray) -> np.ndarray:
         The summed loss Hessian (no regulariser), symmetrised.
     """
     p, k = W.shape
-    H = problem.block_sum(_hessian_block, (p, k, p, k), W, problem.spec.loss)
+    H = problem.block_sum(hessian_block, (p, k, p, k), W, problem.spec.loss)
     H = H.reshape(p * k, p * k)
     return 0.5 * (H + H.T)
 
