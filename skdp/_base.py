@@ -28,7 +28,7 @@ from skdp._sklearn_compat import (
     _fit_context,
     validate_data,
 )
-from skdp._warnings import warn_user
+from skdp._warnings import warn_if_seeded, warn_label_set_read, warn_user
 from skdp.exceptions import (
     IncompatibleSolverError,
     NoiseDominatedWarning,
@@ -319,20 +319,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             bounds = self._declared_bounds()
             solver, total, spec, prepared, label_attrs = self._privacy_plan(*shape, y, bounds)
             planned = prepared[1]
-        if total.is_private and self.random_state is not None:
-            # A seed (or a generator, which can be rewound) stored on the estimator lets
-            # anyone who holds it regenerate the noise and remove it.
-            warn_user(
-                "random_state is set: anyone who knows it, or who holds this estimator "
-                "(pickle, get_params), can regenerate the noise and undo the privacy "
-                "guarantee. Use random_state=None (fresh OS entropy) for releases.",
-                PrivacyLeakWarning, once=True)
+        # A seed (or a generator, which can be rewound) stored on the estimator lets
+        # anyone who holds it regenerate the noise and remove it.
+        warn_if_seeded(self.random_state, total.is_private)
         if not self._y_numeric and getattr(self, "classes", None) is None:
-            warn_user(
-                "the label set is read from y (classes=None): replacing the only record of "
-                "a class changes the model's shape, which the privacy guarantee does not "
-                "cover. Declare the public label set with classes=[...].",
-                PrivacyLeakWarning, once=True)
+            warn_label_set_read()
         # The budget is charged from the public plan, before any value of X is read; on
         # failure only what was released stays charged (skdp.privacy.charging).
         with Charge(self.accountant, planned, source=type(self).__name__,

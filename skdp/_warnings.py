@@ -143,3 +143,36 @@ def reset_shown() -> None:
     folder = _session_dir()
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+#: The two privacy notices every private fit may give, written once (shown once per
+#: session: one notice however many estimators give it).
+SEEDED_NOISE = ("random_state is set: anyone who knows it, or who holds this estimator "
+                "(pickle, get_params), can regenerate the noise and undo the privacy "
+                "guarantee. Use random_state=None (fresh OS entropy) for releases.")
+LABEL_SET_READ = ("the label set is read from y (classes=None): replacing the only record "
+                  "of a class changes the model's shape, which the privacy guarantee does "
+                  "not cover. Declare the public label set with classes=[...].")
+
+
+def warn_if_seeded(random_state, private: bool = True) -> None:
+    """The seeded-noise notice, when a private release is given a ``random_state``.
+
+    Parameters
+    ----------
+    random_state : object
+        The release's ``random_state`` parameter.
+    private : bool, default=True
+        Whether the release is private (``epsilon < inf``).
+    """
+    if private and random_state is not None:
+        from skdp.exceptions import PrivacyLeakWarning
+
+        warn_user(SEEDED_NOISE, PrivacyLeakWarning, once=True)
+
+
+def warn_label_set_read() -> None:
+    """The notice of a classifier that reads its label set from ``y``."""
+    from skdp.exceptions import PrivacyLeakWarning
+
+    warn_user(LABEL_SET_READ, PrivacyLeakWarning, once=True)

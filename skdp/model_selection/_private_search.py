@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin, non_private_steps
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp._warnings import suppressed, warn_user
+from skdp._warnings import suppressed, warn_if_seeded, warn_user
 from skdp.exceptions import (
     BudgetError,
     IncompatibleSolverError,
@@ -499,10 +499,7 @@ default="truncated_negative_binomial"
                  f"candidates with mean {self.n_candidates_mean:g}")
         if not spent.within(ledger.budget):
             raise PrivacyAccountingError(f"the search's ledger spends {tuple(spent)}.")
-        if self.random_state is not None:
-            warn_user("random_state is set: anyone who knows it can regenerate the "
-                          "candidates' noise. Use random_state=None for releases.",
-                          PrivacyLeakWarning, once=True)
+        warn_if_seeded(self.random_state)
         rng = np.random.default_rng(self.random_state)
         # Everything random below is drawn before any value of X or y is read.
         n_candidates = sample_repetitions(rng, self.distribution,

@@ -39,8 +39,7 @@ from skdp._labels import checked_classes
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp._warnings import warn_user
-from skdp.exceptions import PrivacyLeakWarning
+from skdp._warnings import warn_if_seeded, warn_label_set_read
 from skdp.losses import row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, _public_bounds
@@ -467,17 +466,9 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         progress = Progress(self, self.verbose)
         progress(f"fit: epsilon={self.epsilon:g}, delta={self.delta:g}, bounds "
                  f"{'private' if isinstance(self.bounds, str) else 'public'}")
-        if total.is_private and self.random_state is not None:
-            warn_user("random_state is set: anyone who knows it, or who holds this "
-                      "estimator (pickle, get_params), can regenerate the noise and undo "
-                      "the privacy guarantee. Use random_state=None (fresh OS entropy) "
-                      "for releases.", PrivacyLeakWarning, once=True)
+        warn_if_seeded(self.random_state, total.is_private)
         if self.classes is None:
-            warn_user(
-                "the label set is read from y (classes=None): replacing the only record of "
-                "a class changes the model's shape, which the privacy guarantee does not "
-                "cover. Declare the public label set with classes=[...].",
-                PrivacyLeakWarning, once=True)
+            warn_label_set_read()
         with Charge(self.accountant, ledger, source=type(self).__name__,
                     params=self.get_params(deep=False)) as charge:
             # Input errors (format, non-finite values, labels outside classes) raise

@@ -15,8 +15,7 @@ from skdp._docstrings import fill_docstrings
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp._warnings import warn_user
-from skdp.exceptions import PrivacyLeakWarning
+from skdp._warnings import warn_if_seeded
 from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
@@ -316,10 +315,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon:g}, "
                  f"delta={self.delta:g}, bounds "
                  f"{'private' if isinstance(self.bounds, str) else 'public'}")
-        if total.is_private and self.random_state is not None:
-            warn_user("random_state is set: anyone who knows it can regenerate the "
-                          "noise. Use random_state=None for releases.",
-                          PrivacyLeakWarning, once=True)
+        warn_if_seeded(self.random_state, total.is_private)
         with Charge(self.accountant, ledger, source=type(self).__name__,
                     params=self.get_params(deep=False)) as charge:
             X = validate_data(self, X, dtype=np.float64)
