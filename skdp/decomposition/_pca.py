@@ -318,6 +318,15 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         return dict(total=total, auto=auto, eps_bound=eps_bounds / n_bounds,
                     mechanism=mechanism, z_mean=z_mean, z_cov=z_cov, ledger=ledger)
 
+    def _public_width(self, n_samples: int, n_features: int) -> int | None:
+        """The number of output features when public (``n_components`` an integer or
+        ``None``); ``None`` when a variance fraction chooses it from the release."""
+        if self.n_components is None:
+            return min(n_samples, n_features)
+        if isinstance(self.n_components, Integral):
+            return int(self.n_components)
+        return None
+
     def _planned_ledger(self, n_samples: int, n_features: int, y=None):
         """The ledger ``fit`` charges before reading ``X`` (used for pricing)."""
         return self._plan(n_samples, n_features)["ledger"]

@@ -64,17 +64,27 @@ def fit_ledgers(estimator, X, y, rows=None) -> list[PrivacyLedger]:
 
 def _width(pipeline: Pipeline, i: int, X, rows, y_rows) -> int:
     """The number of features step ``i`` of ``pipeline`` receives. One-to-one steps
-    (scalers, clippers, private or not) keep the width; other non-private steps are fitted
-    on the rows for their output shape only. A private step that changes the width cannot
-    be priced without spending."""
+    (scalers, clippers, private or not) keep the width; a step that declares its output
+    width from public quantities (``_public_width(n_samples, n_features)``, for example
+    ``DPPCA`` with an integer ``n_components``) gives it; other non-private steps are
+    fitted on the rows for their output shape only. A private step whose output width
+    depends on its release cannot be priced without spending."""
     head = pipeline.steps[:i]
-    if all(step is None or step == "passthrough" or isinstance(step, OneToOneFeatureMixin)
-           for _, step in head):
-        return int(X.shape[1])
-    if any(_private_inside(step) for _, step in head):
-        raise TypeError("privacy_cost cannot price a private step behind a private step "
-                        "that changes the number of features.")
-    return int(np.shape(clone(pipeline[:i]).fit_transform(_rows(X, rows), y_rows))[1])
+    width = int(X.shape[1])
+    for k, (_, step) in enumerate(head):
+        if step is None or step == "passthrough" or isinstance(step, OneToOneFeatureMixin):
+            continue
+        public = getattr(step, "_public_width", None)
+        out = None if public is None else public(int(rows.shape[0]), width)
+        if out is not None:
+            width = int(out)
+        elif any(_private_inside(s) for _, s in head[:k + 1]):
+            raise TypeError("privacy_cost cannot price a private step behind a private "
+                            "step whose number of output features depends on its release.")
+        else:
+            width = int(np.shape(clone(pipeline[:k + 1]).fit_transform(_rows(X, rows),
+                                                                       y_rows))[1])
+    return width
 
 
 def _private_inside(obj) -> bool:

@@ -251,3 +251,33 @@ def test_clipped_rows_stay_within_the_bound_even_for_huge_rows():
 def test_a_norm_whose_sensitivity_underflows_is_refused():
     with pytest.raises(ValueError, match="sensitivity"):
         DPPCA(data_norm=1e-170, center=False).fit(_data())
+
+
+def test_cross_validation_on_two_workers_charges_what_ran(tmp_path):
+    """Through the public API: cross_val_score(n_jobs=2) over a pipeline of DPPCA and
+    DPGaussianNB records every fit of every fold in the one accountant, and its total is
+    what privacy_cost priced before the run."""
+    from sklearn.model_selection import KFold, cross_val_score
+
+    from skdp.model_selection import privacy_cost
+    from skdp.naive_bayes import DPGaussianNB
+    from skdp.preprocessing import PublicBoundsScaler
+
+    rng = np.random.default_rng(8)
+    X = rng.uniform(0, 16, size=(300, 6))
+    y = (X[:, 0] + X[:, 1] > 16).astype(int)
+    # Process workers record into a shared file (an in-memory accountant refuses them).
+    acc = BudgetAccountant(50.0, 1e-2, path=tmp_path / "budget.sqlite")
+    pipe = make_pipeline(PublicBoundsScaler((0.0, 16.0)),
+                         DPPCA(3, epsilon=0.4, accountant=acc),
+                         DPGaussianNB(0.6, bounds=(-8.0, 8.0), classes=[0, 1],
+                                      accountant=acc))
+    cv = KFold(3, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        price = privacy_cost(pipe, X, y, cv=cv)
+        cross_val_score(pipe, X, y, cv=cv, n_jobs=2)
+    assert len(acc) == 6
+    assert {entry.source for entry in acc.entries} == {"DPPCA", "DPGaussianNB"}
+    assert acc.spent().epsilon == pytest.approx(price.epsilon, rel=1e-9)
+    assert acc.spent().delta == pytest.approx(price.delta, rel=1e-9)
