@@ -644,7 +644,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
             return jll - np.atleast_2d(logsumexp(jll, axis=1)).T
 
     def predict_proba(self, X):
-        """Class probabilities.
+        """Probability of each class for each row.
 
         Parameters
         ----------
