@@ -12,6 +12,15 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_y, check_is_fitted
 
+from skdp._array_api import (
+    as_float64,
+    device_has_nan,
+    device_norms,
+    is_device_array,
+    namespace,
+    to_device,
+    to_numpy,
+)
 from skdp._planning import (
     SCALE_SLACK,
     FitBounds,
@@ -65,9 +74,11 @@ __all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
 NOISE_DOMINATED = 1.0
 
 
-def check_out_of_core(solver) -> None:
-    """Raise :class:`IncompatibleSolverError` when ``solver`` cannot take a dask ``X``,
-    naming the registered solvers that can.
+def check_out_of_core(solver, kind: str = "a dask array") -> None:
+    """Raise :class:`IncompatibleSolverError` when ``solver`` cannot take a dask ``X`` or
+    an array API ``X`` kept on its device (``kind`` names it), naming the registered
+    solvers that can: those that read ``X`` only through the blocked passes
+    (``Capabilities.out_of_core``).
 
     Public: it reads the solver's declaration and the type of ``X`` only.
     """
@@ -75,7 +86,7 @@ def check_out_of_core(solver) -> None:
         return
     capable = [key for key, cls in SOLVERS.items() if cls.capabilities.out_of_core]
     raise IncompatibleSolverError(
-        f"solver {solver.name!r} needs X in memory, and X is a dask array; set solver to "
+        f"solver {solver.name!r} needs X as a numpy array, and X is {kind}; set solver to "
         f"one of {capable}, or pass a numpy array (or a numpy.memmap)."
     )
 
@@ -299,6 +310,13 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             y = np.asarray(y.compute())
         if is_dask_array(X):
             check_out_of_core(get_solver(self.solver))
+        like = X if is_device_array(X) else None
+        if like is not None:
+            # An array API X stays on its device; the targets (O(n)) come to the host.
+            check_out_of_core(get_solver(self.solver),
+                              f"a {type(X).__module__.split('.')[0]} array kept on its device")
+        if is_device_array(y):
+            y = to_numpy(y)
         shape = self._public_shape(X) if y is not None else None
         if shape is None:
             # Lists, empty or malformed input: validation gives scikit-learn's errors.
@@ -370,7 +388,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                     f"re-accounting the fit's ledger gives (epsilon, delta) = "
                     f"{tuple(spent)} beyond the budget ({total.epsilon}, {total.delta})."
                 )
-        self._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)
+        self._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent, like)
         progress("done", f"privacy spent ({spent.epsilon:.6g}, {spent.delta:.3g})")
         return self
 
@@ -414,6 +432,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         anyway, so scikit-learn's check (one more pass over ``X``) is left to it."""
         if is_dask_array(X):
             return self._validate_lazy(X, y)
+        if is_device_array(X):
+            return self._validate_device(X, y, finite_at_build)
         return validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
             y_numeric=self._y_numeric, multi_output=False,
@@ -443,6 +463,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         has_nan, has_inf = dask.compute(da.isnan(X).any(), da.isinf(X).any())
         if has_nan or has_inf:
             raise ValueError(non_finite_message(bool(has_nan), X.dtype))
+        return X, self._checked_targets(y, n, d)
+
+    def _checked_targets(self, y, n: int, d: int):
+        """scikit-learn's checks of in-memory targets for ``n`` rows of ``d`` features
+        checked elsewhere (a dask or device ``X``); sets ``n_features_in_``."""
         y = _check_y(y, multi_output=False, y_numeric=self._y_numeric, estimator=self)
         if y.shape[0] != n:
             raise ValueError("Found input variables with inconsistent numbers of samples: "
@@ -450,7 +475,27 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         self.n_features_in_ = d
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        return X, y
+        return y
+
+    def _validate_device(self, X, y, finite_at_build: bool):
+        """Validate an array API ``X`` where it is (docs/scaling_out.md): its shape and
+        dtype (integers and booleans become float64 there), and, unless
+        :meth:`Problem.build <skdp.solvers.Problem.build>` reads it first, the finiteness
+        check with scikit-learn's error. ``y`` is already on the host (:meth:`_fit`)."""
+        xp = namespace(X)
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2D array for X, got a {X.ndim}D array.")
+        n, d = (int(v) for v in X.shape)
+        if n < 1 or d < 1:
+            raise ValueError(f"Found array with shape {tuple(X.shape)}: at least one sample "
+                             "and one feature are required.")
+        if X.dtype not in (xp.float64, xp.float32):
+            if not (xp.isdtype(X.dtype, "integral") or X.dtype == xp.bool):
+                raise ValueError(f"X is an array of dtype {X.dtype}; skdp needs real numbers.")
+            X = xp.astype(X, xp.float64)
+        if not finite_at_build and not bool(xp.all(xp.isfinite(X))):
+            raise ValueError(non_finite_message(device_has_nan(X), np.float64))
+        return X, self._checked_targets(y, n, d)
 
     def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state,
                      on_steps=None):
@@ -485,7 +530,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             )
         return result
 
-    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent):
+    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent,
+                    like=None):
         secure = getattr(self, "secure", False)
         n_features = spec.n_params - (1 if self.fit_intercept else 0)
         W = result.coef
@@ -504,6 +550,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             coef, intercept = coef[0], float(intercept[0]) + bounds.y_centre
             self.y_bound_ = bounds.y_bound
             self.y_centre_ = bounds.y_centre
+        if like is not None:
+            # Fitted on an array API X: the model lives in its namespace, on its device, as
+            # scikit-learn's estimators do (a regressor's intercept stays a float).
+            coef = to_device(coef, like)
+            intercept = intercept if self._y_numeric else to_device(intercept, like)
         self.coef_ = coef
         self.intercept_ = intercept
         self.data_norm_ = bounds.data_norm
@@ -515,14 +566,31 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
 
     def _decision_scores(self, X) -> np.ndarray:
         check_is_fitted(self)
+        if is_device_array(X):
+            return self._device_decision_scores(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         # The model is a function of the clipped row s_i x_i, s_i = min(1, data_norm/||x_i||).
         # Rows are scaled before the product so that huge finite rows cannot overflow.
         with np.errstate(divide="ignore"):
             scale = np.minimum(1.0, self.data_norm_ / row_norms(X, self._data_norm_ord()))
         Xs = sp.diags(scale) @ X if sp.issparse(X) else X * scale[:, None]
-        coef = np.atleast_2d(self.coef_)
-        return np.asarray(Xs @ coef.T) + np.atleast_1d(self.intercept_)
+        coef = np.atleast_2d(to_numpy(self.coef_))
+        return np.asarray(Xs @ coef.T) + np.atleast_1d(to_numpy(self.intercept_))
+
+    def _device_decision_scores(self, X):
+        """:meth:`_decision_scores` of an array API ``X``, computed on its device and
+        returned in its namespace (float64)."""
+        xp = namespace(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[-1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        X = as_float64(xp, X)
+        norms = device_norms(xp, X, self._data_norm_ord())
+        scale = xp.where(norms > self.data_norm_, self.data_norm_ / norms,
+                         xp.ones_like(norms))
+        coef = to_device(np.atleast_2d(to_numpy(self.coef_)), X)
+        intercept = to_device(np.atleast_1d(to_numpy(self.intercept_)), X)
+        return (X * scale[:, None]) @ coef.T + intercept
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

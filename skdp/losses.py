@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, log_softmax, logsumexp, softmax
+
+from skdp._array_api import device_row_norms, is_device_array
 
 __all__ = [
     "GLMLoss",
@@ -103,6 +106,21 @@ class GLMLoss(ABC):
         equal to it bit for bit. Losses override it to skip temporaries."""
         return self.derivative(Z, Y)
 
+    def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
+        """:meth:`derivative` of arrays of the array API namespace ``xp`` (on their device).
+
+        The same formula in the standard's functions (docs/scaling_out.md); built-in losses
+        implement it, a custom loss that does not runs on NumPy arrays only.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no array API form; pass NumPy arrays.")
+
+    def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
+        """:meth:`value` of arrays of the array API namespace ``xp`` (see
+        :meth:`device_derivative`)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no array API form; pass NumPy arrays.")
+
     def label_error(self, Y: np.ndarray) -> str | None:
         """Why the labels ``Y`` (shape ``(n, K)``) are outside the loss's label domain.
 
@@ -181,6 +199,19 @@ class LogisticLoss(GLMLoss):
         sig = np.where(M >= 0.0, inv, E * inv)
         return value, -Y * sig
 
+    def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
+        # log(1 + e^m), m = -y z: max(m, 0) + log1p(e^-|m|) (no overflow).
+        m = -Y[:, 0] * Z[:, 0]
+        return xp.maximum(m, xp.zeros_like(m)) + xp.log1p(xp.exp(-xp.abs(m)))
+
+    def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
+        # -y expit(t), t = -y z, from e = exp(-|t|) <= 1: 1 / (1 + e) for t >= 0, else
+        # e / (1 + e) (scipy's expit, overflow-free).
+        t = -Y * Z
+        e = xp.exp(-xp.abs(t))
+        inv = 1.0 / (1.0 + e)
+        return -Y * xp.where(t >= 0.0, inv, e * inv)
+
 
 class MultinomialLogisticLoss(GLMLoss):
     """Multinomial logistic loss ``logsumexp(z) - z_y`` with one-hot ``Y``, ``K`` classes.
@@ -225,6 +256,16 @@ class MultinomialLogisticLoss(GLMLoss):
         """Log class probabilities for scores ``Z``."""
         return log_softmax(Z, axis=1)
 
+    def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
+        top = xp.max(Z, axis=1, keepdims=True)
+        lse = top[:, 0] + xp.log(xp.sum(xp.exp(Z - top), axis=1))
+        return lse - xp.sum(Z * Y, axis=1)
+
+    def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
+        # softmax(Z) - Y, shifted by the row maximum (no overflow).
+        E = xp.exp(Z - xp.max(Z, axis=1, keepdims=True))
+        return E / xp.sum(E, axis=1, keepdims=True) - Y
+
 
 class SquaredLoss(GLMLoss):
     """Squared loss ``(z - y)^2 / 2`` for regression, ``K = 1``, labels in ``[-B, B]``.
@@ -268,6 +309,12 @@ class SquaredLoss(GLMLoss):
         return 0.5 * (Z[:, 0] - Y[:, 0]) ** 2
 
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return Z - Y
+
+    def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
+        return 0.5 * (Z[:, 0] - Y[:, 0]) ** 2
+
+    def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
         return Z - Y
 
 
@@ -354,6 +401,14 @@ class HuberLoss(GLMLoss):
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.clip(Z - Y, -self.huber_delta, self.huber_delta)
 
+    def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
+        r = xp.abs(Z[:, 0] - Y[:, 0])
+        m = xp.clip(r, max=self.huber_delta)
+        return m * (r - 0.5 * m)
+
+    def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
+        return xp.clip(Z - Y, min=-self.huber_delta, max=self.huber_delta)
+
 
 class HingeLoss(GLMLoss):
     """One-vs-rest hinge loss ``sum_k max(0, 1 - y_k z_k)`` with ``y_k`` in ``{-1, +1}``.
@@ -390,6 +445,12 @@ class HingeLoss(GLMLoss):
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.where(Y * Z < 1.0, -Y, 0.0)
 
+    def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
+        return xp.sum(xp.clip(1.0 - Y * Z, min=0.0), axis=1)
+
+    def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
+        return xp.where(Y * Z < 1.0, -Y, xp.zeros_like(Y))
+
 
 class SmoothedHingeLoss(HingeLoss):
     """One-vs-rest smoothed hinge: quadratic within ``smoothing`` of the margin.
@@ -421,6 +482,16 @@ class SmoothedHingeLoss(HingeLoss):
     def derivative(self, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return -Y * np.clip((1.0 - Y * Z) / self.smoothing, 0.0, 1.0)
 
+    def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
+        h = self.smoothing
+        gap = 1.0 - Y * Z
+        zero = xp.zeros_like(gap)
+        quad = xp.where(gap > 0, gap * gap / (2.0 * h), zero)
+        return xp.sum(xp.where(gap >= h, gap - 0.5 * h, quad), axis=1)
+
+    def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
+        return -Y * xp.clip((1.0 - Y * Z) / self.smoothing, min=0.0, max=1.0)
+
 
 #: Rows per block of :func:`row_norms`: about 2 MB of float64 values per block, so no
 #: ``n x d`` temporary (``|X|``, a float64 copy of float32 input) is ever formed.
@@ -447,6 +518,9 @@ def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
     get a finite norm.
     """
     ord = float(ord)
+    if is_device_array(X):
+        # An array API array (PyTorch, CuPy, ...): computed on its device.
+        return device_row_norms(X, ord)
     if is_dask_array(X):
         # A dask array: one task per chunk of rows (whole rows per chunk).
         X = X.rechunk({1: -1})

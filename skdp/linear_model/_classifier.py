@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin
 
+from skdp._array_api import namespace, to_device, to_numpy
 from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
 from skdp._labels import checked_classes
 from skdp.linear_model._docs import shared_docs
@@ -65,9 +66,23 @@ class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel
             where the score is positive).
         """
         scores = self._decision_scores(X)
+        if not isinstance(scores, np.ndarray):
+            return self._device_labels(scores)
         if scores.shape[1] == 1:
             return self.classes_[(scores[:, 0] > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    def _device_labels(self, scores):
+        """:meth:`predict` of scores on a device: labels in their namespace when the
+        classes are numbers (a NumPy array of labels otherwise: no namespace holds
+        strings)."""
+        xp = namespace(scores)
+        index = (xp.astype(scores[:, 0] > 0, xp.int64) if scores.shape[1] == 1
+                 else xp.argmax(scores, axis=1))
+        if self.classes_.dtype.kind not in "biuf":
+            return self.classes_[to_numpy(index)]
+        dtype = xp.float64 if self.classes_.dtype.kind == "f" else xp.int64
+        return xp.take(to_device(self.classes_, scores, dtype=dtype), index)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,6 +7,7 @@ from scipy.special import expit
 from scipy.stats import norm
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._array_api import device_log_softmax, namespace
 from skdp._warnings import warn_user
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
@@ -133,8 +134,9 @@ class DPLogisticRegression(BaseDPClassifier):
         Y = (y[:, None] == classes[None, :]).astype(float)
         return Y, MultinomialLogisticLoss(classes.size), {"classes_": classes}
 
-    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent):
-        super()._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent)
+    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent,
+                    like=None):
+        super()._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent, like)
         self.coef_covariance_ = self.standard_errors_ = self.penalty_shift_ = None
         if result.inference is not None and spec.n_outputs == 1:
             # Post-processing of the solver's releases (docs/inference.md).
@@ -210,6 +212,8 @@ class DPLogisticRegression(BaseDPClassifier):
             scores for more.
         """
         scores = self._decision_scores(X)
+        if not isinstance(scores, np.ndarray):  # on a device (array API)
+            return namespace(scores).exp(self._device_log_proba(scores))
         if scores.shape[1] == 1:
             s = scores[:, 0]
             return np.column_stack([expit(-s), expit(s)])
@@ -227,7 +231,18 @@ class DPLogisticRegression(BaseDPClassifier):
             the probabilities (no underflow to ``-inf`` for confident scores).
         """
         scores = self._decision_scores(X)
+        if not isinstance(scores, np.ndarray):  # on a device (array API)
+            return self._device_log_proba(scores)
         if scores.shape[1] == 1:
             s = scores[:, 0]
             return np.column_stack([-np.logaddexp(0, s), -np.logaddexp(0, -s)])
         return MultinomialLogisticLoss.log_proba(scores)
+
+    @staticmethod
+    def _device_log_proba(scores):
+        """Log probabilities of scores on a device: the log softmax of ``[0, s]`` for two
+        classes (``-log(1 + e^s)``, ``-log(1 + e^-s)``), of the scores for more."""
+        xp = namespace(scores)
+        if scores.shape[1] == 1:
+            scores = xp.concat([xp.zeros_like(scores), scores], axis=1)
+        return device_log_softmax(xp, scores)

@@ -7,6 +7,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from skdp._array_api import namespace
 from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._docs import shared_docs
@@ -48,8 +49,10 @@ class BaseDPRegressor(ExactScoreNoticeMixin, RegressorMixin, BaseDPLinearModel):
         """
         scores = self._decision_scores(X)[:, 0]
         if isinstance(self.y_bound, str):
-            return np.clip(scores, self.y_centre_ - self.y_bound_,
-                           self.y_centre_ + self.y_bound_)
+            low, high = self.y_centre_ - self.y_bound_, self.y_centre_ + self.y_bound_
+            if not isinstance(scores, np.ndarray):  # on a device (array API)
+                return namespace(scores).clip(scores, min=low, max=high)
+            return np.clip(scores, low, high)
         return scores
 
     def __sklearn_tags__(self):

@@ -21,6 +21,7 @@ from skdp.losses import (
     SquaredLoss,
 )
 from skdp.solvers._blocks import Block
+from skdp.solvers._device import device_pass, hessian_pass
 
 __all__ = ["curvature", "curvature_grams", "hessian_block", "weighted_gram"]
 
@@ -90,6 +91,7 @@ def weighted_gram(block: Block, weight: np.ndarray) -> np.ndarray:
     return G
 
 
+@device_pass(hessian_pass)
 def hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
     """``sum_i h_i kron x'_i x'_i^T`` of one block, shape ``(p, K, p, K)``."""
     return curvature_grams(block, curvature(loss, block.scores(W), block.Y), loss, W.shape)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from skdp._array_api import device_has_nan, device_row_norms, is_device_array, to_device, to_numpy
 from skdp.geometry import Constraint
 from skdp.losses import (
     NORM_SAFETY,
@@ -32,6 +33,12 @@ from skdp.solvers._blocks import (
     block_scores,
 )
 from skdp.solvers._capabilities import BUILTIN_LOSSES
+from skdp.solvers._device import (
+    DeviceBackend,
+    clipped_gradient_pass,
+    device_pass,
+    loss_and_gradient_pass,
+)
 
 __all__ = [
     "ROW_BOUND_TOLERANCE",
@@ -314,9 +321,16 @@ def _clipping_statistics(X: Any, ord: float, data_norm: float | None,
     """
     with np.errstate(all="ignore"):
         raw = row_norms(X, ord)
+        l2 = raw if ord == 2.0 else row_norms(X, 2.0)
+    return statistics_from_norms(raw, l2, ord, data_norm, intercept)
+
+
+def statistics_from_norms(raw: np.ndarray, l2: np.ndarray, ord: float,
+                          data_norm: float | None, intercept: float) -> np.ndarray:
+    """:func:`_clipping_statistics` from the rows' ``ord``-norms ``raw`` and l2 norms."""
+    with np.errstate(all="ignore"):
         scale = np.ones_like(raw) if data_norm is None else \
             np.minimum(1.0, data_norm * NORM_SAFETY / raw)
-        l2 = raw if ord == 2.0 else row_norms(X, 2.0)
         out = np.empty((raw.shape[0], 4))
         out[:, _SCALE] = scale
         out[:, _NORM] = with_intercept(scale * l2, intercept, 2.0)
@@ -420,6 +434,7 @@ def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, ski
     return clip_coefficients(D, norms, clip_norm, ord=ord)
 
 
+@device_pass(clipped_gradient_pass)
 def _clipped_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss, clip_norm: float,
                             skip: bool) -> np.ndarray:
     """``sum_i x'_i clip(phi'_i)^T`` over one block (see :meth:`Problem.clipped_gradient`).
@@ -431,6 +446,7 @@ def _clipped_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss, clip_nor
         return block.gradient_sum(clip_unless_lossless(D, block.norms, clip_norm, skip))
 
 
+@device_pass(loss_and_gradient_pass)
 def _loss_and_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss) -> np.ndarray:
     """``[sum_i phi_i, vec(sum_i x'_i phi'_i^T)]`` over one block."""
     V, D = loss.value_and_derivative(block.scores(W), block.Y)
@@ -572,6 +588,9 @@ class Problem:
                          and X.flags.c_contiguous)
         if is_dask_array(X):
             X, scale, norms, augmented_max = cls._dask_statistics(X, ord, data_norm, intercept)
+        elif is_device_array(X):
+            X, scale, norms, augmented_max = cls._device_statistics(X, ord, data_norm,
+                                                                    intercept)
         else:
             X, scale, norms, augmented_max = cls._statistics(X, ord, data_norm, intercept)
         # With data_norm given, the rows are clipped here; per-example gradients are clipped
@@ -598,6 +617,8 @@ class Problem:
         Y = np.asarray(Y)
         if is_dask_array(X):
             backend = DaskBackend.build(X, Y, scale, norms)
+        elif is_device_array(X):
+            backend = DeviceBackend.build(X, Y, scale, norms)
         return cls(X=X, Y=Y, spec=spec, row_scale=scale, intercept=float(intercept),
                    norms=norms, clipped_to=None if data_norm is None else float(data_norm),
                    backend=backend, on_steps=on_steps, compiled_rows=compiled_rows)
@@ -678,11 +699,45 @@ class Problem:
         return (X, stats[:, _SCALE].copy(), stats[:, _NORM].copy(),
                 float(stats[:, _AUGMENTED].max(initial=0.0)))
 
+    @staticmethod
+    def _device_statistics(X: Any, ord: float, data_norm: float | None, intercept: float
+                           ) -> tuple[Any, np.ndarray, np.ndarray, float]:
+        """:meth:`_statistics` of an array API ``X`` on its device: the row norms are
+        computed there (scaled by each row's largest entry) and only they come back."""
+        raw = device_row_norms(X, ord)
+        if not np.all(np.isfinite(raw)):
+            raise ValueError(non_finite_message(device_has_nan(X), to_numpy(X[:1, :1]).dtype))
+        l2 = raw if ord == 2.0 else device_row_norms(X, 2.0)
+        huge = _huge(raw)
+        if huge.size:
+            # As on the host: rows whose products could overflow are scaled once, in a
+            # float64 copy on the device (divided by their norm first, then scaled).
+            divide, times = np.ones_like(raw), np.ones_like(raw)
+            divide[huge] = raw[huge]
+            times[huge] = _prescale_targets(raw[huge], 1.0, data_norm)
+            from skdp._array_api import as_float64, namespace
+
+            xp = namespace(X)
+            X = (as_float64(xp, X) / to_device(divide, X)[:, None]) * to_device(times, X)[:, None]
+            raw = device_row_norms(X, ord)
+            l2 = raw if ord == 2.0 else device_row_norms(X, 2.0)
+            stats = statistics_from_norms(raw, l2, ord, data_norm, intercept)
+            stats[huge] = statistics_from_norms(raw[huge], l2[huge], ord, None, intercept)
+        else:
+            stats = statistics_from_norms(raw, l2, ord, data_norm, intercept)
+        return (X, stats[:, _SCALE].copy(), stats[:, _NORM].copy(),
+                float(stats[:, _AUGMENTED].max(initial=0.0)))
+
     # -- public facts about the stored rows -----------------------------------------------
     @property
     def out_of_core(self) -> bool:
         """Whether ``X`` is a dask array (passes run chunk by chunk, on its scheduler)."""
-        return self.backend is not None
+        return isinstance(self.backend, DaskBackend)
+
+    @property
+    def on_device(self) -> bool:
+        """Whether ``X`` is an array API array kept on its device (:mod:`skdp.solvers._device`)."""
+        return isinstance(self.backend, DeviceBackend)
 
     def clip_cannot_bind(self, clip_norm: float) -> bool:
         """Whether public quantities prove that l2 clipping at ``clip_norm`` is lossless.
@@ -773,8 +828,14 @@ class Problem:
         RowBlock
             The float64 rows and their clipping factors (``None`` when none is below 1).
         """
-        X = self.X[index]
-        if self.backend is not None:
+        if self.on_device:
+            # Rows a solver indexes come to the host (the blocked passes stay on the device).
+            if isinstance(index, np.ndarray):
+                index = to_device(index, self.X, dtype=self.backend.xp.int64)
+            X = to_numpy(self.X[index, ...])
+        else:
+            X = self.X[index]
+        if self.out_of_core:
             X = X.compute()
         if self.unclipped:
             return RowBlock(as_float_rows(X), None)
@@ -802,7 +863,7 @@ class Problem:
             Those rows with their clipping factors.
         """
         n = self.spec.n_samples
-        if self.backend is not None:
+        if self.out_of_core:
             start = 0
             for size in self.X.chunks[0]:
                 block = slice(start, start + size)
@@ -912,7 +973,7 @@ class Problem:
         ndarray of shape (n_samples, n_params)
             The clipped rows, with the intercept feature's column last when there is one.
         """
-        X = self.X.compute() if self.backend is not None else self.X
+        X = self.X.compute() if self.out_of_core else to_numpy(self.X)
         X = X.toarray() if sp.issparse(X) else np.array(X, dtype=float)
         X = X * self.row_scale[:, None]
         if self.intercept:

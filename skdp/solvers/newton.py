@@ -47,6 +47,7 @@ from skdp.solvers._base import (
 )
 from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._device import device_pass, gradient_and_hessian_pass
 from skdp.solvers._hessian import curvature, curvature_grams, hessian_block
 from skdp.solvers._problem import ROW_BOUND_TOLERANCE, clip_unless_lossless
 
@@ -94,6 +95,7 @@ ITERATES = ("auto", "last", "average")
 _INNER_TOL = 1e-13
 
 
+@device_pass(gradient_and_hessian_pass)
 def _gradient_and_hessian_block(block: Block, W: np.ndarray, loss, clip_norm: float,
                                 skip: bool) -> np.ndarray:
     """``[vec(sum_i x'_i clip_C(phi'_i)^T), vec(sum_i h_i kron x'_i x'_i^T)]`` of one block.

@@ -33,6 +33,7 @@ from skdp.solvers._base import (
 )
 from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._device import device_pass, statistics_pass
 from skdp.solvers._problem import ROW_BOUND_TOLERANCE
 
 __all__ = ["SufficientStatistics", "SufficientStatisticsPlan", "statistics_sensitivities"]
@@ -376,6 +377,7 @@ class SufficientStatistics(BaseDPSolver):
         return w
 
 
+@device_pass(statistics_pass)
 def _statistics_block(block: Block) -> np.ndarray:
     """``[vec(X_b^T X_b), X_b^T y_b, 1^T X_b]`` of one block of clipped rows."""
     Xs = block.scaled_rows()
