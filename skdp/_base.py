@@ -91,6 +91,44 @@ def check_out_of_core(solver, kind: str = "a dask array") -> None:
     )
 
 
+def validate_device_rows(X, check_finite: bool = True):
+    """An array API ``X`` checked where it is (docs/scaling_out.md): two dimensions, at
+    least one row and one feature, a real dtype (integers and booleans become float64
+    there), and, with ``check_finite``, no NaN or infinite entry (scikit-learn's errors).
+
+    Parameters
+    ----------
+    X : array
+        Rows of an array API namespace, on any device.
+    check_finite : bool, default=True
+        Whether to refuse non-finite entries here.
+
+    Returns
+    -------
+    array
+        ``X``, float32 or float64, in its namespace and on its device.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` has the wrong shape or dtype, or a non-finite entry.
+    """
+    xp = namespace(X)
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D array for X, got a {X.ndim}D array.")
+    n, d = (int(v) for v in X.shape)
+    if n < 1 or d < 1:
+        raise ValueError(f"Found array with shape {tuple(X.shape)}: at least one sample "
+                         "and one feature are required.")
+    if X.dtype not in (xp.float64, xp.float32):
+        if not (xp.isdtype(X.dtype, "integral") or X.dtype == xp.bool):
+            raise ValueError(f"X is an array of dtype {X.dtype}; skdp needs real numbers.")
+        X = xp.astype(X, xp.float64)
+    if check_finite and not bool(xp.all(xp.isfinite(X))):
+        raise ValueError(non_finite_message(device_has_nan(X), np.float64))
+    return X
+
+
 #: Shown once per session by ``score``: scikit-learn's searches and ``cross_val_score``
 #: call it (``scoring=None``) on held-out PRIVATE rows.
 EXACT_SCORE_NOTICE = (
@@ -478,24 +516,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         return y
 
     def _validate_device(self, X, y, finite_at_build: bool):
-        """Validate an array API ``X`` where it is (docs/scaling_out.md): its shape and
-        dtype (integers and booleans become float64 there), and, unless
-        :meth:`Problem.build <skdp.solvers.Problem.build>` reads it first, the finiteness
-        check with scikit-learn's error. ``y`` is already on the host (:meth:`_fit`)."""
-        xp = namespace(X)
-        if X.ndim != 2:
-            raise ValueError(f"Expected a 2D array for X, got a {X.ndim}D array.")
-        n, d = (int(v) for v in X.shape)
-        if n < 1 or d < 1:
-            raise ValueError(f"Found array with shape {tuple(X.shape)}: at least one sample "
-                             "and one feature are required.")
-        if X.dtype not in (xp.float64, xp.float32):
-            if not (xp.isdtype(X.dtype, "integral") or X.dtype == xp.bool):
-                raise ValueError(f"X is an array of dtype {X.dtype}; skdp needs real numbers.")
-            X = xp.astype(X, xp.float64)
-        if not finite_at_build and not bool(xp.all(xp.isfinite(X))):
-            raise ValueError(non_finite_message(device_has_nan(X), np.float64))
-        return X, self._checked_targets(y, n, d)
+        """Validate an array API ``X`` where it is (:func:`validate_device_rows`; unless
+        :meth:`Problem.build <skdp.solvers.Problem.build>` reads it first, with the
+        finiteness check). ``y`` is already on the host (:meth:`_fit`)."""
+        X = validate_device_rows(X, check_finite=not finite_at_build)
+        return X, self._checked_targets(y, *X.shape)
 
     def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state,
                      on_steps=None):

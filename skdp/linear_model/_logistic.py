@@ -7,7 +7,7 @@ from scipy.special import expit
 from scipy.stats import norm
 from sklearn.utils.validation import check_is_fitted
 
-from skdp._array_api import device_log_softmax, namespace
+from skdp._array_api import device_log_softmax, namespace, to_numpy
 from skdp._warnings import warn_user
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
@@ -185,8 +185,8 @@ class DPLogisticRegression(BaseDPClassifier):
                 f"conf_int needs the Hessian that solver='newton' releases, for two "
                 f"classes; this fit used solver {self.solver_.name!r} with "
                 f"{len(self.classes_)} classes. Set solver='newton'.")
-        estimate = np.concatenate([self.coef_.ravel(),
-                                   self.intercept_ if self.fit_intercept else []])
+        estimate = np.concatenate([to_numpy(self.coef_).ravel(),
+                                   to_numpy(self.intercept_) if self.fit_intercept else []])
         shift = self.penalty_shift_ / self.standard_errors_
         if np.max(np.abs(shift)) > PENALTY_SHIFT_WARNING:
             # Released quantities only (the coefficients and their Hessian): no data.

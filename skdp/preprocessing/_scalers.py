@@ -11,6 +11,8 @@ from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._array_api import as_float64, blocks, is_device_array, namespace, to_device, to_numpy
+from skdp._base import validate_device_rows
 from skdp._docstrings import fill_docstrings
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
@@ -173,6 +175,20 @@ BOUNDS_QUANTILE = 0.75
 SHRINK_LEVEL = 2.0
 
 
+def _device_sums(X, lower: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """The released statistic's exact part for an array API ``X``, on its device: the
+    per-feature sums of ``u`` and ``u^2``, ``u = clip((x - lower) / width, 0, 1)``,
+    returned to the host (``2 d`` values)."""
+    xp = namespace(X)
+    low, wide = to_device(lower, X), to_device(width, X)
+    n, d = X.shape
+    sums = np.zeros(2 * d)
+    for rows in blocks(n, d, False):
+        u = xp.clip((as_float64(xp, X[rows, ...]) - low) / wide, min=0.0, max=1.0)
+        sums += to_numpy(xp.concat([xp.sum(u, axis=0), xp.sum(u * u, axis=0)]), np.float64)
+    return sums
+
+
 def shrink_to_centre(mean_u: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
     """Shrink released means of ``u`` (in ``[0, 1]``) toward the public centre of the
     bounds (``u = 1/2``) by their known noise standard deviation ``std``.
@@ -318,7 +334,12 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         warn_if_seeded(self.random_state, total.is_private)
         with Charge(self.accountant, ledger, source=type(self).__name__,
                     params=self.get_params(deep=False)) as charge:
-            X = validate_data(self, X, dtype=np.float64)
+            like = X if is_device_array(X) else None
+            if like is not None:  # an array API X: read on its device (docs/scaling_out.md)
+                X = like = validate_device_rows(X)
+                self.n_features_in_ = int(X.shape[1])
+            else:
+                X = validate_data(self, X, dtype=np.float64)
             n, d = X.shape
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
             if isinstance(self.bounds, str):
@@ -336,11 +357,14 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             # The released 2d-vector: per-feature sums of u and u^2, u in [0, 1]; one
             # replaced row moves each of its 2d coordinates by at most 1: sensitivity
             # sqrt(2 d) (l2).
-            sums = np.zeros(2 * d)
-            for start in range(0, n, 4096):  # blocks: no n x d temporary beyond a block
-                u = np.clip((X[start:start + 4096] - lower) / width, 0.0, 1.0)
-                sums[:d] += u.sum(axis=0)
-                sums[d:] += (u * u).sum(axis=0)
+            if like is not None:
+                sums = _device_sums(X, lower, width)
+            else:
+                sums = np.zeros(2 * d)
+                for start in range(0, n, 4096):  # blocks: no n x d temporary beyond one
+                    u = np.clip((X[start:start + 4096] - lower) / width, 0.0, 1.0)
+                    sums[:d] += u.sum(axis=0)
+                    sums[d:] += (u * u).sum(axis=0)
             sensitivity = math.sqrt(2.0 * d)
             noise = as_noise_source(noise_rng)
             if release.mechanism == "gaussian":
@@ -361,6 +385,10 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         self.mean_ = lower + width * mean_u
         self.var_ = width ** 2 * var_u
         self.scale_ = np.sqrt(self.var_)
+        if like is not None:
+            # Fitted on an array API X: the statistics in its namespace, on its device.
+            for name in ("lower_", "upper_", "mean_", "var_", "scale_"):
+                setattr(self, name, to_device(getattr(self, name), like))
         self.n_samples_seen_ = n
         self.noise_scale_ = float(release.unit_scale * sensitivity)
         self.shrunk_ = shrunk
@@ -388,10 +416,20 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         # finite (one that overflows saturates at the largest float, which the next
         # step's row clipping handles, instead of an inf that it would refuse: an error
         # that would depend on the data). docs/privacy.md, 1.4.
+        if is_device_array(X):
+            X = validate_device_rows(X, check_finite=False)
+            xp = namespace(X)
+            out = (as_float64(xp, X) - self._fitted_like("mean_", X)) / \
+                self._fitted_like("scale_", X)
+            return xp.clip(out, min=-_FLOAT_MAX, max=_FLOAT_MAX)
         with np.errstate(all="ignore"):
             X = validate_data(self, X, dtype=np.float64, reset=False)
-            out = (X - self.mean_) / self.scale_
+            out = (X - to_numpy(self.mean_)) / to_numpy(self.scale_)
         return np.clip(out, -_FLOAT_MAX, _FLOAT_MAX, out=out)
+
+    def _fitted_like(self, name: str, X):
+        """A fitted statistic in ``X``'s namespace and on its device."""
+        return to_device(to_numpy(getattr(self, name)), X)
 
     def inverse_transform(self, X):
         """Undo :meth:`transform`: ``x * scale_ + mean_``.
@@ -407,5 +445,9 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             The rows in the original units.
         """
         check_is_fitted(self)
+        if is_device_array(X):
+            xp = namespace(X)
+            return (as_float64(xp, X) * self._fitted_like("scale_", X)
+                    + self._fitted_like("mean_", X))
         with np.errstate(all="ignore"):
-            return np.asarray(X, dtype=float) * self.scale_ + self.mean_
+            return np.asarray(X, dtype=float) * to_numpy(self.scale_) + to_numpy(self.mean_)

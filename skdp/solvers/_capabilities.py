@@ -102,10 +102,11 @@ class Capabilities:
         risk) at ``epsilon=inf``; empty when they do. A non-empty reason makes the
         estimators warn (``ConvergenceWarning``) on non-private fits.
     out_of_core : bool
-        Runs on a ``dask.array`` ``X``: every pass over the data is a
+        Runs on a ``dask.array`` ``X`` and on an array API ``X`` kept on its device
+        (PyTorch, CuPy, ``array_api_strict``): every pass over the data is a
         :meth:`~skdp.solvers.Problem` full-batch pass (or a subset gathered by public
-        indices), summed chunk by chunk where the chunks are (docs/scaling_out.md).
-        A ``numpy.memmap`` is an array: every solver takes it.
+        indices), summed chunk by chunk where the chunks are, or on the device
+        (docs/scaling_out.md). A ``numpy.memmap`` is an array: every solver takes it.
     """
 
     algorithm: str
@@ -178,15 +179,15 @@ class Capabilities:
                            + f" (auto: `{self.default_accounting}`)"),
             "sparse": "yes" if self.sparse else "densified",
             "secure": "yes" if self.secure else "no",
-            "dask": "yes" if self.out_of_core else "no",
+            "dask, array API": "yes" if self.out_of_core else "no",
             "epsilon=inf": ("approximate: " + self.inexact_at_inf if self.inexact_at_inf
                             else "optimum"),
         }
 
 
 TABLE_COLUMNS = ("algorithm", "delta > 0", "losses", "constraints", "intercept",
-                 "also needs", "objectives", "accounting", "sparse", "secure", "dask",
-                 "epsilon=inf")
+                 "also needs", "objectives", "accounting", "sparse", "secure",
+                 "dask, array API", "epsilon=inf")
 
 
 def _constraint_fix(caps: Capabilities) -> str:

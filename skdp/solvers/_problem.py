@@ -831,8 +831,10 @@ class Problem:
         if self.on_device:
             # Rows a solver indexes come to the host (the blocked passes stay on the device).
             if isinstance(index, np.ndarray):
-                index = to_device(index, self.X, dtype=self.backend.xp.int64)
-            X = to_numpy(self.X[index, ...])
+                xp = self.backend.xp
+                X = to_numpy(xp.take(self.X, to_device(index, self.X, dtype=xp.int64), axis=0))
+            else:
+                X = to_numpy(self.X[index, ...])
         else:
             X = self.X[index]
         if self.out_of_core:

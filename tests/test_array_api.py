@@ -1,0 +1,255 @@
+"""Array API input (issue 39): PyTorch (CPU) and ``array_api_strict`` arrays stay in their
+namespace; every solver that reads ``X`` only through the blocked passes fits them, equal
+to the NumPy fit for the same seed (the noise is drawn on the host from the same source),
+with the same ledger; the others refuse them before anything is charged."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+import sklearn
+from scipy import stats
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, load_digits
+from sklearn.pipeline import make_pipeline
+
+from skdp import BudgetAccountant
+from skdp.exceptions import BudgetError, IncompatibleSolverError
+from skdp.geometry import Unconstrained
+from skdp.linear_model import (
+    DPHuberRegressor,
+    DPLasso,
+    DPLinearRegression,
+    DPLinearSVC,
+    DPLogisticRegression,
+)
+from skdp.losses import LogisticLoss
+from skdp.preprocessing import DPStandardScaler
+from skdp.privacy.budget import Budget
+from skdp.solvers import SOLVERS, NoisyGD, Problem, ProblemSpec
+from tests.conftest import RecordingNoiseSource
+
+NAMESPACES = ["array_api_strict", "torch"]
+#: Solvers that read X only through the blocked passes (the ones that take device arrays).
+BLOCKED = sorted(name for name, cls in SOLVERS.items() if cls.capabilities.out_of_core)
+ROW_BASED = sorted(name for name, cls in SOLVERS.items() if not cls.capabilities.out_of_core)
+
+
+@pytest.fixture(params=NAMESPACES)
+def xp(request, monkeypatch):
+    """The namespace, with scikit-learn's array API dispatch on for the test."""
+    module = pytest.importorskip(request.param)
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    try:
+        with sklearn.config_context(array_api_dispatch=True):
+            pass
+    except (ImportError, RuntimeError) as error:  # scipy < 1.14 (the floors job)
+        pytest.skip(f"array API dispatch unavailable: {error}")
+    with sklearn.config_context(array_api_dispatch=True):
+        yield module
+
+
+def _asarray(xp, values, dtype=None):
+    return xp.asarray(np.asarray(values), dtype=dtype)
+
+
+def _host(value) -> np.ndarray:
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    if isinstance(value, (np.ndarray, float, int, np.generic)):
+        return np.asarray(value)
+    return np.from_dlpack(value)
+
+
+def _namespace_name(value) -> str:
+    return type(value).__module__.split(".")[0]
+
+
+def _unit_digits(n_classes=2):
+    X, y = load_digits(return_X_y=True)
+    keep = y < n_classes
+    X = X[keep]
+    return X / np.linalg.norm(X, axis=1).max(), y[keep]
+
+
+def _diabetes():
+    return load_diabetes(return_X_y=True)
+
+
+CASES = {
+    "logistic": (DPLogisticRegression, dict(epsilon=2.0), lambda: _unit_digits(2)),
+    "multinomial": (DPLogisticRegression, dict(epsilon=2.0, classes=list(range(4))),
+                    lambda: _unit_digits(4)),
+    "svc": (DPLinearSVC, dict(), lambda: _unit_digits(2)),
+    "linear": (DPLinearRegression, dict(), _diabetes),
+    "huber": (DPHuberRegressor, dict(), _diabetes),
+    "lasso": (DPLasso, dict(delta=1e-5), _diabetes),
+}
+
+
+def _fit_both(xp, cls, params, X, y, dtype=None):
+    """The NumPy fit and the same fit (same seed) on ``xp`` arrays."""
+    Xn = X.astype(np.float32) if dtype == "float32" else X
+    reference = cls(random_state=0, **params).fit(Xn, y)
+    Xd = _asarray(xp, Xn)
+    model = cls(random_state=0, **params).fit(Xd, _asarray(xp, y))
+    return reference, model, Xd, Xn
+
+
+@pytest.mark.parametrize("solver", BLOCKED)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_blocked_solver_fits_device_arrays_as_numpy(xp, case, solver):
+    """Each estimator x each solver that takes device arrays: the coefficients equal the
+    NumPy fit's to 1e-10 (relative to their scale), the ledger and the bounds are the
+    same, and the model and its predictions are in the input's namespace."""
+    cls, params, data = CASES[case]
+    X, y = data()
+    params = {**params, "solver": solver}
+    try:
+        reference = cls(random_state=0, **params).fit(X, y)
+    except (IncompatibleSolverError, BudgetError):
+        pytest.skip(f"{solver} does not fit {case}")
+    Xd = _asarray(xp, X)
+    model = cls(random_state=0, **params).fit(Xd, _asarray(xp, y))
+    scale = max(1.0, float(np.max(np.abs(reference.coef_))))
+    assert np.max(np.abs(_host(model.coef_) - reference.coef_)) <= 1e-10 * scale
+    assert np.max(np.abs(_host(model.intercept_) - np.asarray(reference.intercept_))) \
+        <= 1e-10 * max(1.0, float(np.max(np.abs(reference.intercept_))))
+    assert _namespace_name(model.coef_) == xp.__name__
+    assert model.data_norm_ == reference.data_norm_
+    assert model.privacy_spent_ == reference.privacy_spent_
+    assert model.privacy_ledger_.spent() == reference.privacy_ledger_.spent()
+    assert model.n_iter_ == reference.n_iter_
+    prediction = model.predict(Xd)
+    assert _namespace_name(prediction) == xp.__name__
+    np.testing.assert_allclose(_host(prediction), reference.predict(X), rtol=1e-8,
+                               atol=1e-8 * max(1.0, float(np.max(np.abs(y)))))
+
+
+@pytest.mark.parametrize("case", ["logistic", "multinomial", "linear"])
+def test_float32_rows_are_converted_block_by_block_as_on_the_host(xp, case):
+    """float32 device rows give the NumPy float32 fit (float64 arithmetic on both)."""
+    cls, params, data = CASES[case]
+    X, y = data()
+    dtype = xp.float32
+    reference = cls(random_state=0, **params).fit(X.astype(np.float32), y)
+    model = cls(random_state=0, **params).fit(_asarray(xp, X, dtype=dtype), _asarray(xp, y))
+    np.testing.assert_allclose(_host(model.coef_), reference.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_probabilities_and_scores_stay_on_the_device(xp):
+    X, y = _unit_digits(4)
+    reference = DPLogisticRegression(random_state=0, classes=list(range(4))).fit(X, y)
+    model = DPLogisticRegression(random_state=0, classes=list(range(4))).fit(
+        _asarray(xp, X), _asarray(xp, y))
+    Xd = _asarray(xp, X)
+    for method in ("predict_proba", "predict_log_proba", "decision_function"):
+        out = getattr(model, method)(Xd)
+        assert _namespace_name(out) == xp.__name__
+        np.testing.assert_allclose(_host(out), getattr(reference, method)(X), rtol=1e-9,
+                                   atol=1e-12)
+    # A NumPy X on a model fitted on a device: NumPy results.
+    np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+
+
+@pytest.mark.parametrize("solver", ROW_BASED)
+def test_row_based_solvers_refuse_device_arrays_before_charging(xp, solver):
+    """A solver that indexes rows refuses a device X with the capable solvers named; the
+    accountant and the estimator are untouched."""
+    X, y = _unit_digits(2)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    model = DPLogisticRegression(solver=solver, accountant=acc)
+    with pytest.raises(IncompatibleSolverError, match="kept on its device") as error:
+        model.fit(_asarray(xp, X), _asarray(xp, y))
+    assert "'gd'" in str(error.value)
+    assert acc.spent() == (0.0, 0.0)
+    assert not hasattr(model, "coef_")
+
+
+def test_the_noise_drawn_on_a_device_fit_is_what_the_ledger_says(xp):
+    """DP-GD on a device problem: T Gaussian draws of the planned sigma, whose pooled
+    standardised values are N(0, 1) (KS; fails with probability 1e-4 under the null, fixed
+    seed), and the ledger re-accounts within the budget."""
+    rng = np.random.default_rng(3)
+    n, d = 300, 40
+    X = rng.normal(size=(n, d)) / math.sqrt(d)
+    Y = np.where(rng.random(n) < 0.5, 1.0, -1.0)[:, None]
+    spec = ProblemSpec(n_samples=n, n_params=d, n_outputs=1, n_penalized=d,
+                       row_norm_bound=1.0, loss=LogisticLoss(), constraint=Unconstrained(),
+                       alpha=0.01)
+    budget = Budget(1.0, 1e-5)
+    host = NoisyGD(n_iter=25).solve(Problem.build(X, Y, spec, data_norm=1.0), budget,
+                                    RecordingNoiseSource(np.random.default_rng(5)))
+    problem = Problem.build(_asarray(xp, X), Y, spec, data_norm=1.0)
+    assert problem.on_device
+    noise = RecordingNoiseSource(np.random.default_rng(5))
+    result = NoisyGD(n_iter=25).solve(problem, budget, noise)
+    draws = [value for kind, value in noise.draws if kind == "gaussian"]
+    assert len(draws) == result.plan.n_iter == 25
+    assert result.plan.sigma == host.plan.sigma
+    z = np.concatenate([draw.ravel() for draw in draws]) / result.plan.sigma
+    assert stats.kstest(z, "norm").pvalue > 1e-4
+    assert result.ledger.spent().within(budget)
+    assert result.ledger.spent() == host.ledger.spent()
+    np.testing.assert_allclose(result.coef, host.coef, rtol=1e-12, atol=1e-14)
+
+
+def test_dp_scaler_and_pipeline_on_device(xp):
+    """DPStandardScaler's statistics are computed on the device and equal the NumPy fit's;
+    a pipeline of the scaler and a classifier stays in the namespace end to end."""
+    X, y = load_digits(return_X_y=True)
+    X, y = X[y < 2], y[y < 2]
+
+    def pipeline():
+        return make_pipeline(DPStandardScaler(epsilon=0.5, random_state=0),
+                             DPLogisticRegression(epsilon=1.0, random_state=1))
+
+    reference = pipeline().fit(X, y)
+    model = pipeline().fit(_asarray(xp, X), _asarray(xp, y))
+    np.testing.assert_allclose(_host(model[0].mean_), reference[0].mean_, rtol=1e-12)
+    np.testing.assert_allclose(_host(model[0].scale_), reference[0].scale_, rtol=1e-12)
+    np.testing.assert_allclose(_host(model[-1].coef_), reference[-1].coef_, rtol=1e-9,
+                               atol=1e-12)
+    Xd = _asarray(xp, X)
+    assert _namespace_name(model.predict(Xd)) == xp.__name__
+    back = model[0].inverse_transform(model[0].transform(Xd))
+    np.testing.assert_allclose(_host(back), X, atol=1e-9)
+
+
+def test_bad_device_input_gets_scikit_learn_errors(xp):
+    X, y = _unit_digits(2)
+    X = X.copy()
+    X[3, 4] = np.nan
+    for params in ({}, {"data_norm": 1.0}):  # read by the bounds, or first at the build
+        model = DPLogisticRegression(**params)
+        with pytest.raises(ValueError, match="Input X contains NaN"):
+            model.fit(_asarray(xp, X), _asarray(xp, y))
+        assert not hasattr(model, "coef_")
+    with pytest.raises(ValueError, match="2D array"):
+        DPLogisticRegression().fit(_asarray(xp, X[:, 0]), _asarray(xp, y))
+    counts = _asarray(xp, np.round(np.nan_to_num(X) * 16).astype(np.int64))
+    model = DPLogisticRegression(random_state=0).fit(counts, _asarray(xp, y))
+    assert model.coef_.dtype == xp.float64
+
+
+def test_device_models_pickle_and_clone(xp):
+    X, y = _unit_digits(2)
+    model = DPLogisticRegression(random_state=0).fit(_asarray(xp, X), _asarray(xp, y))
+    again = pickle.loads(pickle.dumps(model))
+    Xd = _asarray(xp, X)
+    np.testing.assert_array_equal(_host(again.predict(Xd)), _host(model.predict(Xd)))
+    fresh = clone(model)
+    assert not hasattr(fresh, "coef_") and fresh.get_params() == model.get_params()
+
+
+def test_numpy_input_is_unchanged_under_dispatch(xp):
+    """With dispatch on, NumPy arrays take the host path (bit-identical fits)."""
+    X, y = _unit_digits(2)
+    with sklearn.config_context(array_api_dispatch=False):
+        reference = DPLogisticRegression(random_state=0).fit(X, y)
+    model = DPLogisticRegression(random_state=0).fit(X, y)
+    assert isinstance(model.coef_, np.ndarray)
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
