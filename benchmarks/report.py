@@ -328,7 +328,17 @@ def markdown(results: dict, stem: str) -> str:
              "entropy) every run; test accuracy of the released model: median, 5th "
              "percentile, minimum. diffprivlib side by side where it imports (scikit-learn "
              "< 1.8; benchmarks/README.md says how). "
-             "`python -m benchmarks run --part pipelines`.")):
+             "`python -m benchmarks run --part pipelines`."),
+            ("probe", "A DP linear probe on NumPy and PyTorch arrays (issue 39)",
+             "Synthetic unit-norm embeddings (benchmarks/probe.py: class centres plus "
+             "noise, float32, a fixed seed), multinomial `DPLogisticRegression(epsilon, "
+             "data_norm=1, classes=range(K))` with its defaults (DP-GD) against "
+             "scikit-learn's `LogisticRegression` (lbfgs, the same l2 penalty) on the same "
+             "backend: PyTorch arrays through the array API (`array_api_dispatch=True`), "
+             "kept on their device. Fresh noise (OS entropy) every run; 10,000 held-out "
+             "rows; one BLAS thread. The GPU size runs unchanged with `python -m "
+             "benchmarks.probe --backends torch-cuda ...` where a GPU is. `python -m "
+             "benchmarks run --part probe`.")):
         if results.get(part):
             module = importlib.import_module(f"benchmarks.{part}")
             lines += _section(part, title, intro)

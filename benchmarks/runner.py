@@ -445,6 +445,12 @@ def _pipelines(profile: Profile, log) -> list[dict]:
     return pipelines(profile, log)
 
 
+def _probe(profile: Profile, log) -> list[dict]:
+    from benchmarks.probe import run as probe
+
+    return probe(profile, log)
+
+
 def defaults(profile: Profile, log) -> list[dict]:
     """Every workflow of :data:`config.WORKFLOWS` on raw bundled data, 70/30 splits: test
     accuracy or R^2 and the spend each fit reports (its ``privacy_spent_``, or the
@@ -557,7 +563,9 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                                 ("selection", "private model selection (unseeded)",
                                  _selection),
                                 ("pipelines", "private pipelines, DPPCA and DPGaussianNB "
-                                 "(unseeded)", _pipelines)):
+                                 "(unseeded)", _pipelines),
+                                ("probe", "a DP linear probe on NumPy and PyTorch "
+                                 "(unseeded)", _probe)):
             if part in parts:
                 log(label)
                 results[part] = fn(profile, log)

@@ -975,7 +975,9 @@ class Problem:
         ndarray of shape (n_samples, n_params)
             The clipped rows, with the intercept feature's column last when there is one.
         """
-        X = self.X.compute() if self.out_of_core else to_numpy(self.X)
+        X = self.X.compute() if self.out_of_core else self.X
+        if self.on_device:
+            X = to_numpy(X)
         X = X.toarray() if sp.issparse(X) else np.array(X, dtype=float)
         X = X * self.row_scale[:, None]
         if self.intercept:
