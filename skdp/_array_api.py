@@ -27,8 +27,8 @@ except ImportError:  # pragma: no cover
     from sklearn.externals import array_api_compat as compat
 
 __all__ = ["dispatch_enabled", "is_device_array", "namespace", "device", "to_numpy",
-           "to_device", "device_row_norms", "device_has_nan", "device_norms",
-           "device_log_softmax"]
+           "to_device", "check_same_namespace", "device_row_norms", "device_has_nan",
+           "device_norms", "device_log_softmax"]
 
 #: float64 values per converted block of rows (256 MB): float32 rows are converted one
 #: block at a time; float64 rows are used in place, in one block.
@@ -204,3 +204,43 @@ def device_log_softmax(xp: Any, S: Any) -> Any:
     top = xp.max(S, axis=1, keepdims=True)
     shifted = S - top
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+
+
+def _placement(A: Any) -> tuple[str, str] | None:
+    """``(namespace, device)`` of a device array; ``None`` for host input (NumPy arrays,
+    sparse matrices, lists, data frames)."""
+    if (A is None or isinstance(A, (np.ndarray, np.generic, list, tuple)) or sp.issparse(A)
+            or not compat.is_array_api_obj(A) or compat.is_numpy_array(A)):
+        return None
+    return namespace(A).__name__.split(".")[-1], str(device(A))
+
+
+def check_same_namespace(fitted: Any, X: Any, where: str) -> None:
+    """Refuse ``X`` from another namespace or device than the fitted attribute ``fitted``
+    while array API dispatch is on (scikit-learn's rule for array API estimators).
+
+    Parameters
+    ----------
+    fitted : array
+        A fitted attribute (it lives where the fit's ``X`` was).
+    X : array-like
+        The input of ``where``.
+    where : str
+        The method, as ``"Estimator.method()"``, for the message.
+
+    Raises
+    ------
+    ValueError
+        If dispatch is on and ``X`` is not where ``fitted`` is.
+    """
+    if not dispatch_enabled():
+        return
+    model, given = _placement(fitted), _placement(X)
+    if model != given:
+        def said(place):
+            return "NumPy (the host)" if place is None else f"{place[0]} on device {place[1]}"
+
+        raise ValueError(
+            f"{where} must use the same namespace and device as fit: the model was fitted "
+            f"on {said(model)} and X is {said(given)}. Convert X (for example "
+            "torch.asarray(X, device=...) or X.cpu().numpy()), or refit.")

@@ -14,6 +14,7 @@ from sklearn.utils.validation import _check_y, check_is_fitted
 
 from skdp._array_api import (
     as_float64,
+    check_same_namespace,
     device_has_nan,
     device_norms,
     is_device_array,
@@ -589,8 +590,9 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         self.privacy_spent_ = spent
         self.privacy_plan_ = result.plan
 
-    def _decision_scores(self, X) -> np.ndarray:
+    def _decision_scores(self, X, method: str = "predict") -> np.ndarray:
         check_is_fitted(self)
+        check_same_namespace(self.coef_, X, f"{type(self).__name__}.{method}()")
         if is_device_array(X):
             return self._device_decision_scores(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
@@ -621,4 +623,10 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.input_tags.allow_nan = False
+        # Array API input where the solver reads X only through the blocked passes (its
+        # declaration; docs/scaling_out.md): scikit-learn's array API checks then run.
+        try:
+            tags.array_api_support = bool(get_solver(self.solver).capabilities.out_of_core)
+        except (TypeError, ValueError, KeyError):  # an invalid solver: refused at fit
+            tags.array_api_support = False
         return tags

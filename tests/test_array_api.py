@@ -151,8 +151,16 @@ def test_probabilities_and_scores_stay_on_the_device(xp):
         assert _namespace_name(out) == xp.__name__
         np.testing.assert_allclose(_host(out), getattr(reference, method)(X), rtol=1e-9,
                                    atol=1e-12)
-    # A NumPy X on a model fitted on a device: NumPy results.
-    np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+    # Another namespace than the fit's is refused (scikit-learn's rule), naming both.
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(ValueError, match=rf"DPLogisticRegression.{method}\(\) must use "
+                                             "the same namespace and device as fit"):
+            getattr(model, method)(X)
+    with pytest.raises(ValueError, match="fitted on NumPy"):
+        reference.predict(Xd)
+    # Without dispatch a model fitted on a device predicts host arrays.
+    with sklearn.config_context(array_api_dispatch=False):
+        np.testing.assert_array_equal(model.predict(X), reference.predict(X))
 
 
 @pytest.mark.parametrize("solver", ROW_BASED)

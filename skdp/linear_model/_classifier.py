@@ -50,7 +50,7 @@ class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel
             ``X @ coef_.T + intercept_`` on the clipped rows: one column per class, or
             for two classes one score, positive for ``classes_[1]``.
         """
-        scores = self._decision_scores(X)
+        scores = self._decision_scores(X, "decision_function")
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def predict(self, X):
@@ -65,7 +65,7 @@ class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel
             :meth:`decision_function` for each row (for two classes, ``classes_[1]``
             where the score is positive).
         """
-        scores = self._decision_scores(X)
+        scores = self._decision_scores(X, "predict")
         if not isinstance(scores, np.ndarray):
             return self._device_labels(scores)
         if scores.shape[1] == 1:

@@ -7,7 +7,7 @@ from scipy.special import expit
 from scipy.stats import norm
 from sklearn.utils.validation import check_is_fitted
 
-from skdp._array_api import device_log_softmax, namespace, to_numpy
+from skdp._array_api import device_log_softmax, namespace, to_device, to_numpy
 from skdp._warnings import warn_user
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
@@ -147,6 +147,9 @@ class DPLogisticRegression(BaseDPClassifier):
             self.penalty_shift_ = penalty_shift(
                 result.inference, result.coef[:, 0],
                 intercept_feature=bounds.data_norm if self.fit_intercept else 0.0)
+            if like is not None:  # fitted on an array API X: in its namespace and device
+                for name in ("coef_covariance_", "standard_errors_", "penalty_shift_"):
+                    setattr(self, name, to_device(getattr(self, name), like))
 
     def conf_int(self, alpha=0.05):
         """Confidence intervals of the coefficients (and the intercept, last).
@@ -187,7 +190,8 @@ class DPLogisticRegression(BaseDPClassifier):
                 f"{len(self.classes_)} classes. Set solver='newton'.")
         estimate = np.concatenate([to_numpy(self.coef_).ravel(),
                                    to_numpy(self.intercept_) if self.fit_intercept else []])
-        shift = self.penalty_shift_ / self.standard_errors_
+        errors = to_numpy(self.standard_errors_)
+        shift = to_numpy(self.penalty_shift_) / errors
         if np.max(np.abs(shift)) > PENALTY_SHIFT_WARNING:
             # Released quantities only (the coefficients and their Hessian): no data.
             warn_user(
@@ -196,7 +200,7 @@ class DPLogisticRegression(BaseDPClassifier):
                 "Hessian): the intervals are centred on the penalised minimiser, not on "
                 "the model's parameter. Refit with a smaller alpha for inference.",
                 UserWarning)
-        half = norm.ppf(1.0 - alpha / 2.0) * self.standard_errors_
+        half = norm.ppf(1.0 - alpha / 2.0) * errors
         return np.column_stack([estimate - half, estimate + half])
 
     def predict_proba(self, X):
@@ -211,7 +215,7 @@ class DPLogisticRegression(BaseDPClassifier):
             the logistic function of the score for two classes, the softmax of the
             scores for more.
         """
-        scores = self._decision_scores(X)
+        scores = self._decision_scores(X, "predict_proba")
         if not isinstance(scores, np.ndarray):  # on a device (array API)
             return namespace(scores).exp(self._device_log_proba(scores))
         if scores.shape[1] == 1:
@@ -230,7 +234,7 @@ class DPLogisticRegression(BaseDPClassifier):
             The natural logarithm of each class probability, computed without forming
             the probabilities (no underflow to ``-inf`` for confident scores).
         """
-        scores = self._decision_scores(X)
+        scores = self._decision_scores(X, "predict_log_proba")
         if not isinstance(scores, np.ndarray):  # on a device (array API)
             return self._device_log_proba(scores)
         if scores.shape[1] == 1:

@@ -47,7 +47,7 @@ class BaseDPRegressor(ExactScoreNoticeMixin, RegressorMixin, BaseDPLinearModel):
             clipped to the training targets' range ``y_centre_ +- y_bound_``
             (post-processing of the released model).
         """
-        scores = self._decision_scores(X)[:, 0]
+        scores = self._decision_scores(X, "predict")[:, 0]
         if isinstance(self.y_bound, str):
             low, high = self.y_centre_ - self.y_bound_, self.y_centre_ + self.y_bound_
             if not isinstance(scores, np.ndarray):  # on a device (array API)

@@ -11,7 +11,15 @@ from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from skdp._array_api import as_float64, blocks, is_device_array, namespace, to_device, to_numpy
+from skdp._array_api import (
+    as_float64,
+    blocks,
+    check_same_namespace,
+    is_device_array,
+    namespace,
+    to_device,
+    to_numpy,
+)
 from skdp._base import validate_device_rows
 from skdp._docstrings import fill_docstrings
 from skdp._progress import Progress
@@ -389,6 +397,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             # Fitted on an array API X: the statistics in its namespace, on its device.
             for name in ("lower_", "upper_", "mean_", "var_", "scale_"):
                 setattr(self, name, to_device(getattr(self, name), like))
+            shrunk = to_device(shrunk, like, dtype=namespace(like).bool)
         self.n_samples_seen_ = n
         self.noise_scale_ = float(release.unit_scale * sensitivity)
         self.shrunk_ = shrunk
@@ -396,6 +405,11 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         self.privacy_spent_ = ledger.spent()
         progress("done")
         return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.array_api_support = True  # statistics computed where X is (docs/scaling_out.md)
+        return tags
 
     def transform(self, X):
         """Standardise the rows: ``(x - mean_) / scale_``.
@@ -412,6 +426,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             the largest finite float.
         """
         check_is_fitted(self)
+        check_same_namespace(self.mean_, X, f"{type(self).__name__}.transform()")
         # In a pipeline's fit this maps private rows: silent, and a finite value stays
         # finite (one that overflows saturates at the largest float, which the next
         # step's row clipping handles, instead of an inf that it would refuse: an error
@@ -445,6 +460,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             The rows in the original units.
         """
         check_is_fitted(self)
+        check_same_namespace(self.mean_, X, f"{type(self).__name__}.inverse_transform()")
         if is_device_array(X):
             xp = namespace(X)
             return (as_float64(xp, X) * self._fitted_like("scale_", X)
