@@ -24,7 +24,12 @@ import scipy.sparse as sp
 try:  # pragma: no cover - which copy is present depends on the install
     import array_api_compat as compat
 except ImportError:  # pragma: no cover
-    from sklearn.externals import array_api_compat as compat
+    try:
+        from sklearn.externals import array_api_compat as compat
+    except ImportError:
+        # Neither (scikit-learn < 1.7 without the package): scikit-learn cannot turn its
+        # dispatch on either, so no input takes this path.
+        compat = None
 
 __all__ = ["dispatch_enabled", "is_device_array", "namespace", "device", "to_numpy",
            "to_device", "check_same_namespace", "device_row_norms", "device_has_nan",
@@ -57,7 +62,7 @@ def is_device_array(X: Any) -> bool:
         True for a PyTorch, CuPy or ``array_api_strict`` array (any array API namespace
         but NumPy's) while dispatch is enabled.
     """
-    if isinstance(X, np.ndarray) or sp.issparse(X) or not hasattr(X, "shape"):
+    if compat is None or isinstance(X, np.ndarray) or sp.issparse(X) or not hasattr(X, "shape"):
         return False
     if type(X).__module__.split(".")[0] == "dask":
         return False
@@ -91,7 +96,7 @@ def to_numpy(X: Any, dtype: Any = None) -> np.ndarray:
     ndarray
         The values on the host.
     """
-    if isinstance(X, (np.ndarray, np.generic, float, int)):
+    if compat is None or isinstance(X, (np.ndarray, np.generic, float, int)):
         out = X
     elif compat.is_torch_array(X):
         out = X.detach().cpu().numpy()
@@ -209,8 +214,8 @@ def device_log_softmax(xp: Any, S: Any) -> Any:
 def _placement(A: Any) -> tuple[str, str] | None:
     """``(namespace, device)`` of a device array; ``None`` for host input (NumPy arrays,
     sparse matrices, lists, data frames)."""
-    if (A is None or isinstance(A, (np.ndarray, np.generic, list, tuple)) or sp.issparse(A)
-            or not compat.is_array_api_obj(A) or compat.is_numpy_array(A)):
+    if (compat is None or A is None or isinstance(A, (np.ndarray, np.generic, list, tuple))
+            or sp.issparse(A) or not compat.is_array_api_obj(A) or compat.is_numpy_array(A)):
         return None
     return namespace(A).__name__.split(".")[-1], str(device(A))
 
