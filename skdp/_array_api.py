@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["dispatch_enabled", "is_device_array", "namespace", "device", "to_numpy",
            "to_device", "check_same_namespace", "device_row_norms", "device_has_nan",
+           "device_all_finite",
            "device_norms", "device_log_softmax"]
 
 #: float64 values per converted block of rows (256 MB): float32 rows are converted one
@@ -195,6 +196,12 @@ def device_row_norms(X: Any, ord: float = 2.0) -> np.ndarray:
     parts = [to_numpy(device_norms(xp, as_float64(xp, X[rows, ...]), float(ord)), np.float64)
              for rows in blocks(n, d, False)]
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def device_all_finite(X: Any) -> bool:
+    """Whether every entry of a device array is finite."""
+    xp = namespace(X)
+    return bool(xp.all(xp.isfinite(X)))
 
 
 def device_has_nan(X: Any) -> bool:

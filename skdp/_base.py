@@ -14,7 +14,9 @@ from sklearn.utils.validation import _check_y, check_is_fitted
 
 from skdp._array_api import (
     as_float64,
+    blocks,
     check_same_namespace,
+    device_all_finite,
     device_has_nan,
     device_norms,
     is_device_array,
@@ -122,10 +124,10 @@ def validate_device_rows(X, check_finite: bool = True):
         raise ValueError(f"Found array with shape {tuple(X.shape)}: at least one sample "
                          "and one feature are required.")
     if X.dtype not in (xp.float64, xp.float32):
-        if not (xp.isdtype(X.dtype, "integral") or X.dtype == xp.bool):
+        if not xp.isdtype(X.dtype, ("real floating", "integral", "bool")):
             raise ValueError(f"X is an array of dtype {X.dtype}; skdp needs real numbers.")
-        X = xp.astype(X, xp.float64)
-    if check_finite and not bool(xp.all(xp.isfinite(X))):
+        X = xp.astype(X, xp.float64)  # float16, bfloat16, integers and booleans
+    if check_finite and not device_all_finite(X):
         raise ValueError(non_finite_message(device_has_nan(X), np.float64))
     return X
 
@@ -605,19 +607,25 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         return np.asarray(Xs @ coef.T) + np.atleast_1d(to_numpy(self.intercept_))
 
     def _device_decision_scores(self, X):
-        """:meth:`_decision_scores` of an array API ``X``, computed on its device and
-        returned in its namespace (float64)."""
+        """:meth:`_decision_scores` of an array API ``X``, computed on its device by
+        blocks of rows (float64) and returned in its namespace; the input checks of the
+        host path (two dimensions, the fitted width, finite entries)."""
+        X = validate_device_rows(X)
         xp = namespace(X)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[-1]} features, but {type(self).__name__} is "
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input.")
-        X = as_float64(xp, X)
-        norms = device_norms(xp, X, self._data_norm_ord())
-        scale = xp.where(norms > self.data_norm_, self.data_norm_ / norms,
-                         xp.ones_like(norms))
         coef = to_device(np.atleast_2d(to_numpy(self.coef_)), X)
         intercept = to_device(np.atleast_1d(to_numpy(self.intercept_)), X)
-        return (X * scale[:, None]) @ coef.T + intercept
+        parts = []
+        for rows in blocks(*X.shape, X.dtype == xp.float64):
+            Xb = as_float64(xp, X[rows, ...])
+            norms = device_norms(xp, Xb, self._data_norm_ord())
+            # The model is a function of the clipped row s_i x_i (as on the host).
+            scale = xp.where(norms > self.data_norm_, self.data_norm_ / norms,
+                             xp.ones_like(norms))
+            parts.append((Xb * scale[:, None]) @ coef.T + intercept)
+        return parts[0] if len(parts) == 1 else xp.concat(parts, axis=0)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

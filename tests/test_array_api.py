@@ -26,7 +26,7 @@ from skdp.linear_model import (
     DPLinearSVC,
     DPLogisticRegression,
 )
-from skdp.losses import LogisticLoss
+from skdp.losses import LogisticLoss, MultinomialLogisticLoss
 from skdp.preprocessing import DPStandardScaler
 from skdp.privacy.budget import Budget
 from skdp.solvers import SOLVERS, NoisyGD, Problem, ProblemSpec
@@ -261,3 +261,63 @@ def test_numpy_input_is_unchanged_under_dispatch(xp):
     model = DPLogisticRegression(random_state=0).fit(X, y)
     assert isinstance(model.coef_, np.ndarray)
     np.testing.assert_array_equal(model.coef_, reference.coef_)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_device_clip_bounds_gradients_of_tiny_derivatives(xp, n_outputs):
+    """A huge row times a derivative below 1e-154 (whose square underflows) is still
+    clipped to the clip norm on the device, as on the host: the norm of each per-example
+    gradient is computed scaled, never as a plain sum of squares (an independent review's
+    reproducer, which gave 1.9e6 times the clip before the fix)."""
+    X = np.array([[1e100, 0.0]])
+    if n_outputs == 1:
+        Y, loss = np.ones((1, 1)), LogisticLoss()
+        W = np.array([[4e-98], [0.0]])  # score 400: derivative ~1.9e-174
+    else:
+        Y, loss = np.eye(3)[[0]], MultinomialLogisticLoss(3)
+        W = np.array([[4e-98, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    spec = ProblemSpec(n_samples=1, n_params=2, n_outputs=n_outputs, n_penalized=2,
+                       row_norm_bound=1e100, loss=loss, constraint=Unconstrained(), alpha=0.0)
+    clip = 1e-80
+    host = Problem.build(X, Y, spec, data_norm=1e100).clipped_gradient(W, clip)
+    device = Problem.build(_asarray(xp, X), Y, spec, data_norm=1e100).clipped_gradient(W, clip)
+    assert np.linalg.norm(device) <= clip
+    np.testing.assert_allclose(device, host, rtol=1e-9)
+
+
+def test_a_finite_row_whose_norm_overflows_is_scaled_as_on_the_host(xp):
+    X, y = _unit_digits(2)
+    X = X.copy()
+    X[0] = 1e308  # every entry finite, the row's norm is not
+    reference = DPLogisticRegression(data_norm=1.0, random_state=0).fit(X, y)
+    model = DPLogisticRegression(data_norm=1.0, random_state=0).fit(_asarray(xp, X),
+                                                                    _asarray(xp, y))
+    np.testing.assert_allclose(_host(model.coef_), reference.coef_, rtol=1e-10, atol=1e-14)
+
+
+def test_device_predictions_and_transforms_check_their_input(xp):
+    X, y = _unit_digits(2)
+    model = DPLogisticRegression(random_state=0).fit(_asarray(xp, X), _asarray(xp, y))
+    bad = X.copy()
+    bad[2, 3] = np.inf
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(ValueError, match="Input X contains infinity"):
+            getattr(model, method)(_asarray(xp, bad))
+    with pytest.raises(ValueError, match="2D array"):
+        model.predict(_asarray(xp, X[:, 0]))
+    with pytest.raises(ValueError, match="X has 10 features, but DPLogisticRegression"):
+        model.predict(_asarray(xp, X[:, :10]))
+    scaler = DPStandardScaler(random_state=0).fit(_asarray(xp, X))
+    for method in ("transform", "inverse_transform"):
+        with pytest.raises(ValueError, match="X has 10 features, but DPStandardScaler"):
+            getattr(scaler, method)(_asarray(xp, X[:, :10]))
+
+
+def test_half_precision_rows_are_fitted_in_float64(xp):
+    if not hasattr(xp, "float16"):
+        pytest.skip(f"{xp.__name__} has no float16")
+    X, y = _unit_digits(2)
+    reference = DPLogisticRegression(random_state=0).fit(X.astype(np.float16), y)
+    model = DPLogisticRegression(random_state=0).fit(_asarray(xp, X, dtype=xp.float16),
+                                                     _asarray(xp, y))
+    np.testing.assert_allclose(_host(model.coef_), reference.coef_, rtol=1e-10, atol=1e-14)

@@ -432,15 +432,25 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         # step's row clipping handles, instead of an inf that it would refuse: an error
         # that would depend on the data). docs/privacy.md, 1.4.
         if is_device_array(X):
-            X = validate_device_rows(X, check_finite=False)
+            X = self._device_rows(X)
             xp = namespace(X)
-            out = (as_float64(xp, X) - self._fitted_like("mean_", X)) / \
-                self._fitted_like("scale_", X)
-            return xp.clip(out, min=-_FLOAT_MAX, max=_FLOAT_MAX)
+            with np.errstate(all="ignore"):  # silent, as on the host (array_api_strict)
+                out = (as_float64(xp, X) - self._fitted_like("mean_", X)) / \
+                    self._fitted_like("scale_", X)
+                return xp.clip(out, min=-_FLOAT_MAX, max=_FLOAT_MAX)
         with np.errstate(all="ignore"):
             X = validate_data(self, X, dtype=np.float64, reset=False)
             out = (X - to_numpy(self.mean_)) / to_numpy(self.scale_)
         return np.clip(out, -_FLOAT_MAX, _FLOAT_MAX, out=out)
+
+    def _device_rows(self, X):
+        """An array API ``X`` checked as scikit-learn checks host input here: two
+        dimensions and the fitted width (values are not checked: see transform)."""
+        X = validate_device_rows(X, check_finite=False)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        return X
 
     def _fitted_like(self, name: str, X):
         """A fitted statistic in ``X``'s namespace and on its device."""
@@ -462,8 +472,10 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         check_is_fitted(self)
         check_same_namespace(self.mean_, X, f"{type(self).__name__}.inverse_transform()")
         if is_device_array(X):
+            X = self._device_rows(X)
             xp = namespace(X)
-            return (as_float64(xp, X) * self._fitted_like("scale_", X)
-                    + self._fitted_like("mean_", X))
+            with np.errstate(all="ignore"):
+                return (as_float64(xp, X) * self._fitted_like("scale_", X)
+                        + self._fitted_like("mean_", X))
         with np.errstate(all="ignore"):
             return np.asarray(X, dtype=float) * to_numpy(self.scale_) + to_numpy(self.mean_)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from skdp._array_api import as_float64, blocks, namespace, to_device, to_numpy
+from skdp._array_api import as_float64, blocks, device_norms, namespace, to_device, to_numpy
 from skdp.losses import NORM_SAFETY, GLMLoss
 
 __all__ = ["DeviceBackend", "DeviceBlock", "device_pass"]
@@ -45,7 +45,11 @@ def device_clip(D: Any, norms: Any, clip_norm: float, xp: Any) -> Any:
     non-finite one is dropped. Always computed (the factor is exactly 1 where the clip
     cannot bind, so skipping it, as the host pass may, gives the same values)."""
     target = clip_norm * NORM_SAFETY
-    grad_norms = norms * xp.sqrt(xp.sum(D * D, axis=1))
+    # ||d_i|| as the host computes it: |d_i| for one output, else scaled by the largest
+    # entry (a plain sum of squares underflows below ~1e-154 and would read a large
+    # gradient of tiny derivatives as norm 0, or overflow above ~1e154).
+    size = D[:, 0] if D.shape[1] == 1 else D
+    grad_norms = norms * (xp.abs(size) if D.shape[1] == 1 else device_norms(xp, D, 2.0))
     ones = xp.ones_like(grad_norms)
     scale = xp.where(grad_norms > target, target / grad_norms, ones)
     finite = xp.isfinite(grad_norms)

@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from skdp._array_api import device_has_nan, device_row_norms, is_device_array, to_device, to_numpy
+from skdp._array_api import (
+    device_all_finite,
+    device_has_nan,
+    device_row_norms,
+    is_device_array,
+    to_device,
+    to_numpy,
+)
 from skdp.geometry import Constraint
 from skdp.losses import (
     NORM_SAFETY,
@@ -705,7 +712,9 @@ class Problem:
         """:meth:`_statistics` of an array API ``X`` on its device: the row norms are
         computed there (scaled by each row's largest entry) and only they come back."""
         raw = device_row_norms(X, ord)
-        if not np.all(np.isfinite(raw)):
+        if not np.all(np.isfinite(raw)) and not device_all_finite(X):
+            # A non-finite norm comes from a non-finite entry, or from finite entries whose
+            # norm overflows (a huge row, scaled below as on the host).
             raise ValueError(non_finite_message(device_has_nan(X), to_numpy(X[:1, :1]).dtype))
         l2 = raw if ord == 2.0 else device_row_norms(X, 2.0)
         huge = _huge(raw)
