@@ -15,6 +15,7 @@ host: float32 rows are converted one block at a time. See docs/scaling_out.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,11 +40,13 @@ def device_pass(twin: Callable) -> Callable[[Callable], Callable]:
     return mark
 
 
-def device_clip(D: Any, norms: Any, clip_norm: float, xp: Any) -> Any:
-    """:func:`~skdp.losses.clip_coefficients` (l2) on the device: each per-example
-    gradient ``x_i d_i^T`` scaled to norm at most ``clip_norm * NORM_SAFETY``; a
-    non-finite one is dropped. Always computed (the factor is exactly 1 where the clip
-    cannot bind, so skipping it, as the host pass may, gives the same values)."""
+def device_clip(D: Any, norms: Any, clip_norm: float, xp: Any, skip: bool = False) -> Any:
+    """:func:`~skdp.solvers._problem.clip_unless_lossless` (l2) on the device: each
+    per-example gradient ``x_i d_i^T`` scaled to norm at most ``clip_norm * NORM_SAFETY``,
+    a non-finite one dropped; skipped, as on the host, when ``skip`` (public facts prove
+    the clip lossless) and every derivative is finite (one reduction)."""
+    if skip and math.isfinite(float(xp.sum(D))):
+        return D
     target = clip_norm * NORM_SAFETY
     # ||d_i|| as the host computes it: |d_i| for one output, else scaled by the largest
     # entry (a plain sum of squares underflows below ~1e-154 and would read a large
@@ -199,7 +202,7 @@ def clipped_gradient_pass(block: DeviceBlock, W: Any, loss: GLMLoss, clip_norm: 
                           skip: bool) -> Any:
     """Device twin of ``_clipped_gradient_block`` (:mod:`skdp.solvers._problem`)."""
     D = loss.device_derivative(block.scores(W), block.Y, block.xp)
-    return block.gradient_sum(device_clip(D, block.norms, clip_norm, block.xp))
+    return block.gradient_sum(device_clip(D, block.norms, clip_norm, block.xp, skip))
 
 
 def loss_and_gradient_pass(block: DeviceBlock, W: Any, loss: GLMLoss) -> Any:
@@ -285,6 +288,6 @@ def gradient_and_hessian_pass(block: DeviceBlock, W: Any, loss: GLMLoss, clip_no
     p, k = W.shape
     Z = block.scores(W)
     H = curvature_grams(block, device_curvature(loss, Z, block.Y, xp), loss, (p, k))
-    D = device_clip(loss.device_derivative(Z, block.Y, xp), block.norms, clip_norm, xp)
+    D = device_clip(loss.device_derivative(Z, block.Y, xp), block.norms, clip_norm, xp, skip)
     grad = to_numpy(block.gradient_sum(D), np.float64)
     return np.concatenate([grad.ravel(), H.ravel()])
