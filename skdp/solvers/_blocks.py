@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Block", "DaskBackend", "as_float_rows"]
+__all__ = ["Block", "DaskBackend", "RowBackend", "as_float_rows"]
 
 
 def as_float_rows(X: Any) -> Any:
@@ -154,18 +154,35 @@ def _chunk_gradient_sum(X, scale, D, *, intercept, n_params):
 
 
 @dataclass(frozen=True, eq=False)
-class DaskBackend:
-    """The per-row arrays of a dask-backed problem, chunked like the rows of ``X``.
+class RowBackend:
+    """Rows that a :class:`~skdp.solvers.Problem` does not hold in host memory: ``X`` and
+    its per-row arrays (encoded targets, clipping factors, augmented row norms), stored
+    alike, and the passes the problem hands over (``block_sum``, ``scores``,
+    ``gradient_sum``). :class:`DaskBackend` runs them chunk by chunk,
+    :class:`~skdp.solvers._device.DeviceBackend` on an array API device.
 
-    ``Y``, the clipping factors and the row norms are ``(n, k)`` dask arrays with the
-    row chunks of ``X`` (persisted once at build: with a distributed client they stay on
-    the workers), so that a pass ships only ``W`` to the chunks.
+    Attributes
+    ----------
+    X : array
+        The rows.
+    Y, scale, norms : array
+        The per-row arrays, stored like ``X``.
     """
 
     X: Any
     Y: Any
     scale: Any
     norms: Any
+
+
+@dataclass(frozen=True, eq=False)
+class DaskBackend(RowBackend):
+    """The per-row arrays of a dask-backed problem, chunked like the rows of ``X``.
+
+    ``Y``, the clipping factors and the row norms are ``(n, k)`` dask arrays with the
+    row chunks of ``X`` (persisted once at build: with a distributed client they stay on
+    the workers), so that a pass ships only ``W`` to the chunks.
+    """
 
     @classmethod
     def build(cls, X: Any, Y: np.ndarray, scale: np.ndarray, norms: np.ndarray

@@ -24,6 +24,7 @@ import numpy as np
 
 from skdp._array_api import as_float64, blocks, device_norms, namespace, to_device, to_numpy
 from skdp.losses import NORM_SAFETY, GLMLoss
+from skdp.solvers._blocks import Block, RowBackend
 
 __all__ = ["DeviceBackend", "DeviceBlock", "device_pass"]
 
@@ -61,34 +62,18 @@ def device_clip(D: Any, norms: Any, clip_norm: float, xp: Any, skip: bool = Fals
 
 
 @dataclass(frozen=True)
-class DeviceBlock:
-    """One block of rows on the device, as a device pass function sees it.
+class DeviceBlock(Block):
+    """A :class:`~skdp.solvers._blocks.Block` whose arrays live on a device: ``X`` (float64),
+    ``scale`` (always an array), ``Y`` and ``norms`` are arrays of the namespace ``xp``,
+    and the products are computed there.
 
     Attributes
     ----------
-    X : array
-        The stored rows, float64.
-    scale : array
-        Their clipping factors.
-    Y : array
-        Their encoded targets.
-    norms : array
-        Euclidean norms of their augmented clipped rows.
-    intercept : float
-        The intercept feature ``c`` (0: none).
-    n_params : int
-        Rows of ``W``.
     xp : module
         The array namespace.
     """
 
-    X: Any
-    scale: Any
-    Y: Any
-    norms: Any
-    intercept: float
-    n_params: int
-    xp: Any
+    xp: Any = None
 
     def scores(self, W: Any) -> Any:
         """``x'_i^T W`` for the rows of the block."""
@@ -124,18 +109,13 @@ class DeviceBlock:
 
 
 @dataclass(frozen=True, eq=False)
-class DeviceBackend:
+class DeviceBackend(RowBackend):
     """The rows and per-row arrays of a problem whose ``X`` stays on its device.
 
     ``Y``, the clipping factors and the row norms are copied to ``X``'s device once, at
     build; a pass then ships only ``W`` (``n_params x n_outputs``) to the device and
     one public-size result back.
     """
-
-    X: Any
-    Y: Any
-    scale: Any
-    norms: Any
 
     @classmethod
     def build(cls, X: Any, Y: np.ndarray, scale: np.ndarray, norms: np.ndarray
