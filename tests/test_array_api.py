@@ -17,6 +17,7 @@ from sklearn.datasets import load_diabetes, load_digits
 from sklearn.pipeline import make_pipeline
 
 from skdp import BudgetAccountant
+from skdp.decomposition import DPPCA
 from skdp.exceptions import BudgetError, IncompatibleSolverError
 from skdp.geometry import Unconstrained
 from skdp.linear_model import (
@@ -321,3 +322,30 @@ def test_half_precision_rows_are_fitted_in_float64(xp):
     model = DPLogisticRegression(random_state=0).fit(_asarray(xp, X, dtype=xp.float16),
                                                      _asarray(xp, y))
     np.testing.assert_allclose(_host(model.coef_), reference.coef_, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("params", [dict(n_components=10),
+                                    dict(n_components=5, whiten=True, data_norm=60.0),
+                                    dict(n_components=0.8, center=False)])
+def test_dppca_releases_on_the_device_what_it_releases_on_the_host(xp, params):
+    """DPPCA's clipped sum and Gram matrix are computed on the device: the same released
+    components, variances and ledger as the NumPy fit; transform and inverse_transform
+    stay in the namespace; a projection pipeline runs end to end."""
+    X, y = load_digits(return_X_y=True)
+    reference = DPPCA(random_state=0, **params).fit(X)
+    model = DPPCA(random_state=0, **params).fit(_asarray(xp, X))
+    assert model.n_components_ == reference.n_components_
+    assert model.privacy_spent_ == reference.privacy_spent_
+    assert _namespace_name(model.components_) == xp.__name__
+    np.testing.assert_allclose(_host(model.components_), reference.components_, atol=1e-10)
+    np.testing.assert_allclose(_host(model.mean_), reference.mean_, atol=1e-12)
+    Z = model.transform(_asarray(xp, X))
+    assert _namespace_name(Z) == xp.__name__
+    np.testing.assert_allclose(_host(Z), reference.transform(X), atol=1e-9)
+    np.testing.assert_allclose(_host(model.inverse_transform(Z)),
+                               reference.inverse_transform(reference.transform(X)), atol=1e-8)
+    pipe = make_pipeline(DPPCA(10, random_state=0),
+                         DPLogisticRegression(classes=list(range(10)), fit_intercept=False,
+                                              random_state=1))
+    labels = pipe.fit(_asarray(xp, X), _asarray(xp, y)).predict(_asarray(xp, X))
+    assert _namespace_name(labels) == xp.__name__

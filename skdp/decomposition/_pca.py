@@ -18,6 +18,17 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import RealNotInt
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._array_api import (
+    as_float64,
+    blocks,
+    check_same_namespace,
+    device_norms,
+    is_device_array,
+    namespace,
+    to_device,
+    to_numpy,
+)
+from skdp._base import validate_device_rows
 from skdp._docstrings import fill_docstrings
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
@@ -100,6 +111,43 @@ def _flip_signs(vectors: np.ndarray) -> np.ndarray:
     ``u_based_decision=False``: components comparable with its ``PCA``)."""
     pivot = vectors[np.arange(vectors.shape[0]), np.argmax(np.abs(vectors), axis=1)]
     return vectors * np.where(pivot < 0, -1.0, 1.0)[:, None]
+
+
+def _device_clipped(xp, X, centre, norm: float):
+    """:func:`_clip_rows` of ``X - centre`` on an array API device, float64 (the same
+    order: divided by the norm first, then scaled to the bound)."""
+    X = as_float64(xp, X) - centre
+    norms = device_norms(xp, X, 2.0)
+    target = norm * NORM_SAFETY
+    over = norms > target
+    safe = xp.where(over, norms, xp.ones_like(norms))
+    return xp.where(over[:, None], (X / safe[:, None]) * target, X)
+
+
+def _device_sums(X, centre: np.ndarray, norm: float, gram: bool) -> np.ndarray:
+    """The sum (``gram=False``) or the Gram matrix (``gram=True``) of the rows of an array
+    API ``X``, centred at ``centre`` and clipped to ``norm``, computed on its device by
+    blocks of rows and returned to the host (``d`` or ``d x d`` values)."""
+    xp = namespace(X)
+    n, d = X.shape
+    c = to_device(centre, X)
+    total = np.zeros((d, d) if gram else d)
+    for rows in blocks(n, d, False):
+        C = _device_clipped(xp, X[rows, ...], c, norm)
+        total += to_numpy(C.T @ C if gram else xp.sum(C, axis=0), np.float64)
+    return total
+
+
+def _centred_norms(X, mean: np.ndarray) -> np.ndarray:
+    """Host vector of the norms of the rows of ``X`` centred at ``mean``."""
+    if is_device_array(X):
+        xp = namespace(X)
+        m = to_device(mean, X)
+        return np.concatenate([
+            to_numpy(device_norms(xp, as_float64(xp, X[rows, ...]) - m, 2.0), np.float64)
+            for rows in blocks(*X.shape, False)])
+    return np.concatenate([row_norms(X[start:start + _BLOCK] - mean, 2.0)
+                           for start in range(0, X.shape[0], _BLOCK)])
 
 
 def _clip_rows(X: np.ndarray, norm: float) -> np.ndarray:
@@ -333,6 +381,11 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     # -- fit -------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.array_api_support = True  # sums computed where X is (docs/scaling_out.md)
+        return tags
+
     def fit(self, X, y=None):
         """Release a private covariance of ``X`` and keep its leading eigenvectors.
 
@@ -377,7 +430,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         shape = getattr(X, "shape", None)
         dtype = getattr(X, "dtype", None)
         if (shape is None or len(shape) != 2 or min(shape) < 1
-                or (dtype is not None and np.issubdtype(dtype, np.complexfloating))):
+                or (isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.complexfloating))):
             X = validate_data(self, X, dtype=np.float64)
             shape = X.shape
         n, d = int(shape[0]), int(shape[1])
@@ -390,7 +443,12 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         warn_if_seeded(self.random_state, total.is_private)
         with Charge(self.accountant, ledger, source=type(self).__name__,
                     params=self.get_params(deep=False)) as charge:
-            X = validate_data(self, X, dtype=np.float64)
+            like = X if is_device_array(X) else None
+            if like is not None:  # an array API X: read on its device (docs/scaling_out.md)
+                X = like = validate_device_rows(X)
+                self.n_features_in_ = d
+            else:
+                X = validate_data(self, X, dtype=np.float64)
             bounds_rng, mean_rng, cov_rng = as_generator(self.random_state).spawn(3)
             public = None if isinstance(self.data_norm, str) else float(self.data_norm)
             # --- 1. the mean: sum of rows clipped to R_0, sensitivity 2 R_0 -------------
@@ -402,9 +460,13 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                     quantile=MEAN_QUANTILE)
                 # Once a private quantity is computed its charge stays, whatever follows.
                 charge.keep(ledger)
-                total_sum = np.zeros(d)
-                for start in range(0, n, _BLOCK):
-                    total_sum += _clip_rows(X[start:start + _BLOCK], mean_norm).sum(axis=0)
+                if like is not None:
+                    total_sum = _device_sums(X, np.zeros(d), mean_norm, gram=False)
+                else:
+                    total_sum = np.zeros(d)
+                    for start in range(0, n, _BLOCK):
+                        total_sum += _clip_rows(X[start:start + _BLOCK],
+                                                mean_norm).sum(axis=0)
                 # Replace-one: the clipped sum moves by ||c(x) - c(x')|| <= 2 R_0.
                 scale = plan["z_mean"] * check_sensitivity(2.0 * mean_norm,
                                                             "mean sensitivity (data_norm)")
@@ -416,16 +478,16 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             if public is not None:
                 norm = public
             else:
-                centred_norms = np.concatenate([
-                    row_norms(X[start:start + _BLOCK] - mean, 2.0)
-                    for start in range(0, n, _BLOCK)])
-                norm = private_bound(centred_norms, plan["eps_bound"], bounds_rng,
+                norm = private_bound(_centred_norms(X, mean), plan["eps_bound"], bounds_rng,
                                      quantile=COVARIANCE_QUANTILE)
                 charge.keep(ledger)
-            gram = np.zeros((d, d))
-            for start in range(0, n, _BLOCK):
-                C = _clip_rows(X[start:start + _BLOCK] - mean, norm)
-                gram += C.T @ C
+            if like is not None:
+                gram = _device_sums(X, mean, norm, gram=True)
+            else:
+                gram = np.zeros((d, d))
+                for start in range(0, n, _BLOCK):
+                    C = _clip_rows(X[start:start + _BLOCK] - mean, norm)
+                    gram += C.T @ C
             rows, cols = np.triu_indices(d)
             # One draw per entry of svec(G) (off-diagonal entries times sqrt(2)), of
             # sensitivity sqrt(2) R^2 (covariance_sensitivity); unscaled back to the
@@ -469,7 +531,21 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self.noise_scale_ = float(scale)
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = ledger.spent()
+        if like is not None:
+            # Fitted on an array API X: the released arrays in its namespace, on its device.
+            for name in ("components_", "explained_variance_", "explained_variance_ratio_",
+                         "singular_values_", "mean_"):
+                setattr(self, name, to_device(getattr(self, name), like))
         progress("done")
+
+    def _device_rows(self, X, width: int):
+        """An array API ``X`` checked here: two dimensions, ``width`` columns (values are
+        not checked, as on the host)."""
+        X = validate_device_rows(X, check_finite=False)
+        if X.shape[1] != width:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {width} features as input.")
+        return X
 
     # -- transform (post-processing) -------------------------------------------------------
     @property
@@ -492,11 +568,20 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             The projections.
         """
         check_is_fitted(self)
+        check_same_namespace(self.components_, X, f"{type(self).__name__}.transform()")
+        whiten = (np.sqrt(np.maximum(to_numpy(self.explained_variance_), np.finfo(float).tiny))
+                  if self.whiten else None)
+        if is_device_array(X):
+            X = self._device_rows(X, self.n_features_in_)
+            xp = namespace(X)
+            with np.errstate(all="ignore"):
+                Z = (as_float64(xp, X) - self.mean_) @ self.components_.T
+                return Z if whiten is None else Z / to_device(whiten, X)
         with np.errstate(all="ignore"):  # in a pipeline's fit these are private rows
             X = validate_data(self, X, dtype=np.float64, reset=False)
             Z = (X - self.mean_) @ self.components_.T
-            if self.whiten:
-                Z /= np.sqrt(np.maximum(self.explained_variance_, np.finfo(float).tiny))
+            if whiten is not None:
+                Z /= whiten
         return Z
 
     def inverse_transform(self, X):
@@ -513,8 +598,18 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             ``X components_ + mean_`` (with the whitening undone).
         """
         check_is_fitted(self)
+        check_same_namespace(self.components_, X,
+                             f"{type(self).__name__}.inverse_transform()")
+        whiten = (np.sqrt(np.maximum(to_numpy(self.explained_variance_), np.finfo(float).tiny))
+                  if self.whiten else None)
+        if is_device_array(X):
+            Z = as_float64(namespace(X), self._device_rows(X, self.n_components_))
+            with np.errstate(all="ignore"):
+                if whiten is not None:
+                    Z = Z * to_device(whiten, X)
+                return Z @ self.components_ + self.mean_
         Z = np.asarray(X, dtype=float)
         with np.errstate(all="ignore"):
-            if self.whiten:
-                Z = Z * np.sqrt(np.maximum(self.explained_variance_, np.finfo(float).tiny))
+            if whiten is not None:
+                Z = Z * whiten
             return Z @ self.components_ + self.mean_
