@@ -17,6 +17,7 @@ from sklearn.datasets import load_diabetes, load_digits
 from sklearn.pipeline import make_pipeline
 
 from skdp import BudgetAccountant
+from skdp._array_api import to_numpy
 from skdp.decomposition import DPPCA
 from skdp.exceptions import BudgetError, IncompatibleSolverError
 from skdp.geometry import Unconstrained
@@ -33,16 +34,31 @@ from skdp.privacy.budget import Budget
 from skdp.solvers import SOLVERS, NoisyGD, Problem, ProblemSpec
 from tests.conftest import RecordingNoiseSource
 
-NAMESPACES = ["array_api_strict", "torch"]
+#: Namespace (and device): the CPU ones run everywhere (CI); the GPU ones where a GPU is
+#: (a session with the device tool runs this file unchanged there).
+NAMESPACES = ["array_api_strict", "torch", "torch-cuda", "cupy"]
 #: Solvers that read X only through the blocked passes (the ones that take device arrays).
 BLOCKED = sorted(name for name, cls in SOLVERS.items() if cls.capabilities.out_of_core)
 ROW_BASED = sorted(name for name, cls in SOLVERS.items() if not cls.capabilities.out_of_core)
 
 
+class _Space:
+    """A namespace module and the device the test's arrays are created on."""
+
+    def __init__(self, module, device=None):
+        self.module, self.device = module, device
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
+
+
 @pytest.fixture(params=NAMESPACES)
 def xp(request, monkeypatch):
-    """The namespace, with scikit-learn's array API dispatch on for the test."""
-    module = pytest.importorskip(request.param)
+    """The namespace (and device), with scikit-learn's array API dispatch on for the test."""
+    name, _, device = request.param.partition("-")
+    module = pytest.importorskip(name)
+    if device == "cuda" and not module.cuda.is_available():
+        pytest.skip("no CUDA device")
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
     try:
         with sklearn.config_context(array_api_dispatch=True):
@@ -50,19 +66,18 @@ def xp(request, monkeypatch):
     except (ImportError, RuntimeError) as error:  # scipy < 1.14 (the floors job)
         pytest.skip(f"array API dispatch unavailable: {error}")
     with sklearn.config_context(array_api_dispatch=True):
-        yield module
+        yield _Space(module, device or None)
 
 
 def _asarray(xp, values, dtype=None):
-    return xp.asarray(np.asarray(values), dtype=dtype)
+    values = np.asarray(values)
+    if xp.device is None:
+        return xp.asarray(values, dtype=dtype)
+    return xp.asarray(values, dtype=dtype, device=xp.device)
 
 
 def _host(value) -> np.ndarray:
-    if hasattr(value, "detach"):
-        return value.detach().cpu().numpy()
-    if isinstance(value, (np.ndarray, float, int, np.generic)):
-        return np.asarray(value)
-    return np.from_dlpack(value)
+    return np.asarray(to_numpy(value))
 
 
 def _namespace_name(value) -> str:
