@@ -29,7 +29,9 @@ from skdp.linear_model import (
     DPLogisticRegression,
 )
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss
-from skdp.preprocessing import DPStandardScaler
+from skdp.model_selection import PrivateRandomizedSearch
+from skdp.naive_bayes import DPGaussianNB
+from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
 from skdp.privacy.budget import Budget
 from skdp.solvers import SOLVERS, NoisyGD, Problem, ProblemSpec
 from tests.conftest import RecordingNoiseSource
@@ -364,3 +366,30 @@ def test_dppca_releases_on_the_device_what_it_releases_on_the_host(xp, params):
                                               random_state=1))
     labels = pipe.fit(_asarray(xp, X), _asarray(xp, y)).predict(_asarray(xp, X))
     assert _namespace_name(labels) == xp.__name__
+
+
+def test_public_maps_run_on_the_device_and_naive_bayes_refuses_clearly(xp):
+    """PublicBoundsScaler and RowNormClipper map device rows where they are (equal to the
+    host maps); the digits pipeline of the gallery runs end to end on the device;
+    DPGaussianNB refuses device input before anything is charged."""
+    X, y = load_digits(return_X_y=True)
+    Xd = _asarray(xp, X)
+    for step in (PublicBoundsScaler((0.0, 16.0)), RowNormClipper(20.0),
+                 RowNormClipper(30.0, norm=1.0)):
+        out = clone(step).fit(Xd).transform(Xd)
+        assert _namespace_name(out) == xp.__name__
+        np.testing.assert_allclose(_host(out), clone(step).fit(X).transform(X), atol=1e-12)
+    pipe = make_pipeline(PublicBoundsScaler((0.0, 16.0)), DPPCA(12, random_state=0),
+                         DPLogisticRegression(classes=list(range(10)), fit_intercept=False,
+                                              random_state=1))
+    reference = clone(pipe).fit(X, y)
+    model = pipe.fit(Xd, _asarray(xp, y))
+    np.testing.assert_allclose(_host(model[-1].coef_), reference[-1].coef_, atol=1e-9)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(TypeError, match="DPGaussianNB takes NumPy arrays"):
+        DPGaussianNB(accountant=acc).fit(Xd, _asarray(xp, y))
+    search = PrivateRandomizedSearch(DPLogisticRegression(data_norm=60.0),
+                                     {"alpha": [0.01, 0.1]}, accountant=acc)
+    with pytest.raises(TypeError, match="PrivateRandomizedSearch takes NumPy arrays"):
+        search.fit(Xd, _asarray(xp, y))
+    assert acc.spent() == (0.0, 0.0)

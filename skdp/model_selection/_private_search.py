@@ -23,6 +23,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
+from skdp._array_api import is_device_array
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin, non_private_steps
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -478,6 +479,13 @@ default="truncated_negative_binomial"
         scoring = self.scoring or ("accuracy" if is_classifier(self.estimator)
                                    else "neg_mean_squared_error")
         _warn_stateful_steps(self.estimator)
+        if is_device_array(X) or is_device_array(y):
+            # Public (the input's type): refused before anything is charged.
+            raise TypeError(
+                f"{type(self).__name__} takes NumPy arrays, and X is an array API array "
+                "kept on its device; pass np.asarray(X) (X.cpu().numpy() for a GPU tensor). "
+                "docs/scaling_out.md lists the estimators and transformers that fit on a "
+                "device.")
         shape = getattr(X, "shape", None)
         if shape is None or len(shape) != 2:
             X, y = self._validate(X, y)  # lists: converted (nothing is checked yet)

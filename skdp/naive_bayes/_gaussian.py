@@ -33,6 +33,7 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from skdp._array_api import is_device_array
 from skdp._base import ExactScoreNoticeMixin
 from skdp._docstrings import fill_docstrings
 from skdp._labels import checked_classes
@@ -459,6 +460,13 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
     def _fit(self, X, y):
         """Plan from the parameters (public), charge, estimate the bound (``"auto"``),
         release the statistics once; the rest is post-processing."""
+        if is_device_array(X) or is_device_array(y):
+            # Public (the input's type): refused before anything is charged.
+            raise TypeError(
+                f"{type(self).__name__} takes NumPy arrays, and X is an array API array "
+                "kept on its device; pass np.asarray(X) (X.cpu().numpy() for a GPU tensor). "
+                "docs/scaling_out.md lists the estimators and transformers that fit on a "
+                "device.")
         if y is None:
             # scikit-learn's error for a missing y, before anything is charged.
             validate_data(self, X, y, dtype=np.float64)

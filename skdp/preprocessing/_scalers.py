@@ -15,6 +15,7 @@ from skdp._array_api import (
     as_float64,
     blocks,
     check_same_namespace,
+    device_norms,
     is_device_array,
     namespace,
     to_device,
@@ -78,10 +79,21 @@ class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         object
             The fitted transformer (``self``).
         """
+        like = None
         with np.errstate(all="ignore"):  # validation sums X: silent (docs/privacy.md 1.4)
-            X = validate_data(self, X, dtype=np.float64)
+            if is_device_array(X):  # an array API X (docs/scaling_out.md)
+                X = like = validate_device_rows(X)
+                self.n_features_in_ = int(X.shape[1])
+            else:
+                X = validate_data(self, X, dtype=np.float64)
         self._set_public(X.shape[1])
+        if like is not None:
+            for name in self._public_arrays:
+                setattr(self, name, to_device(getattr(self, name), like))
         return self
+
+    #: Fitted array attributes (kept in the namespace and on the device of the fit's X).
+    _public_arrays: tuple[str, ...] = ()
 
     def _set_public(self, n_features: int) -> None:
         """Fitted attributes from the settings and the number of features only."""
@@ -100,9 +112,24 @@ class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             The mapped rows, each a function of its own row and public constants.
         """
         check_is_fitted(self, "n_features_in_")
+        if self._public_arrays:
+            check_same_namespace(getattr(self, self._public_arrays[0]), X,
+                                 f"{type(self).__name__}.transform()")
         # Silent: in a pipeline's fit this maps private rows (docs/privacy.md, 1.4).
         with np.errstate(all="ignore"):
+            if is_device_array(X):
+                X = validate_device_rows(X)
+                if X.shape[1] != self.n_features_in_:
+                    raise ValueError(
+                        f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                        f"expecting {self.n_features_in_} features as input.")
+                xp = namespace(X)
+                return self._map_device(xp, as_float64(xp, X))
             return self._map(validate_data(self, X, dtype=np.float64, reset=False))
+
+    def _map_device(self, xp, X):
+        """:meth:`_map` of float64 rows of the namespace ``xp``, on their device."""
+        raise NotImplementedError
 
 
 class PublicBoundsScaler(_PublicMap):
@@ -128,9 +155,20 @@ class PublicBoundsScaler(_PublicMap):
         _check_bounds_param(self.bounds)
         self.lower_, self.upper_ = _public_bounds(self.bounds, n_features)
 
+    _public_arrays = ("lower_", "upper_")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.array_api_support = True  # an elementwise map where X is (docs/scaling_out.md)
+        return tags
+
     def _map(self, X: np.ndarray) -> np.ndarray:
         out = (X - self.lower_) * (2.0 / (self.upper_ - self.lower_)) - 1.0
         return np.clip(out, -1.0, 1.0, out=out)
+
+    def _map_device(self, xp, X):
+        out = (X - self.lower_) * (2.0 / (self.upper_ - self.lower_)) - 1.0
+        return xp.clip(out, min=-1.0, max=1.0)
 
 
 class RowNormClipper(_PublicMap):
@@ -158,6 +196,14 @@ class RowNormClipper(_PublicMap):
             scale = np.minimum(1.0, float(self.max_norm) * NORM_SAFETY
                                / row_norms(X, float(self.norm)))
         return X * scale[:, None]
+
+    def _map_device(self, xp, X):
+        target = float(self.max_norm) * NORM_SAFETY
+        norms = device_norms(xp, X, float(self.norm))
+        # Divided by the norm first, then scaled (as the host's huge-row path).
+        over = norms > target
+        safe = xp.where(over, norms, xp.ones_like(norms))
+        return xp.where(over[:, None], (X / safe[:, None]) * target, X)
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)

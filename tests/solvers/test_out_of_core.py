@@ -160,7 +160,8 @@ def test_solvers_that_need_memory_refuse_a_dask_array(data):
     accountant = BudgetAccountant(10.0, 1e-3)
     refusing = [k for k, cls in SOLVERS.items() if not cls.capabilities.out_of_core]
     assert "svrg" in refusing and "gd" not in refusing
-    with pytest.raises(IncompatibleSolverError, match=r"solver 'svrg' needs X as a numpy array, and X is a dask array"):
+    with pytest.raises(IncompatibleSolverError,
+                       match=r"solver 'svrg' needs X as a numpy array, and X is a dask array"):
         _classifier("svrg", accountant=accountant).fit(Xd, ys[False])
     assert not accountant.entries  # refused before anything was charged
     # A memmap is an array: every solver takes it.
