@@ -13,10 +13,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from skdp._array_api import (
+    as_float64,
     device_all_finite,
     device_has_nan,
     device_row_norms,
     is_device_array,
+    namespace,
     to_device,
     to_numpy,
 )
@@ -724,8 +726,6 @@ class Problem:
             divide, times = np.ones_like(raw), np.ones_like(raw)
             divide[huge] = raw[huge]
             times[huge] = _prescale_targets(raw[huge], 1.0, data_norm)
-            from skdp._array_api import as_float64, namespace
-
             xp = namespace(X)
             X = (as_float64(xp, X) / to_device(divide, X)[:, None]) * to_device(times, X)[:, None]
             raw = device_row_norms(X, ord)
