@@ -388,8 +388,26 @@ def test_public_maps_run_on_the_device_and_naive_bayes_refuses_clearly(xp):
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
     with pytest.raises(TypeError, match="DPGaussianNB takes NumPy arrays"):
         DPGaussianNB(accountant=acc).fit(Xd, _asarray(xp, y))
-    search = PrivateRandomizedSearch(DPLogisticRegression(data_norm=60.0),
-                                     {"alpha": [0.01, 0.1]}, accountant=acc)
-    with pytest.raises(TypeError, match="PrivateRandomizedSearch takes NumPy arrays"):
-        search.fit(Xd, _asarray(xp, y))
     assert acc.spent() == (0.0, 0.0)
+
+
+def test_private_search_fits_its_candidates_on_the_device(xp):
+    """PrivateRandomizedSearch on device input: its candidates fit on the device, the
+    same draws, choice, scores and total as on the host for a fixed seed."""
+    X, y = _unit_digits(2)
+
+    def search(accountant):
+        return PrivateRandomizedSearch(
+            DPLogisticRegression(classes=[0, 1]),
+            {"alpha": [1e-3, 1e-2, 1e-1], "data_norm": [0.5, 1.0]}, epsilon=1.0,
+            accountant=accountant, random_state=3)
+
+    host_acc, device_acc = (BudgetAccountant(epsilon=10.0, delta=1e-3) for _ in range(2))
+    reference = search(host_acc).fit(X, y)
+    model = search(device_acc).fit(_asarray(xp, X), _asarray(xp, y))
+    assert model.best_params_ == reference.best_params_
+    assert model.best_score_ == reference.best_score_
+    assert device_acc.spent() == host_acc.spent()
+    np.testing.assert_allclose(_host(model.best_estimator_.coef_),
+                               reference.best_estimator_.coef_, rtol=1e-10, atol=1e-14)
+    assert _namespace_name(model.predict(_asarray(xp, X))) == xp.__name__

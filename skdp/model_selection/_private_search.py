@@ -21,9 +21,10 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_consistent_length, check_is_fitted
+from sklearn.utils.validation import _check_y, check_consistent_length, check_is_fitted
 
-from skdp._array_api import is_device_array
+from skdp._array_api import is_device_array, namespace, to_device, to_numpy
+from skdp._base import validate_device_rows
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin, non_private_steps
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -266,8 +267,16 @@ def _score_sensitivity(estimator, n_val: int, scoring: str) -> float:
     return 4.0 * float(bound) ** 2 / n_val
 
 
+def _take_rows(X, index: np.ndarray):
+    """Rows ``index`` (public) of a validated ``X``: a device ``X`` stays on its device."""
+    if is_device_array(X):
+        xp = namespace(X)
+        return xp.take(X, to_device(index, X, dtype=xp.int64), axis=0)
+    return X[index]
+
+
 def _raw_score(estimator, X, y, scoring: str) -> float:
-    pred = estimator.predict(X)
+    pred = to_numpy(estimator.predict(X))  # the labels of a device X come to the host
     if scoring == "accuracy":
         return float(np.mean(pred == y))
     bound = float(next(step.y_bound for _, step in reversed(private_steps(estimator))
@@ -479,13 +488,8 @@ default="truncated_negative_binomial"
         scoring = self.scoring or ("accuracy" if is_classifier(self.estimator)
                                    else "neg_mean_squared_error")
         _warn_stateful_steps(self.estimator)
-        if is_device_array(X) or is_device_array(y):
-            # Public (the input's type): refused before anything is charged.
-            raise TypeError(
-                f"{type(self).__name__} takes NumPy arrays, and X is an array API array "
-                "kept on its device; pass np.asarray(X) (X.cpu().numpy() for a GPU tensor). "
-                "docs/scaling_out.md lists the estimators and transformers that fit on a "
-                "device.")
+        if is_device_array(y):
+            y = to_numpy(y)  # the targets (O(n)) on the host, as every skdp fit
         shape = getattr(X, "shape", None)
         if shape is None or len(shape) != 2:
             X, y = self._validate(X, y)  # lists: converted (nothing is checked yet)
@@ -547,8 +551,10 @@ default="truncated_negative_binomial"
                     "the label set is read from y: it is treated as public (every "
                     "candidate uses it), which the search's guarantee does not cover.",
                     PrivacyLeakWarning, once=True)
-            # X and y are validated arrays (CSR for sparse X): plain row indexing.
-            X_train, y_train, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
+            # X and y are validated arrays (CSR for sparse X): plain row indexing (a device
+            # X by public indices, on its device).
+            X_train, X_val = _take_rows(X, train_idx), _take_rows(X, val_idx)
+            y_train, y_val = y[train_idx], y[val_idx]
             # One child generator per candidate (drawn before any data is read): its
             # parameters, its fit's seeds and its score noise, whatever n_jobs is.
             outputs = Parallel(n_jobs=self.n_jobs)(
@@ -600,9 +606,22 @@ default="truncated_negative_binomial"
 
     def _validate(self, X, y):
         # Values are checked by each candidate's own fit; here only the format.
+        if is_device_array(X):
+            # An array API X stays on its device; each candidate fits it there (or its
+            # estimator refuses it, before charging). docs/scaling_out.md.
+            X = validate_device_rows(X, check_finite=False)
+            return X, self._checked_device_targets(X, y)
         return validate_data(self, X, y, accept_sparse="csr", dtype=None,
                              ensure_all_finite=False, multi_output=False,
                              y_numeric=not is_classifier(self.estimator))
+
+    def _checked_device_targets(self, X, y):
+        """scikit-learn's checks of the host targets of a device ``X``."""
+        y = _check_y(y, multi_output=False, y_numeric=not is_classifier(self.estimator),
+                     estimator=self)
+        check_consistent_length(np.empty(X.shape[0]), y)
+        self.n_features_in_ = int(X.shape[1])
+        return y
 
     @staticmethod
     def _score_noise_scale(sensitivity: float, z_ref: float | None,
