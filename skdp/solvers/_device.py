@@ -28,6 +28,7 @@ from skdp.solvers._blocks import Block, RowBackend
 
 __all__ = ["DeviceBackend", "DeviceBlock", "device_pass"]
 
+
 def device_pass(twin: Callable) -> Callable[[Callable], Callable]:
     """Declare ``twin`` as the device form of the decorated NumPy pass function.
 
@@ -52,8 +53,8 @@ def device_clip(D: Any, norms: Any, clip_norm: float, xp: Any, skip: bool = Fals
     # ||d_i|| as the host computes it: |d_i| for one output, else scaled by the largest
     # entry (a plain sum of squares underflows below ~1e-154 and would read a large
     # gradient of tiny derivatives as norm 0, or overflow above ~1e154).
-    size = D[:, 0] if D.shape[1] == 1 else D
-    grad_norms = norms * (xp.abs(size) if D.shape[1] == 1 else device_norms(xp, D, 2.0))
+    d_norms = xp.abs(D[:, 0]) if D.shape[1] == 1 else device_norms(xp, D, 2.0)
+    grad_norms = norms * d_norms
     ones = xp.ones_like(grad_norms)
     scale = xp.where(grad_norms > target, target / grad_norms, ones)
     finite = xp.isfinite(grad_norms)
