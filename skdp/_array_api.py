@@ -33,7 +33,8 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["dispatch_enabled", "is_device_array", "namespace", "device", "to_numpy",
            "to_device", "check_same_namespace", "device_row_norms", "device_has_nan",
-           "device_all_finite",
+           "device_all_finite", "device_blocks",
+           "clip_device_rows",
            "device_norms", "device_log_softmax"]
 
 #: float64 values per converted block of rows (256 MB): float32 rows are converted one
@@ -191,11 +192,29 @@ def device_row_norms(X: Any, ord: float = 2.0) -> np.ndarray:
     ndarray of shape (n_samples,)
         The norms (the only ``O(n)`` values that come back to the host).
     """
-    xp = namespace(X)
-    n, d = X.shape
-    parts = [to_numpy(device_norms(xp, as_float64(xp, X[rows, ...]), float(ord)), np.float64)
-             for rows in blocks(n, d, False)]
+    parts = device_blocks(X, lambda xp, rows: device_norms(xp, rows, float(ord)))
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def device_blocks(X: Any, fn: Any) -> list[np.ndarray]:
+    """``fn(xp, rows)`` for each block of rows of a device array (float64 rows, at most
+    :data:`DEVICE_BLOCK_ELEMENTS` values each), every result brought to the host.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features)
+        Rows of an array API namespace (any device).
+    fn : callable
+        ``fn(xp, rows)``, an array of the block's namespace.
+
+    Returns
+    -------
+    list of ndarray
+        The float64 results, block by block (to sum or to concatenate).
+    """
+    xp = namespace(X)
+    return [to_numpy(fn(xp, as_float64(xp, X[rows, ...])), np.float64)
+            for rows in blocks(*X.shape, False)]
 
 
 def device_all_finite(X: Any) -> bool:
@@ -256,3 +275,14 @@ def check_same_namespace(fitted: Any, X: Any, where: str) -> None:
             f"{where} must use the same namespace and device as fit: the model was fitted "
             f"on {said(model)} and X is {said(given)}. Convert X (for example "
             "torch.asarray(X, device=...) or X.cpu().numpy()), or refit.")
+
+
+def clip_device_rows(xp: Any, X: Any, target: float, ord: float = 2.0) -> Any:
+    """Float64 rows on a device scaled down to ``ord``-norm ``target`` (the caller's bound
+    times :data:`~skdp.losses.NORM_SAFETY`), as the host clips them: a row above it is
+    divided by its norm first, then scaled (a single factor ``target / ||x||`` can be
+    subnormal for huge rows and keep too few bits)."""
+    norms = device_norms(xp, X, ord)
+    over = norms > target
+    safe = xp.where(over, norms, xp.ones_like(norms))
+    return xp.where(over[:, None], (X / safe[:, None]) * target, X)

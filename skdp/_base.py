@@ -94,10 +94,11 @@ def check_out_of_core(solver, kind: str = "a dask array") -> None:
     )
 
 
-def validate_device_rows(X, check_finite: bool = True):
+def validate_device_rows(X, check_finite: bool = True, fitted=None, width: int | None = None):
     """An array API ``X`` checked where it is (docs/scaling_out.md): two dimensions, at
     least one row and one feature, a real dtype (integers and booleans become float64
-    there), and, with ``check_finite``, no NaN or infinite entry (scikit-learn's errors).
+    there), with ``check_finite`` no NaN or infinite entry, and with ``fitted`` the width
+    the fitted estimator expects (scikit-learn's errors).
 
     Parameters
     ----------
@@ -105,6 +106,10 @@ def validate_device_rows(X, check_finite: bool = True):
         Rows of an array API namespace, on any device.
     check_finite : bool, default=True
         Whether to refuse non-finite entries here.
+    fitted : estimator or None, default=None
+        A fitted estimator whose input ``X`` is (``predict``, ``transform``, ...).
+    width : int or None, default=None
+        The number of features ``fitted`` expects (default: its ``n_features_in_``).
 
     Returns
     -------
@@ -127,6 +132,11 @@ def validate_device_rows(X, check_finite: bool = True):
         if not xp.isdtype(X.dtype, ("real floating", "integral", "bool")):
             raise ValueError(f"X is an array of dtype {X.dtype}; skdp needs real numbers.")
         X = xp.astype(X, xp.float64)  # float16, bfloat16, integers and booleans
+    if fitted is not None:
+        width = fitted.n_features_in_ if width is None else width
+        if d != width:
+            raise ValueError(f"X has {d} features, but {type(fitted).__name__} is expecting "
+                             f"{width} features as input.")
     if check_finite and not device_all_finite(X):
         raise ValueError(non_finite_message(device_has_nan(X), np.float64))
     return X
@@ -610,11 +620,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         """:meth:`_decision_scores` of an array API ``X``, computed on its device by
         blocks of rows (float64) and returned in its namespace; the input checks of the
         host path (two dimensions, the fitted width, finite entries)."""
-        X = validate_device_rows(X)
+        X = validate_device_rows(X, fitted=self)
         xp = namespace(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
         coef = to_device(np.atleast_2d(to_numpy(self.coef_)), X)
         intercept = to_device(np.atleast_1d(to_numpy(self.intercept_)), X)
         parts = []

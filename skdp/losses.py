@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, log_softmax, logsumexp, softmax
 
-from skdp._array_api import device_row_norms, is_device_array
+from skdp._array_api import device_row_norms, is_device_array, to_device, to_numpy
 
 __all__ = [
     "GLMLoss",
@@ -109,17 +109,17 @@ class GLMLoss(ABC):
     def device_derivative(self, Z: Any, Y: Any, xp: Any) -> Any:
         """:meth:`derivative` of arrays of the array API namespace ``xp`` (on their device).
 
-        The same formula in the standard's functions (docs/scaling_out.md); built-in losses
-        implement it, a custom loss that does not runs on NumPy arrays only.
+        Built-in losses compute it there with the standard's functions; this default, for
+        a loss that defines only :meth:`derivative`, computes it on the host and moves it
+        back (the same values, ``n x K`` numbers each way; docs/scaling_out.md).
         """
-        raise NotImplementedError(
-            f"{type(self).__name__} has no array API form; pass NumPy arrays.")
+        return to_device(self.derivative(to_numpy(Z, np.float64), to_numpy(Y, np.float64)),
+                         Z)
 
     def device_value(self, Z: Any, Y: Any, xp: Any) -> Any:
         """:meth:`value` of arrays of the array API namespace ``xp`` (see
-        :meth:`device_derivative`)."""
-        raise NotImplementedError(
-            f"{type(self).__name__} has no array API form; pass NumPy arrays.")
+        :meth:`device_derivative`; the default goes through the host)."""
+        return to_device(self.value(to_numpy(Z, np.float64), to_numpy(Y, np.float64)), Z)
 
     def label_error(self, Y: np.ndarray) -> str | None:
         """Why the labels ``Y`` (shape ``(n, K)``) are outside the loss's label domain.

@@ -28,7 +28,7 @@ from skdp.linear_model import (
     DPLinearSVC,
     DPLogisticRegression,
 )
-from skdp.losses import LogisticLoss, MultinomialLogisticLoss
+from skdp.losses import GLMLoss, LogisticLoss, MultinomialLogisticLoss
 from skdp.model_selection import PrivateRandomizedSearch
 from skdp.naive_bayes import DPGaussianNB
 from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
@@ -411,3 +411,28 @@ def test_private_search_fits_its_candidates_on_the_device(xp):
     np.testing.assert_allclose(_host(model.best_estimator_.coef_),
                                reference.best_estimator_.coef_, rtol=1e-10, atol=1e-14)
     assert _namespace_name(model.predict(_asarray(xp, X))) == xp.__name__
+
+
+def test_a_loss_without_a_device_form_runs_through_the_host(xp):
+    """A GLM loss that defines only the NumPy derivative and value still fits device rows:
+    the default device forms go through the host and give the same passes."""
+
+    class HostOnlyLogistic(LogisticLoss):
+        device_derivative = GLMLoss.device_derivative
+        device_value = GLMLoss.device_value
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(120, 6)) / math.sqrt(6)
+    Y = np.where(rng.random(120) < 0.5, 1.0, -1.0)[:, None]
+    spec = ProblemSpec(n_samples=120, n_params=6, n_outputs=1, n_penalized=6,
+                       row_norm_bound=1.0, loss=HostOnlyLogistic(),
+                       constraint=Unconstrained(), alpha=0.01)
+    W = rng.normal(size=(6, 1))
+    host = Problem.build(X, Y, spec, data_norm=1.0)
+    device = Problem.build(_asarray(xp, X), Y, spec, data_norm=1.0)
+    np.testing.assert_allclose(device.clipped_gradient(W, 0.5), host.clipped_gradient(W, 0.5),
+                               rtol=1e-12)
+    value, gradient = device.loss_and_gradient_sums(W)
+    reference = host.loss_and_gradient_sums(W)
+    assert value == pytest.approx(reference[0], rel=1e-12)
+    np.testing.assert_allclose(gradient, reference[1], rtol=1e-12)

@@ -20,8 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from skdp._array_api import (
     as_float64,
-    blocks,
     check_same_namespace,
+    clip_device_rows,
+    device_blocks,
     device_norms,
     is_device_array,
     namespace,
@@ -113,39 +114,25 @@ def _flip_signs(vectors: np.ndarray) -> np.ndarray:
     return vectors * np.where(pivot < 0, -1.0, 1.0)[:, None]
 
 
-def _device_clipped(xp, X, centre, norm: float):
-    """:func:`_clip_rows` of ``X - centre`` on an array API device, float64 (the same
-    order: divided by the norm first, then scaled to the bound)."""
-    X = as_float64(xp, X) - centre
-    norms = device_norms(xp, X, 2.0)
-    target = norm * NORM_SAFETY
-    over = norms > target
-    safe = xp.where(over, norms, xp.ones_like(norms))
-    return xp.where(over[:, None], (X / safe[:, None]) * target, X)
-
-
 def _device_sums(X, centre: np.ndarray, norm: float, gram: bool) -> np.ndarray:
     """The sum (``gram=False``) or the Gram matrix (``gram=True``) of the rows of an array
     API ``X``, centred at ``centre`` and clipped to ``norm``, computed on its device by
     blocks of rows and returned to the host (``d`` or ``d x d`` values)."""
-    xp = namespace(X)
-    n, d = X.shape
     c = to_device(centre, X)
-    total = np.zeros((d, d) if gram else d)
-    for rows in blocks(n, d, False):
-        C = _device_clipped(xp, X[rows, ...], c, norm)
-        total += to_numpy(C.T @ C if gram else xp.sum(C, axis=0), np.float64)
-    return total
+
+    def block_sum(xp, rows):
+        C = clip_device_rows(xp, rows - c, norm * NORM_SAFETY)
+        return C.T @ C if gram else xp.sum(C, axis=0)
+
+    return np.sum(device_blocks(X, block_sum), axis=0)
 
 
 def _centred_norms(X, mean: np.ndarray) -> np.ndarray:
     """Host vector of the norms of the rows of ``X`` centred at ``mean``."""
     if is_device_array(X):
-        xp = namespace(X)
         m = to_device(mean, X)
-        return np.concatenate([
-            to_numpy(device_norms(xp, as_float64(xp, X[rows, ...]) - m, 2.0), np.float64)
-            for rows in blocks(*X.shape, False)])
+        return np.concatenate(device_blocks(X, lambda xp, rows: device_norms(xp, rows - m,
+                                                                             2.0)))
     return np.concatenate([row_norms(X[start:start + _BLOCK] - mean, 2.0)
                            for start in range(0, X.shape[0], _BLOCK)])
 
@@ -538,15 +525,6 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 setattr(self, name, to_device(getattr(self, name), like))
         progress("done")
 
-    def _device_rows(self, X, width: int):
-        """An array API ``X`` checked here: two dimensions, ``width`` columns (values are
-        not checked, as on the host)."""
-        X = validate_device_rows(X, check_finite=False)
-        if X.shape[1] != width:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {width} features as input.")
-        return X
-
     # -- transform (post-processing) -------------------------------------------------------
     @property
     def _n_features_out(self) -> int:
@@ -572,7 +550,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         whiten = (np.sqrt(np.maximum(to_numpy(self.explained_variance_), np.finfo(float).tiny))
                   if self.whiten else None)
         if is_device_array(X):
-            X = self._device_rows(X, self.n_features_in_)
+            X = validate_device_rows(X, check_finite=False, fitted=self)
             xp = namespace(X)
             with np.errstate(all="ignore"):
                 Z = (as_float64(xp, X) - self.mean_) @ self.components_.T
@@ -603,7 +581,8 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         whiten = (np.sqrt(np.maximum(to_numpy(self.explained_variance_), np.finfo(float).tiny))
                   if self.whiten else None)
         if is_device_array(X):
-            Z = as_float64(namespace(X), self._device_rows(X, self.n_components_))
+            Z = as_float64(namespace(X), validate_device_rows(X, check_finite=False, fitted=self,
+                                                         width=self.n_components_))
             with np.errstate(all="ignore"):
                 if whiten is not None:
                     Z = Z * to_device(whiten, X)

@@ -13,9 +13,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from skdp._array_api import (
     as_float64,
-    blocks,
     check_same_namespace,
-    device_norms,
+    clip_device_rows,
+    device_blocks,
     is_device_array,
     namespace,
     to_device,
@@ -118,18 +118,9 @@ class _PublicMap(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # Silent: in a pipeline's fit this maps private rows (docs/privacy.md, 1.4).
         with np.errstate(all="ignore"):
             if is_device_array(X):
-                X = validate_device_rows(X)
-                if X.shape[1] != self.n_features_in_:
-                    raise ValueError(
-                        f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                        f"expecting {self.n_features_in_} features as input.")
-                xp = namespace(X)
-                return self._map_device(xp, as_float64(xp, X))
+                X = validate_device_rows(X, fitted=self)
+                return self._map(as_float64(namespace(X), X))
             return self._map(validate_data(self, X, dtype=np.float64, reset=False))
-
-    def _map_device(self, xp, X):
-        """:meth:`_map` of float64 rows of the namespace ``xp``, on their device."""
-        raise NotImplementedError
 
 
 class PublicBoundsScaler(_PublicMap):
@@ -162,13 +153,12 @@ class PublicBoundsScaler(_PublicMap):
         tags.array_api_support = True  # an elementwise map where X is (docs/scaling_out.md)
         return tags
 
-    def _map(self, X: np.ndarray) -> np.ndarray:
+    def _map(self, X):
+        # float64 rows, of NumPy or of the namespace (and device) of the fit's X.
         out = (X - self.lower_) * (2.0 / (self.upper_ - self.lower_)) - 1.0
-        return np.clip(out, -1.0, 1.0, out=out)
-
-    def _map_device(self, xp, X):
-        out = (X - self.lower_) * (2.0 / (self.upper_ - self.lower_)) - 1.0
-        return xp.clip(out, min=-1.0, max=1.0)
+        if isinstance(out, np.ndarray):
+            return np.clip(out, -1.0, 1.0, out=out)
+        return namespace(out).clip(out, min=-1.0, max=1.0)
 
 
 class RowNormClipper(_PublicMap):
@@ -191,19 +181,15 @@ class RowNormClipper(_PublicMap):
         self.max_norm = max_norm
         self.norm = norm
 
-    def _map(self, X: np.ndarray) -> np.ndarray:
+    def _map(self, X):
+        # float64 rows, of NumPy or of an array API namespace (on their device).
+        if not isinstance(X, np.ndarray):
+            return clip_device_rows(namespace(X), X, float(self.max_norm) * NORM_SAFETY,
+                                    float(self.norm))
         with np.errstate(divide="ignore"):
             scale = np.minimum(1.0, float(self.max_norm) * NORM_SAFETY
                                / row_norms(X, float(self.norm)))
         return X * scale[:, None]
-
-    def _map_device(self, xp, X):
-        target = float(self.max_norm) * NORM_SAFETY
-        norms = device_norms(xp, X, float(self.norm))
-        # Divided by the norm first, then scaled (as the host's huge-row path).
-        over = norms > target
-        safe = xp.where(over, norms, xp.ones_like(norms))
-        return xp.where(over[:, None], (X / safe[:, None]) * target, X)
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
@@ -233,14 +219,13 @@ def _device_sums(X, lower: np.ndarray, width: np.ndarray) -> np.ndarray:
     """The released statistic's exact part for an array API ``X``, on its device: the
     per-feature sums of ``u`` and ``u^2``, ``u = clip((x - lower) / width, 0, 1)``,
     returned to the host (``2 d`` values)."""
-    xp = namespace(X)
     low, wide = to_device(lower, X), to_device(width, X)
-    n, d = X.shape
-    sums = np.zeros(2 * d)
-    for rows in blocks(n, d, False):
-        u = xp.clip((as_float64(xp, X[rows, ...]) - low) / wide, min=0.0, max=1.0)
-        sums += to_numpy(xp.concat([xp.sum(u, axis=0), xp.sum(u * u, axis=0)]), np.float64)
-    return sums
+
+    def block_sums(xp, rows):
+        u = xp.clip((rows - low) / wide, min=0.0, max=1.0)
+        return xp.concat([xp.sum(u, axis=0), xp.sum(u * u, axis=0)])
+
+    return np.sum(device_blocks(X, block_sums), axis=0)
 
 
 def shrink_to_centre(mean_u: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
@@ -478,7 +463,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         # step's row clipping handles, instead of an inf that it would refuse: an error
         # that would depend on the data). docs/privacy.md, 1.4.
         if is_device_array(X):
-            X = self._device_rows(X)
+            X = validate_device_rows(X, check_finite=False, fitted=self)
             xp = namespace(X)
             with np.errstate(all="ignore"):  # silent, as on the host (array_api_strict)
                 out = (as_float64(xp, X) - self._fitted_like("mean_", X)) / \
@@ -488,15 +473,6 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             X = validate_data(self, X, dtype=np.float64, reset=False)
             out = (X - to_numpy(self.mean_)) / to_numpy(self.scale_)
         return np.clip(out, -_FLOAT_MAX, _FLOAT_MAX, out=out)
-
-    def _device_rows(self, X):
-        """An array API ``X`` checked as scikit-learn checks host input here: two
-        dimensions and the fitted width (values are not checked: see transform)."""
-        X = validate_device_rows(X, check_finite=False)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
-        return X
 
     def _fitted_like(self, name: str, X):
         """A fitted statistic in ``X``'s namespace and on its device."""
@@ -518,7 +494,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         check_is_fitted(self)
         check_same_namespace(self.mean_, X, f"{type(self).__name__}.inverse_transform()")
         if is_device_array(X):
-            X = self._device_rows(X)
+            X = validate_device_rows(X, check_finite=False, fitted=self)
             xp = namespace(X)
             with np.errstate(all="ignore"):
                 return (as_float64(xp, X) * self._fitted_like("scale_", X)
