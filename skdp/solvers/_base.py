@@ -91,6 +91,18 @@ HOOK_DOCS["sensitivity"] = """\
 sensitivity : float
     Replace-one l2 sensitivity of one mean gradient.
 """
+HOOK_DOCS["problem"] = """\
+problem : Problem
+    The data and its public specification.
+"""
+HOOK_DOCS["point"] = """\
+plan : Plan
+    The plan.
+W : ndarray of shape (n_params, n_outputs)
+    The point (a function of earlier releases only).
+noise : NoiseSource
+    Source of the noise.
+"""
 # Whole Parameters sections, <<name_parameters>>, for the hooks' usual signatures.
 for _name, _entries in {
     "plan": ("spec", "budget", "accounting", "relation"),
@@ -100,6 +112,7 @@ for _name, _entries in {
     "release": ("plan",),
     "n_iter": ("spec", "budget", "sensitivity"),
     "epochs": ("spec", "budget"),
+    "release_at": ("problem", "point"),
 }.items():
     HOOK_DOCS[f"{_name}_parameters"] = "Parameters\n----------\n" + "".join(
         HOOK_DOCS[entry] for entry in _entries)

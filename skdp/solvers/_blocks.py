@@ -99,6 +99,27 @@ class Block:
             return sp.diags(self.scale) @ self.X
         return self.X * self.scale[:, None]
 
+    def weighted_gram(self, weight: np.ndarray) -> np.ndarray:
+        """``sum_i weight_i x'_i x'_i^T`` over the block's augmented, clipped rows."""
+        X, p, c0 = self.X, self.n_params, self.intercept
+        d = X.shape[1]
+        w = weight if self.scale is None else weight * self.scale
+        w2 = weight if self.scale is None else w * self.scale
+        G = np.empty((p, p))
+        if sp.issparse(X):
+            G[:d, :d] = (X.T @ X.multiply(w2[:, None])).toarray()
+        elif np.all(w2 >= 0):
+            R = X * np.sqrt(w2)[:, None]
+            G[:d, :d] = R.T @ R
+        else:
+            G[:d, :d] = X.T @ (X * w2[:, None])
+        if c0:
+            cross = c0 * np.asarray(X.T @ w).ravel()
+            G[:d, d] = cross
+            G[d, :d] = cross
+            G[d, d] = c0 * c0 * float(np.sum(weight))
+        return G
+
 
 def make_block(X: Any, scale: np.ndarray, Y: np.ndarray, norms: np.ndarray, intercept: float,
                n_params: int) -> Block:

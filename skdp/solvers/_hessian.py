@@ -8,10 +8,12 @@ second derivatives, and the bound DP Newton's sensitivity relies on.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit, softmax
 
+from skdp._array_api import to_numpy
 from skdp.exceptions import IncompatibleSolverError
 from skdp.losses import (
     HuberLoss,
@@ -21,9 +23,9 @@ from skdp.losses import (
     SquaredLoss,
 )
 from skdp.solvers._blocks import Block
-from skdp.solvers._device import device_pass, hessian_pass
+from skdp.solvers._device import device_pass
 
-__all__ = ["curvature", "curvature_grams", "hessian_block", "weighted_gram"]
+__all__ = ["curvature", "curvature_grams", "device_curvature", "hessian_block"]
 
 
 def curvature(loss, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -69,26 +71,32 @@ def curvature(loss, Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return np.clip(c, 0.0, float(loss.curvature_bound))
 
 
-def weighted_gram(block: Block, weight: np.ndarray) -> np.ndarray:
-    """``sum_i weight_i x'_i x'_i^T`` over one block of augmented, clipped rows."""
-    X, p, c0 = block.X, block.n_params, block.intercept
-    d = X.shape[1]
-    w = weight if block.scale is None else weight * block.scale
-    w2 = weight if block.scale is None else w * block.scale
-    G = np.empty((p, p))
-    if sp.issparse(X):
-        G[:d, :d] = (X.T @ X.multiply(w2[:, None])).toarray()
-    elif np.all(w2 >= 0):
-        R = X * np.sqrt(w2)[:, None]
-        G[:d, :d] = R.T @ R
-    else:
-        G[:d, :d] = X.T @ (X * w2[:, None])
-    if c0:
-        cross = c0 * np.asarray(X.T @ w).ravel()
-        G[:d, d] = cross
-        G[d, :d] = cross
-        G[d, d] = c0 * c0 * float(np.sum(weight))
-    return G
+def device_curvature(loss, Z: Any, Y: Any, xp: Any) -> Any:
+    """:func:`curvature` of scores on an array API device (the same cases, the same clip
+    to ``[0, curvature_bound]``)."""
+    zero, one = xp.zeros_like(Z), xp.ones_like(Z)
+    if isinstance(loss, MultinomialLogisticLoss):
+        E = xp.exp(Z - xp.max(Z, axis=1, keepdims=True))
+        return E / xp.sum(E, axis=1, keepdims=True)
+    if isinstance(loss, SmoothedHingeLoss):
+        gap = 1.0 - Y * Z
+        c = xp.where((gap > 0) & (gap < loss.smoothing), one / loss.smoothing, zero)
+    elif isinstance(loss, LogisticLoss):
+        e = xp.exp(-xp.abs(Z))
+        c = e / ((1.0 + e) * (1.0 + e))
+    elif isinstance(loss, HuberLoss):
+        c = xp.where(xp.abs(Z - Y) < loss.huber_delta, one, zero)
+    elif isinstance(loss, SquaredLoss):
+        c = one
+    else:  # refused before planning by the declared capabilities
+        raise IncompatibleSolverError(f"no second derivative for {type(loss).__name__}")
+    return xp.clip(c, min=0.0, max=float(loss.curvature_bound))
+
+
+def hessian_pass(block, W: Any, loss) -> np.ndarray:
+    """Device twin of :func:`hessian_block` (:mod:`skdp.solvers._device`)."""
+    return curvature_grams(block, device_curvature(loss, block.scores(W), block.Y, block.xp),
+                           loss, tuple(W.shape))
 
 
 @device_pass(hessian_pass)
@@ -100,17 +108,19 @@ def hessian_block(block: Block, W: np.ndarray, loss) -> np.ndarray:
 def curvature_grams(block: Block, C: np.ndarray, loss, shape: tuple[int, int]
                      ) -> np.ndarray:
     """``sum_i h_i kron x'_i x'_i^T`` of one block from its curvature weights ``C``
-    (:func:`curvature`), shape ``(p, K, p, K)``."""
+    (:func:`curvature`, or :func:`device_curvature` on a device block), shape ``(p, K, p,
+    K)``, on the host."""
     p, k = shape
     H = np.zeros((p, k, p, k))
     if isinstance(loss, MultinomialLogisticLoss):
         for a in range(k):
             for b in range(a, k):
-                G = weighted_gram(block, C[:, a] * ((a == b) - C[:, b]))
+                G = to_numpy(block.weighted_gram(C[:, a] * (float(a == b) - C[:, b])),
+                             np.float64)
                 H[:, a, :, b] = G
                 if b != a:
                     H[:, b, :, a] = G
     else:
         for a in range(k):
-            H[:, a, :, a] = weighted_gram(block, C[:, a])
+            H[:, a, :, a] = to_numpy(block.weighted_gram(C[:, a]), np.float64)
     return H

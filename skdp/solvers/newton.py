@@ -20,6 +20,7 @@ from numbers import Integral, Real
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._array_api import to_numpy
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
@@ -47,8 +48,8 @@ from skdp.solvers._base import (
 )
 from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
-from skdp.solvers._device import device_pass, gradient_and_hessian_pass
-from skdp.solvers._hessian import curvature, curvature_grams, hessian_block
+from skdp.solvers._device import device_clip, device_pass
+from skdp.solvers._hessian import curvature, curvature_grams, device_curvature, hessian_block
 from skdp.solvers._problem import ROW_BOUND_TOLERANCE, clip_unless_lossless
 
 __all__ = [
@@ -95,7 +96,18 @@ ITERATES = ("auto", "last", "average")
 _INNER_TOL = 1e-13
 
 
-@device_pass(gradient_and_hessian_pass)
+def _gradient_and_hessian_pass(block, W, loss, clip_norm: float, skip: bool) -> np.ndarray:
+    """Device twin of :func:`_gradient_and_hessian_block` (:mod:`skdp.solvers._device`)."""
+    xp = block.xp
+    p, k = W.shape
+    Z = block.scores(W)
+    H = curvature_grams(block, device_curvature(loss, Z, block.Y, xp), loss, (p, k))
+    D = device_clip(loss.device_derivative(Z, block.Y, xp), block.norms, clip_norm, xp, skip)
+    grad = to_numpy(block.gradient_sum(D), np.float64)
+    return np.concatenate([grad.ravel(), H.ravel()])
+
+
+@device_pass(_gradient_and_hessian_pass)
 def _gradient_and_hessian_block(block: Block, W: np.ndarray, loss, clip_norm: float,
                                 skip: bool) -> np.ndarray:
     """``[vec(sum_i x'_i clip_C(phi'_i)^T), vec(sum_i h_i kron x'_i x'_i^T)]`` of one block.
@@ -700,16 +712,7 @@ class DPNewton(BaseDPSolver):
         The only access to the data. Draws ``N(0, sigma_gradient^2)`` of shape ``W.shape``,
         then ``N(0, sigma_hessian^2)`` of shape ``(D (D + 1) / 2,)`` (``svec`` order).
 
-        Parameters
-        ----------
-        problem : Problem
-            The data and its public specification.
-        plan : NewtonPlan
-            The plan.
-        W : ndarray of shape (n_params, n_outputs)
-            The point (a function of earlier releases only).
-        noise : NoiseSource
-            Source of the noise.
+        <<release_at_parameters>>
 
         Returns
         -------
@@ -732,16 +735,7 @@ class DPNewton(BaseDPSolver):
 
         Draws ``N(0, sigma_gradient^2)`` of shape ``W.shape``.
 
-        Parameters
-        ----------
-        problem : Problem
-            The data and its public specification.
-        plan : NewtonPlan
-            The plan.
-        W : ndarray of shape (n_params, n_outputs)
-            The point (a function of earlier releases only).
-        noise : NoiseSource
-            Source of the noise.
+        <<release_at_parameters>>
 
         Returns
         -------
