@@ -436,3 +436,27 @@ def test_a_loss_without_a_device_form_runs_through_the_host(xp):
     reference = host.loss_and_gradient_sums(W)
     assert value == pytest.approx(reference[0], rel=1e-12)
     np.testing.assert_allclose(gradient, reference[1], rtol=1e-12)
+
+
+def test_a_private_grid_search_on_device_charges_what_ran(xp, tmp_path):
+    """GridSearchCV with private scores over device arrays: the accountant reads the same
+    total and entries as over NumPy arrays, with n_jobs=1 and with two process workers
+    sharing a file-backed accountant (no refit: its cost depends on the noisy winner)."""
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from skdp.metrics import make_private_scorer
+
+    X, y = _unit_digits(2)
+
+    def spent(Xa, ya, n_jobs, path=None):
+        acc = BudgetAccountant(50.0, 1e-3, path=path)
+        search = GridSearchCV(
+            DPLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=acc),
+            {"epsilon": [0.5, 1.0]}, cv=KFold(3), n_jobs=n_jobs, refit=False,
+            scoring=make_private_scorer("accuracy", epsilon=0.1, accountant=acc))
+        search.fit(Xa, ya)
+        return acc.spent(), len(acc.entries)
+
+    reference = spent(X, y, 1)
+    assert spent(_asarray(xp, X), _asarray(xp, y), 1) == reference
+    assert spent(_asarray(xp, X), _asarray(xp, y), 2, str(tmp_path / "acc.json")) == reference
