@@ -459,4 +459,13 @@ def test_a_private_grid_search_on_device_charges_what_ran(xp, tmp_path):
 
     reference = spent(X, y, 1)
     assert spent(_asarray(xp, X), _asarray(xp, y), 1) == reference
-    assert spent(_asarray(xp, X), _asarray(xp, y), 2, str(tmp_path / "acc.json")) == reference
+    # Process workers inherit SCIPY_ARRAY_API (scikit-learn turns dispatch on in them) only
+    # when they start after it is set: fresh workers, shut down again after the check.
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=True)
+    try:
+        assert spent(_asarray(xp, X), _asarray(xp, y), 2,
+                     str(tmp_path / "acc.json")) == reference
+    finally:
+        get_reusable_executor().shutdown(wait=True)
