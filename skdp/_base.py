@@ -25,6 +25,7 @@ from skdp._array_api import (
     to_numpy,
 )
 from skdp._planning import (
+    NOISE_DOMINATED,
     SCALE_SLACK,
     FitBounds,
     PrivacyPlanning,
@@ -71,11 +72,6 @@ from skdp.solvers._base import snap_release
 from skdp.solvers._problem import non_finite_message
 
 __all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
-
-#: A fit whose :func:`noise_ratio` is at least this warns that it is noise-dominated:
-#: the noise of one release of the mean is then as large as any signal it could carry.
-NOISE_DOMINATED = 1.0
-
 
 def check_out_of_core(solver, kind: str = "a dask array") -> None:
     """Raise :class:`IncompatibleSolverError` when ``solver`` cannot take a dask ``X`` or
@@ -232,6 +228,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         "random_state": ["random_state", np.random.Generator],
         "secure": ["boolean"],
         "verbose": ["verbose"],
+        "noise_dominated": [StrOptions({"intercept_only", "fit"})],
     }
 
     # -- hooks -----------------------------------------------------------------------------
@@ -302,9 +299,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         ``|y - centre|`` (their maximum at ``epsilon=inf``: no target clipped). Without an
         intercept the centre is 0.
         """
+        # Without a share (declared, or the intercept-only model, which reads no
+        # feature): the declared bound, or the placeholder 1 (the constant feature's value).
         data_norm = (private_bound(row_norms(X, self._data_norm_ord()), shares["data_norm"],
                                    rng, quantile=self._data_norm_quantile)
-                     if "data_norm" in shares else float(self.data_norm))
+                     if "data_norm" in shares else self._placeholder_bounds().data_norm)
         y_bound = getattr(self, "y_bound", None)
         centre = 0.0
         if "y_bound" in shares:
@@ -379,7 +378,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon!s}, "
                  f"delta={self.delta!s}, solver {get_solver(self.solver).name!r}")
         if auto:
-            total, shares, fit_budget, reservation = self._bounds_plan(*shape, y)
+            total, shares, fit_budget, reservation, intercept_only = self._bounds_plan(
+                *shape, y)
             planned = reservation
             progress(f"private bounds: {', '.join(shares)} with epsilon "
                      f"{sum(shares.values()):.4g} in all (pure DP); the fit gets "
@@ -406,16 +406,16 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 bounds = self._estimate_bounds(X, y, shares, bounds_rng)
                 # The private bounds are computed, and whether the rest fails can depend
                 # on them (the solver is planned with them): their part stays charged.
-                charge.keep(CompositeLedger(
-                    (("bounds", self._bounds_ledger(shares, total)),), total))
+                if shares:
+                    charge.keep(CompositeLedger(self._bounds_parts(shares, total), total))
                 solver, _, spec, prepared, label_attrs = self._privacy_plan(
-                    *shape, y, bounds, fit_budget)
-                ledger = CompositeLedger((("bounds", self._bounds_ledger(shares, total)),
+                    *shape, y, bounds, fit_budget, intercept_only=intercept_only)
+                ledger = CompositeLedger((*self._bounds_parts(shares, total),
                                           ("fit", prepared[1])), total)
                 charge.amend(ledger)
             else:
                 fit_rng, ledger = self.random_state, prepared[1]
-            self._warn_if_noise_dominated(spec, prepared[1].budget, bounds)
+            self._warn_if_noise_dominated(spec, total, bounds)
             if not total.is_private and isinstance(self.solver, str) and \
                     solver.capabilities.inexact_at_inf:
                 # Public: the solver's declaration and the budget.
@@ -443,26 +443,34 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         progress("done", f"privacy spent ({spent.epsilon:.6g}, {spent.delta:.3g})")
         return self
 
-    def _warn_if_noise_dominated(self, spec, budget: Budget, bounds: FitBounds) -> None:
-        """Warn when the fit cannot learn: its :func:`noise_ratio` is at least
-        :data:`NOISE_DOMINATED`, or a private bound fell on the edge of its public grid.
+    def _warn_if_noise_dominated(self, spec, total: Budget, bounds: FitBounds) -> None:
+        """Warn when the fit cannot learn: the :func:`noise_ratio` of the fit its solver
+        would get (:meth:`_decision_budget`) is at least :data:`NOISE_DOMINATED`, or a
+        private bound fell on the edge of its public grid.
 
         Post-processing of public quantities and released (DP) bounds only: the warning
         costs no privacy and says what to change.
         """
+        budget = self._decision_budget(total, spec.n_samples)
         ratio = noise_ratio(spec.n_samples, spec.n_params, budget)
+        fallback = self._intercept_only_instead(spec, budget)
         if ratio >= NOISE_DOMINATED:
+            outcome = ("so it releases the intercept-only model instead (the private "
+                       + ("mean target" if self._y_numeric else "class shares")
+                       + ", every coefficient 0; noise_dominated='fit' runs the solver "
+                       "anyway)" if fallback else "so expect a model near chance")
             warn_user(
                 f"this fit is noise-dominated: {spec.n_samples} rows at epsilon "
                 f"{budget.epsilon:.3g} for {spec.n_params} coefficients give noise "
-                f"{ratio:.2g} times the largest signal, so expect a model near chance. "
-                "Raise epsilon, use fewer features, or declare public bounds (data_norm, "
-                "y_bound) so that no budget goes to them.",
+                f"{ratio:.2g} times the largest signal, {outcome}. Raise epsilon, use "
+                "fewer features, or declare public bounds (data_norm, y_bound) so that "
+                "no budget goes to them.",
                 NoiseDominatedWarning)
         grid = grid_points()
         auto = self._auto_bounds()
-        edges = [name for name, value in (("data_norm", bounds.data_norm),
-                                          ("y_bound", bounds.y_bound))
+        estimated = (("y_bound", bounds.y_bound),) if fallback else (
+            ("data_norm", bounds.data_norm), ("y_bound", bounds.y_bound))
+        edges = [name for name, value in estimated
                  if name in auto
                  if value is not None and (value <= grid[0] or value >= grid[-1])]
         if edges:

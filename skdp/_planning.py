@@ -30,7 +30,8 @@ from skdp.privacy.composition import CompositeLedger
 from skdp.solvers import SOLVERS, ProblemSpec, accepting_solvers, get_solver
 from skdp.solvers._capabilities import accepts_any
 
-__all__ = ["BOUND_WEIGHTS", "FitBounds", "PrivacyPlanning", "bounds_share", "noise_ratio"]
+__all__ = ["BOUND_WEIGHTS", "NOISE_DOMINATED", "FitBounds", "PrivacyPlanning", "bounds_share",
+           "noise_ratio"]
 
 #: The split of the bounds' budget among the estimates (proportional; public;
 #: docs/privacy.md, 1.6). The scale of |y| clips the centre's mean, so an error in it
@@ -74,6 +75,11 @@ def _split(total: float, weights: dict) -> dict:
     while sum(shares.values()) > total:
         shares = {k: math.nextafter(v, 0.0) for k, v in shares.items()}
     return shares
+
+
+#: A fit whose :func:`noise_ratio` is at least this warns that it is noise-dominated:
+#: the noise of one release of the mean is then as large as any signal it could carry.
+NOISE_DOMINATED = 1.0
 
 
 def noise_ratio(n_samples: int, n_params: int, budget: Budget) -> float:
@@ -240,13 +246,16 @@ class PrivacyPlanning:
 
     def _privacy_plan(self, n_samples: int, n_features: int, y,
                       bounds: FitBounds | None = None, budget: Budget | None = None,
-                      *, calibrate: bool = True):
+                      *, calibrate: bool = True, intercept_only: bool | None = None):
         """Everything a fit decides before reading ``X``: solver, budget, spec and plan.
 
         Used by ``fit`` (to charge a budget accountant before any value of ``X`` is read)
         and by :func:`skdp.model_selection.privacy_cost` (to price a workflow). Without
         ``calibrate`` only the settings are checked (``prepared`` is ``None``): a fit with
         ``"auto"`` bounds plans its solver once, after the bounds are estimated.
+        ``intercept_only``: whether solver ``"intercept_only"`` replaces the solver
+        (``None``: :meth:`_intercept_only_instead` decides from this plan's budget; a fit
+        with ``"auto"`` bounds passes the decision of :meth:`_bounds_plan`).
         """
         bounds = self._placeholder_bounds() if bounds is None else bounds
         tilt = 0.0 if self.tilt is None else float(self.tilt)
@@ -301,6 +310,11 @@ class PrivacyPlanning:
             intercept_feature=bounds.data_norm if self.fit_intercept else 0.0,
             row_norm_ord=self._data_norm_ord(),
         )
+        if intercept_only is None:
+            intercept_only = self._intercept_only_instead(spec, budget)
+        if intercept_only:
+            # Public: n, the number of coefficients and the budget (noise_ratio).
+            solver = SOLVERS["intercept_only"]()
         try:
             if not calibrate:
                 solver.check(spec, budget, accounting=self.accounting,
@@ -312,6 +326,15 @@ class PrivacyPlanning:
             # Public: name the registered solvers that accept this problem.
             raise accepting_solvers(error) from None
         return solver, budget, spec, prepared, label_attrs
+
+    def _intercept_only_instead(self, spec: ProblemSpec, budget: Budget) -> bool:
+        """Whether the fit releases the intercept-only model instead of running its solver:
+        ``noise_dominated="intercept_only"`` and a planned fit whose :func:`noise_ratio`
+        is at least :data:`NOISE_DOMINATED` (public: ``n``, the number of coefficients
+        and the budget). docs/algorithms/intercept_only.md."""
+        # Estimators pickled before the parameter existed keep running their solver.
+        return (getattr(self, "noise_dominated", "fit") == "intercept_only"
+                and noise_ratio(spec.n_samples, spec.n_params, budget) >= NOISE_DOMINATED)
 
     def _bounds_plan(self, n_samples: int, n_features: int, y):
         """For ``"auto"`` bounds: the total budget, its split, and the reservation charged
@@ -335,20 +358,52 @@ class PrivacyPlanning:
         if not total.is_private:
             unaccounted = PrivacyLedger(dpe.NonPrivateDpEvent(), "pure", self.neighboring, total)
             return (total, {k: math.inf for k in names}, total,
-                    CompositeLedger((("fit", unaccounted),), total))
+                    CompositeLedger((("fit", unaccounted),), total), False)
+        shares, fit_budget = self._split_budget(total, names, n_samples)
+        spec = self._privacy_plan(n_samples, n_features, y, None, fit_budget,
+                                  calibrate=False)[2]
+        intercept_only = self._intercept_only_instead(
+            spec, self._decision_budget(total, n_samples))
+        if intercept_only and "data_norm" in names:
+            # Public decision (noise_ratio of the fit the solver would get). The
+            # intercept-only model reads no feature: no budget goes to data_norm, and the
+            # fit gets what it would have spent.
+            names = tuple(k for k in names if k != "data_norm")
+            shares, fit_budget = self._split_budget(total, names, n_samples)
+        # The fit planned with the placeholder bounds (calibrated once, and cached for the
+        # real plan when the two agree).
+        planned = self._privacy_plan(n_samples, n_features, y, None, fit_budget,
+                                     intercept_only=intercept_only)[3][1]
+        reservation = CompositeLedger((*self._bounds_parts(shares, total), ("fit", planned)),
+                                      total)
+        return total, shares, fit_budget, reservation, intercept_only
+
+    def _decision_budget(self, total: Budget, n_samples: int) -> Budget:
+        """The budget the solver gets with every ``"auto"`` bound estimated: what decides
+        :meth:`_intercept_only_instead` and the noise-dominated warning (public)."""
+        names = self._auto_bounds()
+        if not names or not total.is_private:
+            return total
+        return self._split_budget(total, names, n_samples)[1]
+
+    def _split_budget(self, total: Budget, names: tuple, n_samples: int
+                      ) -> tuple[dict, Budget]:
+        """The bound estimates' shares of ``epsilon`` (:func:`bounds_share`, split by
+        :data:`BOUND_WEIGHTS`) and the fit's budget (the rest, all of ``delta``)."""
+        if not names:
+            return {}, total
         eps_bounds = bounds_share(self.bounds_fraction, total.epsilon,
                                   sum(BOUND_WEIGHTS[k] for k in names), n_samples)
         eps_fit = total.epsilon - eps_bounds
         while eps_bounds + eps_fit > total.epsilon:  # rounding must not exceed the total
             eps_fit = math.nextafter(eps_fit, 0.0)
-        shares = _split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names})
-        fit_budget = Budget(eps_fit, total.delta)
-        # The fit planned with the placeholder bounds (calibrated once, and cached for the
-        # real plan when the two agree).
-        planned = self._privacy_plan(n_samples, n_features, y, None, fit_budget)[3][1]
-        reservation = CompositeLedger((
-            ("bounds", self._bounds_ledger(shares, total)), ("fit", planned)), total)
-        return total, shares, fit_budget, reservation
+        return _split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names}), Budget(eps_fit,
+                                                                                total.delta)
+
+    def _bounds_parts(self, shares: dict, total: Budget) -> tuple:
+        """The ``("bounds", ledger)`` part of a fit's composite ledger (none without a
+        bound estimate)."""
+        return (("bounds", self._bounds_ledger(shares, total)),) if shares else ()
 
     def _bounds_ledger(self, shares: dict, total: Budget) -> PrivacyLedger:
         events = [mean_event(eps) if name == "y_centre" else bound_event(eps)

@@ -121,6 +121,37 @@ class GLMLoss(ABC):
         :meth:`device_derivative`; the default goes through the host)."""
         return to_device(self.value(to_numpy(Z, np.float64), to_numpy(Y, np.float64)), Z)
 
+    def target_diameter(self, n_outputs: int) -> float:
+        """``sup ||y - y'||_2`` over two labels of the loss's label domain.
+
+        Bounds how far replacing one record moves the mean of the encoded targets, times
+        ``n`` (the intercept-only release, :class:`skdp.solvers.InterceptOnly`). ``inf``
+        (the default, for a loss whose label domain is unbounded): that release refuses it.
+        """
+        return float("inf")
+
+    def intercept_only(self, mean: np.ndarray, n_samples: int) -> np.ndarray:
+        """The intercept-only model's scores from the (noisy) mean of the encoded targets.
+
+        Post-processing of the released mean and the public ``n``: the minimiser of the
+        mean loss over constant scores where it is a function of the mean target (the
+        logistic losses, the squared loss), otherwise a score whose sign or argmax is
+        the majority's. The default returns the mean (the squared loss's answer).
+
+        Parameters
+        ----------
+        mean : ndarray of shape (n_outputs,)
+            The released mean of the encoded targets.
+        n_samples : int
+            The public number of rows.
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+            The constant scores (the intercept).
+        """
+        return np.asarray(mean, dtype=float)
+
     def label_error(self, Y: np.ndarray) -> str | None:
         """Why the labels ``Y`` (shape ``(n, K)``) are outside the loss's label domain.
 
@@ -161,6 +192,18 @@ class LogisticLoss(GLMLoss):
     derivative_bound = 1.0
     derivative_diameter = 1.0
     curvature_bound = 0.25
+
+    def target_diameter(self, n_outputs: int) -> float:
+        # Labels -1 and +1.
+        return 2.0
+
+    def intercept_only(self, mean: np.ndarray, n_samples: int) -> np.ndarray:
+        # The constant minimising the mean of log(1 + exp(-y b)) is the log odds of the
+        # share p = (1 + mean) / 2 of +1 labels; the noisy share is kept within the
+        # public [1 / (2 n), 1 - 1 / (2 n)] (half a record from either end).
+        floor = 0.5 / n_samples
+        p = np.clip((1.0 + np.asarray(mean, dtype=float)) / 2.0, floor, 1.0 - floor)
+        return np.log(p) - np.log1p(-p)
 
     def label_error(self, Y: np.ndarray) -> str | None:
         return _sign_label_error(Y)
@@ -231,6 +274,15 @@ class MultinomialLogisticLoss(GLMLoss):
     def __init__(self, n_outputs: int = 2) -> None:
         self.n_outputs_hint = int(n_outputs)
 
+    def target_diameter(self, n_outputs: int) -> float:
+        # Two one-hot rows: ||e_j - e_k|| = sqrt(2).
+        return float(np.sqrt(2.0))
+
+    def intercept_only(self, mean: np.ndarray, n_samples: int) -> np.ndarray:
+        # softmax(b) = p minimises the mean of logsumexp(b) - b_y: b = log p (up to a
+        # constant), with each noisy share floored at half a record (1 / (2 n)).
+        return np.log(np.maximum(np.asarray(mean, dtype=float), 0.5 / n_samples))
+
     def label_error(self, Y: np.ndarray) -> str | None:
         if np.all((Y == 0.0) | (Y == 1.0)) and np.all(np.sum(Y, axis=1) == 1.0):
             return None
@@ -289,6 +341,14 @@ class SquaredLoss(GLMLoss):
 
     def __init__(self, label_bound: float) -> None:
         self.label_bound = float(label_bound)
+
+    def target_diameter(self, n_outputs: int) -> float:
+        # Labels in [-Y, Y].
+        return 2.0 * self.label_bound
+
+    def intercept_only(self, mean: np.ndarray, n_samples: int) -> np.ndarray:
+        # The mean minimises the mean squared error; kept within the labels' [-Y, Y].
+        return np.clip(np.asarray(mean, dtype=float), -self.label_bound, self.label_bound)
 
     def label_error(self, Y: np.ndarray) -> str | None:
         return _bounded_label_error(Y, self.label_bound)
@@ -364,6 +424,18 @@ class HuberLoss(GLMLoss):
         self.derivative_bound = huber_delta
         self.derivative_diameter = 2.0 * huber_delta
 
+    def target_diameter(self, n_outputs: int) -> float:
+        # Labels in [-Y, Y] (unbounded without a label bound).
+        return float("inf") if self.label_bound is None else 2.0 * self.label_bound
+
+    def intercept_only(self, mean: np.ndarray, n_samples: int) -> np.ndarray:
+        # The mean of the clipped labels (the squared loss's constant, not Huber's
+        # M-estimate of location, which is not a function of the mean).
+        mean = np.asarray(mean, dtype=float)
+        if self.label_bound is None:
+            return mean
+        return np.clip(mean, -self.label_bound, self.label_bound)
+
     def label_error(self, Y: np.ndarray) -> str | None:
         return _bounded_label_error(Y, self.label_bound)
 
@@ -427,6 +499,16 @@ class HingeLoss(GLMLoss):
         self.n_outputs_hint = int(n_outputs)
         self.derivative_bound = float(np.sqrt(n_outputs))
         self.derivative_diameter = float(np.sqrt(n_outputs))
+
+    def target_diameter(self, n_outputs: int) -> float:
+        # One-vs-rest +-1 rows: replacing a record flips two coordinates by 2 each
+        # (one when K = 1).
+        return 2.0 if n_outputs == 1 else 2.0 * float(np.sqrt(2.0))
+
+    def intercept_only(self, mean: np.ndarray, n_samples: int) -> np.ndarray:
+        # The mean of the +-1 labels per class, in [-1, 1]: its sign (K = 1) or argmax
+        # is the (private) majority, which is what a constant hinge model predicts.
+        return np.clip(np.asarray(mean, dtype=float), -1.0, 1.0)
 
     def label_error(self, Y: np.ndarray) -> str | None:
         return _sign_label_error(Y)

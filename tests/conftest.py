@@ -69,11 +69,13 @@ def box_constraint(mirror_map=None):
 
 def make_problem(
     n=200, d=5, n_classes=2, alpha=0.1, seed=0, constraint=None, zero=False, intercept=False,
-    loss="logistic",
+    loss="logistic", declare_intercept=False,
 ) -> Problem:
     """A logistic problem with rows of norm <= 1 (optionally all-zero rows).
 
     ``loss="squared"``: a least-squares problem (one output, labels in ``[-1, 1]``).
+    ``declare_intercept``: the spec declares the intercept's constant feature (1), as the
+    estimators' specs do (``intercept`` must be set).
     """
     rng = np.random.default_rng(seed)
     X = np.zeros((n, d)) if zero else rng.normal(size=(n, d)) / np.sqrt(d)
@@ -95,6 +97,7 @@ def make_problem(
         loss=loss,
         constraint=constraint or Unconstrained(),
         alpha=alpha,
+        intercept_feature=1.0 if intercept and declare_intercept else 0.0,
     )
     return Problem.build(X, Y, spec, data_norm=1.0, intercept=1.0 if intercept else 0.0)
 

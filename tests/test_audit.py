@@ -64,7 +64,8 @@ def _canary_problems(case: AuditCase):
     y = np.where(rng.random(10) < 0.5, 1.0, -1.0)
     pair = make_canary_pair(X, y, data_norm=1.0, labels=(-1.0, 1.0))
     constraint = case.constraint() if case.constraint is not None else None
-    return pair, pair.problems(case.loss(), alpha=case.alpha, constraint=constraint)
+    return pair, pair.problems(case.loss(), alpha=case.alpha, constraint=constraint,
+                               intercept=1.0 if case.intercept else 0.0)
 
 
 def _audit(name: str, index: int, factor: float, seed: int) -> AuditResult:
@@ -72,7 +73,8 @@ def _audit(name: str, index: int, factor: float, seed: int) -> AuditResult:
     pair, (problem, neighbour) = _canary_problems(case)
     return audit_solver(
         case.solver(), problem, neighbour, Budget(case.epsilon, case.delta),
-        statistic=pair.coef_statistic, n_trials=case.n_trials, confidence=CONFIDENCE,
+        statistic=pair.intercept_statistic if case.intercept else pair.coef_statistic,
+        n_trials=case.n_trials, confidence=CONFIDENCE,
         random_state=seed, noise_factory=lambda g: case.noise(g, factor),
     )
 

@@ -278,7 +278,8 @@ def test_multiclass_noise_is_independent_across_classes():
     d, n_classes = 2000, 3
     X = np.zeros((60, d))
     y = np.arange(60) % n_classes
-    est = dp_clf(epsilon=1e-3, solver=NoisyGD(n_iter=1), fit_intercept=False).fit(X, y)
+    est = dp_clf(epsilon=1e-3, solver=NoisyGD(n_iter=1), fit_intercept=False,
+                 noise_dominated="fit").fit(X, y)
     plan = est.privacy_plan_
     scale = plan.step_size * plan.sigma
     assert scale > 0

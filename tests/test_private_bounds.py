@@ -146,7 +146,8 @@ def test_audit_of_the_bound_estimate_with_an_extreme_canary(monkeypatch):
         streams = np.random.default_rng(seed).spawn(800)
         for k, data in enumerate([X, X_prime] * 400):
             clf = DPLogisticRegression(epsilon=1.0, solver="output_perturbation",
-                                       delta=0.0, random_state=streams[k])
+                                       delta=0.0, random_state=streams[k],
+                                       noise_dominated="fit")
             out.append(np.log(quiet(clf.fit, data, y).data_norm_))
         monkeypatch.setattr(base, "private_bound", real)
         return np.array(out[0::2]), np.array(out[1::2]), 0.2

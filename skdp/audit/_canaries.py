@@ -80,6 +80,27 @@ class CanaryPair:
         t0, t1 = (np.atleast_1d(np.asarray(v, dtype=float)) for v in self.labels)
         return float(np.asarray(coef)[self.feature] @ (t1 - t0))
 
+    def intercept_statistic(self, coef: np.ndarray) -> float:
+        """Projection of the solver's intercept on the canary's target move.
+
+        ``W[-1] . (t' - t)`` (the intercept is the last row of ``W``): the statistic of a
+        model that reads no feature (:class:`~skdp.solvers.InterceptOnly`), whose
+        intercept moves towards the canary's label.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params, n_outputs)
+            A solver's coefficients, fitted with an intercept (:meth:`problems` with
+            ``intercept``).
+
+        Returns
+        -------
+        float
+            ``W[-1] . (t' - t)``.
+        """
+        t0, t1 = (np.atleast_1d(np.asarray(v, dtype=float)) for v in self.labels)
+        return float(np.asarray(coef)[-1] @ (t1 - t0))
+
     def estimator_statistic(self, estimator: Any) -> float:
         """Projection of a fitted classifier's or regressor's ``coef_`` on the canary.
 
@@ -112,11 +133,13 @@ class CanaryPair:
         *,
         alpha: float = 0.0,
         constraint: Constraint | None = None,
+        intercept: float = 0.0,
     ) -> tuple[Problem, Problem]:
         """The two datasets as solver :class:`~skdp.solvers.Problem` objects.
 
-        ``y`` must already hold the loss's targets (``+-1``, one-hot rows, ...). No
-        intercept; rows are clipped to ``data_norm``, which is also the public row bound.
+        ``y`` must already hold the loss's targets (``+-1``, one-hot rows, ...). Rows are
+        clipped to ``data_norm``; the public row bound is ``data_norm``, or
+        ``hypot(data_norm, intercept)`` with the constant feature ``intercept``.
 
         Parameters
         ----------
@@ -126,6 +149,8 @@ class CanaryPair:
             L2 strength.
         constraint : Constraint, optional
             Feasible set (default unconstrained).
+        intercept : float, default=0.0
+            Value of the constant intercept feature (0: no intercept).
 
         Returns
         -------
@@ -139,18 +164,21 @@ class CanaryPair:
         Y0 = Y0[:, None] if Y0.ndim == 1 else Y0
         Y1 = Y1[:, None] if Y1.ndim == 1 else Y1
         n, d = self.X.shape
+        c = float(intercept)
         spec = ProblemSpec(
             n_samples=n,
-            n_params=d,
+            n_params=d + (1 if c else 0),
             n_outputs=Y0.shape[1],
             n_penalized=d,
-            row_norm_bound=self.data_norm,
+            row_norm_bound=math.hypot(self.data_norm, c),
             loss=loss,
             constraint=constraint if constraint is not None else Unconstrained(),
             alpha=float(alpha),
+            intercept_feature=c,
         )
-        return (Problem.build(self.X, Y0, spec, data_norm=self.data_norm),
-                Problem.build(self.X_prime, Y1, spec, data_norm=self.data_norm))
+        return (Problem.build(self.X, Y0, spec, data_norm=self.data_norm, intercept=c),
+                Problem.build(self.X_prime, Y1, spec, data_norm=self.data_norm,
+                              intercept=c))
 
 
 def make_canary_pair(

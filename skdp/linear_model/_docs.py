@@ -140,6 +140,16 @@ verbose : int, default=0
     neighbouring data sets; ``2``: also the planned step count and the step reached
     (they follow the private bounds) and elapsed times (a timing channel).
 """,
+    'noise_dominated': """\
+noise_dominated : {"intercept_only", "fit"}, default="intercept_only"
+    What a fit does when its planned noise would dominate any signal (the
+    ``NoiseDominatedWarning``: ``n``, the number of coefficients and the budget only, so
+    the choice is public). ``"intercept_only"``: release the intercept-only model (the
+    private class shares or mean target, every coefficient 0) with the fit's budget, by
+    solver ``"intercept_only"``, which predicts the majority class or the mean instead of
+    a random linear rule. ``"fit"``: run ``solver`` anyway. See
+    docs/algorithms/intercept_only.md.
+""",
     'classes': """\
 classes : array-like or None, default=None
     The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
@@ -209,9 +219,11 @@ X : {array-like, sparse matrix} of shape (n_samples, n_features)
 _PARAMS["bounds"] = _PARAMS["data_norm"] + _PARAMS["bounds_fraction"].replace("{arg}", '"auto"')
 _PARAMS["options"] = "".join(_PARAMS[name] for name in (
     "fit_intercept", "constraint", "data_norm_ord", "tilt", "adversarial", "adversarial_norm",
-    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose"))
+    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose",
+    "noise_dominated"))
 _PARAMS["run_options"] = "".join(_PARAMS[name] for name in (
-    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose"))
+    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose",
+    "noise_dominated"))
 
 
 def _attributes(kind: str) -> str:

@@ -110,6 +110,7 @@ class DPHuberRegressor(BaseDPRegressor):
         random_state=None,
         secure=False,
         verbose=0,
+        noise_dominated="intercept_only",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -133,6 +134,7 @@ class DPHuberRegressor(BaseDPRegressor):
         self.random_state = random_state
         self.secure = secure
         self.verbose = verbose
+        self.noise_dominated = noise_dominated
 
     def _encode_targets(self, y, bounds):
         Y, bound = self._clipped_labels(y, bounds)

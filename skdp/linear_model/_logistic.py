@@ -103,6 +103,7 @@ class DPLogisticRegression(BaseDPClassifier):
         random_state=None,
         secure=False,
         verbose=0,
+        noise_dominated="intercept_only",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -125,6 +126,7 @@ class DPLogisticRegression(BaseDPClassifier):
         self.random_state = random_state
         self.secure = secure
         self.verbose = verbose
+        self.noise_dominated = noise_dominated
 
     def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)

@@ -12,6 +12,7 @@ from skdp.solvers.accelerated_mirror_descent import DPAccMD
 from skdp.solvers.approx_objective_perturbation import ApproxObjectivePerturbation
 from skdp.solvers.frank_wolfe import PrivateFrankWolfe
 from skdp.solvers.gd import NoisyGD
+from skdp.solvers.intercept_only import InterceptOnly
 from skdp.solvers.localized_mirror_descent import LocalizedMirrorDescent
 from skdp.solvers.mirror_descent import NoisyMirrorDescent
 from skdp.solvers.newton import DPNewton
@@ -28,6 +29,7 @@ from skdp.solvers.truncated_mirror_descent import (
 )
 
 __all__ = [
+    "InterceptOnly",
     "DPSVRG",
     "ApproxObjectivePerturbation",
     "DPAccMD",
@@ -74,6 +76,7 @@ SOLVERS: dict[str, type[BaseDPSolver]] = {
     "phased_sgd": PhasedDPSGD,
     "sufficient_statistics": SufficientStatistics,
     "newton": DPNewton,
+    "intercept_only": InterceptOnly,
 }
 
 

@@ -55,6 +55,9 @@ class AuditCase:
     zero_background: bool = False
     #: Noise source of the runs: ``noise(generator, factor)``.
     noise: Callable[[np.random.Generator, float], NoiseSource] = ScaledNoiseSource
+    #: Fit an intercept (constant feature 1) and audit it (``CanaryPair.intercept_statistic``)
+    #: instead of the canary feature's coefficient: a model that reads no feature.
+    intercept: bool = False
 
 
 class CanaryFirst(ScaledNoiseSource):
@@ -100,6 +103,9 @@ class SolverCases:
         Where and why the zero-signal noise is checked instead.
     one_release : bool
         The plan is one release (``n_iter == 1``), not iterations.
+    intercept : bool
+        The suite's problems declare an intercept (a model that reads the targets only
+        releases nothing without one).
     min_samples : int
         Fewest rows of the suite's problems (a mechanism that needs more rows than the
         default 200 to exercise its privacy argument).
@@ -116,6 +122,7 @@ class SolverCases:
     zero_signal_elsewhere: str = ""
     one_release: bool = False
     min_samples: int = 0
+    intercept: bool = False
 
     def __post_init__(self) -> None:
         if (self.converged is None) == (not self.not_erm):

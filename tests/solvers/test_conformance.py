@@ -59,6 +59,8 @@ def _problem(name, constraint=None, **kw):
     kw["n"] = max(kw.get("n", 200), cases(name).min_samples, _caps(name).min_samples)
     if name in LOSS:
         kw.update(loss=LOSS[name], n_classes=2)
+    if cases(name).intercept:
+        kw.update(intercept=True, declare_intercept=True)
     return make_problem(constraint=constraint, **kw)
 
 
