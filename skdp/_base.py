@@ -334,7 +334,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 # a tight bound (an independent review measured R^2 within 0.05 either way).
                 y_bound = min(y_bound, grid_ceil(scale + abs(centre)))
         elif y_bound is not None:
-            y_bound = float(y_bound)
+            # Declared, or the placeholder 1 ("auto" without a share: the zero model).
+            y_bound = self._placeholder_bounds().y_bound
         return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)
 
     def _fit(self, X, y):

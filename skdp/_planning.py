@@ -332,8 +332,11 @@ class PrivacyPlanning:
         ``noise_dominated="intercept_only"`` and a planned fit whose :func:`noise_ratio`
         is at least :data:`NOISE_DOMINATED` (public: ``n``, the number of coefficients
         and the budget). docs/algorithms/intercept_only.md."""
-        # Estimators pickled before the parameter existed keep running their solver.
+        # Estimators pickled before the parameter existed keep running their solver; an
+        # accounting method the release has no reading for ("basic") keeps it too.
         return (getattr(self, "noise_dominated", "fit") == "intercept_only"
+                and self.accounting in ("auto", *SOLVERS["intercept_only"].capabilities
+                                        .accounting_methods)
                 and noise_ratio(spec.n_samples, spec.n_params, budget) >= NOISE_DOMINATED)
 
     def _bounds_plan(self, n_samples: int, n_features: int, y):
@@ -364,11 +367,12 @@ class PrivacyPlanning:
                                   calibrate=False)[2]
         intercept_only = self._intercept_only_instead(
             spec, self._decision_budget(total, n_samples))
-        if intercept_only and "data_norm" in names:
+        if intercept_only:
             # Public decision (noise_ratio of the fit the solver would get). The
-            # intercept-only model reads no feature: no budget goes to data_norm, and the
-            # fit gets what it would have spent.
-            names = tuple(k for k in names if k != "data_norm")
+            # intercept-only model reads no feature: no budget goes to data_norm, nor,
+            # without an intercept (the zero model), to the targets' bounds; the fit gets
+            # what they would have spent.
+            names = tuple(k for k in names if k != "data_norm" and self.fit_intercept)
             shares, fit_budget = self._split_budget(total, names, n_samples)
         # The fit planned with the placeholder bounds (calibrated once, and cached for the
         # real plan when the two agree).

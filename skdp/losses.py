@@ -280,8 +280,8 @@ class MultinomialLogisticLoss(GLMLoss):
 
     def intercept_only(self, mean: np.ndarray, n_samples: int) -> np.ndarray:
         # softmax(b) = p minimises the mean of logsumexp(b) - b_y: b = log p (up to a
-        # constant), with each noisy share floored at half a record (1 / (2 n)).
-        return np.log(np.maximum(np.asarray(mean, dtype=float), 0.5 / n_samples))
+        # constant), with each noisy share kept within [1 / (2 n), 1] (half a record).
+        return np.log(np.clip(np.asarray(mean, dtype=float), 0.5 / n_samples, 1.0))
 
     def label_error(self, Y: np.ndarray) -> str | None:
         if np.all((Y == 0.0) | (Y == 1.0)) and np.all(np.sum(Y, axis=1) == 1.0):

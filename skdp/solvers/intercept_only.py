@@ -43,12 +43,15 @@ class InterceptOnlyPlan(Plan):
     sigma : float
         Noise scale of the released mean: ``unit_scale * sensitivity`` (the Gaussian's
         per-coordinate standard deviation, or the l2-Laplace scale).
+    intercept_feature : float
+        The constant feature ``c`` (the released coefficient is the intercept over ``c``).
     """
 
     sensitivity: float
     mechanism: str
     unit_scale: float
     sigma: float
+    intercept_feature: float = 1.0
 
 
 class InterceptOnly(BaseDPSolver):
@@ -149,22 +152,26 @@ class InterceptOnly(BaseDPSolver):
         return InterceptOnlyPlan(
             n_iter=1, event=release.event, accounting=accounting, relation=relation,
             sensitivity=sensitivity, mechanism=release.mechanism,
-            unit_scale=release.unit_scale, sigma=release.unit_scale * sensitivity)
+            unit_scale=release.unit_scale, sigma=release.unit_scale * sensitivity,
+            intercept_feature=abs(float(spec.intercept_feature)))
 
     def release_noise_scale(self, plan: InterceptOnlyPlan) -> float:
-        """The noise scale of the released mean, a bound in intercept units.
+        """The noise scale of the released coefficient, the intercept over ``c``.
 
-        The links' slopes are at least 1 where they do not clip.
+        The links' slopes are at least 1 where they do not clip (``log`` of a share in
+        ``[1/(2n), 1]``, the log odds, the identity), so the intercept's noise is at
+        least the mean's, ``sigma``; the released coefficient is the intercept over the
+        constant feature ``c``.
 
         <<release_parameters>>
 
         Returns
         -------
         float
-            ``sigma``: the Gaussian's standard deviation or the l2-Laplace scale (a
-            lower bound on its per-coordinate standard deviation).
+            ``sigma / c`` (``sigma``: the Gaussian's standard deviation or the l2-Laplace
+            scale, a lower bound on its per-coordinate standard deviation).
         """
-        return plan.sigma
+        return plan.sigma / plan.intercept_feature if plan.intercept_feature else 0.0
 
     def noisy_mean(self, problem: Problem, plan: InterceptOnlyPlan, noise: NoiseSource
                    ) -> np.ndarray:

@@ -144,3 +144,23 @@ def test_an_explicit_intercept_only_solver_is_the_baseline():
     clf = DPLogisticRegression(epsilon=1.0, solver="intercept_only", classes=[0, 1])
     _fit(clf, X, y)
     assert np.all(clf.coef_ == 0.0) and np.all(clf.predict(X) == 1)
+
+
+def test_basic_accounting_keeps_the_solver():
+    """The release has no "basic" reading: a fit accounted so runs its solver (and warns)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 10)), rng.normal(size=200)
+    reg = DPLasso(epsilon=0.1, accounting="basic")
+    _fit(reg, X, y)
+    assert not isinstance(reg.solver_, InterceptOnly)
+
+
+def test_without_an_intercept_the_zero_model_spends_nothing():
+    """No intercept: the constant model is 0, so neither the release nor the targets'
+    bounds are spent."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 10)), 5.0 + rng.normal(size=200)
+    reg = DPLinearRegression(epsilon=0.1, fit_intercept=False)
+    _fit(reg, X, y)
+    assert isinstance(reg.solver_, InterceptOnly)
+    assert np.all(reg.coef_ == 0.0) and reg.privacy_spent_.epsilon == 0.0
