@@ -46,7 +46,9 @@ def _rows() -> list[TailRow]:
         TailRow("DPLogisticRegression(), epsilon 1", "breast_cancer", 200,
                 lambda: DPLogisticRegression(epsilon=1.0), 0.88, 0.80),
         TailRow("DPLogisticRegression(), epsilon 0.1", "breast_cancer", 200,
-                lambda: DPLogisticRegression(epsilon=0.1), 0.626, below_055=0.05),
+                # The majority class's test accuracy: 107 of the 171 test rows of every
+                # stratified split (the issue's 0.626, rounded).
+                lambda: DPLogisticRegression(epsilon=0.1), 107 / 171, below_055=0.05),
         TailRow("same, noise_dominated='fit' (DP-GD run anyway; no target)",
                 "breast_cancer", 200,
                 lambda: DPLogisticRegression(epsilon=0.1, noise_dominated="fit")),
@@ -147,6 +149,11 @@ def markdown(rows: list[dict]) -> list[str]:
     lines = ["| workflow | fits (issue) | median | p5 | min | below 0.55 "
              "| target (median / p5 / min) | noise-dominated warning | met |",
              "|---|---|---|---|---|---|---|---|---|"]
+
+    def below(r):  # the share of fits below 0.55 (accuracy only)
+        share = 100 * r.get("share_below_055", math.nan)
+        return "-" if r["data"] == "diabetes" else f"{share:.0f}%"
+
     for r in rows:
         t = r["targets"]
         extra = ""
@@ -156,7 +163,7 @@ def markdown(rows: list[dict]) -> list[str]:
         lines.append(
             f"| {r['name']} ({r['data']}){extra} | {r['fits']} ({r['issue_fits']}) | "
             f"{f(r['median'])} | {f(r['p5'])} | {f(r['min'])} | "
-            f"{100 * r.get('share_below_055', math.nan):.0f}%"
+            f"{below(r)}"
             f"{' (<= ' + f(100 * t['below_055']) + '%)' if t.get('below_055') else ''} | "
             f"{f(t['median'])} / {f(t['p5'])} / {f(t['min'])} | "
             f"{100 * r['warned']:.0f}% of fits |"
