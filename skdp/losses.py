@@ -121,6 +121,15 @@ class GLMLoss(ABC):
         :meth:`device_derivative`; the default goes through the host)."""
         return to_device(self.value(to_numpy(Z, np.float64), to_numpy(Y, np.float64)), Z)
 
+    def initial_derivative_bound(self, n_outputs: int) -> float:
+        """``sup_y ||phi'(0, y)||_2``: the largest derivative at the starting scores 0.
+
+        DP-GD's default clip with a private budget is this bound times the row bound
+        (:class:`skdp.solvers.NoisyGD`): no gradient is clipped at the start ``w = 0``.
+        The default is :attr:`derivative_bound` (the clip stays the lossless one).
+        """
+        return self.derivative_bound
+
     def target_diameter(self, n_outputs: int) -> float:
         """``sup ||y - y'||_2`` over two labels of the loss's label domain.
 
@@ -192,6 +201,10 @@ class LogisticLoss(GLMLoss):
     derivative_bound = 1.0
     derivative_diameter = 1.0
     curvature_bound = 0.25
+
+    def initial_derivative_bound(self, n_outputs: int) -> float:
+        # phi'(0, y) = -y expit(0) = -y / 2.
+        return 0.5
 
     def target_diameter(self, n_outputs: int) -> float:
         # Labels -1 and +1.
@@ -273,6 +286,11 @@ class MultinomialLogisticLoss(GLMLoss):
 
     def __init__(self, n_outputs: int = 2) -> None:
         self.n_outputs_hint = int(n_outputs)
+
+    def initial_derivative_bound(self, n_outputs: int) -> float:
+        # phi'(0, y) = 1/K - e_y: (1 - 1/K)^2 + (K - 1) / K^2 = (K - 1) / K.
+        k = max(int(n_outputs), 1)
+        return float(np.sqrt((k - 1) / k)) if k > 1 else self.derivative_bound
 
     def target_diameter(self, n_outputs: int) -> float:
         # Two one-hot rows: ||e_j - e_k|| = sqrt(2).

@@ -263,13 +263,15 @@ def test_multiclass_is_one_joint_calibration():
     same_clip = [sigma(X, y, clip_norm=1.0) for X, y in ((Xb, yb), (X3, y3), (X5, y5))]
     assert same_clip[0].sigma == same_clip[1].sigma == same_clip[2].sigma
 
-    # With the default (lossless) clip, the multinomial gradient bound is sqrt(2) times the
-    # binary one (||softmax - e_y|| <= sqrt(2) vs |phi'| <= 1), whatever the number of
-    # classes: a per-class split would grow with K.
+    # With the default clip (the derivative's bound at w = 0 times the row bound:
+    # ||1/K - e_y|| = sqrt((K - 1) / K) against |phi'(0)| = 1/2 for two classes) the noise
+    # follows that bound, below sqrt(2) whatever K: a per-class split would grow with K.
     default = [sigma(X, y) for X, y in ((Xb, yb), (X3, y3), (X5, y5))]
     assert default[0].noise_multiplier == default[1].noise_multiplier
-    assert default[1].sigma == default[2].sigma
-    assert default[1].sigma == pytest.approx(math.sqrt(2.0) * default[0].sigma, rel=1e-12)
+    for plan, k in ((default[1], 3), (default[2], 5)):
+        assert plan.sigma == pytest.approx(
+            math.sqrt((k - 1) / k) / 0.5 * default[0].sigma, rel=1e-12)
+        assert plan.sigma < math.sqrt(2.0) / 0.5 * default[0].sigma
 
 
 def test_multiclass_noise_is_independent_across_classes():
