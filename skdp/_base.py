@@ -558,10 +558,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 f"the targets have {Y.shape[1]} outputs but {spec.n_outputs} were planned."
             )
         # Rows are clipped to data_norm (in the data_norm_ord norm) and the intercept
-        # feature (value data_norm) is appended implicitly: X is neither copied nor modified.
+        # feature (value INTERCEPT_SCALE data_norm) is appended implicitly: X is neither
+        # copied nor modified.
         problem = Problem.build(
             X, Y, spec, data_norm=bounds.data_norm,
-            intercept=bounds.data_norm if self.fit_intercept else 0.0, on_steps=on_steps,
+            intercept=self._intercept_feature(bounds.data_norm), on_steps=on_steps,
         )
         result = solver.solve(
             problem, prepared[1].budget, random_state,
@@ -589,7 +590,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         for name, value in label_attrs.items():
             setattr(self, name, value)
         coef = np.ascontiguousarray(W[:n_features].T)
-        intercept = (W[n_features] * bounds.data_norm if self.fit_intercept
+        intercept = (W[n_features] * self._intercept_feature(bounds.data_norm)
+                     if self.fit_intercept
                      else np.zeros(W.shape[1]))
         if self._y_numeric:
             # Single-target regression: scikit-learn's shapes (n_features,) and a float;

@@ -65,9 +65,9 @@ bounds_fraction : float in (0, 1) or "auto", default={arg}
 """,
     'fit_intercept': """\
 fit_intercept : bool, default=True
-    Fit an intercept, as the coefficient of a constant feature of value ``data_norm``
-    (the augmented rows' bound, ``sqrt(2) data_norm`` in the l2 norm, enters the
-    sensitivity).
+    Fit an intercept, as the coefficient of a constant feature of value ``data_norm / 2``
+    (the augmented rows' bound, ``sqrt(5) / 2 data_norm`` in the l2 norm, enters the
+    sensitivity; docs/design.md, "Estimator semantics").
 """,
     'constraint': """\
 constraint : {"l2", "l1", "lp"} or None, default=None

@@ -144,11 +144,11 @@ class DPLogisticRegression(BaseDPClassifier):
             # Post-processing of the solver's releases (docs/inference.md).
             self.coef_covariance_ = coefficient_covariance(
                 result.inference, n_features=spec.n_params - int(self.fit_intercept),
-                intercept_feature=bounds.data_norm if self.fit_intercept else 0.0)
+                intercept_feature=self._intercept_feature(bounds.data_norm))
             self.standard_errors_ = np.sqrt(np.diag(self.coef_covariance_))
             self.penalty_shift_ = penalty_shift(
                 result.inference, result.coef[:, 0],
-                intercept_feature=bounds.data_norm if self.fit_intercept else 0.0)
+                intercept_feature=self._intercept_feature(bounds.data_norm))
             if like is not None:  # fitted on an array API X: in its namespace and device
                 for name in ("coef_covariance_", "standard_errors_", "penalty_shift_"):
                     setattr(self, name, to_device(getattr(self, name), like))

@@ -351,7 +351,8 @@ def gradient_difference_body(spec: ProblemSpec) -> tuple[tuple[int, ...], tuple[
     feature rows satisfy ``||x_f||_2^2 <= X^2 - c^2`` and the intercept row is ``c phi'``,
     so the differences lie in ``B(2 c1 sqrt(X^2 - c^2)) x B(2 c1 c)`` of ``R^((p-1)K) x
     R^K``: the noise in the feature directions then needs the feature bound only (for
-    ``c = data_norm`` half the energy of the single ball of radius ``2 c1 X``).
+    the estimators' ``c = data_norm / 2``, 0.8 of the energy of the single ball of radius
+    ``2 c1 X``).
 
     Returns ``(sizes, radii)`` for :meth:`~skdp.privacy.noise.NoiseSource.ball_product_k_norm`,
     blocks in the row-major order of ``W`` (intercept block last).

@@ -305,13 +305,15 @@ def test_epsilon_inf_parity_with_sklearn_logistic_regression():
     with pytest.warns(Warning):
         ours = DPLogisticRegression(np.inf, 0.0, solver="output_perturbation",
                                     alpha=alpha, data_norm=1.0).fit(X, y)
-    # Same objective: intercept = coefficient of a constant feature data_norm = 1,
-    # penalised; sklearn's C = 1 / (n alpha) with the feature appended, no intercept.
-    Xa = np.hstack([X, np.ones((n, 1))])
+    # Same objective: intercept = c times the coefficient of a constant feature
+    # c = data_norm / 2, penalised; sklearn's C = 1 / (n alpha) with the feature appended,
+    # no intercept.
+    c = 0.5
+    Xa = np.hstack([X, np.full((n, 1), c)])
     ref = LogisticRegression(C=1 / (n * alpha), fit_intercept=False, tol=1e-12,
                              max_iter=10000).fit(Xa, y)
     np.testing.assert_allclose(ours.coef_[0], ref.coef_[0, :4], atol=1e-6)
-    np.testing.assert_allclose(ours.intercept_[0], ref.coef_[0, 4], atol=1e-6)
+    np.testing.assert_allclose(ours.intercept_[0], c * ref.coef_[0, 4], atol=1e-6)
 
 
 def test_linear_regression_matches_ridge_at_epsilon_inf_and_is_usable():

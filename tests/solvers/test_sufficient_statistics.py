@@ -167,9 +167,12 @@ def test_pure_noise_is_the_l2_laplace_of_the_normalised_release():
 
 
 def _reference_fit(X, y, eps, delta, seed, alpha):
-    """Plain numpy: augmented design [x, 1], the same unit Gaussian draw, auto ridge."""
+    """Plain numpy: augmented design [x, c] (c = data_norm / 2, the estimators' constant
+    feature), the same unit Gaussian draw, auto ridge; the intercept is c times its
+    coefficient (returned last)."""
     n, d = X.shape
-    A = np.hstack([X, np.ones((n, 1))])
+    c = 0.5
+    A = np.hstack([X, np.full((n, 1), c)])
     m = d + 1
     G, b = A.T @ A, A.T @ y
     z = SufficientStatistics().plan(_spec(n=n, d=d, intercept=1.0), Budget(eps, delta),
@@ -177,11 +180,11 @@ def _reference_fit(X, y, eps, delta, seed, alpha):
     iu = [(i, j) for i in range(m) for j in range(i, m) if not i == j == m - 1]
     unit = z * np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed))
                                    ).standard_normal(len(iu) + m)
-    # B = 1, c = 1, R = sqrt(2), Y = 1, with R inflated by the 1e-9 slack that
+    # B = 1, c = 1/2, R = sqrt(1 + c^2), Y = 1, with R inflated by the 1e-9 slack that
     # Problem.build accepts on the declared bound (B^2 = R_up^2 - c^2 plus 8 u R_up^2).
-    r_up = math.sqrt(2) * (1 + 1e-9)
-    B = math.sqrt((r_up - 1) * (r_up + 1) + 8 * 2.0**-53 * r_up**2)
-    dG, db = math.sqrt(2 * B**4 + 4 * B**2), 2 * r_up
+    r_up = math.sqrt(1 + c**2) * (1 + 1e-9)
+    B = math.sqrt((r_up - c) * (r_up + c) + 8 * 2.0**-53 * r_up**2)
+    dG, db = math.sqrt(2 * B**4 + 4 * c**2 * B**2), 2 * r_up
     for k, (i, j) in enumerate(iu):
         G[i, j] += math.sqrt(2) * dG * unit[k]
         if i != j:
@@ -190,7 +193,8 @@ def _reference_fit(X, y, eps, delta, seed, alpha):
     H = G + n * alpha * np.diag([1.0] * d + [0.0])
     nu = 2 * math.sqrt(2) * dG * z * math.sqrt(m)
     H += max(0.0, nu - np.linalg.eigvalsh(H)[0]) * np.eye(m)
-    return np.linalg.solve(H, b)
+    w = np.linalg.solve(H, b)
+    return np.r_[w[:-1], c * w[-1]]
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.05])
@@ -232,14 +236,16 @@ def test_epsilon_inf_is_sklearn_ridge(alpha):
 def test_epsilon_inf_lasso_satisfies_the_optimality_certificate():
     """Over an l1 ball the projected-gradient map fixes the solution (exact objective).
 
-    DPLasso constrains ``theta = (w, b)`` (the intercept is the coefficient of the
-    constant feature ``data_norm = 1``), so the certificate is on the augmented design."""
+    DPLasso constrains ``theta = (w, b / c)`` (the intercept is ``c`` times the
+    coefficient of the constant feature ``c = data_norm / 2``), so the certificate is on
+    the augmented design ``[x, c]``."""
     X, y = _clean_data(d=6)
     with pytest.warns(PrivacyLeakWarning):
         model = DPLasso(solver="sufficient_statistics", epsilon=math.inf, radius=0.3,
                         data_norm=1.0, y_bound=1.0).fit(X, y)
-    A = np.hstack([X, np.ones((len(y), 1))])
-    theta = np.append(model.coef_, model.intercept_)
+    c = 0.5
+    A = np.hstack([X, np.full((len(y), 1), c)])
+    theta = np.append(model.coef_, model.intercept_ / c)
     assert np.abs(theta).sum() <= 0.3 + 1e-12
     grad = A.T @ (A @ theta - y) / len(y)
     step = 1.0 / np.linalg.eigvalsh(A.T @ A / len(y))[-1]
