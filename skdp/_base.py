@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
@@ -54,6 +55,7 @@ from skdp.mechanisms import (
     grid_points,
     private_bound,
     private_mean,
+    private_threshold,
     target_count,
 )
 from skdp.mechanisms.quantile import SLACK
@@ -379,16 +381,16 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon!s}, "
                  f"delta={self.delta!s}, solver {get_solver(self.solver).name!r}")
         if auto:
-            total, shares, fit_budget, reservation, intercept_only = self._bounds_plan(
-                *shape, y)
+            total, shares, fit_budget, reservation, intercept_only, threshold = \
+                self._bounds_plan(*shape, y)
             planned = reservation
             progress(f"private bounds: {', '.join(shares)} with epsilon "
                      f"{sum(shares.values()):.4g} in all (pure DP); the fit gets "
                      f"epsilon {fit_budget.epsilon:.4g}")
         else:
             bounds = self._declared_bounds()
-            solver, total, spec, prepared, label_attrs = self._privacy_plan(*shape, y, bounds)
-            planned = prepared[1]
+            solver, total, spec, prepared, label_attrs, threshold, planned = \
+                self._declared_plan(*shape, y)
         # A seed (or a generator, which can be rewound) stored on the estimator lets
         # anyone who holds it regenerate the noise and remove it.
         warn_if_seeded(self.random_state, total.is_private)
@@ -402,8 +404,9 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             # any non-finite entry (the same pass, instead of one more over X here).
             X, y = self._validate(X, y, finite_at_build=not auto)
             if auto:
-                # Independent streams for the bound estimates and the solver's noise.
-                bounds_rng, fit_rng = as_generator(self.random_state).spawn(2)
+                # Independent streams for the bound estimates, the solver's noise and the
+                # private threshold.
+                bounds_rng, fit_rng, threshold_rng = as_generator(self.random_state).spawn(3)
                 bounds = self._estimate_bounds(X, y, shares, bounds_rng)
                 # The private bounds are computed, and whether the rest fails can depend
                 # on them (the solver is planned with them): their part stays charged.
@@ -412,10 +415,14 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 solver, _, spec, prepared, label_attrs = self._privacy_plan(
                     *shape, y, bounds, fit_budget, intercept_only=intercept_only)
                 ledger = CompositeLedger((*self._bounds_parts(shares, total),
-                                          ("fit", prepared[1])), total)
+                                          ("fit", prepared[1]),
+                                          *self._threshold_parts(threshold)), total)
                 charge.amend(ledger)
+            elif threshold:
+                fit_rng, threshold_rng = as_generator(self.random_state).spawn(2)
+                ledger = planned
             else:
-                fit_rng, ledger = self.random_state, prepared[1]
+                fit_rng, threshold_rng, ledger = self.random_state, None, planned
             self._warn_if_noise_dominated(spec, total, bounds)
             if not total.is_private and isinstance(self.solver, str) and \
                     solver.capabilities.inexact_at_inf:
@@ -431,7 +438,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 progress("solving", f"{prepared[0].n_iter} planned steps, data_norm_="
                          f"{bounds.data_norm:.4g}")
             steps = progress.steps(prepared[0].n_iter, cells)
-            result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng, steps)
+            result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng, steps,
+                                       threshold=(threshold, threshold_rng))
             if steps is not None:
                 steps.finish()
             spent = ledger.spent()
@@ -545,7 +553,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         return X, self._checked_targets(y, *X.shape)
 
     def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state,
-                     on_steps=None):
+                     on_steps=None, threshold=(0.0, None)):
         n_features = spec.n_params - (1 if self.fit_intercept else 0)
         if X.shape != (spec.n_samples, n_features):
             raise PrivacyAccountingError(
@@ -576,7 +584,34 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 f"re-accounting the ledger gives (epsilon, delta) = {tuple(spent)} beyond "
                 f"the budget ({budget.epsilon}, {budget.delta})."
             )
+        epsilon, rng = threshold
+        if epsilon:
+            W = result.coef
+            if getattr(self, "secure", False):
+                # The threshold reads the direction as it will be released (snapped), not
+                # its unsnapped low-order bits (snapping is idempotent in _set_fitted).
+                W = snap_release(W, solver.release_noise_scale(result.plan))
+            result = replace(result, coef=self._private_intercept(problem, W, epsilon, rng))
         return result
+
+    def _private_intercept(self, problem, W: np.ndarray, epsilon: float, rng) -> np.ndarray:
+        """``W`` with its intercept chosen by :func:`~skdp.mechanisms.private_threshold`:
+        the training accuracy of ``sign(z_i + b)`` over public candidates, ``z_i`` the
+        released direction's scores on the clipped rows (docs/algorithms/threshold.md).
+
+        Public: the candidates read the released ``W`` and ``data_norm`` only (Hoelder:
+        ``|w . x| <= ||w||_p ||x||_q`` with ``q`` the rows' norm and ``p`` its dual).
+        """
+        direction = W.copy()
+        direction[-1] = 0.0
+        scores = np.asarray(to_numpy(problem.scores(direction)), dtype=float)[:, 0]
+        q = self._data_norm_ord()
+        dual = math.inf if q == 1 else (1.0 if math.isinf(q) else q / (q - 1.0))
+        radius = float(np.linalg.norm(W[:-1, 0], ord=dual)) * float(problem.clipped_to)
+        b = private_threshold(scores, problem.Y[:, 0], radius, epsilon, rng)
+        out = W.copy()
+        out[-1] = b / problem.spec.intercept_feature
+        return out
 
     def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent,
                     like=None):

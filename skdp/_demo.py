@@ -254,6 +254,9 @@ def run_solver_table(seed: int = 0, plot: str | None = "skdp_demo.png",
                 params = {"alpha": 1e-2, "noise_dominated": "fit",
                           **SOLVER_SETTINGS.get(name, {})}
                 model = _SignClassifier if name in LEAST_SQUARES else DPLogisticRegression
+                if model is DPLogisticRegression:
+                    # Each solver's own intercept, without the private threshold.
+                    params["threshold_fraction"] = 0.0
                 clf = model(
                     epsilon=eps, delta=DELTA, solver=name, data_norm=DATA_NORM,
                     random_state=seed * 1000 + repeat, **params,

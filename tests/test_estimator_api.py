@@ -183,7 +183,9 @@ def test_fitted_attributes_binary():
     assert est.n_features_in_ == 5
     assert isinstance(est.n_iter_, int | np.integer) and est.n_iter_ >= 1
     assert est.n_iter_ == est.privacy_plan_.n_iter
-    assert est.privacy_ledger_.relation == "replace_one"
+    # The solver's releases and the private threshold's (docs/algorithms/threshold.md).
+    assert [name for name, _ in est.privacy_ledger_.parts] == ["fit", "threshold"]
+    assert est.privacy_ledger_.part("fit").relation == "replace_one"
     assert 0.99 * 1.0 <= est.privacy_spent_.epsilon <= 1.0
     assert est.privacy_spent_.delta == 1e-5
     assert est.decision_function(X).shape == (300,)
@@ -254,7 +256,9 @@ def test_multiclass_is_one_joint_calibration():
     X5, y5 = make_data(n=n, n_classes=5, seed=3)
 
     def sigma(X, y, **solver_params):
-        est = dp_clf(solver=NoisyGD(n_iter=20, **solver_params)).fit(X, y)
+        # The solver's calibration alone (no private threshold for two classes).
+        est = dp_clf(solver=NoisyGD(n_iter=20, **solver_params),
+                     threshold_fraction=0.0).fit(X, y)
         assert est.privacy_spent_.epsilon <= 1.0
         return est.privacy_plan_
 

@@ -109,7 +109,8 @@ def test_pure_dp_keeps_working_with_auto_bounds():
 
 def test_a_number_keeps_the_raw_behaviour():
     a = quiet(DPLogisticRegression(data_norm=3000.0, random_state=3).fit, X_BC, Y_BC)
-    assert not isinstance(a.privacy_ledger_, CompositeLedger)
+    # No bounds part: the solver's ledger and the private threshold's.
+    assert [name for name, _ in a.privacy_ledger_.parts] == ["fit", "threshold"]
     assert a.data_norm_ == 3000.0
     b = quiet(DPLinearRegression(data_norm=1.0, y_bound=400.0, random_state=3).fit,
               X_D, Y_D)

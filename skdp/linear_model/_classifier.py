@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from sklearn.base import ClassifierMixin
 
 from skdp._array_api import namespace, to_device, to_numpy
 from skdp._base import BaseDPLinearModel, ExactScoreNoticeMixin
 from skdp._labels import checked_classes
+from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._docs import shared_docs
 
 __all__ = ["BaseDPClassifier"]
@@ -20,6 +23,7 @@ class BaseDPClassifier(ExactScoreNoticeMixin, ClassifierMixin, BaseDPLinearModel
     _parameter_constraints: dict = {
         **BaseDPLinearModel._parameter_constraints,
         "classes": ["array-like", None],
+        "threshold_fraction": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
     }
 
     def _check_classes(self, y) -> np.ndarray:

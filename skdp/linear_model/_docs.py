@@ -150,6 +150,21 @@ noise_dominated : {"intercept_only", "fit"}, default="intercept_only"
     a random linear rule. ``"fit"``: run ``solver`` anyway. See
     docs/algorithms/intercept_only.md.
 """,
+    'threshold_fraction': """\
+threshold_fraction : float in [0, 1) or "auto", default="auto"
+    Share of the fit's ``epsilon`` (what the private bounds leave) spent choosing the
+    intercept of a binary model privately, the solver getting the rest: among
+    public candidates (a function of the released coefficients and ``data_norm``), the
+    one whose ``sign(X @ coef_ + intercept_)`` classifies the most training rows
+    correctly, by report-noisy-max (pure DP, in the same ledger). A noisy fit's direction
+    usually ranks the rows well while its intercept puts them all on one side (the
+    majority class); this step fixes that tail. ``"auto"``: 0.25 for two classes with an
+    intercept at a finite ``epsilon`` when the counts' noise ``2 / epsilon_t`` is at most
+    5% of the rows; 0 otherwise, with ``solver="newton"`` (whose released Hessian
+    describes its own intercept), for the intercept-only model and where the intercept
+    lies in the solver's constraint. ``0``: the solver's intercept. See
+    docs/algorithms/threshold.md.
+""",
     'classes': """\
 classes : array-like or None, default=None
     The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels

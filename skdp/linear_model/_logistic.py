@@ -43,6 +43,7 @@ class DPLogisticRegression(BaseDPClassifier):
         ``"output_perturbation"`` need ``alpha > 0``.
     <<bounds>>
     <<options>>
+    <<threshold_fraction>>
 
     <<attributes:classifier>>
     coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
@@ -104,6 +105,7 @@ class DPLogisticRegression(BaseDPClassifier):
         secure=False,
         verbose=0,
         noise_dominated="intercept_only",
+        threshold_fraction="auto",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -127,6 +129,7 @@ class DPLogisticRegression(BaseDPClassifier):
         self.secure = secure
         self.verbose = verbose
         self.noise_dominated = noise_dominated
+        self.threshold_fraction = threshold_fraction
 
     def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)

@@ -51,6 +51,7 @@ class DPLinearSVC(BaseDPClassifier):
         ``"output_perturbation"`` penalises the intercept too.
     <<bounds>>
     <<options>>
+    <<threshold_fraction>>
 
     <<attributes:classifier>>
 
@@ -102,6 +103,7 @@ class DPLinearSVC(BaseDPClassifier):
         secure=False,
         verbose=0,
         noise_dominated="intercept_only",
+        threshold_fraction="auto",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -127,6 +129,7 @@ class DPLinearSVC(BaseDPClassifier):
         self.secure = secure
         self.verbose = verbose
         self.noise_dominated = noise_dominated
+        self.threshold_fraction = threshold_fraction
 
     def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)

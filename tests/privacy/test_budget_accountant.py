@@ -65,6 +65,8 @@ def recompose(acc: BudgetAccountant) -> float:
 
 def clf(acc=None, **kw):
     kw.setdefault("epsilon", 1.0)
+    # Gaussian releases only (recompose's exact GDP formula): no pure threshold event.
+    kw.setdefault("threshold_fraction", 0.0)
     return DPLogisticRegression(data_norm=1.0, accountant=acc, **kw)
 
 
@@ -431,7 +433,7 @@ def test_default_estimators_in_process_workers_record_their_real_events(tmp_path
     cross_val_score(est, X_BC, Y_BC, cv=3, n_jobs=2)
     assert len(acc) == 3
     for entry in acc.entries:
-        assert [name for name, _ in entry.ledger.parts] == ["bounds", "fit"]
+        assert [name for name, _ in entry.ledger.parts] == ["bounds", "fit", "threshold"]
         assert isinstance(entry.ledger.part("fit").event, dpe.SelfComposedDpEvent)
     assert acc.spent().epsilon <= price.epsilon and acc.spent().delta <= price.delta
 
