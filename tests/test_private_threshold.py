@@ -89,8 +89,8 @@ def test_audit_on_neighbouring_data_sets():
 
 def test_estimator_ledger_noise_and_price():
     """The default binary fit with a declared bound spends a quarter of epsilon on the
-    threshold (a pure event in its ledger), the solver the rest; the accountant reads what privacy_cost priced, and the
-    released intercept is a public candidate."""
+    threshold (a pure event in its ledger), the solver the rest; the accountant reads
+    what privacy_cost priced, and the released intercept is a public candidate."""
     acc = BudgetAccountant(10.0, 1e-3)
     clf = DPLogisticRegression(epsilon=1.0, data_norm=3000.0, classes=[0, 1], accountant=acc)
     priced = privacy_cost(clf, X_BC, Y_BC)
