@@ -23,8 +23,8 @@ from dp_accounting import dp_event as dpe
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
 from skdp.losses import GLMLoss
-from skdp.mechanisms import bound_event, mean_event, threshold_event
-from skdp.privacy.accounting import PrivacyLedger
+from skdp.mechanisms import bound_event, mean_event
+from skdp.privacy.accounting import PrivacyLedger, PureDpEvent
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.composition import CompositeLedger
 from skdp.solvers import SOLVERS, ProblemSpec, accepting_solvers, get_solver
@@ -453,7 +453,8 @@ class PrivacyPlanning:
         """The ``("threshold", ledger)`` part of a fit's composite ledger (none at 0)."""
         if not epsilon:
             return ()
-        return (("threshold", PrivacyLedger(threshold_event(epsilon), "pure",
+        # One report-noisy-max (skdp.mechanisms.private_threshold): pure epsilon-DP.
+        return (("threshold", PrivacyLedger(PureDpEvent(epsilon), "pure",
                                             self.neighboring, Budget(epsilon, 0.0))),)
 
     def _declared_plan(self, n_samples: int, n_features: int, y):

@@ -16,9 +16,9 @@ from skdp.mechanisms.quantile import (
     private_range_mean,
     target_count,
 )
-from skdp.mechanisms.threshold import private_threshold, threshold_event, threshold_grid
+from skdp.mechanisms.threshold import private_threshold, threshold_grid
 
 __all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "discrete_laplace",
            "grid_ceil", "grid_points", "mean_event", "on_grid", "private_bound",
            "private_mean", "private_range_mean", "private_threshold", "target_count",
-           "threshold_event", "threshold_grid"]
+           "threshold_grid"]

@@ -14,12 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from dp_accounting import dp_event as dpe
-
-from skdp.privacy.accounting import PureDpEvent
 
 __all__ = ["THRESHOLD_OCTAVES", "THRESHOLD_STEPS_PER_OCTAVE", "private_threshold",
-           "threshold_event", "threshold_grid"]
+           "threshold_grid"]
 
 #: The candidates' magnitudes fall from the public score bound ``R`` by factors of
 #: ``2^(1/16)`` (4.4% apart) over 20 octaves (down to ``R / 1e6``).
@@ -87,7 +84,7 @@ def private_threshold(scores, signs, radius: float, epsilon: float,
     factor 2 of counts that move in different directions). The candidates are public
     (:func:`threshold_grid` of the released bound), so the output is a grid point: no
     floating-point bit of the data leaves. Every candidate gets its draw, so the work does
-    not depend on the data.
+    not depend on the data. Its ledger event is ``PureDpEvent(epsilon)``.
 
     Parameters
     ----------
@@ -113,19 +110,3 @@ def private_threshold(scores, signs, radius: float, epsilon: float,
     if not math.isinf(epsilon):
         counts = counts + rng.laplace(0.0, 2.0 / float(epsilon), size=counts.shape)
     return float(grid[int(np.argmax(counts))])
-
-
-def threshold_event(epsilon: float) -> dpe.DpEvent:
-    """The ledger event of one :func:`private_threshold`: ``PureDpEvent(epsilon)``.
-
-    Parameters
-    ----------
-    epsilon : float
-        The budget the threshold was chosen with.
-
-    Returns
-    -------
-    PureDpEvent
-        A pure ``epsilon``-DP release.
-    """
-    return PureDpEvent(float(epsilon))
