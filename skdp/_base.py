@@ -346,7 +346,9 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         1. *Public plan.* From the shape of ``X``, the label set and the parameters only:
            with declared bounds the solver's whole plan and ledger; with ``"auto"``
            bounds the budget split and the reservation (the bound estimates and the
-           solver planned with placeholder bounds, :meth:`_bounds_plan`).
+           solver planned with placeholder bounds, :meth:`_bounds_plan`); whether the
+           intercept-only model replaces the solver (:meth:`_intercept_only_instead`) and
+           the private threshold's share (:meth:`_threshold_epsilon`).
         2. *Notices* that depend on parameters only (a seed, a label set read from ``y``).
         3. *Charge* the planned ledger to the accountant, before any value of ``X`` is
            read (:class:`~skdp.privacy.charging.Charge`; a refusal reads nothing).
@@ -354,8 +356,10 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         5. *Private bounds* (``"auto"``): estimate them on public grids; from here their
            share stays charged whatever happens. Plan the solver with them and amend the
            charge to what runs (the accountant re-checks its ceiling).
-        6. *Solve* the planned, fixed-length algorithm with its calibrated noise, then
-           re-account the ledger; store the fitted attributes.
+        6. *Solve* the planned, fixed-length algorithm with its calibrated noise; a
+           binary classifier then chooses its intercept privately
+           (:meth:`_private_intercept`); re-account the ledger; store the fitted
+           attributes.
         """
         if is_dask_array(y):
             # The targets are O(n): gathered once (the label set is read from them as

@@ -154,9 +154,9 @@ def _leaves(event: dpe.DpEvent, count: int, out: Counter) -> None:
 
 
 def _mechanisms(ledger) -> tuple[tuple, Counter]:
-    """The ledger's parts (a composite ledger, private bounds then the fit, is reported
-    part by part) and its mechanisms with their counts; a repeat-and-select event (a
-    private search) is one mechanism, not its inner event."""
+    """The ledger's parts (a composite ledger, private bounds, the fit and the private
+    threshold, is reported part by part) and its mechanisms with their counts; a
+    repeat-and-select event (a private search) is one mechanism, not its inner event."""
     pieces = ledger.parts if isinstance(ledger, CompositeLedger) else (("", ledger),)
     # Counted by the events' full reprs; each is shown at 6 significant digits, or in
     # full where two different events would read the same.

@@ -198,8 +198,9 @@ n_iter_ : int
 privacy_spent_ : PrivacySpent
     ``(epsilon, delta)`` spent, from re-accounting the ledger.
 privacy_ledger_ : PrivacyLedger or CompositeLedger
-    The ``dp_accounting`` events of everything that ran (with ``"auto"`` bounds, the
-    parts ``"bounds"`` and ``"fit"``), their accounting methods and relation.
+    The ``dp_accounting`` events of everything that ran (as parts: ``"bounds"`` with
+    ``"auto"`` bounds, ``"fit"``, and ``"threshold"`` where a binary classifier chose its
+    intercept privately), their accounting methods and relation.
 privacy_plan_ : Plan
     The public plan (iteration counts, noise levels, step size).
 data_norm_ : float

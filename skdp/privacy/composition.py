@@ -122,9 +122,9 @@ class CompositeLedger:
     """The ledger of a fit that runs several mechanisms one after the other.
 
     For example a private bound estimate, then the solver planned with that bound
-    (``parts = (("bounds", ...), ("fit", ...))``). The parts compose sequentially, with the
-    tightest bound of :class:`Totals` (basic composition at least: the parts' own
-    epsilons and deltas add).
+    (``parts = (("bounds", ...), ("fit", ...), ("threshold", ...))``). The parts compose
+    sequentially, with the tightest bound of :class:`Totals` (basic composition at least:
+    the parts' own epsilons and deltas add).
 
     Attributes
     ----------
