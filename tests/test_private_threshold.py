@@ -160,3 +160,61 @@ def test_shares_never_exceed_the_total():
         assert total <= 1.0 and parts["fit"].budget.epsilon > 0
         assert parts["threshold"].budget.epsilon == pytest.approx(
             parts["fit"].budget.epsilon)
+
+
+@pytest.mark.parametrize("data_norm", [3000.0, "auto"])
+def test_the_noise_drawn_is_what_the_ledger_says(monkeypatch, data_norm):
+    """Through the public API: the threshold's Laplace scale is 2 / epsilon_t for the
+    epsilon_t its ledger part records, and that part re-accounts to it (pure DP)."""
+    import skdp._base as base
+
+    calls = []
+    real = base.private_threshold
+
+    def recording(scores, signs, radius, epsilon, rng):
+        calls.append(epsilon)
+        return real(scores, signs, radius, epsilon, rng)
+
+    monkeypatch.setattr(base, "private_threshold", recording)
+    clf = _fit(DPLogisticRegression(epsilon=1.0, data_norm=data_norm, classes=[0, 1]))
+    part = dict(clf.privacy_ledger_.parts)["threshold"]
+    assert calls == [part.event.epsilon] and part.event == PureDpEvent(calls[0])
+    assert part.reaccount().epsilon == pytest.approx(calls[0], rel=1e-12)
+    assert clf.privacy_ledger_.spent().epsilon <= 1.0
+    # The draws: Laplace(2 / epsilon_t), one per candidate (numpy reference above).
+    rng = np.random.default_rng(3)
+    grid = threshold_grid(1.0)
+    draws = np.random.default_rng(3).laplace(0.0, 2.0 / calls[0], size=grid.size)
+    z, signs = np.zeros(5), np.ones(5)
+    expected = grid[np.argmax(correct_counts(z, signs, grid) + draws)]
+    assert real(z, signs, 1.0, calls[0], rng) == expected
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_budget_read_after_searches_is_what_ran(n_jobs, tmp_path):
+    """Default binary classifiers (the threshold on) inside cross_val_score and
+    GridSearchCV, also in process workers on a file-backed accountant: the accountant
+    reads what privacy_cost priced, and every entry holds the threshold's part."""
+    from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+
+    path = tmp_path / "t.sqlite" if n_jobs > 1 else None
+    acc = BudgetAccountant(100.0, 1e-3, path=path)
+    est = DPLogisticRegression(epsilon=1.0, data_norm=3000.0, classes=[0, 1], accountant=acc)
+    cv = KFold(3, shuffle=True, random_state=0)
+    price = privacy_cost(est, X_BC, Y_BC, cv=cv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cross_val_score(est, X_BC, Y_BC, cv=cv, n_jobs=n_jobs)
+    assert len(acc) == 3
+    assert acc.spent().epsilon == pytest.approx(price.epsilon, rel=1e-12)
+    assert all("threshold" in dict(e.ledger.parts) for e in acc.entries)
+
+    acc2 = BudgetAccountant(100.0, 1e-3, path=tmp_path / "g.sqlite" if n_jobs > 1 else None)
+    search = GridSearchCV(est.set_params(accountant=acc2), {"epsilon": [0.5, 2.0]}, cv=cv,
+                          n_jobs=n_jobs, refit=False)
+    price = privacy_cost(search, X_BC, Y_BC)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X_BC, Y_BC)
+    assert len(acc2) == 6
+    assert acc2.spent().epsilon == pytest.approx(price.epsilon, rel=1e-12)

@@ -225,3 +225,25 @@ def solver_cases():
         # One step from 0: -eta * noise.
         zero_signal_variance=lambda plan, spec: (plan.step_size * plan.sigma) ** 2,
     )}
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10])
+def test_private_default_clip_is_the_start_bound_and_binds(n_classes):
+    """With a private budget the default clip is the derivative's bound at w = 0 times the
+    row bound (1/2 for the logistic loss, sqrt((K-1)/K) for the multinomial one), below
+    the global bound, so no public fact proves it lossless and every pass applies it (the
+    sensitivity 2C/n then rests on the clip); at epsilon=inf it is the lossless bound."""
+    problem = make_problem(n=60, d=4, n_classes=n_classes, seed=5, intercept=True)
+    spec = problem.spec
+    private = NoisyGD(n_iter=3).plan(spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
+    start = 0.5 if n_classes == 2 else math.sqrt((n_classes - 1) / n_classes)
+    assert private.clip_norm == pytest.approx(start * spec.row_bound(2.0), rel=1e-15)
+    assert private.sensitivity == pytest.approx(2 * private.clip_norm / spec.n_samples)
+    assert not problem.clip_cannot_bind(private.clip_norm)
+    exact = NoisyGD(n_iter=3).plan(spec, Budget(math.inf, 0.0), "gaussian", "replace_one")
+    assert exact.clip_norm == pytest.approx(spec.gradient_bound, rel=1e-15)
+    assert exact.clip_norm > private.clip_norm
+    # A declared clip is used as given.
+    assert NoisyGD(n_iter=3, clip_norm=0.9 * spec.gradient_bound).plan(
+        spec, Budget(1.0, 1e-5), "gaussian", "replace_one").clip_norm == pytest.approx(
+        0.9 * spec.gradient_bound)
