@@ -383,16 +383,15 @@ class PrivacyPlanning:
         ceiling when the fit amends the reservation to what ran
         (:meth:`BudgetAccountant.amend <skdp.BudgetAccountant.amend>`).
         """
-        # Validates every setting (solver, budget, constraint) before anything is charged.
-        solver, total, *_ = self._privacy_plan(n_samples, n_features, y, calibrate=False)
+        # Validates every setting (solver, budget, constraint) before anything is charged;
+        # the spec (placeholder bounds) does not depend on the budget.
+        _, total, spec, _, _ = self._privacy_plan(n_samples, n_features, y, calibrate=False)
         names = self._auto_bounds()
         if not total.is_private:
             unaccounted = PrivacyLedger(dpe.NonPrivateDpEvent(), "pure", self.neighboring, total)
             return (total, {k: math.inf for k in names}, total,
                     CompositeLedger((("fit", unaccounted),), total), False, 0.0)
         shares, fit_budget = self._split_budget(total, names, n_samples)
-        spec = self._privacy_plan(n_samples, n_features, y, None, fit_budget,
-                                  calibrate=False)[2]
         intercept_only = self._intercept_only_instead(
             spec, self._decision_budget(total, n_samples))
         threshold = self._threshold_epsilon(fit_budget, spec, intercept_only)
@@ -490,11 +489,8 @@ class PrivacyPlanning:
             return {}, total
         eps_bounds = bounds_share(self.bounds_fraction, total.epsilon,
                                   sum(BOUND_WEIGHTS[k] for k in names), n_samples)
-        eps_fit = total.epsilon - eps_bounds
-        while eps_bounds + eps_fit > total.epsilon:  # rounding must not exceed the total
-            eps_fit = math.nextafter(eps_fit, 0.0)
-        return _split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names}), Budget(eps_fit,
-                                                                                total.delta)
+        return (_split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names}),
+                self._less(total, eps_bounds, total))
 
     def _bounds_parts(self, shares: dict, total: Budget) -> tuple:
         """The ``("bounds", ledger)`` part of a fit's composite ledger (none without a

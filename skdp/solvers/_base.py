@@ -95,6 +95,14 @@ HOOK_DOCS["problem"] = """\
 problem : Problem
     The data and its public specification.
 """
+HOOK_DOCS["release_inputs"] = """\
+problem : Problem
+    The data and its public specification.
+plan : Plan
+    The plan (noise mechanism and scales).
+noise : NoiseSource
+    Source of the noise, drawn before the data is read.
+"""
 HOOK_DOCS["point"] = """\
 plan : Plan
     The plan.

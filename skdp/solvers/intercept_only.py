@@ -177,14 +177,11 @@ class InterceptOnly(BaseDPSolver):
                    ) -> np.ndarray:
         """The release: the mean of the encoded targets plus the planned noise.
 
+        Only the targets ``problem.Y`` are read.
+
         Parameters
         ----------
-        problem : Problem
-            The data and its public specification (only ``Y`` is read).
-        plan : InterceptOnlyPlan
-            The plan (noise mechanism and scale).
-        noise : NoiseSource
-            Source of the noise, drawn before the targets are read.
+        <<release_inputs>>
 
         Returns
         -------

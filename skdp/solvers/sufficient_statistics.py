@@ -277,12 +277,7 @@ class SufficientStatistics(BaseDPSolver):
 
         Parameters
         ----------
-        problem : Problem
-            The data and its public specification.
-        plan : SufficientStatisticsPlan
-            The plan (noise mechanism and scales).
-        noise : NoiseSource
-            Source of the noise, drawn before the data is read.
+        <<release_inputs>>
 
         Returns
         -------
