@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 import attr
 import numpy as np
@@ -193,32 +194,45 @@ def _summarize_uncached(ledger: PrivacyLedger) -> LedgerSummary:
     return summary
 
 
+def _exact(value: float) -> Fraction | float:
+    """``value`` as an exact rational (every finite float is one); infinities stay floats."""
+    value = float(value)
+    return Fraction(value) if math.isfinite(value) else value
+
+
 @dataclass
 class Totals:
     """Running sums of :class:`LedgerSummary` objects and the composed spend.
+
+    The sums are exact rationals (:class:`fractions.Fraction`; every finite float is one),
+    so a total does not depend on the order in which entries arrive: two process workers
+    that charge one accountant in either order, a refund or an amendment (:meth:`minus`
+    restores the sum exactly), and :func:`~skdp.privacy.privacy_cost` summing the same
+    ledgers all read bit-for-bit the same epsilon. Rounding happens once, when a bound
+    reads the sum.
 
     ``mu2_missing`` and ``rdp_missing`` count the summaries that a bound cannot read: the
     bound applies while its count is 0, and removing a summary (:meth:`minus`) restores it.
     """
 
     count: int = 0
-    epsilon: float = 0.0
-    delta: float = 0.0
-    mu2: float = 0.0
+    epsilon: Fraction | float = Fraction(0)
+    delta: Fraction | float = Fraction(0)
+    mu2: Fraction | float = Fraction(0)
     mu2_missing: int = 0
-    rdp: list[float] = field(default_factory=lambda: [0.0] * len(RDP_ORDERS))
+    rdp: list[Fraction | float] = field(default_factory=lambda: [Fraction(0)] * len(RDP_ORDERS))
     rdp_missing: int = 0
 
     def _add(self, s: LedgerSummary, sign: int) -> Totals:
-        rdp = self.rdp if s.rdp is None else [a + sign * b for a, b in
+        rdp = self.rdp if s.rdp is None else [a + sign * _exact(b) for a, b in
                                                zip(self.rdp, s.rdp, strict=True)]
         return Totals(
             count=self.count + sign,
-            epsilon=self.epsilon + sign * s.epsilon,
-            delta=max(self.delta + sign * s.delta, 0.0),
-            mu2=self.mu2 if s.mu2 is None else self.mu2 + sign * s.mu2,
+            epsilon=self.epsilon + sign * _exact(s.epsilon),
+            delta=max(self.delta + sign * _exact(s.delta), 0),
+            mu2=self.mu2 if s.mu2 is None else self.mu2 + sign * _exact(s.mu2),
             mu2_missing=self.mu2_missing + sign * (s.mu2 is None),
-            rdp=[max(v, 0.0) for v in rdp] if sign < 0 else rdp,
+            rdp=[max(v, 0) for v in rdp] if sign < 0 else rdp,
             rdp_missing=self.rdp_missing + sign * (s.rdp is None),
         )
 
@@ -241,15 +255,16 @@ class Totals:
         """Epsilon of every applicable bound at ``delta`` (default :attr:`delta`, the sum
         of the entries' deltas). Basic composition holds at that sum only (``inf`` below
         it); the Gaussian and Renyi bounds are curves, valid at every ``delta``."""
-        delta = self.delta if delta is None else float(delta)
+        delta = float(self.delta if delta is None else delta)
         if self.count == 0:
             return {"basic": 0.0}
-        out = {"basic": self.epsilon if self.delta <= delta * (1.0 + 1e-12) else math.inf}
+        out = {"basic": float(self.epsilon) if self.delta <= delta * (1.0 + 1e-12)
+               else math.inf}
         if delta > 0 and self.mu2_missing == 0:
-            out["gaussian"] = _gdp_epsilon(math.sqrt(max(self.mu2, 0.0)), delta)
+            out["gaussian"] = _gdp_epsilon(math.sqrt(max(float(self.mu2), 0.0)), delta)
         if delta > 0 and self.rdp_missing == 0:
             eps, _ = rdp_privacy_accountant.compute_epsilon(
-                RDP_ORDERS, np.asarray(self.rdp), delta)
+                RDP_ORDERS, np.asarray([float(v) for v in self.rdp]), delta)
             out["rdp"] = float(eps)
         return out
 
@@ -262,7 +277,7 @@ class Totals:
         composition only, so many Gaussian fits compose to ``(epsilon(delta_cap),
         delta_cap)`` whatever their own deltas sum to.
         """
-        at = self.delta
+        at = float(self.delta)
         if delta_cap is not None and self.delta > delta_cap * (1.0 + 1e-12) and (
                 self.mu2_missing == 0 or self.rdp_missing == 0) and delta_cap > 0:
             at = float(delta_cap)
@@ -271,15 +286,25 @@ class Totals:
         return PrivacySpent(bounds[method], at), method
 
     def to_dict(self) -> dict:
-        return {"count": self.count, "epsilon": self.epsilon, "delta": self.delta,
-                "mu2": self.mu2, "mu2_missing": self.mu2_missing, "rdp": self.rdp,
+        """JSON-ready: every exact sum as its text (``"p/q"``, or ``"inf"``)."""
+        return {"count": self.count, "epsilon": str(self.epsilon),
+                "delta": str(self.delta), "mu2": str(self.mu2),
+                "mu2_missing": self.mu2_missing, "rdp": [str(v) for v in self.rdp],
                 "rdp_missing": self.rdp_missing}
 
     @classmethod
     def from_dict(cls, d: dict) -> Totals:
-        return cls(int(d["count"]), float(d["epsilon"]), float(d["delta"]),
-                   float(d["mu2"]), int(d["mu2_missing"]), [float(v) for v in d["rdp"]],
-                   int(d["rdp_missing"]))
+        """Inverse of :meth:`to_dict` (plain floats are read exactly too)."""
+        return cls(int(d["count"]), _read_exact(d["epsilon"]), _read_exact(d["delta"]),
+                   _read_exact(d["mu2"]), int(d["mu2_missing"]),
+                   [_read_exact(v) for v in d["rdp"]], int(d["rdp_missing"]))
+
+
+def _read_exact(value: str | float) -> Fraction | float:
+    try:
+        return Fraction(value)
+    except (ValueError, OverflowError):  # "inf", "nan" or a non-finite float
+        return float(value)
 
 
 # ---------------------------------------------------------------------------------------

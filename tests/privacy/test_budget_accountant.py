@@ -312,6 +312,28 @@ def test_accountant_is_fast_enough_to_record_many_entries(tmp_path):
     assert acc.spent().epsilon == pytest.approx(recompose(acc), rel=1e-6)
 
 
+def test_the_total_does_not_depend_on_the_order_of_the_charges(tmp_path):
+    """Process workers charge a shared accountant in any order, and a refund or an
+    amendment subtracts: the sums are exact, so every order reads the same bits."""
+    ledgers = [PrivacyLedger(dpe.GaussianDpEvent(z), "gaussian", "replace_one",
+                             Budget(0.1, 1e-6)) for z in (10.4, 18.2, 36.7, 42.0, 46.0)]
+    ledgers += [PrivacyLedger(PureDpEvent(e), "pure", "replace_one", Budget(e, 0.0))
+                for e in (0.17, 0.673, 0.967)]
+    orders = [list(range(len(ledgers))), list(range(len(ledgers)))[::-1],
+              [3, 0, 6, 1, 7, 4, 2, 5]]
+    totals = set()
+    for k, order in enumerate(orders):
+        for path in (None, tmp_path / f"order{k}.sqlite"):
+            acc = BudgetAccountant(1e3, 1e-2, path=path)
+            for i in order:
+                acc.charge(ledgers[i], source="t")
+            totals.add((acc.spent().epsilon, acc.spent().delta))
+            # An extra entry charged and refunded leaves the very same total.
+            acc.refund(acc.charge(ledgers[2], source="extra"))
+            totals.add((acc.spent().epsilon, acc.spent().delta))
+    assert len(totals) == 1, totals
+
+
 def test_refund_removes_the_entry_it_names(tmp_path):
     for path in (None, tmp_path / "ids.sqlite"):
         acc = BudgetAccountant(100.0, path=path)
