@@ -31,6 +31,7 @@ from skdp._array_api import (
 )
 from skdp._base import validate_device_rows
 from skdp._docstrings import fill_docstrings
+from skdp._params import store_params
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -277,18 +278,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     def __init__(self, n_components=None, *, epsilon=1.0, delta=1e-5, data_norm="auto",
                  center=True, whiten=False, mean_fraction=0.2, bounds_fraction=0.2,
                  accounting="auto", accountant=None, random_state=None, verbose=0):
-        self.n_components = n_components
-        self.epsilon = epsilon
-        self.delta = delta
-        self.data_norm = data_norm
-        self.center = center
-        self.whiten = whiten
-        self.mean_fraction = mean_fraction
-        self.bounds_fraction = bounds_fraction
-        self.accounting = accounting
-        self.accountant = accountant
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     # -- plan (public quantities only) -----------------------------------------------------
     def _plan(self, n_samples: int, n_features: int) -> dict:

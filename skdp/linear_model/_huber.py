@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from numbers import Real
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._regressor import BaseDPRegressor
@@ -112,29 +113,7 @@ class DPHuberRegressor(BaseDPRegressor):
         verbose=0,
         noise_dominated="intercept_only",
     ):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.solver = solver
-        self.alpha = alpha
-        self.huber_delta = huber_delta
-        self.y_bound = y_bound
-        self.data_norm = data_norm
-        self.bounds_fraction = bounds_fraction
-        self.fit_intercept = fit_intercept
-        self.constraint = constraint
-        self.radius = radius
-        self.p = p
-        self.data_norm_ord = data_norm_ord
-        self.tilt = tilt
-        self.adversarial_radius = adversarial_radius
-        self.adversarial_norm = adversarial_norm
-        self.accounting = accounting
-        self.accountant = accountant
-        self.neighboring = neighboring
-        self.random_state = random_state
-        self.secure = secure
-        self.verbose = verbose
-        self.noise_dominated = noise_dominated
+        store_params(self, locals())
 
     def _encode_targets(self, y, bounds):
         Y, bound = self._clipped_labels(y, bounds)

@@ -8,6 +8,7 @@ from scipy.stats import norm
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._array_api import device_log_softmax, namespace, to_device, to_numpy
+from skdp._params import store_params
 from skdp._warnings import warn_user
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
@@ -107,29 +108,7 @@ class DPLogisticRegression(BaseDPClassifier):
         noise_dominated="intercept_only",
         threshold_fraction="auto",
     ):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.classes = classes
-        self.solver = solver
-        self.alpha = alpha
-        self.data_norm = data_norm
-        self.bounds_fraction = bounds_fraction
-        self.fit_intercept = fit_intercept
-        self.constraint = constraint
-        self.radius = radius
-        self.p = p
-        self.data_norm_ord = data_norm_ord
-        self.tilt = tilt
-        self.adversarial_radius = adversarial_radius
-        self.adversarial_norm = adversarial_norm
-        self.accounting = accounting
-        self.accountant = accountant
-        self.neighboring = neighboring
-        self.random_state = random_state
-        self.secure = secure
-        self.verbose = verbose
-        self.noise_dominated = noise_dominated
-        self.threshold_fraction = threshold_fraction
+        store_params(self, locals())
 
     def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)

@@ -7,6 +7,7 @@ from numbers import Real
 import numpy as np
 
 from skdp._base import BaseDPLinearModel
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
@@ -105,31 +106,7 @@ class DPLinearSVC(BaseDPClassifier):
         noise_dominated="intercept_only",
         threshold_fraction="auto",
     ):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.classes = classes
-        self.loss = loss
-        self.smoothing = smoothing
-        self.solver = solver
-        self.alpha = alpha
-        self.data_norm = data_norm
-        self.bounds_fraction = bounds_fraction
-        self.fit_intercept = fit_intercept
-        self.constraint = constraint
-        self.radius = radius
-        self.p = p
-        self.data_norm_ord = data_norm_ord
-        self.tilt = tilt
-        self.adversarial_radius = adversarial_radius
-        self.adversarial_norm = adversarial_norm
-        self.accounting = accounting
-        self.accountant = accountant
-        self.neighboring = neighboring
-        self.random_state = random_state
-        self.secure = secure
-        self.verbose = verbose
-        self.noise_dominated = noise_dominated
-        self.threshold_fraction = threshold_fraction
+        store_params(self, locals())
 
     def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)

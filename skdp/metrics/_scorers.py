@@ -20,6 +20,7 @@ from dp_accounting import dp_event as dpe
 from sklearn.base import is_classifier
 from sklearn.utils.validation import _num_samples
 
+from skdp._params import store_params
 from skdp._repr import short_repr
 from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
@@ -103,14 +104,7 @@ class PrivateScorer:
 
     def __init__(self, metric, epsilon, accountant, bounds, response_method, sign,
                  y_range, random_state):
-        self.metric = metric
-        self.epsilon = epsilon
-        self.accountant = accountant
-        self.bounds = bounds
-        self.response_method = response_method
-        self.sign = sign
-        self.y_range = y_range
-        self.random_state = random_state
+        store_params(self, locals())
 
     def __repr__(self) -> str:
         name = self.metric if isinstance(self.metric, str) else getattr(

@@ -25,6 +25,7 @@ from sklearn.utils.validation import _check_y, check_consistent_length, check_is
 
 from skdp._array_api import is_device_array, namespace, to_device, to_numpy
 from skdp._base import validate_device_rows
+from skdp._params import store_params
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin, non_private_steps
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -377,19 +378,7 @@ default="truncated_negative_binomial"
                  n_candidates_mean=10, distribution="truncated_negative_binomial", eta=0.5,
                  scoring=None, validation_fraction=0.2, accountant=None, random_state=None,
                  verbose=0, n_jobs=None):
-        self.estimator = estimator
-        self.param_distributions = param_distributions
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_candidates_mean = n_candidates_mean
-        self.distribution = distribution
-        self.eta = eta
-        self.scoring = scoring
-        self.validation_fraction = validation_fraction
-        self.accountant = accountant
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     # -- the public plan -------------------------------------------------------------------
     def _shape(self) -> float:

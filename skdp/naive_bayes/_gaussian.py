@@ -37,6 +37,7 @@ from skdp._array_api import is_device_array
 from skdp._base import ExactScoreNoticeMixin
 from skdp._docstrings import fill_docstrings
 from skdp._labels import checked_classes
+from skdp._params import store_params
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -362,20 +363,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
                  classes=None, priors=None, var_smoothing=1e-9, budget_split=BUDGET_SPLIT,
                  var_floor=VAR_FLOOR, variances="auto", accounting="auto", accountant=None,
                  random_state=None, verbose=0):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.bounds = bounds
-        self.bounds_fraction = bounds_fraction
-        self.classes = classes
-        self.priors = priors
-        self.var_smoothing = var_smoothing
-        self.budget_split = budget_split
-        self.var_floor = var_floor
-        self.variances = variances
-        self.accounting = accounting
-        self.accountant = accountant
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     # -- the public plan -------------------------------------------------------------------
     def _check_split(self) -> np.ndarray:

@@ -23,6 +23,7 @@ from skdp._array_api import (
 )
 from skdp._base import validate_device_rows
 from skdp._docstrings import fill_docstrings
+from skdp._params import store_params
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -178,8 +179,7 @@ class RowNormClipper(_PublicMap):
     }
 
     def __init__(self, max_norm=1.0, norm=2.0):
-        self.max_norm = max_norm
-        self.norm = norm
+        store_params(self, locals())
 
     def _map(self, X):
         # float64 rows, of NumPy or of an array API namespace (on their device).
@@ -307,15 +307,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
     def __init__(self, epsilon=0.3, delta=1e-5, *, bounds="auto", bounds_fraction=0.5,
                  shrink_mean=True, accounting="auto", accountant=None, random_state=None,
                  verbose=0):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.bounds = bounds
-        self.bounds_fraction = bounds_fraction
-        self.shrink_mean = shrink_mean
-        self.accounting = accounting
-        self.accountant = accountant
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _plan(self, n_features: int):
         """Budgets and the ledger charged before reading ``X`` (public quantities only)."""

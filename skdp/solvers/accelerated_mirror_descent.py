@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import gammaln
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import MirrorGeometry, l1_ball_gradient_step, simplex_gradient_step
 from skdp.geometry._steps import _dual_grad as _dual_grad  # re-exported
@@ -181,9 +182,7 @@ class DPAccMD(BaseDPSolver):
     }
 
     def __init__(self, n_iter=None, clip_norm=None, restart_every="auto"):
-        self.n_iter = n_iter
-        self.clip_norm = clip_norm
-        self.restart_every = restart_every
+        store_params(self, locals())
 
     # -- public constants ------------------------------------------------------------------
     @staticmethod

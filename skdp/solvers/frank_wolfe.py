@@ -19,6 +19,7 @@ from numbers import Integral, Real
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import PureDpEvent, check_sensitivity, epsilon_spent
@@ -210,9 +211,7 @@ class PrivateFrankWolfe(BaseDPSolver):
     }
 
     def __init__(self, n_phases=None, batch_size=None, clip_norm=None):
-        self.n_phases = n_phases
-        self.batch_size = batch_size
-        self.clip_norm = clip_norm
+        store_params(self, locals())
 
     # The declaration covers the constraint (a polytope with finitely many vertices: the
     # l1 ball or the simplex; l2/lp balls have a continuum of extreme points and no finite

@@ -10,6 +10,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 from scipy.linalg import solve_discrete_lyapunov
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import (
@@ -220,11 +221,7 @@ class NoisyGD(BaseDPSolver):
 
     def __init__(self, n_iter=None, step_size=None, clip_norm=None, iterate="last",
                  momentum="auto"):
-        self.n_iter = n_iter
-        self.step_size = step_size
-        self.clip_norm = clip_norm
-        self.iterate = iterate
-        self.momentum = momentum
+        store_params(self, locals())
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then: Nesterov's momentum needs ``alpha > 0``.

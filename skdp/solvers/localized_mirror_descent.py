@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import EuclideanMirrorMap, MirrorGeometry, mirror_stepper
@@ -240,16 +241,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
         clip_norm=None,
         sampling="without_replacement",
     ):
-        self.n_phases = n_phases
-        self.step_size = step_size
-        self.step_scale = step_scale
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.phase_budget = phase_budget
-        self.strongly_convex = strongly_convex
-        self.n_rounds = n_rounds
-        self.clip_norm = clip_norm
-        self.sampling = sampling
+        store_params(self, locals())
 
     # -- checks ----------------------------------------------------------------------------
     def gradient_clip(self, spec: ProblemSpec) -> float:

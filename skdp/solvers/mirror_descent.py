@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from scipy.special import gammaln
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
@@ -551,15 +552,7 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
         clip_norm=None,
         sampling="without_replacement",
     ):
-        self.n_iter = n_iter
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.step_size = step_size
-        self.step_scale = step_scale
-        self.schedule = schedule
-        self.iterate = iterate
-        self.clip_norm = clip_norm
-        self.sampling = sampling
+        store_params(self, locals())
 
     # -- checks ----------------------------------------------------------------------------
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:

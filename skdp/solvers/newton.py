@@ -21,6 +21,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from skdp._array_api import to_numpy
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
@@ -525,14 +526,7 @@ class DPNewton(BaseDPSolver):
     def __init__(self, n_iter=None, gradient_share=0.9, clip_norm=None, floor_margin=1.0,
                  max_score_step="auto", iterate="auto", max_inner=2000,
                  hessian_steps=None):
-        self.n_iter = n_iter
-        self.gradient_share = gradient_share
-        self.clip_norm = clip_norm
-        self.floor_margin = floor_margin
-        self.max_score_step = max_score_step
-        self.iterate = iterate
-        self.max_inner = max_inner
-        self.hessian_steps = hessian_steps
+        store_params(self, locals())
 
     def _check_params(self) -> None:
         # Interval(Real, 0, None, "left") admits inf; the floor must be finite.

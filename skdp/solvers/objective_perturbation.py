@@ -32,6 +32,7 @@ from numbers import Integral, Real
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import (
@@ -271,13 +272,7 @@ class ObjectivePerturbation(BaseDPSolver):
         max_iter: int = 100000,
         shrinkage: str | None = None,
     ) -> None:
-        self.jacobian_share = jacobian_share
-        self.noise_radius = noise_radius
-        self.objective_share = objective_share
-        self.radius_fraction = radius_fraction
-        self.certified_radius = certified_radius
-        self.max_iter = max_iter
-        self.shrinkage = shrinkage
+        store_params(self, locals())
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str

@@ -17,6 +17,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import L2Ball
@@ -189,10 +190,7 @@ class OutputPerturbation(BaseDPSolver):
 
     def __init__(self, inner="auto", certified_radius=None, max_iter=100_000,
                  shrinkage="auto"):
-        self.inner = inner
-        self.certified_radius = certified_radius
-        self.max_iter = max_iter
-        self.shrinkage = shrinkage
+        store_params(self, locals())
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then the conditions on the objective's numbers.

@@ -15,6 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval
 from skdp.privacy.accounting import (
     PureDpEvent,
@@ -186,9 +187,7 @@ class PhasedDPSGD(BaseDPSolver):
     }
 
     def __init__(self, step_size=None, batch_size=None, n_phases=None):
-        self.step_size = step_size
-        self.batch_size = batch_size
-        self.n_phases = n_phases
+        store_params(self, locals())
 
     # -- plan ------------------------------------------------------------------------------
     def _noise_ratio(self, spec: ProblemSpec, budget: Budget, accounting: str, z: float

@@ -15,6 +15,7 @@ from typing import ClassVar
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import LpGeometry, default_exponent
@@ -223,10 +224,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
     )
 
     def __init__(self, n_iter=None, regularization=None, clip_norm=None, p=None):
-        self.n_iter = n_iter
-        self.regularization = regularization
-        self.clip_norm = clip_norm
-        self.p = p
+        store_params(self, locals())
 
     _parameter_constraints: ClassVar[dict] = {
         "n_iter": [Interval(Integral, 1, None, closed="left"), None],

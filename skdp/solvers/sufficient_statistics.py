@@ -18,6 +18,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
@@ -196,8 +197,7 @@ class SufficientStatistics(BaseDPSolver):
     }
 
     def __init__(self, ridge="auto", max_iter=10_000):
-        self.ridge = ridge
-        self.max_iter = max_iter
+        store_params(self, locals())
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then: ``X'X`` and its noise must stay in float range.

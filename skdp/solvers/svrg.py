@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import Unconstrained
 from skdp.privacy.accounting import (
@@ -194,13 +195,7 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         correction_clip=None,
         sampling="without_replacement",
     ):
-        self.n_epochs = n_epochs
-        self.inner_steps = inner_steps
-        self.batch_size = batch_size
-        self.step_size = step_size
-        self.clip_norm = clip_norm
-        self.correction_clip = correction_clip
-        self.sampling = sampling
+        store_params(self, locals())
 
     # -- schedule ------------------------------------------------------------------------
     def _batch_size(self, spec: ProblemSpec) -> int:

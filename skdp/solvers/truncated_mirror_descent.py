@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
+from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import LpDualIterate
 from skdp.losses import NORM_SAFETY, vector_norms
@@ -270,11 +271,7 @@ class _TruncatedBase(BaseDPSolver):
 
     def __init__(self, n_iter=None, truncation=None, step_size=None, p=None,
                  iterate="average"):
-        self.n_iter = n_iter
-        self.truncation = truncation
-        self.step_size = step_size
-        self.p = p
-        self.iterate = iterate
+        store_params(self, locals())
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then the solver's ``p`` against the constraint's exponent.
