@@ -124,6 +124,10 @@ for _name, _entries in {
 }.items():
     HOOK_DOCS[f"{_name}_parameters"] = "Parameters\n----------\n" + "".join(
         HOOK_DOCS[entry] for entry in _entries)
+# ``check_compatible``'s sections: its Parameters, then the Raises entry whose description
+# (when the check refuses) each solver writes on the lines indented under the marker.
+HOOK_DOCS["check_sections"] = (HOOK_DOCS["check_parameters"]
+                               + "\nRaises\n------\nIncompatibleSolverError\n")
 
 
 #: Cap of the automatic iteration count of the full-batch gradient solvers (DP-GD,
@@ -445,11 +449,7 @@ class BaseDPSolver(ABC):
         The generic check of the declared :attr:`capabilities`; subclasses add only
         data-free numeric conditions that no declaration expresses.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If the accounting method, the relation, the loss's output count or a
             declared capability does not fit the problem.
         """

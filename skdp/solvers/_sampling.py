@@ -47,11 +47,7 @@ class BatchSampling:
 
         Then the solver's own checks run.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If ``accounting="pld"`` with ``sampling="without_replacement"``, or if the
             solver's own checks fail.
         """

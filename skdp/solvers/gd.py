@@ -226,11 +226,7 @@ class NoisyGD(BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then: Nesterov's momentum needs ``alpha > 0``.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a generic check fails, or ``momentum="nesterov"`` with ``alpha = 0``.
         """
         super().check_compatible(spec, accounting, relation)

@@ -111,11 +111,7 @@ class InterceptOnly(BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then: the loss's label domain must be bounded.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a generic check fails or the loss declares no bounded label domain.
         """
         super().check_compatible(spec, accounting, relation)

@@ -261,11 +261,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The sampling and generic checks, then the default step size's conditions.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a sampling or generic check fails, the default step size meets an
             unbounded constraint, or ``strongly_convex=True`` with ``alpha = 0``.
         """

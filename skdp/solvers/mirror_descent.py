@@ -558,11 +558,7 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The sampling and generic checks, then the step schedule's conditions.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a sampling or generic check fails, the strongly convex schedule meets
             ``alpha = 0`` or a non-Euclidean geometry, or the default step size meets an
             unbounded constraint.

@@ -536,11 +536,7 @@ class DPNewton(BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then: the noisy Hessian's size is capped.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a generic check fails, or ``n_params * n_outputs`` exceeds 2048.
         """
         super().check_compatible(spec, accounting, relation)

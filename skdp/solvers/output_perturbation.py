@@ -195,11 +195,7 @@ class OutputPerturbation(BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then the conditions on the objective's numbers.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a generic check fails, adversarial training meets more than one output or
             a norm other than 2 and inf, or tilted ERM meets a loss of unbounded range.
         """

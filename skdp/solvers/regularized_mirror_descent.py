@@ -236,11 +236,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """Run the generic check; then ``p`` must agree with an l_p constraint's exponent.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If the generic check fails, or ``p`` does not fit the constraint.
         """
         super().check_compatible(spec, accounting, relation)

@@ -202,11 +202,7 @@ class SufficientStatistics(BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then: ``X'X`` and its noise must stay in float range.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a generic check fails or the public row and label bounds make the
             statistics' sensitivities overflow.
         """

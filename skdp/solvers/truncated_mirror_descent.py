@@ -276,11 +276,7 @@ class _TruncatedBase(BaseDPSolver):
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then the solver's ``p`` against the constraint's exponent.
 
-        <<check_parameters>>
-
-        Raises
-        ------
-        IncompatibleSolverError
+        <<check_sections>>
             If a generic check fails or ``p`` does not fit the constraint.
         """
         super().check_compatible(spec, accounting, relation)
