@@ -92,6 +92,36 @@ def check_out_of_core(solver, kind: str = "a dask array") -> None:
     )
 
 
+def validate_fit_rows(estimator, X):
+    """The rows a one-release transformer fits on, validated once inside its charge.
+
+    An array API ``X`` is checked where it is and stays on its device
+    (:func:`validate_device_rows`; docs/scaling_out.md); anything else goes through
+    scikit-learn's ``validate_data`` as float64. Either way ``estimator.n_features_in_``
+    is set.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator being fitted.
+    X : array-like, or an array API array
+        The private rows.
+
+    Returns
+    -------
+    X : ndarray or array
+        The validated rows.
+    like : array or None
+        ``X`` itself when it is an array API array (results go back to its namespace and
+        device), else ``None``.
+    """
+    if is_device_array(X):
+        X = validate_device_rows(X)
+        estimator.n_features_in_ = int(X.shape[1])
+        return X, X
+    return validate_data(estimator, X, dtype=np.float64), None
+
+
 def validate_device_rows(X, check_finite: bool = True, fitted=None, width: int | None = None):
     """An array API ``X`` checked where it is (docs/scaling_out.md): two dimensions, at
     least one row and one feature, a real dtype (integers and booleans become float64

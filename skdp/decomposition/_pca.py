@@ -29,7 +29,7 @@ from skdp._array_api import (
     to_device,
     to_numpy,
 )
-from skdp._base import validate_device_rows
+from skdp._base import validate_device_rows, validate_fit_rows
 from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
 from skdp._progress import Progress
@@ -420,12 +420,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         warn_if_seeded(self.random_state, total.is_private)
         with Charge(self.accountant, ledger, source=type(self).__name__,
                     params=self.get_params(deep=False)) as charge:
-            like = X if is_device_array(X) else None
-            if like is not None:  # an array API X: read on its device (docs/scaling_out.md)
-                X = like = validate_device_rows(X)
-                self.n_features_in_ = d
-            else:
-                X = validate_data(self, X, dtype=np.float64)
+            X, like = validate_fit_rows(self, X)
             bounds_rng, mean_rng, cov_rng = as_generator(self.random_state).spawn(3)
             public = None if isinstance(self.data_norm, str) else float(self.data_norm)
             # --- 1. the mean: sum of rows clipped to R_0, sensitivity 2 R_0 -------------

@@ -594,10 +594,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
     def predict_joint_log_proba(self, X):
         """Joint log probability ``log P(x, c)`` of each row and class.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The rows.
+        <<parameters_rows:The rows.>>
 
         Returns
         -------
@@ -609,10 +606,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
     def predict(self, X):
         """The most probable class of each row.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The rows.
+        <<parameters_rows:The rows.>>
 
         Returns
         -------
@@ -625,10 +619,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
     def predict_log_proba(self, X):
         """Log class probabilities.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The rows.
+        <<parameters_rows:The rows.>>
 
         Returns
         -------
@@ -642,10 +633,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
     def predict_proba(self, X):
         """Probability of each class for each row.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The rows.
+        <<parameters_rows:The rows.>>
 
         Returns
         -------

@@ -21,7 +21,7 @@ from skdp._array_api import (
     to_device,
     to_numpy,
 )
-from skdp._base import validate_device_rows
+from skdp._base import validate_device_rows, validate_fit_rows
 from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
 from skdp._progress import Progress
@@ -195,7 +195,8 @@ class RowNormClipper(_PublicMap):
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 
 #: The options of every one-release transformer and estimator (DPStandardScaler, DPPCA,
-#: DPGaussianNB), described once: a line ``<<release_options>>`` in their docstrings.
+#: DPGaussianNB), described once: a line ``<<release_options>>`` in their docstrings, and
+#: ``<<parameters_rows:what the rows are>>`` for their methods that read ``X`` only.
 RELEASE_DOCS = {"release_options": """\
 accounting : {"auto", "gaussian", "rdp", "pld", "pure"}, default="auto"
     How the release is accounted (``"auto"``: exact Gaussian, or pure for ``delta=0``).
@@ -205,6 +206,13 @@ random_state : None, int or Generator, default=None
     Source of the noise (``None``: OS entropy; use it for releases).
 verbose : int, default=0
     ``1``: print the phases with public quantities only; ``2``: also elapsed times.
+""",
+    # The Parameters section of a method that reads only rows ``X``.
+    "parameters_rows": """\
+Parameters
+----------
+X : array-like of shape (n_samples, n_features)
+    {arg}
 """}
 #: ``bounds="auto"``: the quantile of the row norms that ``C`` bounds at a finite epsilon
 #: (the maximum at ``epsilon=inf``; :func:`skdp.mechanisms.target_count`).
@@ -365,12 +373,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
         warn_if_seeded(self.random_state, total.is_private)
         with Charge(self.accountant, ledger, source=type(self).__name__,
                     params=self.get_params(deep=False)) as charge:
-            like = X if is_device_array(X) else None
-            if like is not None:  # an array API X: read on its device (docs/scaling_out.md)
-                X = like = validate_device_rows(X)
-                self.n_features_in_ = int(X.shape[1])
-            else:
-                X = validate_data(self, X, dtype=np.float64)
+            X, like = validate_fit_rows(self, X)
             n, d = X.shape
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
             if isinstance(self.bounds, str):
@@ -437,10 +440,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
     def transform(self, X):
         """Standardise the rows: ``(x - mean_) / scale_``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The rows to scale.
+        <<parameters_rows:The rows to scale.>>
 
         Returns
         -------
@@ -473,10 +473,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
     def inverse_transform(self, X):
         """Undo :meth:`transform`: ``x * scale_ + mean_``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Scaled rows.
+        <<parameters_rows:Scaled rows.>>
 
         Returns
         -------
