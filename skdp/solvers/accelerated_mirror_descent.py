@@ -348,17 +348,9 @@ class DPAccMD(BaseDPSolver):
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2G/n")
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
         # T releases, each (2G/n)-sensitive, compose exactly (the same ledger as DP-GD).
-        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accounting, relation)
         geom = self.geometry(spec)
         return AccMDPlan(
-            n_iter=n_iter,
-            event=event,
-            accounting=accounting,
-            relation=relation,
-            sigma=sigma,
-            noise_multiplier=z,
-            sensitivity=sensitivity,
-            clip_norm=clip,
+            **full_batch_gaussian(sensitivity, n_iter, budget, accounting, relation, clip),
             smoothness=self.smoothness(spec),
             geometry=geom.kind,
             mirror_modulus=geom.modulus,

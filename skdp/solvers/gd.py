@@ -90,15 +90,18 @@ def _gd_event(z: float, n_iter: int, accounting: str, relation: str) -> dpe.DpEv
 
 
 def full_batch_gaussian(
-    sensitivity: float, n_iter: int, budget: Budget, accounting: str, relation: str
-) -> tuple[float, float, dpe.DpEvent]:
-    """``(z, sigma, event)`` of ``n_iter`` full-batch Gaussian releases of one sensitivity.
+    sensitivity: float, n_iter: int, budget: Budget, accounting: str, relation: str,
+    clip_norm: float,
+) -> dict:
+    """The plan fields of ``n_iter`` full-batch Gaussian releases of one sensitivity.
 
     ``"gaussian"``: the ``T`` releases, each ``Delta``-sensitive with noise ``sigma``,
     compose exactly into one Gaussian release of sensitivity ``sqrt(T) Delta``, so
     ``sigma = sqrt(T) Delta sigma_B1(epsilon, delta)`` (exact). Other accounting methods calibrate
     their (upper-bounding) ledger, for which that multiplier is a lower bound. ``z = 0``
-    when ``epsilon = inf``. Shared by DP-GD and DP-AccMD.
+    when ``epsilon = inf``. Shared by DP-GD and DP-AccMD: ``n_iter``, ``event``,
+    ``accounting``, ``relation``, ``sigma``, ``noise_multiplier`` (``z``), ``sensitivity``
+    and ``clip_norm``, as keyword arguments of their plans.
     """
     if not budget.is_private:
         z = 0.0
@@ -114,7 +117,9 @@ def full_batch_gaussian(
     event = dpe.SelfComposedDpEvent(
         gaussian_event(sigma, sensitivity, accounting=accounting, relation=relation), n_iter
     )
-    return z, sigma, event
+    return dict(n_iter=n_iter, event=event, accounting=accounting, relation=relation,
+                sigma=sigma, noise_multiplier=z, sensitivity=sensitivity,
+                clip_norm=clip_norm)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,19 +323,9 @@ class NoisyGD(BaseDPSolver):
         # record moves the sum by at most 2C.
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2C/n")
         n_iter = self.auto_n_iter(spec, budget, sensitivity)
-        z, sigma, event = full_batch_gaussian(sensitivity, n_iter, budget, accounting, relation)
         return GDPlan(
-            n_iter=n_iter,
-            event=event,
-            accounting=accounting,
-            relation=relation,
-            sigma=sigma,
-            noise_multiplier=z,
-            sensitivity=sensitivity,
-            clip_norm=clip,
-            step_size=self._step(spec),
-            momentum=self._momentum(spec),
-        )
+            **full_batch_gaussian(sensitivity, n_iter, budget, accounting, relation, clip),
+            step_size=self._step(spec), momentum=self._momentum(spec))
 
     def release_noise_scale(self, plan: GDPlan) -> float:
         """Noise scale of the released iterate, from the last step's ``eta sigma``.

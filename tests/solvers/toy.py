@@ -28,6 +28,7 @@ class ToyPlan(Plan):
     step's mean gradient, the clip and the step size."""
 
     sigma: float
+    noise_multiplier: float
     sensitivity: float
     clip_norm: float
     step_size: float
@@ -62,11 +63,9 @@ class ToyGD(BaseDPSolver):
         clip = self.gradient_clip(spec)
         # Replace-one: the mean of n clipped gradients (denominator n) moves by <= 2C/n.
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity")
-        _, sigma, event = full_batch_gaussian(sensitivity, self.n_iter, budget, accounting,
-                                              relation)
-        return ToyPlan(n_iter=self.n_iter, event=event, accounting=accounting,
-                       relation=relation, sigma=sigma, sensitivity=sensitivity,
-                       clip_norm=clip, step_size=1.0 / spec.smoothness)
+        return ToyPlan(**full_batch_gaussian(sensitivity, self.n_iter, budget, accounting,
+                                             relation, clip),
+                       step_size=1.0 / spec.smoothness)
 
     def release_noise_scale(self, plan: ToyPlan) -> float:
         # The last step adds step_size * N(0, sigma^2) to the released iterate.
