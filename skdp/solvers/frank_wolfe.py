@@ -42,12 +42,6 @@ from skdp.solvers._frank_wolfe_tree import (
 __all__ = [
     "FrankWolfePlan",
     "PrivateFrankWolfe",
-    "TreeSchedule",
-    "report_noisy_min",
-    "selection_epsilon",
-    "tree_schedule",
-    "vertex_contribution",
-    "vertex_scores",
 ]
 
 # Largest automatic number of phases: phase t has 2^t leaves (Frank-Wolfe steps), each

@@ -12,21 +12,13 @@ import warnings
 import numpy as np
 import pytest
 
-from skdp import (
-    BudgetAccountant,
-    DPHuberRegressor,
-    DPLasso,
-    DPLinearRegression,
-    DPLinearSVC,
-    DPLogisticRegression,
-)
+from skdp import BudgetAccountant, DPLasso, DPLinearRegression, DPLogisticRegression
 from skdp._planning import NOISE_DOMINATED, noise_ratio
 from skdp.exceptions import NoiseDominatedWarning
 from skdp.model_selection import privacy_cost
 from skdp.privacy import Budget
 from skdp.solvers import InterceptOnly, NoisyGD
-
-ALL = (DPLogisticRegression, DPLinearSVC, DPLinearRegression, DPHuberRegressor, DPLasso)
+from tests.estimators import LINEAR, REGRESSORS
 
 
 def _classification(n=400, d=30, share=0.7, seed=0):
@@ -101,7 +93,7 @@ def test_a_noise_dominated_regressor_predicts_a_constant():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 10))
     y = 50.0 + 10.0 * rng.normal(size=300)
-    for cls in (DPLinearRegression, DPHuberRegressor, DPLasso):
+    for cls in REGRESSORS:
         reg = cls(epsilon=0.05, delta=1e-5, data_norm=5.0, y_bound=100.0)
         messages = _fit(reg, X, y)
         assert isinstance(reg.solver_, InterceptOnly), cls.__name__
@@ -127,10 +119,10 @@ def test_multiclass_intercepts_are_the_log_shares():
     assert np.all(clf.predict(X) == 0)
 
 
-@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize("cls", LINEAR)
 def test_never_at_epsilon_inf_nor_with_enough_data(cls):
     X, y = _classification(n=400, d=5)
-    if cls in (DPLinearRegression, DPHuberRegressor, DPLasso):
+    if cls in REGRESSORS:
         y = X[:, 0] + y
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

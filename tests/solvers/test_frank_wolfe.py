@@ -20,14 +20,14 @@ from skdp.privacy import Budget, epsilon_spent
 from skdp.privacy.accounting import randomized_response_event
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
-from skdp.solvers._frank_wolfe_tree import _records_used
-from skdp.solvers.frank_wolfe import (
-    PrivateFrankWolfe,
+from skdp.solvers._frank_wolfe_tree import (
+    _records_used,
     report_noisy_min,
     tree_schedule,
     vertex_contribution,
     vertex_scores,
 )
+from skdp.solvers.frank_wolfe import PrivateFrankWolfe
 
 BUDGET = Budget(1.0, 0.0)
 

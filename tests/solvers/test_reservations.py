@@ -14,26 +14,18 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.model_selection import KFold, cross_val_score
 
-from skdp import (
-    BudgetAccountant,
-    DPHuberRegressor,
-    DPLasso,
-    DPLinearRegression,
-    DPLinearSVC,
-    DPLogisticRegression,
-    IncompatibleSolverError,
-)
+from skdp import BudgetAccountant, IncompatibleSolverError
 from skdp.model_selection import privacy_cost
 from skdp.solvers import SOLVERS
+from tests.estimators import CLASSIFIERS, LINEAR
 
 #: Solvers whose plan depends on the bounds' size (the price is then within 5%).
 BOUND_DEPENDENT = {"svrg++": 0.05}
 
 _X_C, _Y_C = load_breast_cancer(return_X_y=True)
 _X_R, _Y_R = load_diabetes(return_X_y=True)
-ESTIMATORS = [(DPLogisticRegression, _X_C[::3], _Y_C[::3]), (DPLinearSVC, _X_C[::3], _Y_C[::3]),
-              (DPLinearRegression, _X_R, _Y_R), (DPHuberRegressor, _X_R, _Y_R),
-              (DPLasso, _X_R, _Y_R)]
+ESTIMATORS = [(cls, _X_C[::3], _Y_C[::3]) if cls in CLASSIFIERS else (cls, _X_R, _Y_R)
+              for cls in LINEAR]
 
 
 @pytest.mark.parametrize("cls, X, y", ESTIMATORS, ids=lambda v: getattr(v, "__name__", ""))
@@ -42,7 +34,7 @@ def test_price_of_auto_bounds_is_what_the_accountant_reads(cls, X, y):
     cv = KFold(2, shuffle=True, random_state=0)
     for name in SOLVERS:
         for delta in (0.0, 1e-5):
-            kw = {"classes": [0, 1]} if cls in (DPLogisticRegression, DPLinearSVC) else {}
+            kw = {"classes": [0, 1]} if cls in CLASSIFIERS else {}
             acc = BudgetAccountant(1e6, 1.0)
             est = cls(epsilon=1.0, delta=delta, solver=name, accountant=acc, **kw)
             try:
