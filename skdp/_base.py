@@ -92,6 +92,38 @@ def check_out_of_core(solver, kind: str = "a dask array") -> None:
     )
 
 
+def start_release(estimator, total: Budget, bound: str, shape=None) -> Progress:
+    """The opening of a one-release fit (DPStandardScaler, DPPCA, DPGaussianNB).
+
+    Prints its first progress line, from public quantities only (the shape when known,
+    the budget, whether the bound named ``bound`` is private or declared), and says once
+    that a seeded ``random_state`` is not for releases.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator being fitted.
+    total : Budget
+        Its validated budget.
+    bound : str
+        The name of its bounds parameter (``"bounds"`` or ``"data_norm"``).
+    shape : tuple of int or None, default=None
+        ``(n_samples, n_features)``, where the fit knows it before reading ``X``.
+
+    Returns
+    -------
+    Progress
+        The fit's progress printer, for its later lines.
+    """
+    progress = Progress(estimator, estimator.verbose)
+    rows = "" if shape is None else f"{shape[0]} rows, {shape[1]} features, "
+    kind = "private" if isinstance(getattr(estimator, bound), str) else "public"
+    progress(f"fit: {rows}epsilon={estimator.epsilon:g}, delta={estimator.delta:g}, "
+             f"{bound} {kind}")
+    warn_if_seeded(estimator.random_state, total.is_private)
+    return progress
+
+
 def validate_fit_rows(estimator, X):
     """The rows a one-release transformer fits on, validated once inside its charge.
 
@@ -432,8 +464,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             warn_label_set_read()
         # The budget is charged from the public plan, before any value of X is read; on
         # failure only what was released stays charged (skdp.privacy.charging).
-        with Charge(self.accountant, planned, source=type(self).__name__,
-                    params=self.get_params(deep=False)) as charge:
+        with Charge.of(self, planned) as charge:
             # With declared bounds X is first read by Problem.build, whose row norms find
             # any non-finite entry (the same pass, instead of one more over X here).
             X, y = self._validate(X, y, finite_at_build=not auto)

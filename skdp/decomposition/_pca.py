@@ -29,13 +29,11 @@ from skdp._array_api import (
     to_device,
     to_numpy,
 )
-from skdp._base import validate_device_rows, validate_fit_rows
+from skdp._base import start_release, validate_device_rows, validate_fit_rows
 from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
-from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp._warnings import warn_if_seeded
 from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.preprocessing._scalers import RELEASE_DOCS
@@ -413,13 +411,8 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         n, d = int(shape[0]), int(shape[1])
         plan = self._plan(n, d)
         total, ledger = plan["total"], plan["ledger"]
-        progress = Progress(self, self.verbose)
-        progress(f"fit: {n} rows, {d} features, epsilon={self.epsilon:g}, "
-                 f"delta={self.delta:g}, data_norm "
-                 f"{'private' if isinstance(self.data_norm, str) else 'public'}")
-        warn_if_seeded(self.random_state, total.is_private)
-        with Charge(self.accountant, ledger, source=type(self).__name__,
-                    params=self.get_params(deep=False)) as charge:
+        progress = start_release(self, total, "data_norm", (n, d))
+        with Charge.of(self, ledger) as charge:
             X, like = validate_fit_rows(self, X)
             bounds_rng, mean_rng, cov_rng = as_generator(self.random_state).spawn(3)
             public = None if isinstance(self.data_norm, str) else float(self.data_norm)

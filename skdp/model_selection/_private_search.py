@@ -520,8 +520,7 @@ default="truncated_negative_binomial"
             first_eps = _gdp_epsilon(1.0 / z_ref, first_delta)
         # Charged before any value of X or y is read; refunded if the search fails (no
         # candidate is released then).
-        with Charge(self.accountant, ledger, source=type(self).__name__,
-                    params=self.get_params(deep=False)):
+        with Charge.of(self, ledger):
             X, y = self._validate(X, y)
             best = (math.nan, None, None, math.nan)
             # One public label set for every candidate (read from the whole y, as skdp's

@@ -34,14 +34,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._array_api import is_device_array
-from skdp._base import ExactScoreNoticeMixin
+from skdp._base import ExactScoreNoticeMixin, start_release
 from skdp._docstrings import fill_docstrings
 from skdp._labels import checked_classes
 from skdp._params import store_params
-from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp._warnings import warn_if_seeded, warn_label_set_read
+from skdp._warnings import warn_label_set_read
 from skdp.losses import row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, _public_bounds
@@ -459,14 +458,10 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
             # scikit-learn's error for a missing y, before anything is charged.
             validate_data(self, X, y, dtype=np.float64)
         total, mechanism, unit, ledger, eps_bounds = self._plan()
-        progress = Progress(self, self.verbose)
-        progress(f"fit: epsilon={self.epsilon:g}, delta={self.delta:g}, bounds "
-                 f"{'private' if isinstance(self.bounds, str) else 'public'}")
-        warn_if_seeded(self.random_state, total.is_private)
+        progress = start_release(self, total, "bounds")
         if self.classes is None:
             warn_label_set_read()
-        with Charge(self.accountant, ledger, source=type(self).__name__,
-                    params=self.get_params(deep=False)) as charge:
+        with Charge.of(self, ledger) as charge:
             # Input errors (format, non-finite values, labels outside classes) raise
             # here, before anything is released: the charge is refunded.
             X, y = validate_data(self, X, y, dtype=np.float64)

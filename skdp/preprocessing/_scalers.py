@@ -21,13 +21,11 @@ from skdp._array_api import (
     to_device,
     to_numpy,
 )
-from skdp._base import validate_device_rows, validate_fit_rows
+from skdp._base import start_release, validate_device_rows, validate_fit_rows
 from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
-from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp._warnings import warn_if_seeded
 from skdp.losses import NORM_SAFETY, row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
@@ -366,13 +364,8 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             X = validate_data(self, X, dtype=np.float64)
             shape = X.shape
         total, release, ledger, eps_bounds = self._plan(int(shape[1]))
-        progress = Progress(self, self.verbose)
-        progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon:g}, "
-                 f"delta={self.delta:g}, bounds "
-                 f"{'private' if isinstance(self.bounds, str) else 'public'}")
-        warn_if_seeded(self.random_state, total.is_private)
-        with Charge(self.accountant, ledger, source=type(self).__name__,
-                    params=self.get_params(deep=False)) as charge:
+        progress = start_release(self, total, "bounds", shape)
+        with Charge.of(self, ledger) as charge:
             X, like = validate_fit_rows(self, X)
             n, d = X.shape
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)

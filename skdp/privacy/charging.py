@@ -57,6 +57,26 @@ class Charge:
         self._recorded = ledger
         self._kept = None
 
+    @classmethod
+    def of(cls, estimator, ledger) -> Charge:
+        """The charge of an estimator's fit: to its ``accountant``, under its class name,
+        with its public parameters (``get_params(deep=False)``).
+
+        Parameters
+        ----------
+        estimator : estimator
+            The estimator being fitted.
+        ledger : PrivacyLedger or CompositeLedger
+            What the fit will run, from its public plan.
+
+        Returns
+        -------
+        Charge
+            The charge, to open with ``with``.
+        """
+        return cls(estimator.accountant, ledger, source=type(estimator).__name__,
+                   params=estimator.get_params(deep=False))
+
     def __enter__(self) -> Charge:
         if self.accountant is not None:
             self.entry = self.accountant.charge(self.ledger, source=self.source,
