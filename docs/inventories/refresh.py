@@ -80,6 +80,16 @@ def write_inventory(path: Path, project: str, version: str, entries) -> int:
     return len(lines)
 
 
+def _quiet_import(modname: str):
+    """The module, or None where it does not import here (its warnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return importlib.import_module(modname)
+        except Exception:
+            return None
+
+
 def _public(names):
     return [n for n in names if not n.startswith("_")]
 
@@ -155,12 +165,9 @@ def python_entries():
     for modname in modules:
         if modname in skip:
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                module = importlib.import_module(modname)
-            except Exception:
-                continue
+        module = _quiet_import(modname)
+        if module is None:
+            continue
         page = f"library/{modname}.html"
         entries.append((modname, "py:module", f"{page}#module-{modname}"))
         for name, obj in _members(module):
@@ -274,12 +281,9 @@ def sklearn_entries():
         parts = modname.split(".")
         if any(part.startswith("_") or part in {"tests", "externals"} for part in parts):
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                module = importlib.import_module(modname)
-            except Exception:
-                continue
+        module = _quiet_import(modname)
+        if module is None:
+            continue
         if not hasattr(module, "__all__"):
             continue
         entries.append((modname, "py:module", f"api/{modname}.html#module-{modname}"))
