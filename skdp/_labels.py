@@ -5,7 +5,18 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
-__all__ = ["checked_classes"]
+__all__ = ["CLASSES_DOC", "checked_classes"]
+
+#: The ``classes`` parameter of every private classifier, described once (``{arg}``: what
+#: each class gets, "coefficients" or "statistics").
+CLASSES_DOC = """\
+classes : array-like or None, default=None
+    The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
+    outside it raise before any noise is drawn, classes absent from ``y`` still get
+    {arg}, and the model's shape does not depend on any record. ``None``: the
+    label set is read from ``y`` (treated as public; replacing the only record of a
+    class changes the model's shape, see docs/privacy.md).
+"""
 
 
 def checked_classes(name: str, classes, y) -> np.ndarray:

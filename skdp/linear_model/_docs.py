@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from skdp._docstrings import fill_docstrings
+from skdp._labels import CLASSES_DOC
 from skdp.solvers import SOLVERS
 from skdp.solvers._capabilities import accepts_any, summary
 
@@ -165,14 +166,7 @@ threshold_fraction : float in [0, 1) or "auto", default="auto"
     lies in the solver's constraint. ``0``: the solver's intercept. See
     docs/algorithms/threshold.md.
 """,
-    'classes': """\
-classes : array-like or None, default=None
-    The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
-    outside it raise before any noise is drawn, classes absent from ``y`` still get
-    coefficients, and the model's shape does not depend on any record. ``None``: the
-    label set is read from ``y`` (treated as public; replacing the only record of a
-    class changes the model's shape, see docs/privacy.md).
-""",
+    'classes': CLASSES_DOC.replace("{arg}", "coefficients"),
     # -- attributes ----------------------------------------------------------------------
     'classes_': """\
 classes_ : ndarray of shape (n_classes,)

@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 from skdp._array_api import is_device_array
 from skdp._base import ExactScoreNoticeMixin, start_release
 from skdp._docstrings import fill_docstrings
-from skdp._labels import checked_classes
+from skdp._labels import CLASSES_DOC, checked_classes
 from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -234,7 +234,7 @@ def post_process(counts, sums, squares, n: int, noise_std, var_floor: float):
     return counts, mean_u, var_u
 
 
-@partial(fill_docstrings, texts=RELEASE_DOCS)
+@partial(fill_docstrings, texts={**RELEASE_DOCS, "classes": CLASSES_DOC})
 class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, BaseEstimator):
     """Gaussian naive Bayes with ``(epsilon, delta)``-differential privacy.
 
@@ -267,12 +267,7 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         public bounds where they are known.
     bounds_fraction : float in (0, 1), default=0.1
         Share of ``epsilon`` spent on the ``"auto"`` bound.
-    classes : array-like or None, default=None
-        The PUBLIC label set. Given, ``fit`` never reads the label set from ``y``: labels
-        outside it raise before any noise is drawn, classes absent from ``y`` still get
-        statistics, and the model's shape does not depend on any record. ``None``: the
-        label set is read from ``y`` (treated as public; replacing the only record of a
-        class changes the model's shape, see docs/privacy.md).
+    <<classes:statistics>>
     priors : array-like of shape (n_classes,) or None, default=None
         Public class priors; ``None``: from the released counts.
     var_smoothing : float, default=1e-9
