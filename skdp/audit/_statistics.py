@@ -5,26 +5,34 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 from scipy.stats import beta
 
+from skdp._docstrings import fill_docstrings
 from skdp._repr import dataclass_repr
+
+#: The binomial counts of the Clopper-Pearson bounds, described once.
+_COUNTS = {"counts": """\
+k : int or array-like of int
+    Number of successes, ``0 <= k <= n``.
+n : int or array-like of int
+    Number of trials, ``n >= 1``.
+"""}
 
 
 # ---------------------------------------------------------------------------------------
 # Statistics
 # ---------------------------------------------------------------------------------------
+@partial(fill_docstrings, texts=_COUNTS)
 def clopper_pearson_upper(k: Any, n: Any, level: float) -> np.ndarray:
     """One-sided Clopper-Pearson upper confidence bound on a binomial proportion.
 
     Parameters
     ----------
-    k : int or array-like of int
-        Number of successes, ``0 <= k <= n``.
-    n : int or array-like of int
-        Number of trials, ``n >= 1``.
+    <<counts>>
     level : float
         One-sided confidence level in ``(0, 1)``: ``P(p <= bound) >= level`` for every
         true proportion ``p``.
@@ -43,15 +51,13 @@ def clopper_pearson_upper(k: Any, n: Any, level: float) -> np.ndarray:
     return np.where(full, 1.0, beta.ppf(level, k + 1.0, np.where(full, 1.0, n - k)))
 
 
+@partial(fill_docstrings, texts=_COUNTS)
 def clopper_pearson(k: Any, n: Any, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided Clopper-Pearson ("exact") interval for a binomial proportion.
 
     Parameters
     ----------
-    k : int or array-like of int
-        Number of successes, ``0 <= k <= n``.
-    n : int or array-like of int
-        Number of trials, ``n >= 1``.
+    <<counts>>
     confidence : float, default=0.95
         Two-sided confidence level; each tail gets ``(1 - confidence) / 2``.
 
