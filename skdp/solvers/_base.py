@@ -95,6 +95,12 @@ HOOK_DOCS["problem"] = """\
 problem : Problem
     The data and its public specification.
 """
+HOOK_DOCS["problem_at"] = """\
+problem : Problem
+    The data and its public specification.
+W : ndarray of shape (n_params, n_outputs)
+    The point.
+"""
 HOOK_DOCS["release_inputs"] = """\
 problem : Problem
     The data and its public specification.

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
 from skdp._array_api import to_numpy
+from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
@@ -40,6 +42,7 @@ from skdp.privacy.calibration import (
 from skdp.privacy.events import gaussian_event
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
+    HOOK_DOCS,
     BaseDPSolver,
     Inference,
     Plan,
@@ -130,6 +133,7 @@ def _gradient_and_hessian_block(block: Block, W: np.ndarray, loss, clip_norm: fl
     return out
 
 
+@partial(fill_docstrings, texts=HOOK_DOCS)
 def gradient_and_hessian_sums(problem: Problem, W: np.ndarray, clip_norm: float
                               ) -> tuple[np.ndarray, np.ndarray]:
     """``(sum_i clip_C(grad f(W; z_i)), sum_i h_i kron x'_i x'_i^T)`` in one blocked pass.
@@ -140,10 +144,7 @@ def gradient_and_hessian_sums(problem: Problem, W: np.ndarray, clip_norm: float
 
     Parameters
     ----------
-    problem : Problem
-        The data and its public specification.
-    W : ndarray of shape (n_params, n_outputs)
-        The point.
+    <<problem_at>>
     clip_norm : float
         The per-example gradient clip ``C``.
 
@@ -226,6 +227,7 @@ def newton_multiplier(n_iter: int, n_hessian: int, rho: float, budget: Budget,
         accounting=accounting, relation=relation, lower_bound=exact)
 
 
+@partial(fill_docstrings, texts=HOOK_DOCS)
 def hessian_sum(problem: Problem, W: np.ndarray) -> np.ndarray:
     """``sum_i h_i kron x'_i x'_i^T`` at ``W``, a ``(p K) x (p K)`` symmetric matrix.
 
@@ -234,10 +236,7 @@ def hessian_sum(problem: Problem, W: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    problem : Problem
-        The data and its public specification.
-    W : ndarray of shape (n_params, n_outputs)
-        The point.
+    <<problem_at>>
 
     Returns
     -------
