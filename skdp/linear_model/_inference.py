@@ -16,14 +16,16 @@ def coefficient_covariance(inference, *, n_features: int, intercept_feature: flo
 
     Two independent parts, both computed from released quantities and public constants:
 
-    - **sampling**: the sandwich ``A^-1 H A^-1 / n`` of the regularised M-estimator, with
-      ``A`` the released Hessian of the penalised mean objective and ``H = A - alpha I_pen``
-      that of the loss (its PSD part). For a well-specified logistic model the gradient
-      covariance equals ``H`` (the information identity), so this is the model-based
-      covariance that statsmodels' ``Logit`` reports;
-    - **privacy noise**: each averaged Newton iterate carries ``-A^-1 xi_t`` with
-      ``xi_t ~ N(0, s^2 I)`` the released gradient's noise, independent across steps, so
-      their mean carries ``(s^2 / m) A^-2``.
+    - **sampling**: the sandwich ``phi A^-1 H A^-1 / n`` of the regularised M-estimator,
+      with ``A`` the released Hessian of the penalised mean objective, ``H = A - diag(P)``
+      that of the loss (its PSD part) and ``phi`` the dispersion: the per-example
+      gradients' covariance is ``phi H`` for a well-specified model (logistic: ``phi = 1``,
+      the information identity, as statsmodels' ``Logit``; squared loss: ``phi = sigma^2``,
+      the residual variance, as statsmodels' ``OLS``);
+    - **privacy noise**: the output carries ``-A^-1 xi`` with ``xi`` the noise in its mean
+      gradient, of the released covariance ``S`` (DP Newton: ``(s^2 / m) I`` for ``m``
+      averaged steps; sufficient statistics: the Gram's and moments' noise at the
+      output), so ``A^-1 S A^-1``.
 
     Parameters
     ----------
@@ -45,8 +47,8 @@ def coefficient_covariance(inference, *, n_features: int, intercept_feature: flo
     A_inv = 0.5 * (A_inv + A_inv.T)
     values, vectors = np.linalg.eigh(A - np.diag(inference.penalty))
     H = (vectors * np.maximum(values, 0.0)) @ vectors.T
-    sampling = A_inv @ H @ A_inv / inference.n_samples
-    noise = (inference.gradient_noise ** 2 / inference.n_averaged) * (A_inv @ A_inv)
+    sampling = inference.dispersion * (A_inv @ H @ A_inv) / inference.n_samples
+    noise = A_inv @ np.asarray(inference.noise_covariance, dtype=float) @ A_inv
     cov = sampling + noise
     scale = np.ones(A.shape[0])
     if intercept_feature:

@@ -287,32 +287,36 @@ class SolverResult:
 class Inference:
     """What a solver released that approximates the law of its output (post-processing).
 
-    The output ``w`` of the solver is taken as ``w_hat + e`` with ``w_hat`` the
-    (regularised) empirical minimiser and ``e`` the released noise carried through the
-    last steps, ``e ~ N(0, (gradient_noise^2 / n_averaged) A^-2)``.
+    The output ``w`` of the solver is taken as ``w_hat + e``: ``w_hat`` the (regularised)
+    empirical minimiser, whose sampling covariance is the sandwich
+    ``dispersion A^-1 H A^-1 / n`` of the M-estimator, and ``e = -A^-1 xi`` the privacy
+    noise ``xi`` that the output carries in its mean gradient, ``xi ~ N(0, noise_covariance)``.
 
     Parameters
     ----------
     hessian : ndarray of shape (D, D)
         ``A``: the released (noisy) Hessian of the regularised mean objective at the
-        output, symmetric, eigenvalues floored (the released Hessians averaged over the
-        averaged iterates; ``D = n_params * n_outputs``, row-major coefficients).
+        output, symmetric, eigenvalues floored (``D = n_params * n_outputs``, row-major
+        coefficients).
     penalty : ndarray of shape (D,)
-        The L2 term's diagonal in ``hessian`` (``alpha`` on penalised coordinates, 0
-        elsewhere), so that the loss's own Hessian is ``hessian - diag(penalty)``.
-    gradient_noise : float
-        Per-coordinate standard deviation of the noise on each released mean gradient.
-    n_averaged : int
-        Number of iterates averaged into the output (their gradient noises independent).
+        The L2 terms' diagonal in ``hessian``, so that the loss's own Hessian is
+        ``H = hessian - diag(penalty)``.
+    noise_covariance : ndarray of shape (D, D)
+        Covariance of the privacy noise carried by the mean gradient at the output (a
+        function of the plan's public noise scales and of released values).
     n_samples : int
         The (public) number of rows.
+    dispersion : float, default=1.0
+        The factor of ``H`` in the per-example gradients' covariance: 1 for the logistic
+        loss (the information identity of a well-specified model), the residual variance
+        ``sigma^2`` for the squared loss (homoscedastic errors), estimated from releases.
     """
 
     hessian: np.ndarray
     penalty: np.ndarray
-    gradient_noise: float
-    n_averaged: int
+    noise_covariance: np.ndarray
     n_samples: int
+    dispersion: float = 1.0
 
 
 class Released(NamedTuple):

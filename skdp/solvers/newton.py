@@ -690,9 +690,12 @@ class DPNewton(BaseDPSolver):
         A = 0.5 * (H + H.T) + np.diag(penalty)
         values, vectors = np.linalg.eigh(A)
         A = (vectors * np.maximum(values, plan.hessian_floor)) @ vectors.T
+        # The m averaged iterates each carry -A^-1 xi_t, xi_t ~ N(0, s^2 I) independent
+        # across steps: their mean carries noise of covariance (s^2 / m) I in the gradient.
+        noise_cov = (float(plan.sigma_gradient) ** 2 / m) * np.eye(W.size)
         return Released(coef, Inference(hessian=A, penalty=penalty,
-                                        gradient_noise=float(plan.sigma_gradient),
-                                        n_averaged=m, n_samples=spec.n_samples))
+                                        noise_covariance=noise_cov,
+                                        n_samples=spec.n_samples))
 
     def noisy_releases(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
                        noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
