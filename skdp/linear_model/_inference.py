@@ -6,8 +6,18 @@ The argument and its assumptions are in docs/inference.md.
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import norm
+from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["coefficient_covariance", "penalty_shift"]
+from skdp._array_api import to_device, to_numpy
+from skdp._warnings import warn_user
+
+__all__ = ["PENALTY_SHIFT_WARNING", "IntervalsMixin", "coefficient_covariance",
+           "penalty_shift"]
+
+#: :meth:`IntervalsMixin.conf_int` warns when the L2 terms move a coefficient by more
+#: than this many standard errors (coverage of 95% intervals falls below 94%).
+PENALTY_SHIFT_WARNING = 0.25
 
 
 def coefficient_covariance(inference, *, n_features: int, intercept_feature: float
@@ -84,3 +94,88 @@ def penalty_shift(inference, coef: np.ndarray, *, intercept_feature: float) -> n
     if intercept_feature:
         shift[-1] *= intercept_feature
     return shift
+
+
+class IntervalsMixin:
+    """Standard errors and confidence intervals of the estimators whose solver releases
+    what they need (:class:`~skdp.solvers._base.Inference`): ``coef_covariance_``,
+    ``standard_errors_``, ``penalty_shift_`` and :meth:`conf_int`.
+
+    The estimator names what the intervals need in ``_intervals_need`` and the setting
+    that gives it in ``_intervals_fix`` (the error of :meth:`conf_int`).
+    """
+
+    _intervals_need = ""
+    _intervals_fix = ""
+
+    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent,
+                    like=None):
+        super()._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent, like)
+        self.coef_covariance_ = self.standard_errors_ = self.penalty_shift_ = None
+        if result.inference is not None and spec.n_outputs == 1:
+            # Post-processing of the solver's releases (docs/inference.md).
+            c = self._intercept_feature(bounds.data_norm)
+            self.coef_covariance_ = coefficient_covariance(
+                result.inference, n_features=spec.n_params - int(self.fit_intercept),
+                intercept_feature=c)
+            self.standard_errors_ = np.sqrt(np.diag(self.coef_covariance_))
+            self.penalty_shift_ = penalty_shift(result.inference, result.coef[:, 0],
+                                                intercept_feature=c)
+            if like is not None:  # fitted on an array API X: in its namespace and device
+                for name in ("coef_covariance_", "standard_errors_", "penalty_shift_"):
+                    setattr(self, name, to_device(getattr(self, name), like))
+
+    def conf_int(self, alpha=0.05):
+        """Confidence intervals of the coefficients (and the intercept, last).
+
+        Normal intervals ``estimate -/+ z_(1 - alpha/2) standard_errors_``, the standard
+        errors covering both the sampling error and the privacy noise (post-processing of
+        the fit's releases: no budget). They assume a well-specified model and no clipped
+        record: declare ``data_norm`` (and a regressor's ``y_bound``) at least the
+        largest row norm (label) from public knowledge (a private bound at a quantile
+        clips records and moves the target), and keep ``alpha`` small against ``1 / n``
+        (the intervals are for the penalised minimiser). Method and measured coverage:
+        docs/inference.md.
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+            One minus the confidence level, in ``(0, 1)``.
+
+        Returns
+        -------
+        ndarray of shape (n_features + 1, 2) or (n_features, 2)
+            Lower and upper bounds, one row per coefficient (the intercept last when
+            ``fit_intercept=True``), as statsmodels' ``conf_int``.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha`` is not in ``(0, 1)`` or the fit released nothing to compute
+            them from (another solver; see the message).
+        """
+        check_is_fitted(self)
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}; set alpha to 0.05 "
+                             "for 95% intervals.")
+        if self.coef_covariance_ is None:
+            raise ValueError(
+                f"conf_int needs {self._intervals_need}; this fit used solver "
+                f"{self.solver_.name!r}"
+                + (f" with {len(self.classes_)} classes" if hasattr(self, "classes_")
+                   else "") + f". {self._intervals_fix}.")
+        estimate = np.concatenate([to_numpy(self.coef_).ravel(),
+                                   np.atleast_1d(to_numpy(self.intercept_))
+                                   if self.fit_intercept else []])
+        errors = to_numpy(self.standard_errors_)
+        shift = to_numpy(self.penalty_shift_) / errors
+        if np.max(np.abs(shift)) > PENALTY_SHIFT_WARNING:
+            # Released quantities only (the coefficients and their Hessian): no data.
+            warn_user(
+                f"the L2 terms (alpha={self.alpha:g}, or the solver's ridge) move the "
+                f"coefficients by up to {np.max(np.abs(shift)):.2g} standard errors "
+                "(estimated from the released Hessian): the intervals are centred on the "
+                "penalised minimiser, not on the model's parameter. Refit with a smaller "
+                "alpha for inference.", UserWarning)
+        half = norm.ppf(1.0 - alpha / 2.0) * errors
+        return np.column_stack([estimate - half, estimate + half])

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit
-from scipy.stats import norm
-from sklearn.utils.validation import check_is_fitted
 
-from skdp._array_api import device_log_softmax, namespace, to_device, to_numpy
+from skdp._array_api import device_log_softmax, namespace
 from skdp._params import store_params
-from skdp._warnings import warn_user
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
-from skdp.linear_model._inference import coefficient_covariance, penalty_shift
+from skdp.linear_model._inference import IntervalsMixin
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss
 
 __all__ = ["DPLogisticRegression"]
 
-#: :meth:`DPLogisticRegression.conf_int` warns when the L2 penalty moves a coefficient by
-#: more than this many standard errors (coverage of 95% intervals falls below 94%).
-PENALTY_SHIFT_WARNING = 0.25
-
-
 @shared_docs
-class DPLogisticRegression(BaseDPClassifier):
+class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
     """Logistic regression with (epsilon, delta)-differential privacy.
 
     Minimises ``mean_i loss_i + (alpha / 2) ||coef||^2`` (binary logistic loss for two
@@ -79,6 +71,9 @@ class DPLogisticRegression(BaseDPClassifier):
     # The losses and constraint kinds this estimator offers (its solver list in the
     # docstring and its solver validation come from the solvers' declarations).
     _solver_losses = ('logistic', 'multinomial')
+    # What conf_int needs (its error names it).
+    _intervals_need = "the Hessian that solver='newton' releases, for two classes"
+    _intervals_fix = "Set solver='newton'"
     _solver_constraints = ("none", "l2", "l1", "lp")
 
     def __init__(
@@ -117,75 +112,6 @@ class DPLogisticRegression(BaseDPClassifier):
             return Y, LogisticLoss(), {"classes_": classes}
         Y = (y[:, None] == classes[None, :]).astype(float)
         return Y, MultinomialLogisticLoss(classes.size), {"classes_": classes}
-
-    def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent,
-                    like=None):
-        super()._set_fitted(result, solver, spec, label_attrs, bounds, ledger, spent, like)
-        self.coef_covariance_ = self.standard_errors_ = self.penalty_shift_ = None
-        if result.inference is not None and spec.n_outputs == 1:
-            # Post-processing of the solver's releases (docs/inference.md).
-            self.coef_covariance_ = coefficient_covariance(
-                result.inference, n_features=spec.n_params - int(self.fit_intercept),
-                intercept_feature=self._intercept_feature(bounds.data_norm))
-            self.standard_errors_ = np.sqrt(np.diag(self.coef_covariance_))
-            self.penalty_shift_ = penalty_shift(
-                result.inference, result.coef[:, 0],
-                intercept_feature=self._intercept_feature(bounds.data_norm))
-            if like is not None:  # fitted on an array API X: in its namespace and device
-                for name in ("coef_covariance_", "standard_errors_", "penalty_shift_"):
-                    setattr(self, name, to_device(getattr(self, name), like))
-
-    def conf_int(self, alpha=0.05):
-        """Confidence intervals of the coefficients (and the intercept, last).
-
-        Normal intervals ``estimate -/+ z_(1 - alpha/2) standard_errors_``, the standard
-        errors covering both the sampling error and the privacy noise. They need
-        ``solver="newton"`` (which releases the Hessian), two classes, a well-specified
-        logistic model, and no clipped row: declare ``data_norm`` at least the largest
-        row norm (a private bound at a quantile clips rows and moves the target), and
-        keep ``alpha`` small against ``1 / n`` (the intervals are for the penalised
-        minimiser). Measured coverage: docs/inference.md.
-
-        Parameters
-        ----------
-        alpha : float, default=0.05
-            One minus the confidence level, in ``(0, 1)``.
-
-        Returns
-        -------
-        ndarray of shape (n_features + 1, 2) or (n_features, 2)
-            Lower and upper bounds, one row per coefficient (the intercept last when
-            ``fit_intercept=True``), as statsmodels' ``conf_int``.
-
-        Raises
-        ------
-        ValueError
-            If ``alpha`` is not in ``(0, 1)`` or the fit released no Hessian (another
-            solver, or more than two classes).
-        """
-        check_is_fitted(self)
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}; set alpha to 0.05 "
-                             "for 95% intervals.")
-        if self.coef_covariance_ is None:
-            raise ValueError(
-                f"conf_int needs the Hessian that solver='newton' releases, for two "
-                f"classes; this fit used solver {self.solver_.name!r} with "
-                f"{len(self.classes_)} classes. Set solver='newton'.")
-        estimate = np.concatenate([to_numpy(self.coef_).ravel(),
-                                   to_numpy(self.intercept_) if self.fit_intercept else []])
-        errors = to_numpy(self.standard_errors_)
-        shift = to_numpy(self.penalty_shift_) / errors
-        if np.max(np.abs(shift)) > PENALTY_SHIFT_WARNING:
-            # Released quantities only (the coefficients and their Hessian): no data.
-            warn_user(
-                f"the L2 penalty alpha={self.alpha:g} moves the coefficients by up to "
-                f"{np.max(np.abs(shift)):.2g} standard errors (estimated from the released "
-                "Hessian): the intervals are centred on the penalised minimiser, not on "
-                "the model's parameter. Refit with a smaller alpha for inference.",
-                UserWarning)
-        half = norm.ppf(1.0 - alpha / 2.0) * errors
-        return np.column_stack([estimate - half, estimate + half])
 
     def predict_proba(self, X):
         """Predict the probability of each class.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from skdp._params import store_params
 from skdp.linear_model._docs import shared_docs
+from skdp.linear_model._inference import IntervalsMixin
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
 
@@ -11,7 +12,7 @@ __all__ = ["DPLinearRegression"]
 
 
 @shared_docs
-class DPLinearRegression(BaseDPRegressor):
+class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
     """Linear least-squares regression with differential privacy.
 
     Minimises ``mean_i (y_i - <w, x_i> - b)^2 / 2 + (alpha / 2) ||w||^2`` with a private
@@ -42,6 +43,17 @@ class DPLinearRegression(BaseDPRegressor):
     <<options>>
 
     <<attributes:regressor>>
+    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
+        Approximate covariance of ``[coef_, intercept_]`` (the intercept last, when
+        fitted): sampling (the residual variance from the released ``y'y``, as
+        statsmodels' ``OLS``) plus privacy noise, from what the default
+        ``"sufficient_statistics"`` releases without a constraint (post-processing;
+        docs/inference.md). ``None`` for the other solvers.
+    standard_errors_ : ndarray of shape (n_features + 1,) or None
+        Square roots of its diagonal.
+    penalty_shift_ : ndarray of shape (n_features + 1,) or None
+        First-order estimate of how far ``alpha`` and the solver's ridge moved each
+        coefficient; :meth:`conf_int` warns when it exceeds a quarter of a standard error.
 
     Notes
     -----
@@ -67,6 +79,10 @@ class DPLinearRegression(BaseDPRegressor):
     # docstring and its solver validation come from the solvers' declarations).
     _solver_losses = ('squared',)
     _solver_constraints = ("none", "l2", "l1", "lp")
+    # What conf_int needs (its error names it).
+    _intervals_need = ("the statistics that solver='sufficient_statistics' releases, "
+                       "without a constraint")
+    _intervals_fix = "Set solver='sufficient_statistics' and constraint=None"
     # The default sufficient statistics' Gram noise grows like data_norm^2 while clipping
     # a row only shrinks its weight: at a finite epsilon the row norms' median (half the
     # rows clipped) beats a high quantile on raw diabetes (docs/privacy.md, "Private

@@ -1,4 +1,4 @@
-"""Sufficient-statistics perturbation for least squares (one noisy release of X'X, X'y).
+"""Sufficient-statistics perturbation for least squares (one noisy release of X'X, X'y, y'y).
 
 The squared loss is a quadratic: its empirical risk is a function of the Gram matrix
 ``G = sum_i x'_i x'_i^T`` and the moment vector ``b = sum_i x'_i y_i`` only. Releasing
@@ -6,7 +6,8 @@ both once, with noise calibrated to their replace-one sensitivity, and minimisin
 noisy quadratic (post-processing) gives a private ridge / constrained least-squares fit
 (Dwork, Talwar, Thakurta & Zhang 2014, "Analyze Gauss"; the adaptive ridge of Wang 2018,
 "Revisiting differentially private linear regression", here chosen from the noisy Gram
-itself, so no budget is spent on it).
+itself, so no budget is spent on it). The sum of squared labels, released with them,
+gives the residual scale of the standard errors (docs/inference.md).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import (
     BaseDPSolver,
+    Inference,
     Plan,
     Problem,
     ProblemSpec,
+    Released,
 )
 from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
@@ -43,6 +46,11 @@ __all__ = ["SufficientStatistics", "SufficientStatisticsPlan", "statistics_sensi
 MAX_PARAMS = 4096
 #: Public row and label bounds outside this range are refused (float range of X'X).
 SCALE_RANGE = (1e-75, 1e75)
+#: Share of the normalised release's squared sensitivity given to the sum of squared
+#: labels ``y^T y`` (the residual scale of the standard errors, docs/inference.md); the
+#: Gram and the moments share the rest equally. 2% of it costs the coefficients 1% more
+#: noise.
+SQUARES_SHARE = 0.02
 #: The auto ridge makes the smallest eigenvalue of the noisy Gram at least this many noise
 #: operator norms (a utility rule; any ridge is post-processing).
 RIDGE_MARGIN = 1.0
@@ -92,10 +100,11 @@ def statistics_sensitivities(spec: ProblemSpec) -> tuple[float, float]:
 
 @dataclass(frozen=True, kw_only=True)
 class SufficientStatisticsPlan(Plan):
-    """Constants of the one release of ``(X'X, X'y)``, fixed before any data is read.
+    """Constants of the one release of ``(X'X, X'y, y'y)``, fixed before any data is read.
 
     The released vector is the upper triangle of the Gram (without the public ``n c^2``
-    entry) and the moments, each part divided by ``sqrt(2)`` times its sensitivity.
+    entry), the moments and the sum of squared labels, each part divided by its
+    sensitivity over the square root of its share (:data:`SQUARES_SHARE`).
 
     Attributes
     ----------
@@ -103,6 +112,8 @@ class SufficientStatisticsPlan(Plan):
         Replace-one l2 sensitivity ``Delta_G`` of the Gram's released entries.
     moment_sensitivity : float
         Replace-one l2 sensitivity ``Delta_b`` of the moments.
+    squares_sensitivity : float
+        Replace-one sensitivity ``Y^2`` of the sum of squared (clipped) labels.
     n_released : int
         Number ``M`` of released coordinates.
     mechanism : {"gaussian", "l2_laplace", "none"}
@@ -111,23 +122,27 @@ class SufficientStatisticsPlan(Plan):
         Per-coordinate std ``z`` of the normalised vector's Gaussian noise (0 otherwise).
     laplace_scale : float
         Scale of its l2 Laplace noise, ``1 / epsilon`` (0 otherwise).
-    gram_scale, moment_scale : float
-        ``sqrt(2) Delta_G`` and ``sqrt(2) Delta_b``: the factors scaling the normalised
-        noise back to each part.
-    sigma_gram, sigma_moment : float
-        Per-entry noise std of the Gram and of the moments (data units).
+    gram_scale, moment_scale, squares_scale : float
+        ``Delta / sqrt(share)`` of each part: the factors scaling the normalised noise
+        back to it.
+    sigma_gram, sigma_moment, sigma_squares : float
+        Per-entry noise std of the Gram, the moments and the sum of squares (data
+        units).
     """
 
     gram_sensitivity: float
     moment_sensitivity: float
+    squares_sensitivity: float
     n_released: int
     mechanism: str
     noise_multiplier: float
     laplace_scale: float
     gram_scale: float
     moment_scale: float
+    squares_scale: float
     sigma_gram: float
     sigma_moment: float
+    sigma_squares: float
 
 
 class SufficientStatistics(BaseDPSolver):
@@ -159,12 +174,14 @@ class SufficientStatistics(BaseDPSolver):
     Notes
     -----
     **Privacy guarantee.** Replace-one neighbouring relation (``n`` public). The released
-    vector is the upper triangle of ``G`` (without the public entry ``n c^2``) and ``b``,
-    with l2 sensitivities ``Delta_G = sqrt(2 B^4 + 4 c^2 B^2)`` and ``Delta_b = 2 R Y``
-    (:func:`statistics_sensitivities`). Each part is divided by ``sqrt(2)`` times its
-    sensitivity, so the joint vector has sensitivity at most 1, and receives one noise
-    draw: ``delta > 0``, ``N(0, z^2 I)`` with ``z`` the exact single-release Gaussian
-    multiplier of the accounting method (analytic Gaussian by default); ``delta = 0``, density
+    vector is the upper triangle of ``G`` (without the public entry ``n c^2``), ``b`` and
+    ``S = y'y``, with l2 sensitivities ``Delta_G = sqrt(2 B^4 + 4 c^2 B^2)``,
+    ``Delta_b = 2 R Y`` (:func:`statistics_sensitivities`) and ``Delta_S = Y^2``. Each
+    part is divided by its sensitivity over the square root of its share (``S``:
+    :data:`SQUARES_SHARE`; ``G`` and ``b`` half of the rest each), so the joint vector has
+    sensitivity at most 1, and receives one noise draw: ``delta > 0``, ``N(0, z^2 I)``
+    with ``z`` the exact single-release Gaussian multiplier of the accounting method
+    (analytic Gaussian by default); ``delta = 0``, density
     proportional to ``exp(-epsilon ||v||_2)`` (the l2 K-norm mechanism, epsilon-DP by the
     triangle inequality; ``PureDpEvent``). The ridge, the eigenvalue clipping and the
     minimisation read only the noisy release and public constants.
@@ -227,8 +244,11 @@ class SufficientStatistics(BaseDPSolver):
         m = spec.n_params
         intercept = spec.intercept_feature != 0.0
         # Released coordinates: the Gram's upper triangle without the public n c^2 entry,
-        # and the m moments.
-        n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m
+        # the m moments and y'y.
+        n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m + 1
+        # Clipped labels |y| <= Y: replacing one moves y'y by |y^2 - y2^2| <= Y^2.
+        delta_squares = check_sensitivity(float(spec.loss.label_bound) ** 2,
+                                          "label-squares sensitivity")
         # One release of the normalised vector (sensitivity 1): density ∝ exp(-eps ||v||_2)
         # or N(0, z^2 I).
         release = single_release(budget, accounting, relation)
@@ -237,39 +257,58 @@ class SufficientStatistics(BaseDPSolver):
         # E||v||^2 = E[Gamma(M, scale)^2] = M (M + 1) scale^2.
         unit_variance = ((n_released + 1) if release.mechanism == "l2_laplace" else 1.0
                          ) * scale**2
-        # Each part is divided by sqrt(2) times its sensitivity before the noise (the joint
-        # sensitivity is sqrt(1/2 + 1/2) = 1): the noise of the normalised vector is scaled
-        # back by these factors. Per-entry noise std of each part: factor * unit std.
-        gram_scale = math.sqrt(2.0) * delta_gram
-        moment_scale = math.sqrt(2.0) * delta_moment
+        # Each part is divided by its sensitivity over sqrt(share) before the noise, the
+        # shares summing to 1 (the joint sensitivity is sqrt(sum of shares) = 1): the
+        # noise of the normalised vector is scaled back by these factors. Per-entry noise
+        # std of each part: factor * unit std.
+        half = (1.0 - SQUARES_SHARE) / 2.0
+        gram_scale = delta_gram / math.sqrt(half)
+        moment_scale = delta_moment / math.sqrt(half)
+        squares_scale = delta_squares / math.sqrt(SQUARES_SHARE)
         unit = math.sqrt(unit_variance)
         plan = SufficientStatisticsPlan(
             n_iter=1, event=event, accounting=accounting, relation=relation,
             gram_sensitivity=delta_gram,
             moment_sensitivity=delta_moment,
+            squares_sensitivity=delta_squares,
             n_released=n_released,
             mechanism=release.mechanism,
             noise_multiplier=scale if release.mechanism == "gaussian" else 0.0,
             laplace_scale=scale if release.mechanism == "l2_laplace" else 0.0,
             gram_scale=gram_scale,
             moment_scale=moment_scale,
+            squares_scale=squares_scale,
             sigma_gram=gram_scale * unit,
             sigma_moment=moment_scale * unit,
+            sigma_squares=squares_scale * unit,
         )
         if budget.is_private:
-            for key in ("gram_scale", "moment_scale", "sigma_gram", "sigma_moment"):
+            for key in ("gram_scale", "moment_scale", "squares_scale", "sigma_gram",
+                        "sigma_moment", "sigma_squares"):
                 check_sensitivity(getattr(plan, key), key.replace("_", " "))
         return plan
 
     # -- run -------------------------------------------------------------------------------
     def _run(self, problem: Problem, plan: SufficientStatisticsPlan, noise: NoiseSource
              ) -> np.ndarray:
-        noisy_gram, noisy_moments = self.noisy_statistics(problem, plan, noise)
-        return self.minimize(noisy_gram, noisy_moments, problem.spec, plan.sigma_gram)
+        return self._run_released(problem, plan, noise).coef
+
+    def _run_released(self, problem: Problem, plan: SufficientStatisticsPlan,
+                      noise: NoiseSource) -> Released:
+        """The release, its minimiser and, without a constraint, what the standard errors
+        need (docs/inference.md): all post-processing of the one release."""
+        gram, moments, squares = self.noisy_statistics(problem, plan, noise)
+        spec = problem.spec
+        H = self.penalised_gram(gram, spec, plan.sigma_gram)
+        coef = self.minimize_penalised(H, moments, spec)
+        if not isinstance(spec.constraint, Unconstrained):
+            return Released(coef)  # a constrained minimiser has no normal sandwich
+        return Released(coef, self._inference(H, gram, moments, squares, coef[:, 0], plan,
+                                              spec))
 
     def noisy_statistics(self, problem: Problem, plan: SufficientStatisticsPlan,
-                         noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
-        """The release: ``(G~, b~)``, the only access to the data.
+                         noise: NoiseSource) -> tuple[np.ndarray, np.ndarray, float]:
+        """The release: ``(G~, b~, S~)``, the only access to the data.
 
         Parameters
         ----------
@@ -281,14 +320,53 @@ class SufficientStatistics(BaseDPSolver):
             The noisy Gram matrix ``X'X`` (with the intercept feature).
         moments : ndarray of shape (n_params,)
             The noisy moments ``X'y``.
+        squares : float
+            The noisy sum of squared labels ``y'y``.
         """
         # Noise of the normalised vector (sensitivity 1), drawn first, independently of
         # the data: N(0, z^2 I), or density ∝ exp(-eps ||v||_2).
         unit = noise.release(plan.mechanism, (plan.n_released,),
                              plan.laplace_scale or plan.noise_multiplier)
         gram, moments = sufficient_statistics(problem)
-        return add_statistics_noise(gram, moments, unit, plan.gram_scale, plan.moment_scale,
-                                    intercept=problem.spec.intercept_feature != 0.0)
+        noisy_gram, noisy_moments = add_statistics_noise(
+            gram, moments, unit[:-1], plan.gram_scale, plan.moment_scale,
+            intercept=problem.spec.intercept_feature != 0.0)
+        labels = np.asarray(problem.Y[:, 0], dtype=float)
+        return (noisy_gram, noisy_moments,
+                float(labels @ labels) + plan.squares_scale * float(unit[-1]))
+
+    def penalised_gram(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
+                       ) -> np.ndarray:
+        """``H = G~ + n alpha I_pen + n lambda I``, the Hessian of ``n F~`` (post-processing).
+
+        Parameters
+        ----------
+        gram : ndarray of shape (n_params, n_params)
+            The (noisy) Gram matrix.
+        <<spec>>
+        sigma_gram : float
+            Per-entry noise scale of the Gram matrix (the ``"auto"`` ridge grows with
+            it).
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_params)
+            ``H``, with the ``"auto"`` ridge ``lambda`` (the least that lifts its smallest
+            eigenvalue to the Gram noise's typical operator norm) or the given one.
+        """
+        n, m, p = spec.n_samples, spec.n_params, spec.n_penalized
+        H = gram.copy()
+        H[np.arange(p), np.arange(p)] += n * spec.alpha
+        if self.ridge == "auto":
+            # Typical operator norm of a symmetric matrix of i.i.d. entries of std s in
+            # R^(m x m) (semicircle edge 2 s sqrt(m)); a utility rule, not a privacy one.
+            nu = 2.0 * sigma_gram * math.sqrt(m)
+            lam_min = float(np.linalg.eigvalsh(H)[0]) if nu > 0 else 0.0
+            extra = max(0.0, RIDGE_MARGIN * nu - lam_min) if nu > 0 else 0.0
+        else:
+            extra = n * float(self.ridge)
+        H[np.arange(m), np.arange(m)] += extra
+        return H
 
     def minimize(self, gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec,
                  sigma_gram: float) -> np.ndarray:
@@ -311,19 +389,28 @@ class SufficientStatistics(BaseDPSolver):
             The minimiser of ``w'Hw / 2 - b'w`` with the L2 terms added to ``H``, on its
             PSD part (minimum-norm without a constraint, FISTA over the constraint).
         """
-        n, m, p = spec.n_samples, spec.n_params, spec.n_penalized
-        # Sum units: n F~(w) = w^T H w / 2 - b~^T w with H = G~ + n alpha I_pen + n lambda I.
-        H = gram.copy()
-        H[np.arange(p), np.arange(p)] += n * spec.alpha
-        if self.ridge == "auto":
-            # Typical operator norm of a symmetric matrix of i.i.d. entries of std s in
-            # R^(m x m) (semicircle edge 2 s sqrt(m)); a utility rule, not a privacy one.
-            nu = 2.0 * sigma_gram * math.sqrt(m)
-            lam_min = float(np.linalg.eigvalsh(H)[0]) if nu > 0 else 0.0
-            extra = max(0.0, RIDGE_MARGIN * nu - lam_min) if nu > 0 else 0.0
-        else:
-            extra = n * float(self.ridge)
-        H[np.arange(m), np.arange(m)] += extra
+        return self.minimize_penalised(self.penalised_gram(gram, spec, sigma_gram),
+                                       moments, spec)
+
+    def minimize_penalised(self, H: np.ndarray, moments: np.ndarray, spec: ProblemSpec
+                           ) -> np.ndarray:
+        """Minimise ``w'Hw / 2 - b'w`` on the PSD part of ``H`` (post-processing).
+
+        Parameters
+        ----------
+        H : ndarray of shape (n_params, n_params)
+            The penalised Gram matrix (:meth:`penalised_gram`).
+        moments : ndarray of shape (n_params,)
+            The (noisy) moments ``b``.
+        <<spec>>
+
+        Returns
+        -------
+        ndarray of shape (n_params, 1)
+            The minimum-norm minimiser without a constraint (pseudo-inverse on the PSD
+            part), else FISTA's over the constraint.
+        """
+        m = spec.n_params
         # Symmetric PSD part of H (eigenvalues clipped at 0; exact when H is PSD).
         values, vectors = np.linalg.eigh(H)
         # Relative threshold (scale-invariant): the pseudo-inverse drops rounding noise.
@@ -336,6 +423,36 @@ class SufficientStatistics(BaseDPSolver):
             return w[:, None]
         H_psd = (vectors * values) @ vectors.T
         return self._projected(H_psd, moments, spec, float(values.max(initial=0.0)))[:, None]
+
+    @staticmethod
+    def _inference(H: np.ndarray, gram: np.ndarray, moments: np.ndarray, squares: float,
+                   w: np.ndarray, plan: SufficientStatisticsPlan, spec: ProblemSpec
+                   ) -> Inference:
+        """Standard-error inputs, from the release and the plan's public scales only.
+
+        In mean units ``A = H / n`` (eigenvalues floored), the loss's Hessian ``G~ / n``,
+        the penalty ``A - G~ / n``; the dispersion is the residual variance
+        ``(S~ - 2 w'b~ + w'G~w) / (n - m)`` (at least 0); the output's mean gradient
+        ``(G~ w - b~) / n`` carries the noise ``(E w - e) / n`` of covariance
+        ``(s_b^2 I + C(w)) / n^2``, ``C(w)_ik = s_G^2 sum_j N_ij w_j^2`` for ``i = k`` and
+        ``s_G^2 N_ik w_i w_k`` otherwise (``N``: the noised Gram entries, symmetric, one
+        draw per upper-triangle entry; the public intercept entry has none).
+        """
+        n, m = spec.n_samples, spec.n_params
+        values, vectors = np.linalg.eigh(0.5 * (H + H.T) / n)
+        floor = max(float(values.max(initial=0.0)) * 1e-12, np.finfo(float).tiny)
+        A = (vectors * np.maximum(values, floor)) @ vectors.T
+        penalty = np.diag(H - gram) / n
+        rss = squares - 2.0 * float(w @ moments) + float(w @ gram @ w)
+        dispersion = max(rss, 0.0) / max(n - m, 1)
+        noised = np.ones((m, m))
+        if spec.intercept_feature != 0.0:
+            noised[m - 1, m - 1] = 0.0
+        gram_noise = plan.sigma_gram ** 2 * (noised * np.outer(w, w))
+        np.fill_diagonal(gram_noise, plan.sigma_gram ** 2 * (noised @ (w * w)))
+        noise_cov = (plan.sigma_moment ** 2 * np.eye(m) + gram_noise) / n ** 2
+        return Inference(hessian=A, penalty=penalty, noise_covariance=noise_cov,
+                         n_samples=n, dispersion=dispersion)
 
     def _projected(self, H: np.ndarray, b: np.ndarray, spec: ProblemSpec,
                    lipschitz: float) -> np.ndarray:

@@ -21,6 +21,7 @@ from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
 from skdp.solvers.sufficient_statistics import (
     MAX_PARAMS,
+    SQUARES_SHARE,
     SufficientStatistics,
     statistics_sensitivities,
     sufficient_statistics,
@@ -75,13 +76,16 @@ def test_intercept_close_to_the_row_bound_keeps_the_gram_sensitivity(gap):
 
 @pytest.mark.parametrize("intercept", [0.0, 1.0])
 def test_brute_force_statistics_sensitivity(intercept):
-    """Random and adversarial replace-one neighbours never exceed (Delta_G, Delta_b);
-    without an intercept the adversarial pairs attain both bounds."""
+    """Random and adversarial replace-one neighbours never exceed (Delta_G, Delta_b,
+    Delta_S = Y^2), nor the normalised release's joint sensitivity 1; without an intercept
+    the adversarial pairs attain the bounds."""
     rng = np.random.default_rng(0)
     n, d = 30, 4
     spec = _spec(n=n, d=d, intercept=intercept)
     dG, db = statistics_sensitivities(spec)
-    worst_G = worst_b = 0.0
+    plan = SufficientStatistics().plan(spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
+    assert plan.squares_sensitivity == 1.0  # Y = 1
+    worst_G = worst_b = worst_S = 0.0
     for k in range(400):
         X = rng.normal(size=(n, d))
         X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
@@ -90,9 +94,10 @@ def test_brute_force_statistics_sensitivity(intercept):
         i = int(rng.integers(n))
         if k % 3 == 0:  # random replacement (rows clipped by Problem.build)
             X2[i], Y2[i] = rng.normal(size=d) * 3, rng.uniform(-5, 5)
-        elif k % 3 == 1:  # orthogonal unit rows: the Gram bound
+        elif k % 3 == 1:  # orthogonal unit rows: the Gram bound; labels 0 and 1: Y^2
             X[i], X2[i] = 0.0, 0.0
             X[i, 0], X2[i, 1] = 1.0, 1.0
+            Y[i], Y2[i] = 0.0, 1.0
         else:  # opposite rows, same extreme label: the moment bound
             X[i] = rng.normal(size=d)
             X[i] /= np.linalg.norm(X[i])
@@ -100,10 +105,18 @@ def test_brute_force_statistics_sensitivity(intercept):
         p1 = Problem.build(X, np.clip(Y, -1, 1), spec, data_norm=1.0, intercept=intercept)
         p2 = Problem.build(X2, np.clip(Y2, -1, 1), spec, data_norm=1.0, intercept=intercept)
         (u1, b1), (u2, b2) = _released(p1), _released(p2)
+        S1, S2 = (float(p.Y[:, 0] @ p.Y[:, 0]) for p in (p1, p2))
         ratio_G = np.linalg.norm(u1 - u2) / dG
         ratio_b = np.linalg.norm(b1 - b2) / db
-        assert ratio_G <= 1.0 + 1e-12 and ratio_b <= 1.0 + 1e-12
+        ratio_S = abs(S1 - S2) / plan.squares_sensitivity
+        assert ratio_G <= 1.0 + 1e-12 and ratio_b <= 1.0 + 1e-12 and ratio_S <= 1.0 + 1e-12
+        joint = np.linalg.norm(np.r_[(u1 - u2) / plan.gram_scale,
+                                     (b1 - b2) / plan.moment_scale,
+                                     (S1 - S2) / plan.squares_scale])
+        assert joint <= 1.0 + 1e-12
         worst_G, worst_b = max(worst_G, ratio_G), max(worst_b, ratio_b)
+        worst_S = max(worst_S, ratio_S)
+    assert worst_S > 0.999
     if not intercept:
         assert worst_G > 0.999 and worst_b > 0.999
     else:
@@ -124,29 +137,37 @@ def test_gaussian_noise_matches_the_plan():
     solver = SufficientStatistics()
     plan = solver.plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
     s = plan
-    G, b = solver.noisy_statistics(problem, plan, NoiseSource(np.random.default_rng(3)))
+    G, b, S = solver.noisy_statistics(problem, plan, NoiseSource(np.random.default_rng(3)))
     np.testing.assert_array_equal(G, G.T)
     upper = G[np.triu_indices(d)]
     for values, sigma in ((upper, s.sigma_gram), (b, s.sigma_moment)):
         stat = float(np.sum(values**2) / sigma**2)
         k = values.size
         assert stats.chi2.ppf(5e-7, k) < stat < stats.chi2.ppf(1 - 5e-7, k)
-    # The ledger is one Gaussian of multiplier z on a sensitivity-1 vector.
+    assert abs(S) < 5.3 * s.sigma_squares  # one N(0, sigma_S^2) draw: fails w.p. 1e-7
+    # The ledger is one Gaussian of multiplier z on a sensitivity-1 vector whose parts
+    # take the shares (1 - SQUARES_SHARE) / 2, (1 - SQUARES_SHARE) / 2 and SQUARES_SHARE.
+    half = (1.0 - SQUARES_SHARE) / 2.0
     assert s.sigma_gram == pytest.approx(
-        math.sqrt(2) * s.gram_sensitivity * s.noise_multiplier)
+        s.gram_sensitivity / math.sqrt(half) * s.noise_multiplier)
+    assert s.sigma_moment == pytest.approx(
+        s.moment_sensitivity / math.sqrt(half) * s.noise_multiplier)
+    assert s.sigma_squares == pytest.approx(
+        s.squares_sensitivity / math.sqrt(SQUARES_SHARE) * s.noise_multiplier)
+    assert s.squares_sensitivity == problem.spec.loss.label_bound ** 2
     assert epsilon_spent(plan.event, 1e-5, accounting="gaussian",
                          relation="replace_one") == pytest.approx(1.0, rel=1e-6)
 
 
 def test_pure_noise_is_the_l2_laplace_of_the_normalised_release():
-    """delta = 0: the normalised noise vector (Gram part / (sqrt 2 Delta_G), moments /
-    (sqrt 2 Delta_b)) has radius Gamma(M, 1/eps); KS test over 3000 draws (level 1e-6)."""
+    """delta = 0: the normalised noise vector (each part over its scale Delta /
+    sqrt(share)) has radius Gamma(M, 1/eps); KS test over 3000 draws (level 1e-6)."""
     d, eps = 2, 0.7
     problem = _zero_problem(20, d, intercept=1.0)
     solver = SufficientStatistics()
     plan = solver.plan(problem.spec, Budget(eps, 0.0), "pure", "replace_one")
     s = plan
-    assert s.n_released == 3 * 4 // 2 - 1 + 3
+    assert s.n_released == 3 * 4 // 2 - 1 + 3 + 1
     assert s.sigma_gram > 0 and plan.event.epsilon == eps
     noise = NoiseSource(np.random.default_rng(0))
     m = d + 1
@@ -154,12 +175,12 @@ def test_pure_noise_is_the_l2_laplace_of_the_normalised_release():
     keep = ~((rows == m - 1) & (cols == m - 1))
     radii = []
     for _ in range(3000):
-        G, b = solver.noisy_statistics(problem, plan, noise)
+        G, b, S = solver.noisy_statistics(problem, plan, noise)
         G = G.copy()
         G[m - 1, m - 1] -= 20.0  # the public n c^2 entry is exact
         assert G[m - 1, m - 1] == 0.0
         v = np.concatenate([G[rows[keep], cols[keep]] / s.gram_scale,
-                            b / s.moment_scale])
+                            b / s.moment_scale, [S / s.squares_scale]])
         radii.append(np.linalg.norm(v))
     M = s.n_released
     p = stats.kstest(radii, stats.gamma(M, scale=1.0 / eps).cdf).pvalue
@@ -179,19 +200,20 @@ def _reference_fit(X, y, eps, delta, seed, alpha):
                                     "gaussian", "replace_one").noise_multiplier
     iu = [(i, j) for i in range(m) for j in range(i, m) if not i == j == m - 1]
     unit = z * np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed))
-                                   ).standard_normal(len(iu) + m)
+                                   ).standard_normal(len(iu) + m + 1)
     # B = 1, c = 1/2, R = sqrt(1 + c^2), Y = 1, with R inflated by the 1e-9 slack that
     # Problem.build accepts on the declared bound (B^2 = R_up^2 - c^2 plus 8 u R_up^2).
     r_up = math.sqrt(1 + c**2) * (1 + 1e-9)
     B = math.sqrt((r_up - c) * (r_up + c) + 8 * 2.0**-53 * r_up**2)
     dG, db = math.sqrt(2 * B**4 + 4 * c**2 * B**2), 2 * r_up
+    # Shares of the squared sensitivity: 0.49 each for G and b, 0.02 for y'y (last).
     for k, (i, j) in enumerate(iu):
-        G[i, j] += math.sqrt(2) * dG * unit[k]
+        G[i, j] += dG / math.sqrt(0.49) * unit[k]
         if i != j:
-            G[j, i] += math.sqrt(2) * dG * unit[k]
-    b = b + math.sqrt(2) * db * unit[len(iu):]
+            G[j, i] += dG / math.sqrt(0.49) * unit[k]
+    b = b + db / math.sqrt(0.49) * unit[len(iu):len(iu) + m]
     H = G + n * alpha * np.diag([1.0] * d + [0.0])
-    nu = 2 * math.sqrt(2) * dG * z * math.sqrt(m)
+    nu = 2 * dG / math.sqrt(0.49) * z * math.sqrt(m)
     H += max(0.0, nu - np.linalg.eigvalsh(H)[0]) * np.eye(m)
     w = np.linalg.solve(H, b)
     return np.r_[w[:-1], c * w[-1]]
@@ -258,7 +280,7 @@ def test_auto_ridge_lifts_the_noisy_quadratic_above_the_noise_norm():
     problem = make_problem(n=40, d=6, loss="squared", alpha=0.0)
     solver = SufficientStatistics()
     plan = solver.plan(problem.spec, Budget(0.5, 1e-5), "gaussian", "replace_one")
-    G, b = solver.noisy_statistics(problem, plan, NoiseSource(np.random.default_rng(0)))
+    G, b, _ = solver.noisy_statistics(problem, plan, NoiseSource(np.random.default_rng(0)))
     nu = 2 * plan.sigma_gram * math.sqrt(problem.spec.n_params)
     lam = np.linalg.eigvalsh(G)[0]
     assert lam < nu  # the ridge is active on this small, noisy problem
