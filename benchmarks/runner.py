@@ -445,6 +445,12 @@ def _pipelines(profile: Profile, log) -> list[dict]:
     return pipelines(profile, log)
 
 
+def _intervals(profile: Profile, log) -> list[dict]:
+    from benchmarks.intervals import intervals
+
+    return intervals(profile, log)
+
+
 def _probe(profile: Profile, log) -> list[dict]:
     from benchmarks.probe import run as probe
 
@@ -564,6 +570,8 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                                  _selection),
                                 ("pipelines", "private pipelines, DPPCA and DPGaussianNB "
                                  "(unseeded)", _pipelines),
+                                ("intervals", "coverage of the confidence intervals "
+                                 "(unseeded)", _intervals),
                                 ("probe", "a DP linear probe on NumPy and PyTorch "
                                  "(unseeded)", _probe)):
             if part in parts:
