@@ -3,13 +3,15 @@ Confidence intervals from a private fit
 =======================================
 
 :class:`~skdp.linear_model.DPLogisticRegression` with ``solver="newton"`` releases noisy
-Hessians along with its noisy gradients. From them, and from the noise's known law, it
-reports standard errors that cover both the sampling error and the privacy noise, at no
+Hessians along with its noisy gradients; :class:`~skdp.linear_model.DPLinearRegression`
+releases noisy ``X'X``, ``X'y`` and ``y'y``. From them, and from the noise's known law,
+both report standard errors that cover the sampling error and the privacy noise, at no
 extra privacy cost (:doc:`/inference`).
 
 Here: data drawn from a known logistic model, one private fit and its 95% intervals next
-to the non-private ones, then the coverage of the true parameter over repeated data sets.
-Every fit draws fresh noise (no seed), so the numbers change from run to run.
+to the non-private ones, then the coverage of the true parameter over repeated data sets;
+then the same for a linear model. Every fit draws fresh noise (no seed), so the numbers
+change from run to run.
 """
 
 # %%
@@ -66,6 +68,34 @@ print("non-private standard errors:", exact.standard_errors_.round(3))
 covers = np.zeros(4)
 for _ in range(100):
     ci = fit(*sample(10_000), 1.0).conf_int(0.05)
+    covers += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
+print("coverage per coefficient:", dict(zip(names, (covers / 100).tolist(), strict=True)))
+
+# %%
+# Linear regression
+# -----------------
+# Public bounds that clip no row (``data_norm``) and no label (``y_bound``): the
+# intervals are then for the model's parameter. The residual variance comes from the
+# released ``y'y``.
+from skdp.linear_model import DPLinearRegression  # noqa: E402
+
+
+def sample_linear(n):
+    X = rng.uniform(-1, 1, size=(n, 3))
+    return X, X @ theta + bias + np.clip(rng.normal(0, 0.5, n), -1.5, 1.5)
+
+
+def fit_linear(X, y, epsilon):
+    return DPLinearRegression(epsilon, alpha=1e-4, data_norm=np.sqrt(3),
+                              y_bound=4.0).fit(X, y)
+
+
+X, y = sample_linear(10_000)
+print("private 95% intervals:\n", fit_linear(X, y, 1.0).conf_int(0.05).round(3))
+print("non-private 95% intervals:\n", fit_linear(X, y, np.inf).conf_int(0.05).round(3))
+covers = np.zeros(4)
+for _ in range(100):
+    ci = fit_linear(*sample_linear(10_000), 1.0).conf_int(0.05)
     covers += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
 print("coverage per coefficient:", dict(zip(names, (covers / 100).tolist(), strict=True)))
 plt.show()
