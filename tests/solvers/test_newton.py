@@ -150,8 +150,10 @@ def reference_newton(problem, plan, replay, average=True):
         size = plan.row_bound * np.linalg.norm(step)
         damped = size > plan.max_score_step
         w = (w.ravel() - (plan.max_score_step / size if damped else 1.0) * step).reshape(m, k)
-        # The average of the undamped iterates since the last damped step.
+        # The average of the undamped iterates since the last damped step, without the
+        # first of them unless it is alone.
         kept = [] if damped else kept + [w]
+    kept = kept[1:] if len(kept) > 1 else kept
     return sum(kept) / len(kept) if average and kept else w
 
 
@@ -494,12 +496,12 @@ def test_defaults_and_budget_split():
 
 def test_average_restarts_after_a_damped_step():
     """``iterate="average"`` equals the mean of the undamped iterates after the last
-    damped step, recomputed from the solver's own steps (post-processing of the
-    releases)."""
+    damped step but the first, recomputed from the solver's own steps (post-processing
+    of the releases)."""
     problem = make_problem(n=100, d=4, alpha=0.01, seed=6, intercept=True)
     solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average", hessian_steps=6)
-    # With this seed the steps run damped, full, full, damped, full, full.
-    noise = RecordingNoiseSource(np.random.default_rng(3))
+    # With these seeds the steps run full, damped, full, full, full, full.
+    noise = RecordingNoiseSource(np.random.default_rng(1))
     res = solver.solve(problem, Budget(1.0, 1e-5), noise)
     replay = ReplayNoiseSource(noise.draws)
     W, kept, damped_any = np.zeros((5, 1)), [], False
@@ -509,8 +511,9 @@ def test_average_restarts_after_a_damped_step():
         W, damped = solver.newton_step(W, grad, hess, res.plan, problem.spec)
         damped_any |= damped
         kept = [] if damped else kept + [W]
-    assert damped_any and len(kept) == 2  # both branches ran
-    np.testing.assert_allclose(res.coef, sum(kept) / len(kept), rtol=1e-12, atol=1e-15)
+    assert damped_any and len(kept) >= 3, len(kept)  # both branches ran; one left out
+    np.testing.assert_allclose(res.coef, sum(kept[1:]) / len(kept[1:]), rtol=1e-12,
+                               atol=1e-15)
 
 
 def test_refuses_hinge_and_huge_dimensions():
