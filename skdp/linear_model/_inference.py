@@ -90,7 +90,8 @@ def penalty_shift(inference, coef: np.ndarray, *, intercept_feature: float) -> n
     H = np.asarray(inference.hessian, dtype=float) - np.diag(inference.penalty)
     values, vectors = np.linalg.eigh(0.5 * (H + H.T))
     floor = max(float(values.max(initial=0.0)) * 1e-12, np.finfo(float).tiny)
-    shift = vectors @ ((vectors.T @ (inference.penalty * coef)) / np.maximum(values, floor))
+    pulled = coef if inference.penalty_centre is None else coef - inference.penalty_centre
+    shift = vectors @ ((vectors.T @ (inference.penalty * pulled)) / np.maximum(values, floor))
     if intercept_feature:
         shift[-1] *= intercept_feature
     return shift

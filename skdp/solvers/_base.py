@@ -310,6 +310,8 @@ class Inference:
         The factor of ``H`` in the per-example gradients' covariance: 1 for the logistic
         loss (the information identity of a well-specified model), the residual variance
         ``sigma^2`` for the squared loss (homoscedastic errors), estimated from releases.
+    penalty_centre : ndarray of shape (D,) or None, default=None
+        Where the L2 terms pull the coefficients (``None``: 0).
     """
 
     hessian: np.ndarray
@@ -317,6 +319,7 @@ class Inference:
     noise_covariance: np.ndarray
     n_samples: int
     dispersion: float = 1.0
+    penalty_centre: np.ndarray | None = None
 
 
 class Released(NamedTuple):

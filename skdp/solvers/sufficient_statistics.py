@@ -299,12 +299,13 @@ class SufficientStatistics(BaseDPSolver):
         need (docs/inference.md): all post-processing of the one release."""
         gram, moments, squares = self.noisy_statistics(problem, plan, noise)
         spec = problem.spec
-        H = self.penalised_gram(gram, spec, plan.sigma_gram)
-        coef = self.minimize_penalised(H, moments, spec)
+        H, ridge = self.penalised_gram(gram, spec, plan.sigma_gram)
+        centre = self.ridge_centre(gram, moments, spec)
+        coef = self.minimize_penalised(H, moments + ridge * centre, spec)
         if not isinstance(spec.constraint, Unconstrained):
             return Released(coef)  # a constrained minimiser has no normal sandwich
-        return Released(coef, self._inference(H, gram, moments, squares, coef[:, 0], plan,
-                                              spec))
+        return Released(coef, self._inference(H, gram, moments, squares, coef[:, 0], centre,
+                                              plan, spec))
 
     def noisy_statistics(self, problem: Problem, plan: SufficientStatisticsPlan,
                          noise: NoiseSource) -> tuple[np.ndarray, np.ndarray, float]:
@@ -336,7 +337,7 @@ class SufficientStatistics(BaseDPSolver):
                 float(labels @ labels) + plan.squares_scale * float(unit[-1]))
 
     def penalised_gram(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
-                       ) -> np.ndarray:
+                       ) -> tuple[np.ndarray, float]:
         """``H = G~ + n alpha I_pen + n lambda I``, the Hessian of ``n F~`` (post-processing).
 
         Parameters
@@ -350,9 +351,12 @@ class SufficientStatistics(BaseDPSolver):
 
         Returns
         -------
-        ndarray of shape (n_params, n_params)
+        H : ndarray of shape (n_params, n_params)
             ``H``, with the ``"auto"`` ridge ``lambda`` (the least that lifts its smallest
             eigenvalue to the Gram noise's typical operator norm) or the given one.
+        ridge : float
+            ``n lambda``, the ridge in sum units (its pull is towards
+            :meth:`ridge_centre`).
         """
         n, m, p = spec.n_samples, spec.n_params, spec.n_penalized
         H = gram.copy()
@@ -366,7 +370,36 @@ class SufficientStatistics(BaseDPSolver):
         else:
             extra = n * float(self.ridge)
         H[np.arange(m), np.arange(m)] += extra
-        return H
+        return H, extra
+
+    @staticmethod
+    def ridge_centre(gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec
+                     ) -> np.ndarray:
+        """Where the ridge pulls the coefficients: the release's intercept-only model.
+
+        Slopes 0 and, with an intercept, its coefficient ``b~_c / (n c^2)`` (the public
+        Gram entry ``n c^2`` and the noisy moment ``c sum_i y_i``): the mean of the
+        centred labels. A ridge towards 0 would pull the intercept to the private
+        ``y_centre_``, whose error the fit could no longer correct (on diabetes at
+        epsilon 1 that made most fits with R^2 below -0.5). Post-processing.
+
+        Parameters
+        ----------
+        gram : ndarray of shape (n_params, n_params)
+            The (noisy) Gram matrix.
+        moments : ndarray of shape (n_params,)
+            The (noisy) moments.
+        <<spec>>
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``w0``: the ridge's ``lambda ||w - w0||^2 / 2``.
+        """
+        centre = np.zeros(spec.n_params)
+        if spec.intercept_feature != 0.0:
+            centre[-1] = moments[-1] / gram[-1, -1]  # n c^2 > 0: public and exact
+        return centre
 
     def minimize(self, gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec,
                  sigma_gram: float) -> np.ndarray:
@@ -389,8 +422,9 @@ class SufficientStatistics(BaseDPSolver):
             The minimiser of ``w'Hw / 2 - b'w`` with the L2 terms added to ``H``, on its
             PSD part (minimum-norm without a constraint, FISTA over the constraint).
         """
-        return self.minimize_penalised(self.penalised_gram(gram, spec, sigma_gram),
-                                       moments, spec)
+        H, ridge = self.penalised_gram(gram, spec, sigma_gram)
+        return self.minimize_penalised(
+            H, moments + ridge * self.ridge_centre(gram, moments, spec), spec)
 
     def minimize_penalised(self, H: np.ndarray, moments: np.ndarray, spec: ProblemSpec
                            ) -> np.ndarray:
@@ -426,8 +460,8 @@ class SufficientStatistics(BaseDPSolver):
 
     @staticmethod
     def _inference(H: np.ndarray, gram: np.ndarray, moments: np.ndarray, squares: float,
-                   w: np.ndarray, plan: SufficientStatisticsPlan, spec: ProblemSpec
-                   ) -> Inference:
+                   w: np.ndarray, centre: np.ndarray, plan: SufficientStatisticsPlan,
+                   spec: ProblemSpec) -> Inference:
         """Standard-error inputs, from the release and the plan's public scales only.
 
         In mean units ``A = H / n`` (eigenvalues floored), the loss's Hessian ``G~ / n``,
@@ -452,7 +486,7 @@ class SufficientStatistics(BaseDPSolver):
         np.fill_diagonal(gram_noise, plan.sigma_gram ** 2 * (noised @ (w * w)))
         noise_cov = (plan.sigma_moment ** 2 * np.eye(m) + gram_noise) / n ** 2
         return Inference(hessian=A, penalty=penalty, noise_covariance=noise_cov,
-                         n_samples=n, dispersion=dispersion)
+                         n_samples=n, dispersion=dispersion, penalty_centre=centre)
 
     def _projected(self, H: np.ndarray, b: np.ndarray, spec: ProblemSpec,
                    lipschitz: float) -> np.ndarray:

@@ -214,8 +214,10 @@ def _reference_fit(X, y, eps, delta, seed, alpha):
     b = b + db / math.sqrt(0.49) * unit[len(iu):len(iu) + m]
     H = G + n * alpha * np.diag([1.0] * d + [0.0])
     nu = 2 * dG / math.sqrt(0.49) * z * math.sqrt(m)
-    H += max(0.0, nu - np.linalg.eigvalsh(H)[0]) * np.eye(m)
-    w = np.linalg.solve(H, b)
+    ridge = max(0.0, nu - np.linalg.eigvalsh(H)[0])
+    # The ridge pulls towards the intercept-only model (slopes 0, b_c / (n c^2)).
+    w0 = np.r_[np.zeros(d), b[-1] / (n * c**2)]
+    w = np.linalg.solve(H + ridge * np.eye(m), b + ridge * w0)
     return np.r_[w[:-1], c * w[-1]]
 
 
@@ -286,6 +288,31 @@ def test_auto_ridge_lifts_the_noisy_quadratic_above_the_noise_norm():
     assert lam < nu  # the ridge is active on this small, noisy problem
     w = solver.minimize(G, b, problem.spec, plan.sigma_gram)[:, 0]
     np.testing.assert_allclose(w, np.linalg.solve(G + (nu - lam) * np.eye(6), b), rtol=1e-9)
+
+
+def test_the_ridge_pulls_towards_the_intercept_only_model():
+    """With an intercept the ridge's centre is the release's intercept-only model (slopes
+    0, intercept b~_c / (n c^2)), not 0: a huge ridge gives that model, whatever the
+    private centre of y was; the auto ridge solves (H + lambda I) w = b~ + lambda w0."""
+    problem = make_problem(n=40, d=6, loss="squared", alpha=0.0, intercept=True,
+                           declare_intercept=True)
+    spec = problem.spec
+    solver = SufficientStatistics()
+    plan = solver.plan(spec, Budget(0.5, 1e-5), "gaussian", "replace_one")
+    G, b, _ = solver.noisy_statistics(problem, plan, NoiseSource(np.random.default_rng(0)))
+    m = spec.n_params
+    w0 = np.zeros(m)
+    w0[-1] = b[-1] / G[-1, -1]
+    assert G[-1, -1] == spec.n_samples * spec.intercept_feature ** 2  # public, exact
+    np.testing.assert_allclose(solver.ridge_centre(G, b, spec), w0)
+    w = SufficientStatistics(ridge=1e9).minimize(G, b, spec, plan.sigma_gram)[:, 0]
+    np.testing.assert_allclose(w, w0, atol=1e-6 * abs(w0[-1]))
+    nu = 2 * plan.sigma_gram * math.sqrt(m)
+    lam = np.linalg.eigvalsh(G)[0]
+    assert lam < nu  # the auto ridge binds here
+    w = solver.minimize(G, b, spec, plan.sigma_gram)[:, 0]
+    expected = np.linalg.solve(G + (nu - lam) * np.eye(m), b + (nu - lam) * w0)
+    np.testing.assert_allclose(w, expected, rtol=1e-9)
 
 
 def test_user_ridge_and_indefinite_quadratics():
