@@ -299,9 +299,9 @@ class SufficientStatistics(BaseDPSolver):
         need (docs/inference.md): all post-processing of the one release."""
         gram, moments, squares = self.noisy_statistics(problem, plan, noise)
         spec = problem.spec
-        H, ridge = self.penalised_gram(gram, spec, plan.sigma_gram)
-        centre = self.ridge_centre(gram, moments, spec)
-        coef = self.minimize_penalised(H, moments + ridge * centre, spec)
+        H, ridge = self._penalised_gram(gram, spec, plan.sigma_gram)
+        centre = self._ridge_centre(gram, moments, spec)
+        coef = self._minimize_penalised(H, moments + ridge * centre, spec)
         if not isinstance(spec.constraint, Unconstrained):
             return Released(coef)  # a constrained minimiser has no normal sandwich
         return Released(coef, self._inference(H, gram, moments, squares, coef[:, 0], centre,
@@ -336,28 +336,12 @@ class SufficientStatistics(BaseDPSolver):
         return (noisy_gram, noisy_moments,
                 float(labels @ labels) + plan.squares_scale * float(unit[-1]))
 
-    def penalised_gram(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
-                       ) -> tuple[np.ndarray, float]:
-        """``H = G~ + n alpha I_pen + n lambda I``, the Hessian of ``n F~`` (post-processing).
-
-        Parameters
-        ----------
-        gram : ndarray of shape (n_params, n_params)
-            The (noisy) Gram matrix.
-        <<spec>>
-        sigma_gram : float
-            Per-entry noise scale of the Gram matrix (the ``"auto"`` ridge grows with
-            it).
-
-        Returns
-        -------
-        H : ndarray of shape (n_params, n_params)
-            ``H``, with the ``"auto"`` ridge ``lambda`` (the least that lifts its smallest
-            eigenvalue to the Gram noise's typical operator norm) or the given one.
-        ridge : float
-            ``n lambda``, the ridge in sum units (its pull is towards
-            :meth:`ridge_centre`).
-        """
+    def _penalised_gram(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
+                        ) -> tuple[np.ndarray, float]:
+        """``(H, n lambda)``: ``H = G~ + n alpha I_pen + n lambda I``, the Hessian of
+        ``n F~``, with the ``"auto"`` ridge ``lambda`` (the least that lifts its smallest
+        eigenvalue to the Gram noise's typical operator norm, from the per-entry noise
+        std ``sigma_gram``) or the given one. Post-processing."""
         n, m, p = spec.n_samples, spec.n_params, spec.n_penalized
         H = gram.copy()
         H[np.arange(p), np.arange(p)] += n * spec.alpha
@@ -373,32 +357,17 @@ class SufficientStatistics(BaseDPSolver):
         return H, extra
 
     @staticmethod
-    def ridge_centre(gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec
-                     ) -> np.ndarray:
-        """Where the ridge pulls the coefficients: the release's intercept-only model.
-
-        Slopes 0 and, with an intercept, its coefficient ``b~_c / (n c^2)`` (the public
-        Gram entry ``n c^2`` and the noisy moment ``c sum_i y_i``): the mean of the
-        centred labels. A ridge towards 0 would pull the intercept to the private
-        ``y_centre_``, whose error the fit could no longer correct (on diabetes at
-        epsilon 1 that made most fits with R^2 below -0.5). Post-processing.
-
-        Parameters
-        ----------
-        gram : ndarray of shape (n_params, n_params)
-            The (noisy) Gram matrix.
-        moments : ndarray of shape (n_params,)
-            The (noisy) moments.
-        <<spec>>
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-            ``w0``: the ridge's ``lambda ||w - w0||^2 / 2``.
-        """
+    def _ridge_centre(gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec
+                      ) -> np.ndarray:
+        """``w0``, where the ridge ``lambda ||w - w0||^2 / 2`` pulls: the release's
+        intercept-only model (slopes 0; with an intercept, its coefficient
+        ``b~_c / (n c^2)`` from the public, exact Gram entry ``n c^2``: the mean of the
+        centred labels). A ridge towards 0 would pull the intercept to the private
+        ``y_centre_``, whose error the fit could then not correct (on diabetes at epsilon
+        1 that made most fits with R^2 below -0.5). Post-processing."""
         centre = np.zeros(spec.n_params)
         if spec.intercept_feature != 0.0:
-            centre[-1] = moments[-1] / gram[-1, -1]  # n c^2 > 0: public and exact
+            centre[-1] = moments[-1] / gram[-1, -1]
         return centre
 
     def minimize(self, gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec,
@@ -419,31 +388,19 @@ class SufficientStatistics(BaseDPSolver):
         Returns
         -------
         ndarray of shape (n_params, 1)
-            The minimiser of ``w'Hw / 2 - b'w`` with the L2 terms added to ``H``, on its
-            PSD part (minimum-norm without a constraint, FISTA over the constraint).
+            The minimiser of ``w'Hw / 2 - (b + n lambda w0)'w``, ``H`` the Gram with the
+            L2 terms and ``w0`` the ridge's centre (the release's intercept-only model),
+            on the PSD part of ``H`` (minimum-norm without a constraint, FISTA over the
+            constraint).
         """
-        H, ridge = self.penalised_gram(gram, spec, sigma_gram)
-        return self.minimize_penalised(
-            H, moments + ridge * self.ridge_centre(gram, moments, spec), spec)
+        H, ridge = self._penalised_gram(gram, spec, sigma_gram)
+        return self._minimize_penalised(
+            H, moments + ridge * self._ridge_centre(gram, moments, spec), spec)
 
-    def minimize_penalised(self, H: np.ndarray, moments: np.ndarray, spec: ProblemSpec
-                           ) -> np.ndarray:
-        """Minimise ``w'Hw / 2 - b'w`` on the PSD part of ``H`` (post-processing).
-
-        Parameters
-        ----------
-        H : ndarray of shape (n_params, n_params)
-            The penalised Gram matrix (:meth:`penalised_gram`).
-        moments : ndarray of shape (n_params,)
-            The (noisy) moments ``b``.
-        <<spec>>
-
-        Returns
-        -------
-        ndarray of shape (n_params, 1)
-            The minimum-norm minimiser without a constraint (pseudo-inverse on the PSD
-            part), else FISTA's over the constraint.
-        """
+    def _minimize_penalised(self, H: np.ndarray, linear: np.ndarray, spec: ProblemSpec
+                            ) -> np.ndarray:
+        """The minimiser of ``w'Hw / 2 - linear'w`` on the PSD part of ``H``, as a column
+        (see :meth:`minimize`)."""
         m = spec.n_params
         # Symmetric PSD part of H (eigenvalues clipped at 0; exact when H is PSD).
         values, vectors = np.linalg.eigh(H)
@@ -453,10 +410,10 @@ class SufficientStatistics(BaseDPSolver):
         if isinstance(spec.constraint, Unconstrained):
             # The minimum-norm minimiser (pseudo-inverse on the PSD part).
             inv = np.divide(1.0, values, out=np.zeros_like(values), where=values > 0)
-            w = vectors @ (inv * (vectors.T @ moments))
+            w = vectors @ (inv * (vectors.T @ linear))
             return w[:, None]
         H_psd = (vectors * values) @ vectors.T
-        return self._projected(H_psd, moments, spec, float(values.max(initial=0.0)))[:, None]
+        return self._projected(H_psd, linear, spec, float(values.max(initial=0.0)))[:, None]
 
     @staticmethod
     def _inference(H: np.ndarray, gram: np.ndarray, moments: np.ndarray, squares: float,

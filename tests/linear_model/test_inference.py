@@ -10,6 +10,7 @@ import pytest
 from scipy.special import expit
 
 from skdp import DPLogisticRegression, DPNewton, PrivacyLeakWarning
+from tests.linear_model.interval_coverage import coverage_counts
 
 THETA, BIAS = np.array([1.0, -0.5, 0.25]), 0.2
 TRUTH = np.r_[THETA, BIAS]
@@ -73,12 +74,9 @@ def test_95_percent_intervals_cover_the_true_parameter():
     at the nominal p = 0.95 fewer than 178 or all 200 covers have probability below
     1e-4 each (measured over 1,000 unseeded runs: 0.941 to 0.956, docs/inference.md).
     Seeds fixed: deterministic."""
-    rng = np.random.default_rng(2026)
-    covers = np.zeros(4, dtype=int)
-    for seed in range(200):
-        X, y = _sample(rng, 10_000)
-        ci = _fit(X, y, 1.0, random_state=seed).conf_int(0.05)
-        covers += (ci[:, 0] <= TRUTH) & (TRUTH <= ci[:, 1])
+    covers = coverage_counts(
+        lambda rng: _sample(rng, 10_000),
+        lambda X, y, k: _fit(X, y, 1.0, random_state=k).conf_int(0.05), TRUTH, 200, 2026)
     assert np.all(covers >= 178) and np.all(covers < 200), covers
 
 
@@ -113,10 +111,8 @@ def test_the_default_schedule_gives_intervals_too():
     """The default (two Hessian releases) is faster and its intervals slightly narrower
     than nominal (0.925-0.954 per coefficient over 1,000 runs): 100 data sets, at least
     85 covers per coefficient (probability below 1e-3 at a true coverage of 0.925)."""
-    rng = np.random.default_rng(7)
-    covers = np.zeros(4, dtype=int)
-    for seed in range(100):
-        X, y = _sample(rng, 10_000)
-        ci = _fit(X, y, 1.0, random_state=seed, solver="newton").conf_int(0.05)
-        covers += (ci[:, 0] <= TRUTH) & (TRUTH <= ci[:, 1])
+    covers = coverage_counts(
+        lambda rng: _sample(rng, 10_000),
+        lambda X, y, k: _fit(X, y, 1.0, random_state=k, solver="newton").conf_int(0.05),
+        TRUTH, 100, 7)
     assert np.all(covers >= 85), covers

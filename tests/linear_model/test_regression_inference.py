@@ -22,6 +22,7 @@ from skdp.losses import SquaredLoss
 from skdp.privacy import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec, SufficientStatistics
+from tests.linear_model.interval_coverage import coverage_counts
 
 THETA, BIAS = np.array([1.0, -0.5, 0.25]), 0.2
 TRUTH = np.r_[THETA, BIAS]
@@ -87,12 +88,9 @@ def test_95_percent_intervals_cover_the_true_parameter():
     fresh noise each: each coefficient's interval covers the truth in Bin(200, p) runs;
     at the nominal p = 0.95 fewer than 178 or all 200 covers have probability below
     1e-4 each (docs/inference.md gives 1,000 unseeded runs). Seeds fixed."""
-    rng = np.random.default_rng(2026)
-    covers = np.zeros(4, dtype=int)
-    for seed in range(200):
-        X, y = _sample(rng, 10_000)
-        ci = _fit(X, y, 1.0, random_state=seed).conf_int(0.05)
-        covers += (ci[:, 0] <= TRUTH) & (TRUTH <= ci[:, 1])
+    covers = coverage_counts(
+        lambda rng: _sample(rng, 10_000),
+        lambda X, y, k: _fit(X, y, 1.0, random_state=k).conf_int(0.05), TRUTH, 200, 2026)
     assert np.all(covers >= 178) and np.all(covers < 200), covers
 
 

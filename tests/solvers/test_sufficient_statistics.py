@@ -304,7 +304,7 @@ def test_the_ridge_pulls_towards_the_intercept_only_model():
     w0 = np.zeros(m)
     w0[-1] = b[-1] / G[-1, -1]
     assert G[-1, -1] == spec.n_samples * spec.intercept_feature ** 2  # public, exact
-    np.testing.assert_allclose(solver.ridge_centre(G, b, spec), w0)
+    np.testing.assert_allclose(solver._ridge_centre(G, b, spec), w0)
     w = SufficientStatistics(ridge=1e9).minimize(G, b, spec, plan.sigma_gram)[:, 0]
     np.testing.assert_allclose(w, w0, atol=1e-6 * abs(w0[-1]))
     nu = 2 * plan.sigma_gram * math.sqrt(m)

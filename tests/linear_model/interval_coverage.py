@@ -1,0 +1,16 @@
+"""Coverage of confidence intervals over repeated data sets (the interval tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def coverage_counts(sample, interval, truth, runs: int, seed: int) -> np.ndarray:
+    """How many of ``runs`` data sets ``sample(rng)`` give an ``interval(X, y, k)`` (the
+    run's index ``k`` seeds its noise) that covers each entry of ``truth``."""
+    rng = np.random.default_rng(seed)
+    covers = np.zeros(len(truth), dtype=int)
+    for k in range(runs):
+        ci = interval(*sample(rng), k)
+        covers += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
+    return covers
