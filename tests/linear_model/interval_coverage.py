@@ -14,3 +14,11 @@ def coverage_counts(sample, interval, truth, runs: int, seed: int) -> np.ndarray
         ci = interval(*sample(rng), k)
         covers += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
     return covers
+
+
+def assert_nominal_coverage(sample, interval, truth) -> None:
+    """200 data sets, fixed seeds: each entry's 95% interval covers the truth in
+    Bin(200, p) of them; at the nominal p = 0.95 fewer than 178 or all 200 covers have
+    probability below 1e-4 each."""
+    covers = coverage_counts(sample, interval, truth, 200, 2026)
+    assert np.all(covers >= 178) and np.all(covers < 200), covers
