@@ -452,10 +452,12 @@ class BudgetAccountant(SharedReference):
             kept = [(e, s) for e, s in self._entries if e.id != entry_id]
             if len(kept) == len(self._entries):
                 raise KeyError(f"no entry with id {entry_id}.")
+            removed = next(s for e, s in self._entries if e.id == entry_id)
             self._entries = [(BudgetEntry(i, e.id, e.timestamp, e.source, e.params,
                                           e.ledger, e.spent), s)
                              for i, (e, s) in enumerate(kept)]
-            self._totals = Totals.of(s for _, s in self._entries)
+            # Exact sums: subtracting restores the total without the entry bit for bit.
+            self._totals = self._totals.minus(removed)
 
     def _check_within(self, totals: Totals, summary: LedgerSummary) -> None:
         spent, _ = totals.spent(self._delta)
@@ -743,11 +745,14 @@ class BudgetAccountant(SharedReference):
 
     def _refund_file(self, entry_id: int) -> None:
         with self._transaction() as con:
-            if con.execute("DELETE FROM entries WHERE id=?", (entry_id,)).rowcount != 1:
+            row = con.execute("SELECT summary FROM entries WHERE id=?",
+                              (entry_id,)).fetchone()
+            if row is None:
                 raise KeyError(f"no entry with id {entry_id}.")
-            summaries = [LedgerSummary.from_dict(json.loads(r[0])) for r in
-                         con.execute("SELECT summary FROM entries ORDER BY id")]
-            self._store_totals(con, Totals.of(summaries))
+            con.execute("DELETE FROM entries WHERE id=?", (entry_id,))
+            removed = LedgerSummary.from_dict(json.loads(row[0]))
+            # Exact sums: subtracting restores the total without the entry bit for bit.
+            self._store_totals(con, self._stored_totals(con).minus(removed))
 
     def _read_file(self) -> tuple[list[BudgetEntry], Totals]:
         with self._transaction(write=False) as con:

@@ -194,12 +194,6 @@ def _summarize_uncached(ledger: PrivacyLedger) -> LedgerSummary:
     return summary
 
 
-def _exact(value: float) -> Fraction | float:
-    """``value`` as an exact rational (every finite float is one); infinities stay floats."""
-    value = float(value)
-    return Fraction(value) if math.isfinite(value) else value
-
-
 @dataclass
 class Totals:
     """Running sums of :class:`LedgerSummary` objects and the composed spend.
@@ -209,30 +203,43 @@ class Totals:
     that charge one accountant in either order, a refund or an amendment (:meth:`minus`
     restores the sum exactly), and :func:`~skdp.privacy.privacy_cost` summing the same
     ledgers all read bit-for-bit the same epsilon. Rounding happens once, when a bound
-    reads the sum.
+    reads the sum. An entry of infinite epsilon (a non-private fit) is counted apart
+    (``epsilon_inf``), so that removing it restores the finite sum.
 
     ``mu2_missing`` and ``rdp_missing`` count the summaries that a bound cannot read: the
     bound applies while its count is 0, and removing a summary (:meth:`minus`) restores it.
     """
 
     count: int = 0
-    epsilon: Fraction | float = Fraction(0)
-    delta: Fraction | float = Fraction(0)
-    mu2: Fraction | float = Fraction(0)
+    epsilon_finite: Fraction = Fraction(0)
+    epsilon_inf: int = 0
+    delta: Fraction = Fraction(0)
+    mu2: Fraction = Fraction(0)
     mu2_missing: int = 0
-    rdp: list[Fraction | float] = field(default_factory=lambda: [Fraction(0)] * len(RDP_ORDERS))
+    rdp: list[Fraction] = field(default_factory=lambda: [Fraction(0)] * len(RDP_ORDERS))
     rdp_missing: int = 0
 
+    @property
+    def epsilon(self) -> Fraction | float:
+        """The basic-composition sum of the entries' epsilons (``inf`` with a non-private
+        entry)."""
+        return math.inf if self.epsilon_inf else self.epsilon_finite
+
     def _add(self, s: LedgerSummary, sign: int) -> Totals:
-        rdp = self.rdp if s.rdp is None else [a + sign * _exact(b) for a, b in
+        # Summaries carry a finite mu2 and Renyi curve only (composition reads nothing
+        # else); their epsilon may be infinite, their delta is finite.
+        infinite = math.isinf(s.epsilon)
+        rdp = self.rdp if s.rdp is None else [a + sign * Fraction(b) for a, b in
                                                zip(self.rdp, s.rdp, strict=True)]
         return Totals(
             count=self.count + sign,
-            epsilon=self.epsilon + sign * _exact(s.epsilon),
-            delta=max(self.delta + sign * _exact(s.delta), 0),
-            mu2=self.mu2 if s.mu2 is None else self.mu2 + sign * _exact(s.mu2),
+            epsilon_finite=self.epsilon_finite + (0 if infinite
+                                                  else sign * Fraction(s.epsilon)),
+            epsilon_inf=self.epsilon_inf + sign * infinite,
+            delta=max(self.delta + sign * Fraction(s.delta), Fraction(0)),
+            mu2=self.mu2 if s.mu2 is None else self.mu2 + sign * Fraction(s.mu2),
             mu2_missing=self.mu2_missing + sign * (s.mu2 is None),
-            rdp=[max(v, 0) for v in rdp] if sign < 0 else rdp,
+            rdp=[max(v, Fraction(0)) for v in rdp] if sign < 0 else rdp,
             rdp_missing=self.rdp_missing + sign * (s.rdp is None),
         )
 
@@ -286,25 +293,32 @@ class Totals:
         return PrivacySpent(bounds[method], at), method
 
     def to_dict(self) -> dict:
-        """JSON-ready: every exact sum as its text (``"p/q"``, or ``"inf"``)."""
-        return {"count": self.count, "epsilon": str(self.epsilon),
-                "delta": str(self.delta), "mu2": str(self.mu2),
-                "mu2_missing": self.mu2_missing, "rdp": [str(v) for v in self.rdp],
-                "rdp_missing": self.rdp_missing}
+        """JSON-ready: the sums as floats (what earlier versions read) and, under
+        ``"exact"``, as the texts of the exact rationals (``"p/q"``)."""
+        return {"count": self.count, "epsilon": float(self.epsilon),
+                "delta": float(self.delta), "mu2": float(self.mu2),
+                "mu2_missing": self.mu2_missing, "rdp": [float(v) for v in self.rdp],
+                "rdp_missing": self.rdp_missing,
+                "exact": {"epsilon_finite": str(self.epsilon_finite),
+                          "epsilon_inf": self.epsilon_inf, "delta": str(self.delta),
+                          "mu2": str(self.mu2), "rdp": [str(v) for v in self.rdp]}}
 
     @classmethod
     def from_dict(cls, d: dict) -> Totals:
-        """Inverse of :meth:`to_dict` (plain floats are read exactly too)."""
-        return cls(int(d["count"]), _read_exact(d["epsilon"]), _read_exact(d["delta"]),
-                   _read_exact(d["mu2"]), int(d["mu2_missing"]),
-                   [_read_exact(v) for v in d["rdp"]], int(d["rdp_missing"]))
-
-
-def _read_exact(value: str | float) -> Fraction | float:
-    try:
-        return Fraction(value)
-    except (ValueError, OverflowError):  # "inf", "nan" or a non-finite float
-        return float(value)
+        """Inverse of :meth:`to_dict`; a record without ``"exact"`` (written by an
+        earlier version) is read from its floats."""
+        exact = d.get("exact")
+        if exact is None:
+            epsilon = float(d["epsilon"])
+            infinite = math.isinf(epsilon)
+            return cls(int(d["count"]), Fraction(0) if infinite else Fraction(epsilon),
+                       int(infinite), Fraction(float(d["delta"])),
+                       Fraction(float(d["mu2"])), int(d["mu2_missing"]),
+                       [Fraction(float(v)) for v in d["rdp"]], int(d["rdp_missing"]))
+        return cls(int(d["count"]), Fraction(exact["epsilon_finite"]),
+                   int(exact["epsilon_inf"]), Fraction(exact["delta"]),
+                   Fraction(exact["mu2"]), int(d["mu2_missing"]),
+                   [Fraction(v) for v in exact["rdp"]], int(d["rdp_missing"]))
 
 
 # ---------------------------------------------------------------------------------------

@@ -334,6 +334,41 @@ def test_the_total_does_not_depend_on_the_order_of_the_charges(tmp_path):
     assert len(totals) == 1, totals
 
 
+def test_a_non_private_entry_is_counted_apart_and_refunded_exactly(tmp_path):
+    """An infinite epsilon (a non-private fit with private bounds: charged, then amended)
+    makes the total infinite; refunding it restores the finite total exactly (inf - inf
+    would be NaN in a float sum)."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    for path in (None, tmp_path / "inf.sqlite"):
+        acc = BudgetAccountant(math.inf, 1e-3, path=path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            DPLinearRegression(epsilon=1.0, accountant=acc).fit(X, y)
+            before = acc.spent()
+            DPLinearRegression(epsilon=math.inf, accountant=acc).fit(X, y)
+        assert acc.spent().epsilon == math.inf and len(acc) == 2
+        acc.refund(acc.entries[1].id)
+        assert acc.spent() == before and len(acc) == 1
+
+
+def test_totals_on_file_stay_readable_as_floats(tmp_path):
+    """The stored totals keep their float fields (what earlier versions read) next to the
+    exact ones, and a record with floats only (an earlier version's) is read."""
+    from skdp.privacy.composition import Totals
+
+    path = tmp_path / "totals.sqlite"
+    acc = BudgetAccountant(10.0, 1e-3, path=path)
+    acc.charge(PrivacyLedger(PureDpEvent(0.1), "pure", "replace_one", Budget(0.1, 0.0)),
+               source="t")
+    with contextlib.closing(sqlite3.connect(path)) as con:
+        raw = json.loads(con.execute("SELECT value FROM meta WHERE key='totals'").fetchone()[0])
+    assert raw["epsilon"] == 0.1 and isinstance(raw["rdp"][0], float)
+    legacy = {k: v for k, v in raw.items() if k != "exact"}
+    assert Totals.from_dict(legacy).spent()[0] == Totals.from_dict(raw).spent()[0]
+
+
 def test_refund_removes_the_entry_it_names(tmp_path):
     for path in (None, tmp_path / "ids.sqlite"):
         acc = BudgetAccountant(100.0, path=path)
