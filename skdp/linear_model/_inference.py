@@ -160,6 +160,13 @@ class IntervalsMixin:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}; set alpha to 0.05 "
                              "for 95% intervals.")
         if self.coef_covariance_ is None:
+            if self.solver_.name == "intercept_only" and self.solver != "intercept_only":
+                # Decided from public quantities (docs/algorithms/intercept_only.md).
+                raise ValueError(
+                    "conf_int has nothing to read: this fit was noise-dominated and "
+                    "released the intercept-only model (the private mean target) instead "
+                    "of running its solver. Raise epsilon, or set noise_dominated='fit' "
+                    "to run the solver anyway.")
             raise ValueError(
                 f"conf_int needs {self._intervals_need}; this fit used solver "
                 f"{self.solver_.name!r}"

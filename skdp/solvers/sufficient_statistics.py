@@ -146,13 +146,15 @@ class SufficientStatisticsPlan(Plan):
 
 
 class SufficientStatistics(BaseDPSolver):
-    """Least squares from one noisy release of the sufficient statistics ``(X'X, X'y)``.
+    """Least squares from one noisy release of the sufficient statistics ``(X'X, X'y, y'y)``.
 
     The noisy Gram ``G~`` and moments ``b~`` (rows clipped to ``data_norm``, labels to
     ``y_bound``, the intercept as the constant feature) define the quadratic
-    ``F~(w) = (w^T G~ w / 2 - b~^T w) / n + (alpha / 2) ||w_pen||^2 + (lambda / 2) ||w||^2``,
-    minimised over the constraint (exactly without one; accelerated projected gradient
-    with any registered constraint). Everything after the release is post-processing.
+    ``F~(w) = (w^T G~ w / 2 - b~^T w) / n + (alpha / 2) ||w_pen||^2
+    + (lambda / 2) ||w - w0||^2`` (``w0`` the release's intercept-only model), minimised
+    over the constraint (exactly without one; accelerated projected gradient with any
+    registered constraint); the noisy ``y'y`` gives the residual scale of the standard
+    errors. Everything after the release is post-processing.
 
     Parameters
     ----------
@@ -423,8 +425,9 @@ class SufficientStatistics(BaseDPSolver):
 
         In mean units ``A = H / n`` (eigenvalues floored), the loss's Hessian ``G~ / n``,
         the penalty ``A - G~ / n``; the dispersion is the residual variance
-        ``(S~ - 2 w'b~ + w'G~w) / (n - m)`` (at least 0); the output's mean gradient
-        ``(G~ w - b~) / n`` carries the noise ``(E w - e) / n`` of covariance
+        ``(S~ - 2 w'b~ + w'G~w) / (n - m)``, floored at 0 (at small ``n`` the noise of
+        ``S~`` can make it 0, and the intervals then hold the privacy noise only); the
+        output's mean gradient ``(G~ w - b~) / n`` carries the noise ``(E w - e) / n`` of covariance
         ``(s_b^2 I + C(w)) / n^2``, ``C(w)_ik = s_G^2 sum_j N_ij w_j^2`` for ``i = k`` and
         ``s_G^2 N_ik w_i w_k`` otherwise (``N``: the noised Gram entries, symmetric, one
         draw per upper-triangle entry; the public intercept entry has none).
@@ -511,7 +514,8 @@ def sufficient_statistics(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
 def add_statistics_noise(gram: np.ndarray, moments: np.ndarray, unit: np.ndarray,
                          gram_scale: float, moment_scale: float, *, intercept: bool
                          ) -> tuple[np.ndarray, np.ndarray]:
-    """Add the noise of the normalised release, scaled back by ``sqrt(2) Delta`` per part.
+    """Add the noise of the normalised release, scaled back by each part's factor
+    ``Delta / sqrt(share)``.
 
     The Gram noise is symmetric (one draw per upper-triangle entry).
 

@@ -103,6 +103,11 @@ def test_conf_int_names_the_setting_when_the_fit_released_nothing_for_it():
     assert _fit(X, y, 1.0, fit_intercept=False).conf_int().shape == (3, 2)
     with pytest.raises(ValueError, match="alpha must be in"):
         reg.conf_int(0.0)
+    # A noise-dominated fit released the intercept-only model: the error says so.
+    small = _fit(X[:40], y[:40], 0.05)
+    assert small.solver_.name == "intercept_only"
+    with pytest.raises(ValueError, match="noise_dominated='fit'"):
+        small.conf_int()
     # The default alpha moves the coefficients by more than a quarter of a standard
     # error at n = 10,000: said from released quantities.
     X, y = _sample(np.random.default_rng(5), 10_000)
