@@ -259,7 +259,9 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
     l2 sensitivity ``sqrt(2 d)`` under replace-one: each coordinate of one row moves by at
     most 1) are released once with calibrated noise (Gaussian, or l2-Laplace for
     ``delta=0``), and ``mean_``, ``var_`` follow by post-processing (variances floored at
-    ``1e-4`` of the squared range). ``n`` is public. Details: docs/privacy.md, "DP scaler".
+    ``1e-4`` of the squared range and, at a finite epsilon, at the noise level of their
+    released moment, so that a feature the noise swamps is not amplified). ``n`` is
+    public. Details: docs/privacy.md, "DP scaler".
 
     Parameters
     ----------
@@ -401,13 +403,19 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             mean_u = np.clip(sums[:d] / n, 0.0, 1.0)
             var_u = np.clip(sums[d:] / n - mean_u ** 2, 1e-4, 0.25)
             shrunk = np.zeros(d, dtype=bool)
-            if self.shrink_mean and total.is_private:
+            if total.is_private:
                 # Per-coordinate noise std of the released sums (public): sigma for the
                 # Gaussian; an l2-Laplace of scale b in k = 2d dimensions has per-coordinate
                 # variance (k + 1) b^2 (its radius is Gamma(k, b): E r^2 = k (k + 1) b^2).
                 std = release.unit_scale * sensitivity * (
                     1.0 if release.mechanism == "gaussian" else math.sqrt(2 * d + 1))
-                mean_u, shrunk = shrink_to_centre(mean_u, std / n)
+                # A variance below the noise of its own released moment (std / n in u^2
+                # units) cannot be told from 0: it is raised to that level (at most 1/4,
+                # the largest variance in [0, 1]), so that no noise-dominated feature is
+                # amplified by 1 / sqrt(var). Post-processing; docs/privacy.md, DP scaler.
+                var_u = np.maximum(var_u, min(std / n, 0.25))
+                if self.shrink_mean:
+                    mean_u, shrunk = shrink_to_centre(mean_u, std / n)
         self.lower_, self.upper_ = lower, upper
         self.mean_ = lower + width * mean_u
         self.var_ = width ** 2 * var_u

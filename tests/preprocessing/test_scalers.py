@@ -179,3 +179,32 @@ def test_shrunk_means_fall_to_the_centre_and_the_rest_is_the_noisy_release():
     assert not raw.shrunk_.any()
     assert tiny.shrunk_.all() and np.all(tiny.mean_ == 1.0)
     assert not large.shrunk_.any()
+
+
+def test_variances_below_their_noise_level_are_raised_to_it():
+    """Plain-numpy reference fed the same noise: the released variance of u is the noisy
+    one (floored at 1e-4, at most 1/4) raised to the moment's noise level std / n; at
+    epsilon=inf there is no noise floor."""
+    from skdp.privacy.noise import NoiseSource
+
+    rng = np.random.default_rng(0)
+    n, d = 300, 4
+    X = rng.uniform(0.0, 1.0, size=(n, d)) * [1, 1, 1, 0.05]
+    lower, upper = np.zeros(d), np.full(d, 2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        noisy = DPStandardScaler(0.5, bounds=(lower, upper), shrink_mean=False,
+                                 random_state=1).fit(X)
+        exact = DPStandardScaler(np.inf, bounds=(lower, upper)).fit(X)
+    u = X / 2.0
+    _, noise_rng = np.random.default_rng(1).spawn(2)
+    sums = np.r_[u.sum(axis=0), (u ** 2).sum(axis=0)] + NoiseSource(noise_rng).gaussian(
+        (2 * d,), noisy.noise_scale_)
+    mean_u = np.clip(sums[:d] / n, 0.0, 1.0)
+    raw = np.clip(sums[d:] / n - mean_u ** 2, 1e-4, 0.25)
+    floor = noisy.noise_scale_ / n
+    assert 0 < floor < 0.25 and np.any(raw < floor)  # the floor binds here
+    np.testing.assert_allclose(noisy.var_ / 4.0, np.maximum(raw, floor), rtol=1e-12)
+    # epsilon=inf: the exact variances (with the 1e-4 floor of the squared range only).
+    np.testing.assert_allclose(exact.var_, np.maximum(X.var(axis=0), 1e-4 * 4.0),
+                               rtol=1e-12)
