@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import dp_accounting as dpa
@@ -54,10 +55,17 @@ def direct_rdp_epsilon(event, delta):
     return acc.get_epsilon(delta)
 
 
+#: The two scoring modes: in-sample (the default, the score with 30% of the candidate's
+#: curve; fit on all 200 rows) and a 20% hold-out (40 rows, the whole curve each).
+MODES = [({}, 0.7, 0.3, 200), ({"validation_fraction": 0.2}, 1.0, 1.0, 40)]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["in_sample", "hold_out"])
 @pytest.mark.parametrize("distribution", list(ps.DISTRIBUTIONS))
-def test_spent_within_total_and_reaccounted_by_dp_accounting(distribution):
+def test_spent_within_total_and_reaccounted_by_dp_accounting(distribution, mode):
+    kw, fit_share, score_share, n_val = mode
     s = quiet(search(epsilon=1.0, delta=1e-5, distribution=distribution,
-                     random_state=1).fit, X, Y)
+                     random_state=1, **kw).fit, X, Y)
     event = s.privacy_ledger_.event
     assert isinstance(event, dpe.RepeatAndSelectDpEvent)
     assert event.mean == 3.0 and event.shape == ps.DISTRIBUTIONS[distribution] or (
@@ -67,26 +75,39 @@ def test_spent_within_total_and_reaccounted_by_dp_accounting(distribution):
     # The released candidate's own curve lies under the reference at every order.
     reference = rdp_mod._compute_rdp_poisson_subsampled_gaussian(
         1.0, event.event.noise_multiplier, RDP_ORDERS)
-    assert np.all(rdp_curve(s.best_estimator_.privacy_ledger_.event) <= reference)
-    # The score noise is the reference Gaussian for sensitivity 1 / n_val.
-    assert s.score_noise_scale_ == pytest.approx(event.event.noise_multiplier / 40, rel=1e-12)
+    # The released candidate's fit lies under its share of the reference, at every order;
+    # its score's Gaussian (sensitivity 1 / n_val) has exactly the rest: together the
+    # candidate's curve is at most the reference.
+    fit_curve = rdp_curve(s.best_estimator_.privacy_ledger_.event)
+    assert np.all(fit_curve <= fit_share * reference * (1 + 1e-12))
+    z_score = s.score_noise_scale_ * n_val
+    score_curve = rdp_curve(dpe.GaussianDpEvent(z_score))
+    np.testing.assert_allclose(score_curve, score_share * reference, rtol=1e-9)
+    if score_share < 1:
+        assert np.all(fit_curve + score_curve <= reference * (1 + 1e-12))
+    assert s.score_noise_scale_ == pytest.approx(
+        event.event.noise_multiplier / math.sqrt(score_share) / n_val, rel=1e-12)
     assert privacy_cost(s, X, Y) == s.privacy_spent_
 
 
+@pytest.mark.parametrize("mode", MODES, ids=["in_sample", "hold_out"])
 @pytest.mark.parametrize(("distribution", "factor"),
                          [("truncated_negative_binomial", 2.5), ("geometric", 3.0),
                           ("logarithmic", 2.0)])
-def test_pure_search(distribution, factor):
+def test_pure_search(distribution, factor, mode):
+    kw, fit_share, score_share, n_val = mode
     s = quiet(PrivateRandomizedSearch(
         DPLogisticRegression(data_norm=1.0, solver="output_perturbation"),
         {"alpha": [0.1, 1.0]}, epsilon=1.5, delta=0.0, distribution=distribution,
-        n_candidates_mean=3, random_state=2).fit, X, Y)
+        n_candidates_mean=3, random_state=2, **kw).fit, X, Y)
     assert s.privacy_spent_ == (pytest.approx(1.5), 0.0)
-    assert s.candidate_epsilon_ == pytest.approx(1.5 / factor)
+    # The candidate's epsilon eps_c = 1.5 / factor: the fit gets its share, the score the
+    # rest (epsilons add), or each the whole of it with a hold-out.
+    assert s.candidate_epsilon_ == pytest.approx(1.5 / factor * fit_share)
     assert s.best_estimator_.privacy_spent_.delta == 0.0
-    assert s.best_estimator_.privacy_spent_.epsilon <= 1.5 / factor
-    # Laplace scale Delta / eps_c, Delta = 1 / n_val.
-    assert s.score_noise_scale_ == pytest.approx(factor / 1.5 / 40)
+    assert s.best_estimator_.privacy_spent_.epsilon <= 1.5 / factor * fit_share * (1 + 1e-12)
+    # Laplace scale Delta / (score_share eps_c), Delta = 1 / n_val.
+    assert s.score_noise_scale_ == pytest.approx(factor / 1.5 / score_share / n_val)
 
 
 def test_no_exact_score_is_reachable(monkeypatch):
@@ -138,14 +159,18 @@ def test_score_noise_matches_the_ledger(monkeypatch):
     u = []
     rng = np.random.default_rng(7)
     small_X, small_Y = X[:60], Y[:60]
-    for _ in range(300):
+    for k in range(300):
+        # Alternately in-sample (60 rows, 30% of the curve) and a 20% hold-out (12 rows).
+        hold_out = k % 2 == 1
         s = quiet(PrivateRandomizedSearch(DPLogisticRegression(data_norm=1.0),
                                           {"alpha": [0.1, 1.0]}, n_candidates_mean=2,
                                           distribution="geometric",
+                                          validation_fraction=0.2 if hold_out else 0.0,
                                           random_state=rng.integers(2**32)).fit,
                   small_X, small_Y)
         z = s.privacy_ledger_.event.event.noise_multiplier
-        assert s.score_noise_scale_ == pytest.approx(z / 12, rel=1e-12)
+        expected = z / 12 if hold_out else z / math.sqrt(0.3) / 60
+        assert s.score_noise_scale_ == pytest.approx(expected, rel=1e-12)
         assert not hasattr(s, "n_candidates_")  # K stays hidden
         u.append(stats.norm.cdf(s.best_score_ / s.score_noise_scale_) ** drawn[-1])
     assert stats.kstest(u, "uniform").pvalue > 1e-4
@@ -219,8 +244,9 @@ def test_pipeline_and_regressor_with_clipped_mse():
     assert s.scoring_ == "neg_mean_squared_error"
     bound = s.best_params_["dplinearregression__y_bound"]
     z = s.privacy_ledger_.event.event.noise_multiplier
-    n_val = round(0.2 * len(yd))
-    assert s.score_noise_scale_ == pytest.approx(z * 4 * bound ** 2 / n_val, rel=1e-12)
+    # In-sample scores on all rows with 30% of the candidate's curve.
+    assert s.score_noise_scale_ == pytest.approx(
+        z / math.sqrt(0.3) * 4 * bound ** 2 / len(yd), rel=1e-12)
     assert s.predict(Xd).shape == (len(yd),)
 
 
@@ -262,25 +288,62 @@ class UnderNoisedSearch(PrivateRandomizedSearch):
         return model.fit(X, y)
 
 
+class UnderNoisedScoreSearch(PrivateRandomizedSearch):
+    """A broken twin: in-sample scores with a hundredth of the accounted noise."""
+
+    @staticmethod
+    def _score_noise_scale(sensitivity, score_z, score_pure):
+        return PrivateRandomizedSearch._score_noise_scale(sensitivity, score_z,
+                                                          score_pure) / 100
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("validation_fraction", [0.1, 0.0])
 @pytest.mark.parametrize(("cls", "violated"), [(PrivateRandomizedSearch, False),
                                                (UnderNoisedSearch, True)])
-def test_empirical_audit_of_the_whole_search(cls, violated):
+def test_empirical_audit_of_the_whole_search(cls, violated, validation_fraction):
     """End-to-end audit through skdp.audit (95% confidence; the broken twin must be
-    flagged, the real search must not)."""
+    flagged, the real search must not), with a hold-out and with in-sample scores."""
     rng = np.random.default_rng(0)
     base_X = rng.normal(size=(30, 2)) * 0.2
     base_y = (base_X[:, 0] > 0).astype(int)
     pair = make_canary_pair(base_X, base_y, data_norm=1.0)
-    est = cls(DPLogisticRegression(data_norm=1.0, fit_intercept=False),
+    # noise_dominated="fit": the candidates run their solver (the intercept-only fallback
+    # would release a constant and leave nothing to audit).
+    est = cls(DPLogisticRegression(data_norm=1.0, fit_intercept=False,
+                                   noise_dominated="fit"),
               {"alpha": [0.5, 1.0]}, epsilon=1.0, delta=1e-5, n_candidates_mean=2,
-              distribution="geometric", validation_fraction=0.1)
+              distribution="geometric", validation_fraction=validation_fraction)
     result = audit_estimator(
         est, pair.X, pair.y, pair.X_prime, pair.y_prime,
         statistic=lambda s: pair.estimator_statistic(s.best_estimator_),
         n_trials=300, random_state=1)
     assert result.violated is violated
     assert result.epsilon <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("cls", "violated"), [(PrivateRandomizedSearch, False),
+                                               (UnderNoisedScoreSearch, True)])
+def test_audit_of_the_in_sample_score(cls, violated):
+    """The released score of an in-sample search (one candidate, the geometric law with
+    mean 1.01): one record's label flips its own correctness, so the exact score moves by
+    1 / n between neighbours. The real search is not flagged; a twin with a hundredth
+    of the score noise is (95% confidence)."""
+    rng = np.random.default_rng(0)
+    n = 20
+    base_X = np.zeros((n, 2))
+    y0 = np.zeros(n, dtype=int)
+    y0[: n // 2] = 1
+    y1 = y0.copy()
+    y1[0] = 0  # the neighbour: one label replaced
+    est = cls(DPLogisticRegression(data_norm=1.0, fit_intercept=False, classes=[0, 1]),
+              {"alpha": [1.0]}, epsilon=1.0, delta=1e-5, n_candidates_mean=1.01,
+              distribution="geometric")
+    result = audit_estimator(est, base_X, y0, base_X, y1,
+                             statistic=lambda s: s.best_score_, n_trials=1000,
+                             random_state=int(rng.integers(2**31)))
+    assert result.violated is violated
 
 
 # -- regressions from the independent review ---------------------------------------------------
@@ -378,7 +441,9 @@ def test_pure_search_score_noise_is_the_ledgers_laplace(monkeypatch):
             DPLogisticRegression(data_norm=1.0, solver="output_perturbation"),
             {"alpha": [0.1, 1.0]}, epsilon=1.5, delta=0.0, n_candidates_mean=2,
             distribution="geometric", random_state=rng.integers(2**32)).fit, X[:60], Y[:60])
-        assert s.score_noise_scale_ == pytest.approx((1 / 12) / (1.5 / 3.0), rel=1e-12)
+        # In-sample: Delta = 1 / 60, the score's epsilon 30% of eps_c = 1.5 / 3.
+        assert s.score_noise_scale_ == pytest.approx((1 / 60) / (0.3 * 1.5 / 3.0),
+                                                     rel=1e-12)
         u.append(stats.laplace.cdf(s.best_score_ / s.score_noise_scale_) ** drawn[-1])
     assert epsilon_spent(s.privacy_ledger_.event, 0.0, accounting="pure",
                          relation="replace_one") == pytest.approx(1.5)
