@@ -122,9 +122,10 @@ def _hindsight(X, y, runs, rng, candidate_epsilon, log) -> list[dict]:
 
     1. *A perfect selector.* Per run, ``K`` is drawn from the search's own law (its
        default truncated negative binomial), ``K`` configurations uniformly from its grid,
-       each fitted with fresh noise at the epsilon a candidate of the search gets
-       (``candidate_epsilon_``, from its public plan) on ALL the training rows (the search
-       holds 20% out), and the one with the best TEST accuracy is released. Any search
+       each fitted with fresh noise at the epsilon a candidate's fit gets
+       (``candidate_epsilon_``, from its public plan: 70% of the candidate's curve, the
+       rest paying for its in-sample score) on all the training rows, as the search's
+       candidates are, and the one with the best TEST accuracy is released. Any search
        over these candidates releases one of them, chosen with less information, so its
        test accuracy is at most this one's in every run.
     2. *No search.* Each fixed configuration of the grid at the whole total; the best
