@@ -278,12 +278,20 @@ def _take_rows(X, index: np.ndarray):
 
 
 def _raw_score(estimator, X, y, scoring: str) -> float:
-    pred = to_numpy(estimator.predict(X))  # the labels of a device X come to the host
+    # One prediction per row (a column is flattened: an (n, 1) array would broadcast
+    # against y and move the mean by more than its sensitivity).
+    pred = np.ravel(to_numpy(estimator.predict(X)))  # a device X's labels come to the host
+    if pred.shape != np.shape(y):
+        raise ValueError(f"the candidate predicts {pred.shape[0]} values for "
+                         f"{np.shape(y)[0]} rows; the search needs one per row.")
     if scoring == "accuracy":
         return float(np.mean(pred == y))
     bound = float(next(step.y_bound for _, step in reversed(private_steps(estimator))
                        if hasattr(step, "y_bound")))
     resid = np.clip(np.asarray(y, dtype=float), -bound, bound) - np.clip(pred, -bound, bound)
+    # A NaN prediction scores as the worst residual (2 B)^2: every residual stays in
+    # [0, 4 B^2] (the sensitivity) and the noisy scores stay totally ordered.
+    resid = np.where(np.isnan(resid), 2.0 * bound, resid)
     return -float(np.mean(resid ** 2))
 
 
@@ -354,14 +362,18 @@ default="truncated_negative_binomial"
     Attributes
     ----------
     best_estimator_ : estimator
-        The released candidate, fitted on the training part.
+        The released candidate, fitted on all rows (in-sample scores, the default) or on
+        the training part (a hold-out).
     best_params_ : dict
         Its hyperparameters.
     best_score_ : float
-        Its privatized validation score (the only score kept; no exact score is stored).
+        Its privatized score (the only score kept; no exact score is stored): a training
+        score with in-sample scores (optimistic, for every candidate alike), a held-out
+        one with a ``validation_fraction``.
     candidate_epsilon_ : float
-        The per-candidate epsilon each private step was first offered (lowered for
-        candidates whose curve did not fit under the reference).
+        The epsilon each candidate's private steps were first offered: its fit's share of
+        the candidate budget (all of it with a hold-out), lowered for candidates whose
+        curve did not fit under that share.
     score_noise_scale_ : float
         Standard deviation (Gaussian) or scale (Laplace, pure DP) of the score noise.
     privacy_ledger_ : PrivacyLedger
@@ -513,7 +525,9 @@ default="truncated_negative_binomial"
         ledger, z_ref, pure_eps = self._plan()
         spent = ledger.spent()
         progress = Progress(self, self.verbose)
-        progress(f"search: {n_samples} rows ({n_val} for validation), total epsilon="
+        progress(f"search: {n_samples} rows ("
+                 + ("in-sample scores" if in_sample else f"{n_val} for validation")
+                 + f"), total epsilon="
                  f"{self.epsilon:g}, delta={self.delta:g}, {self.distribution} number of "
                  f"candidates with mean {self.n_candidates_mean:g}")
         if not spent.within(ledger.budget):

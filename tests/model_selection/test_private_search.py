@@ -14,7 +14,7 @@ from dp_accounting.rdp.rdp_privacy_accountant import RdpAccountant
 from scipy import stats
 from sklearn.base import clone
 from sklearn.datasets import load_diabetes, make_classification
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from skdp import (
@@ -501,3 +501,26 @@ def test_the_accountants_report_shows_the_search_as_one_repeat_and_select():
     quiet(search(epsilon=1.0, delta=1e-5, accountant=acc).fit, X, Y)
     text = str(privacy_report(acc))
     assert "1 x RepeatAndSelectDpEvent" in text
+
+
+def test_raw_scores_stay_within_their_sensitivity():
+    """One prediction per row (a column is flattened instead of broadcast against y into
+    n x n comparisons), and a NaN prediction scores as the worst clipped residual, so
+    one record moves the mean by at most 4 B^2 / n and the noisy scores stay ordered."""
+
+    class Column:
+        def predict(self, X):
+            return np.asarray(X)[:, :1]
+
+    y = np.array([0.0, 1.0, 1.0, 0.0])
+    X = y[:, None]
+    assert ps._raw_score(Column(), X, y, "accuracy") == 1.0
+    reg = DPLinearRegression(y_bound=2.0)
+
+    class NanRegressor(Pipeline):
+        def predict(self, X):
+            return np.array([np.nan, 0.0, 1.0, 0.0])
+
+    model = NanRegressor([("reg", reg)])
+    # Residuals: the NaN one counts (2 B)^2 = 16, then 1, 0, 0: mean 17 / 4.
+    assert ps._raw_score(model, X, y, "neg_mean_squared_error") == pytest.approx(-17 / 4)
