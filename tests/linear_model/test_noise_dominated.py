@@ -56,7 +56,10 @@ def test_a_noise_dominated_classifier_predicts_the_private_majority():
 
 def test_noise_dominated_fit_runs_the_solver_and_warns():
     X, y = _classification()
-    clf = DPLogisticRegression(epsilon=0.1, classes=[0, 1], noise_dominated="fit")
+    # Seeded: an unseeded private data_norm at epsilon 0.1 lands on its grid's edge now
+    # and then, which adds a warning of its own (CI saw two messages once).
+    clf = DPLogisticRegression(epsilon=0.1, classes=[0, 1], noise_dominated="fit",
+                               random_state=0)
     messages = _fit(clf, X, y)
     assert isinstance(clf.solver_, NoisyGD)
     assert len(messages) == 1 and "near chance" in messages[0]
