@@ -301,13 +301,13 @@ class SufficientStatistics(BaseDPSolver):
         need (docs/inference.md): all post-processing of the one release."""
         gram, moments, squares = self.noisy_statistics(problem, plan, noise)
         spec = problem.spec
-        H, ridge = self._penalised_gram(gram, spec, plan.sigma_gram)
+        ridge, values, vectors = self._penalised(gram, spec, plan.sigma_gram)
         centre = self._ridge_centre(gram, moments, spec)
-        coef = self._minimize_penalised(H, moments + ridge * centre, spec)
+        coef = self._minimize_penalised(values, vectors, moments + ridge * centre, spec)
         if not isinstance(spec.constraint, Unconstrained):
             return Released(coef)  # a constrained minimiser has no normal sandwich
-        return Released(coef, self._inference(H, gram, moments, squares, coef[:, 0], centre,
-                                              plan, spec))
+        return Released(coef, self._inference(values, vectors, ridge, gram, moments, squares,
+                                              coef[:, 0], centre, plan, spec))
 
     def noisy_statistics(self, problem: Problem, plan: SufficientStatisticsPlan,
                          noise: NoiseSource) -> tuple[np.ndarray, np.ndarray, float]:
@@ -338,25 +338,27 @@ class SufficientStatistics(BaseDPSolver):
         return (noisy_gram, noisy_moments,
                 float(labels @ labels) + plan.squares_scale * float(unit[-1]))
 
-    def _penalised_gram(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
-                        ) -> tuple[np.ndarray, float]:
-        """``(H, n lambda)``: ``H = G~ + n alpha I_pen + n lambda I``, the Hessian of
+    def _penalised(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
+                   ) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(n lambda, values, vectors)``: the ridge in sum units and the
+        eigendecomposition of ``H = G~ + n alpha I_pen + n lambda I``, the Hessian of
         ``n F~``, with the ``"auto"`` ridge ``lambda`` (the least that lifts its smallest
         eigenvalue to the Gram noise's typical operator norm, from the per-entry noise
-        std ``sigma_gram``) or the given one. Post-processing."""
+        std ``sigma_gram``) or the given one. A ridge shifts every eigenvalue and keeps
+        the vectors, so one decomposition serves the ridge, the minimiser and the
+        standard errors. Post-processing."""
         n, m, p = spec.n_samples, spec.n_params, spec.n_penalized
         H = gram.copy()
         H[np.arange(p), np.arange(p)] += n * spec.alpha
+        values, vectors = np.linalg.eigh(H)
         if self.ridge == "auto":
             # Typical operator norm of a symmetric matrix of i.i.d. entries of std s in
             # R^(m x m) (semicircle edge 2 s sqrt(m)); a utility rule, not a privacy one.
             nu = 2.0 * sigma_gram * math.sqrt(m)
-            lam_min = float(np.linalg.eigvalsh(H)[0]) if nu > 0 else 0.0
-            extra = max(0.0, RIDGE_MARGIN * nu - lam_min) if nu > 0 else 0.0
+            extra = max(0.0, RIDGE_MARGIN * nu - float(values[0])) if nu > 0 else 0.0
         else:
             extra = n * float(self.ridge)
-        H[np.arange(m), np.arange(m)] += extra
-        return H, extra
+        return extra, values + extra, vectors
 
     @staticmethod
     def _ridge_centre(gram: np.ndarray, moments: np.ndarray, spec: ProblemSpec
@@ -395,17 +397,16 @@ class SufficientStatistics(BaseDPSolver):
             on the PSD part of ``H`` (minimum-norm without a constraint, FISTA over the
             constraint).
         """
-        H, ridge = self._penalised_gram(gram, spec, sigma_gram)
+        ridge, values, vectors = self._penalised(gram, spec, sigma_gram)
         return self._minimize_penalised(
-            H, moments + ridge * self._ridge_centre(gram, moments, spec), spec)
+            values, vectors, moments + ridge * self._ridge_centre(gram, moments, spec), spec)
 
-    def _minimize_penalised(self, H: np.ndarray, linear: np.ndarray, spec: ProblemSpec
-                            ) -> np.ndarray:
-        """The minimiser of ``w'Hw / 2 - linear'w`` on the PSD part of ``H``, as a column
-        (see :meth:`minimize`)."""
+    def _minimize_penalised(self, values: np.ndarray, vectors: np.ndarray,
+                            linear: np.ndarray, spec: ProblemSpec) -> np.ndarray:
+        """The minimiser of ``w'Hw / 2 - linear'w`` on the PSD part of ``H`` (given by its
+        eigendecomposition), as a column (see :meth:`minimize`)."""
         m = spec.n_params
         # Symmetric PSD part of H (eigenvalues clipped at 0; exact when H is PSD).
-        values, vectors = np.linalg.eigh(H)
         # Relative threshold (scale-invariant): the pseudo-inverse drops rounding noise.
         tol = float(abs(values).max(initial=0.0)) * m * np.finfo(float).eps
         values = np.where(values > tol, values, 0.0)
@@ -418,12 +419,13 @@ class SufficientStatistics(BaseDPSolver):
         return self._projected(H_psd, linear, spec, float(values.max(initial=0.0)))[:, None]
 
     @staticmethod
-    def _inference(H: np.ndarray, gram: np.ndarray, moments: np.ndarray, squares: float,
-                   w: np.ndarray, centre: np.ndarray, plan: SufficientStatisticsPlan,
-                   spec: ProblemSpec) -> Inference:
+    def _inference(values: np.ndarray, vectors: np.ndarray, ridge: float, gram: np.ndarray,
+                   moments: np.ndarray, squares: float, w: np.ndarray, centre: np.ndarray,
+                   plan: SufficientStatisticsPlan, spec: ProblemSpec) -> Inference:
         """Standard-error inputs, from the release and the plan's public scales only.
 
-        In mean units ``A = H / n`` (eigenvalues floored), the loss's Hessian ``G~ / n``,
+        In mean units ``A = H / n`` (from ``H``'s eigendecomposition ``values``,
+        ``vectors``; eigenvalues floored), the loss's Hessian ``G~ / n``,
         the penalty ``A - G~ / n``; the dispersion is the residual variance
         ``(S~ - 2 w'b~ + w'G~w) / (n - m)``, floored at 0 (at small ``n`` the noise of
         ``S~`` can make it 0, and the intervals then hold the privacy noise only); the
@@ -433,10 +435,12 @@ class SufficientStatistics(BaseDPSolver):
         draw per upper-triangle entry; the public intercept entry has none).
         """
         n, m = spec.n_samples, spec.n_params
-        values, vectors = np.linalg.eigh(0.5 * (H + H.T) / n)
-        floor = max(float(values.max(initial=0.0)) * 1e-12, np.finfo(float).tiny)
-        A = (vectors * np.maximum(values, floor)) @ vectors.T
-        penalty = np.diag(H - gram) / n
+        mean_values = values / n  # the eigenvalues of A = H / n (same vectors)
+        floor = max(float(mean_values.max(initial=0.0)) * 1e-12, np.finfo(float).tiny)
+        A = (vectors * np.maximum(mean_values, floor)) @ vectors.T
+        # The L2 terms' diagonal in A: alpha on the penalised coordinates, lambda on all.
+        penalty = np.full(m, ridge / n)
+        penalty[:spec.n_penalized] += spec.alpha
         rss = squares - 2.0 * float(w @ moments) + float(w @ gram @ w)
         dispersion = max(rss, 0.0) / max(n - m, 1)
         noised = np.ones((m, m))
