@@ -49,6 +49,7 @@ from skdp.exceptions import (
     PrivacyAccountingError,
     PrivacyLeakWarning,
 )
+from skdp.geometry import dual_exponent
 from skdp.losses import GLMLoss, is_dask_array, row_norms
 from skdp.mechanisms import (
     grid_ceil,
@@ -670,8 +671,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         direction = W.copy()
         direction[-1] = 0.0
         scores = np.asarray(to_numpy(problem.scores(direction)), dtype=float)[:, 0]
-        q = self._data_norm_ord()
-        dual = math.inf if q == 1 else (1.0 if math.isinf(q) else q / (q - 1.0))
+        dual = dual_exponent(self._data_norm_ord())
         radius = float(np.linalg.norm(W[:-1, 0], ord=dual)) * float(problem.clipped_to)
         b = private_threshold(scores, problem.Y[:, 0], radius, epsilon, rng)
         out = W.copy()

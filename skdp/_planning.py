@@ -21,7 +21,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from skdp.exceptions import IncompatibleSolverError
-from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained
+from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained, dual_exponent
 from skdp.losses import GLMLoss
 from skdp.mechanisms import bound_event, mean_event
 from skdp.privacy.accounting import PrivacyLedger, PureDpEvent
@@ -178,7 +178,7 @@ class PrivacyPlanning:
         if self.constraint == "l1":
             return math.inf
         if self.constraint == "lp" and self.p is not None:
-            return float(self.p) / (float(self.p) - 1.0) if math.isfinite(self.p) else 1.0
+            return dual_exponent(self.p)
         return 2.0
 
     def _intercept_feature(self, data_norm: float) -> float:

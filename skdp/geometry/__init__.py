@@ -35,6 +35,7 @@ from skdp.geometry._maps import (
     L1PNormMirrorMap,
     MirrorMap,
     PNormMirrorMap,
+    dual_exponent,
     pnorm,
 )
 from skdp.geometry._mirror import MirrorGeometry, mirror_stepper
@@ -56,6 +57,7 @@ __all__ = [
     "Simplex",
     "Unconstrained",
     "default_exponent",
+    "dual_exponent",
     "l1_ball_gradient_step",
     "mirror_stepper",
     "pnorm",

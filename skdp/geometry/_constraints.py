@@ -17,6 +17,7 @@ from skdp.geometry._maps import (
     MirrorMap,
     PNormMirrorMap,
     _check_dim,
+    dual_exponent,
     pnorm,
 )
 from skdp.geometry._mirror import (
@@ -512,7 +513,7 @@ class LpBall(Constraint):
     @property
     def q(self) -> float:
         """The dual exponent ``p / (p - 1)``."""
-        return self.p / (self.p - 1.0)
+        return dual_exponent(self.p)
 
     def project(self, w: np.ndarray) -> np.ndarray:
         """Euclidean projection, to about machine precision.
@@ -572,8 +573,7 @@ class LpBall(Constraint):
         return float(self.radius) * (1.0 if p <= 2 else dim ** (0.5 - 1.0 / p))
 
     def score_exponent(self) -> float:
-        p = float(self.p)
-        return p / (p - 1.0)
+        return dual_exponent(self.p)
 
     def support_pairing(self) -> tuple[float, float]:
         return float(self.radius), float(self.q)
@@ -600,7 +600,7 @@ class LpBall(Constraint):
         if self.p > 2:
             return _euclidean_geometry(self, dim, self.l2_bound(dim))
         mm = PNormMirrorMap(self.p)
-        return _pnorm_geometry(self, dim, "lp", mm, mm.p, mm.p / (mm.p - 1.0), 1.0)
+        return _pnorm_geometry(self, dim, "lp", mm, mm.p, dual_exponent(mm.p), 1.0)
 
     def _pnorm_projection(self, mm: PNormMirrorMap, theta: np.ndarray) -> np.ndarray | None:
         if abs(self.p - mm.p) < 1e-12:

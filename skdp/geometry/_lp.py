@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skdp.geometry._maps import PNormMirrorMap, pnorm
+from skdp.geometry._maps import PNormMirrorMap, dual_exponent, pnorm
 
 __all__ = ["LpDualIterate", "LpGeometry", "default_exponent", "lp_dual_step_vector"]
 
@@ -51,7 +51,7 @@ class LpGeometry:
     @property
     def q(self) -> float:
         """Dual exponent ``p / (p - 1)`` (``2`` for ``p = 2``)."""
-        return self.p / (self.p - 1.0)
+        return dual_exponent(self.p)
 
     def _map(self) -> PNormMirrorMap | None:
         return None if self.p == 2.0 else PNormMirrorMap(self.p)

@@ -28,6 +28,15 @@ def _check_dim(dim: int) -> int:
     return int(dim)
 
 
+def dual_exponent(p: float) -> float:
+    """The Hoelder conjugate ``q`` of ``p`` (``1/p + 1/q = 1``): ``|<w, x>| <= ||w||_p
+    ||x||_q``; ``1`` and ``inf`` are each other's."""
+    p = float(p)
+    if p == 1.0:
+        return math.inf
+    return 1.0 if math.isinf(p) else p / (p - 1.0)
+
+
 def pnorm(x: np.ndarray, p: float) -> float:
     """``||x||_p`` of the flattened array, scaled by ``max |x_j|`` against overflow."""
     a = np.abs(np.ravel(np.asarray(x, dtype=float)))
@@ -156,7 +165,7 @@ class PNormMirrorMap(MirrorMap):
     @property
     def q(self) -> float:
         """The conjugate exponent ``p / (p - 1)``."""
-        return self.p / (self.p - 1.0)
+        return dual_exponent(self.p)
 
     def value(self, x: np.ndarray) -> float:
         return pnorm(x, self.p) ** 2 / (2.0 * (self.p - 1.0))

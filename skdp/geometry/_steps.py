@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.optimize import brentq
 
-from skdp.geometry._maps import PNormMirrorMap, _pnorm_grad
+from skdp.geometry._maps import PNormMirrorMap, _pnorm_grad, dual_exponent
 
 if TYPE_CHECKING:
     from skdp.geometry import LpBall
@@ -211,8 +211,7 @@ def _lp_gradient_step(x: np.ndarray, g: np.ndarray, smooth: float, ball: LpBall,
     r z_{k+1} + (1 - r) y_k``. The convergence proof (supplement, (52)-(56)) only uses that
     the model value at ``y_{k+1}`` is at most the one at ``v``, which this guarantees.
     """
-    p = float(ball.p)
-    q = p / (p - 1.0)
+    q = dual_exponent(ball.p)
     y_free = x - _dual_grad(g, q) / smooth
     norm = ball.norm(y_free)
     if norm <= ball.radius:
