@@ -330,13 +330,11 @@ class SufficientStatistics(BaseDPSolver):
         # the data: N(0, z^2 I), or density ∝ exp(-eps ||v||_2).
         unit = noise.release(plan.mechanism, (plan.n_released,),
                              plan.laplace_scale or plan.noise_multiplier)
-        gram, moments = sufficient_statistics(problem)
+        gram, moments, squares = sufficient_statistics(problem)
         noisy_gram, noisy_moments = add_statistics_noise(
             gram, moments, unit[:-1], plan.gram_scale, plan.moment_scale,
             intercept=problem.spec.intercept_feature != 0.0)
-        labels = np.asarray(problem.Y[:, 0], dtype=float)
-        return (noisy_gram, noisy_moments,
-                float(labels @ labels) + plan.squares_scale * float(unit[-1]))
+        return noisy_gram, noisy_moments, squares + plan.squares_scale * float(unit[-1])
 
     def _penalised(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
                    ) -> tuple[float, np.ndarray, np.ndarray]:
@@ -496,9 +494,11 @@ def _statistics_block(block: Block) -> np.ndarray:
     return out
 
 
-def sufficient_statistics(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
-    """Exact ``(G, b)`` of the augmented clipped rows, in one blocked pass over ``X``
-    (:meth:`Problem.block_sum`: chunk by chunk, where they are, for a dask ``X``)."""
+def sufficient_statistics(problem: Problem) -> tuple[np.ndarray, np.ndarray, float]:
+    """Exact ``(G, b, S)`` of the augmented clipped rows and the clipped labels: ``G``
+    and ``b`` in one blocked pass over ``X`` (:meth:`Problem.block_sum`: chunk by chunk,
+    where they are, for a dask ``X``), the label sums (``1'y`` for the intercept's moment,
+    ``S = y'y``) from the host labels."""
     spec = problem.spec
     m, c = spec.n_params, problem.intercept
     d = problem.X.shape[1]
@@ -508,11 +508,12 @@ def sufficient_statistics(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     gram[:d, :d] = packed[: d * d].reshape(d, d)
     moments[:d] = packed[d * d: d * d + d]
     column_sums = packed[d * d + d:]
+    labels = np.asarray(problem.Y[:, 0], dtype=float)
     if c:
         gram[:d, d] = gram[d, :d] = c * column_sums
         gram[d, d] = spec.n_samples * c * c
-        moments[d] = c * float(np.sum(problem.Y[:, 0]))
-    return gram, moments
+        moments[d] = c * float(np.sum(labels))
+    return gram, moments, float(labels @ labels)
 
 
 def add_statistics_noise(gram: np.ndarray, moments: np.ndarray, unit: np.ndarray,

@@ -39,12 +39,14 @@ def _spec(n=50, d=3, intercept=0.0, label_bound=1.0, constraint=None, alpha=0.0)
 
 
 def _released(problem: Problem) -> np.ndarray:
-    """The released vector before noise, in the solver's order (plain numpy)."""
-    G, b = sufficient_statistics(problem)
+    """The released parts before noise, in the solver's order: the Gram's released upper
+    triangle, the moments, and y'y against the plain-numpy sum of squared labels."""
+    G, b, S = sufficient_statistics(problem)
+    assert S == pytest.approx(float(np.sum(problem.Y ** 2)), rel=1e-12)
     m = G.shape[0]
     iu = [(i, j) for i in range(m) for j in range(i, m)
           if not (problem.intercept and i == j == m - 1)]
-    return np.array([G[i, j] for i, j in iu]), b
+    return np.array([G[i, j] for i, j in iu]), b, S
 
 
 def test_sensitivity_formula():
@@ -104,8 +106,7 @@ def test_brute_force_statistics_sensitivity(intercept):
             X2[i], Y[i], Y2[i] = -X[i], 1.0, 1.0
         p1 = Problem.build(X, np.clip(Y, -1, 1), spec, data_norm=1.0, intercept=intercept)
         p2 = Problem.build(X2, np.clip(Y2, -1, 1), spec, data_norm=1.0, intercept=intercept)
-        (u1, b1), (u2, b2) = _released(p1), _released(p2)
-        S1, S2 = (float(p.Y[:, 0] @ p.Y[:, 0]) for p in (p1, p2))
+        (u1, b1, S1), (u2, b2, S2) = _released(p1), _released(p2)
         ratio_G = np.linalg.norm(u1 - u2) / dG
         ratio_b = np.linalg.norm(b1 - b2) / db
         ratio_S = abs(S1 - S2) / plan.squares_sensitivity
