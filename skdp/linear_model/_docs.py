@@ -166,7 +166,7 @@ threshold_fraction : float in [0, 1) or "auto", default="auto"
     lies in the solver's constraint. ``0``: the solver's intercept. See
     docs/algorithms/threshold.md.
 """,
-    'classes': CLASSES_DOC.replace("{arg}", "coefficients"),
+    'classes': CLASSES_DOC,
     # -- attributes ----------------------------------------------------------------------
     'classes_': """\
 classes_ : ndarray of shape (n_classes,)

@@ -25,7 +25,7 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
     ----------
     <<epsilon>>
     <<delta:1e-5>>
-    <<classes>>
+    <<classes:coefficients>>
     <<solver:"gd">>
 
         <<solvers>>

@@ -30,7 +30,7 @@ class DPLinearSVC(BaseDPClassifier):
         With ``delta=0`` (``"output_perturbation"``) the noise overwhelms the signal on
         a few hundred rows: breast cancer at epsilon = 1 scores 0.64 with it, 0.89 with
         the default.
-    <<classes>>
+    <<classes:coefficients>>
     loss : {"smoothed_hinge", "hinge"}, default="smoothed_hinge"
         ``"smoothed_hinge"`` (quadratic within ``smoothing`` of the margin; the smooth
         default, as scikit-learn's ``LinearSVC`` defaults to the smooth squared hinge) is
