@@ -56,8 +56,8 @@ def support_recall(coef, w):
 # --------
 models = {
     "DPLasso (private Frank-Wolfe)": lambda seed: DPLasso(
-        epsilon=EPSILON, delta=DELTA, radius=RADIUS, data_norm=1.0, y_bound=3.0,
-        fit_intercept=False, random_state=seed),
+        epsilon=EPSILON, delta=DELTA, solver="frank_wolfe", radius=RADIUS, data_norm=1.0,
+        y_bound=3.0, fit_intercept=False, random_state=seed),
     "DP-GD over the l1 ball": lambda seed: DPLinearRegression(
         epsilon=EPSILON, delta=DELTA, solver="gd", constraint="l1", radius=RADIUS,
         alpha=0.0, data_norm=1.0, y_bound=3.0, fit_intercept=False, random_state=seed),

@@ -28,6 +28,7 @@ from skdp._array_api import (
 from skdp._planning import (
     NOISE_DOMINATED,
     SCALE_SLACK,
+    BoundRules,
     FitBounds,
     PrivacyPlanning,
     noise_ratio,
@@ -59,7 +60,6 @@ from skdp.mechanisms import (
     private_threshold,
     target_count,
 )
-from skdp.mechanisms.quantile import SLACK
 from skdp.privacy.accounting import ACCOUNTING_METHODS
 from skdp.privacy.budget import Budget
 from skdp.privacy.charging import Charge
@@ -69,7 +69,6 @@ from skdp.solvers import (
     SOLVERS,
     BaseDPSolver,
     Problem,
-    get_solver,
 )
 from skdp.solvers._base import snap_release
 from skdp.solvers._problem import non_finite_message
@@ -256,16 +255,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
     _y_numeric = False
     #: Whether the intercept is a coordinate of the constrained (and penalised) vector.
     _intercept_constrained = False
-    #: ``data_norm="auto"`` targets this quantile of the row norms at a finite epsilon
-    #: (the maximum at ``epsilon=inf``; see :func:`skdp.mechanisms.target_count`).
-    _data_norm_quantile = 0.75
-    #: ``y_bound="auto"`` targets this quantile of ``|y - centre|`` (regressors).
-    _y_bound_quantile = 1.0
-    #: ``y_bound="auto"`` is doubled when its search's target count is at most this share
-    #: of ``n`` (0: never).
-    _y_bound_widen_below = 0.0
-    #: The slack of the ``y_bound`` search (:data:`skdp.mechanisms.SLACK`).
-    _y_bound_slack = SLACK
+    #: What the ``"auto"`` bounds aim at (:class:`skdp._planning.BoundRules`).
+    _bound_rules = BoundRules()
 
     _parameter_constraints: dict = {
         # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
@@ -352,6 +343,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 setattr(self, name, value)
             raise
 
+    def _rules_for(self, solver) -> BoundRules:
+        """The bound rules of a fit that runs ``solver`` (public; the class's
+        :attr:`_bound_rules` unless an estimator tunes them per solver)."""
+        return self._bound_rules
+
     def _estimate_bounds(self, X, y, shares: dict, rng) -> FitBounds:
         """The private bound estimates: AboveThreshold over public grids
         (:func:`skdp.mechanisms.private_bound`), so every released bound is a grid point
@@ -364,10 +360,13 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         ``|y - centre|`` (their maximum at ``epsilon=inf``: no target clipped). Without an
         intercept the centre is 0.
         """
+        solver = self._solver(X.shape)
+        rules = self._rules_for(solver)
         # Without a share (declared, or the intercept-only model, which reads no
         # feature): the declared bound, or the placeholder 1 (the constant feature's value).
-        data_norm = (private_bound(row_norms(X, self._data_norm_ord()), shares["data_norm"],
-                                   rng, quantile=self._data_norm_quantile)
+        data_norm = (private_bound(row_norms(X, self._data_norm_ord(solver)),
+                                   shares["data_norm"], rng,
+                                   quantile=rules.data_norm_quantile)
                      if "data_norm" in shares else self._placeholder_bounds().data_norm)
         y_bound = getattr(self, "y_bound", None)
         centre = 0.0
@@ -380,11 +379,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                                    -scale, scale))
         if "y_bound" in shares:
             y_bound = private_bound(np.abs(y - centre), shares["y_bound"], rng,
-                                    quantile=self._y_bound_quantile,
-                                    slack=self._y_bound_slack)
+                                    quantile=rules.y_bound_quantile,
+                                    slack=rules.y_bound_slack)
             n = y.shape[0]
-            if target_count(n, shares["y_bound"], self._y_bound_quantile,
-                            self._y_bound_slack) <= self._y_bound_widen_below * n:
+            if target_count(n, shares["y_bound"], rules.y_bound_quantile,
+                            rules.y_bound_slack) <= rules.y_bound_widen_below * n:
                 # Public: at small n epsilon the search's target falls to (near) the
                 # median of |y - centre|, which would clip half the targets; twice it clips
                 # few (the rule of the previous median-based bounds). A grid point times 2
@@ -429,11 +428,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             # before); X stays a dask array.
             y = np.asarray(y.compute())
         if is_dask_array(X):
-            check_out_of_core(get_solver(self.solver))
+            check_out_of_core(self._solver(self._public_shape(X)))
         like = X if is_device_array(X) else None
         if like is not None:
             # An array API X stays on its device; the targets (O(n)) come to the host.
-            check_out_of_core(get_solver(self.solver),
+            check_out_of_core(self._solver(self._public_shape(X)),
                               f"a {type(X).__module__.split('.')[0]} array kept on its device")
         if is_device_array(y):
             y = to_numpy(y)
@@ -446,7 +445,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         auto = self._auto_bounds()
         # The budget is validated once, by check_budget in the plan below.
         progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon!s}, "
-                 f"delta={self.delta!s}, solver {get_solver(self.solver).name!r}")
+                 f"delta={self.delta!s}, solver {self._solver(shape).name!r}")
         if auto:
             total, shares, fit_budget, reservation, intercept_only, threshold = \
                 self._bounds_plan(*shape, y)
@@ -671,7 +670,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         direction = W.copy()
         direction[-1] = 0.0
         scores = np.asarray(to_numpy(problem.scores(direction)), dtype=float)[:, 0]
-        dual = dual_exponent(self._data_norm_ord())
+        dual = dual_exponent(problem.spec.row_norm_ord)
         radius = float(np.linalg.norm(W[:-1, 0], ord=dual)) * float(problem.clipped_to)
         b = private_threshold(scores, problem.Y[:, 0], radius, epsilon, rng)
         out = W.copy()
@@ -752,7 +751,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         # Array API input where the solver reads X only through the blocked passes (its
         # declaration; docs/scaling_out.md): scikit-learn's array API checks then run.
         try:
-            tags.array_api_support = bool(get_solver(self.solver).capabilities.out_of_core)
+            tags.array_api_support = bool(self._solver().capabilities.out_of_core)
         except (TypeError, ValueError, KeyError):  # an invalid solver: refused at fit
             tags.array_api_support = False
         return tags

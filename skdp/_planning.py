@@ -24,14 +24,15 @@ from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, L1Ball, L2Ball, LpBall, Unconstrained, dual_exponent
 from skdp.losses import GLMLoss
 from skdp.mechanisms import bound_event, mean_event
+from skdp.mechanisms.quantile import SLACK
 from skdp.privacy.accounting import PrivacyLedger, PureDpEvent
 from skdp.privacy.budget import Budget, check_budget
 from skdp.privacy.composition import CompositeLedger
 from skdp.solvers import SOLVERS, ProblemSpec, accepting_solvers, get_solver
 from skdp.solvers._capabilities import accepts_any
 
-__all__ = ["BOUND_WEIGHTS", "NOISE_DOMINATED", "FitBounds", "PrivacyPlanning", "bounds_share",
-           "noise_ratio"]
+__all__ = ["BOUND_WEIGHTS", "NOISE_DOMINATED", "BoundRules", "FitBounds", "PrivacyPlanning",
+           "bounds_share", "noise_ratio"]
 
 #: The split of the bounds' budget among the estimates (proportional; public;
 #: docs/privacy.md, 1.6). The scale of |y| clips the centre's mean, so an error in it
@@ -125,6 +126,31 @@ def noise_ratio(n_samples: int, n_params: int, budget: Budget) -> float:
 
 
 @dataclass(frozen=True)
+class BoundRules:
+    """What the ``"auto"`` bounds' searches aim at: public utility rules (the guarantee
+    holds for any of them; docs/privacy.md, "Private bounds").
+
+    Attributes
+    ----------
+    data_norm_quantile : float
+        ``data_norm="auto"`` targets this quantile of the row norms at a finite epsilon
+        (the maximum at ``epsilon=inf``; see :func:`skdp.mechanisms.target_count`).
+    y_bound_quantile : float
+        ``y_bound="auto"`` targets this quantile of ``|y - centre|`` (regressors).
+    y_bound_widen_below : float
+        ``y_bound="auto"`` is doubled when its search's target count is at most this
+        share of ``n`` (0: never).
+    y_bound_slack : float
+        The slack of the ``y_bound`` search (:data:`skdp.mechanisms.SLACK`).
+    """
+
+    data_norm_quantile: float = 0.75
+    y_bound_quantile: float = 1.0
+    y_bound_widen_below: float = 0.0
+    y_bound_slack: float = SLACK
+
+
+@dataclass(frozen=True)
 class FitBounds:
     """The bounds one fit uses: declared, or estimated privately (``"auto"``).
 
@@ -166,15 +192,31 @@ class PrivacyPlanning:
     classifiers, ``_check_classes``.
     """
 
-    def _data_norm_ord(self) -> float:
-        """The norm of ``data_norm``: by default the dual norm of the constraint.
+    def _solver_name(self, shape: tuple[int, int] | None):
+        """The solver a fit with this public ``(n_samples, n_features)`` runs: the
+        ``solver`` parameter (an estimator with a ``"solver='auto'"`` rule overrides this;
+        ``shape`` is ``None`` where it is not known yet)."""
+        return self.solver
+
+    def _solver(self, shape: tuple[int, int] | None = None):
+        """The solver instance of :meth:`_solver_name` (public: parameters and shape)."""
+        return get_solver(self._solver_name(shape))
+
+    def _data_norm_ord(self, solver=None) -> float:
+        """The norm of ``data_norm``: by default the norm the solver's guarantee reads.
 
         ``|<w, x>| <= ||w||_p ||x||_q`` (``1/p + 1/q = 1``) is what bounds scores and
         gradients over an lp ball, so ``"auto"`` measures rows in ``q``: l2 for the l2
-        ball and no constraint, ``inf`` for the l1 ball.
+        ball and no constraint, ``inf`` for the l1 ball; l2 whatever the constraint for a
+        solver that declares ``row_norm="l2"`` (its sensitivity is an l2 quantity).
+        ``solver``: the fit's (default: the fitted ``solver_``, else the parameter's).
         """
         if self.data_norm_ord != "auto":
             return float(self.data_norm_ord)
+        if solver is None:
+            solver = getattr(self, "solver_", None) or self._solver()
+        if solver.capabilities.row_norm == "l2":
+            return 2.0
         if self.constraint == "l1":
             return math.inf
         if self.constraint == "lp" and self.p is not None:
@@ -186,13 +228,12 @@ class PrivacyPlanning:
         without an intercept); ``intercept_`` is its coefficient times this value."""
         return INTERCEPT_SCALE * float(data_norm) if self.fit_intercept else 0.0
 
-    def _row_norm_bound(self, data_norm: float) -> float:
+    def _row_norm_bound(self, data_norm: float, ord: float) -> float:
         # The augmented row (x, c) with ||x||_q <= D and c = s D (INTERCEPT_SCALE s) has
         # q-norm at most D (1 + s^q)^(1/q): sqrt(1 + s^2) D = 1.118 D in l2 at s = 1/2,
         # D in l-inf (s <= 1).
         if not self.fit_intercept:
             return float(data_norm)
-        ord = self._data_norm_ord()
         if ord == math.inf:
             return float(data_norm) * max(1.0, INTERCEPT_SCALE)
         return float(data_norm) * (1.0 + INTERCEPT_SCALE ** ord) ** (1.0 / ord)
@@ -293,7 +334,8 @@ class PrivacyPlanning:
                 "tilts (the outlier-robust regime of tilted ERM) make the objective "
                 "non-convex, and no sensitivity bound of skdp covers them."
             )
-        solver = get_solver(self.solver)
+        solver = self._solver((n_samples, n_features))
+        row_norm_ord = self._data_norm_ord(solver)
         losses = getattr(self, "_solver_losses", None)
         constraints = getattr(self, "_solver_constraints", None)
         if losses is not None and not accepts_any(solver.capabilities, losses, constraints):
@@ -328,7 +370,7 @@ class PrivacyPlanning:
             n_penalized=(n_params if solver.capabilities.intercept == "penalized"
                          or self._intercept_constrained
                          else n_features),
-            row_norm_bound=self._row_norm_bound(bounds.data_norm),
+            row_norm_bound=self._row_norm_bound(bounds.data_norm, row_norm_ord),
             loss=loss,
             constraint=self._make_constraint(bounds.radius_scale),
             alpha=float(self.alpha) * bounds.alpha_scale,
@@ -336,7 +378,7 @@ class PrivacyPlanning:
             adversarial_radius=float(self.adversarial_radius or 0.0),
             adversarial_norm=float(self.adversarial_norm),
             intercept_feature=self._intercept_feature(bounds.data_norm),
-            row_norm_ord=self._data_norm_ord(),
+            row_norm_ord=row_norm_ord,
         )
         if intercept_only is None:
             intercept_only = self._intercept_only_instead(spec, budget)
@@ -422,7 +464,7 @@ class PrivacyPlanning:
         :data:`THRESHOLD_NOISE_SHARE` of ``n``. Public: parameters and shapes only. The
         intercept-only fallback is decided before this share is taken."""
         fraction = getattr(self, "threshold_fraction", 0.0)
-        solver = get_solver(self.solver)
+        solver = self._solver((spec.n_samples, spec.n_params - int(self.fit_intercept)))
         # The intercept-only model (chosen or the fallback) has no direction to threshold;
         # a constrained intercept must stay in the solver's constraint set.
         if (self._y_numeric or not self.fit_intercept or intercept_only

@@ -411,7 +411,7 @@ def test_y_bound_is_doubled_only_when_its_own_search_targets_the_median(monkeypa
     monkeypatch.setattr(base, "private_bound", bound)
     reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
     kw, eps, searched = outputs[-1]
-    assert kw["slack"] == DPLinearRegression._y_bound_slack == 4.0
+    assert kw["slack"] == DPLinearRegression._bound_rules.y_bound_slack == 4.0
     assert target_count(len(Y_D), eps, 1.0, 4.0) > 0.75 * len(Y_D)
     assert target_count(len(Y_D), eps, 1.0) <= 0.75 * len(Y_D)  # the old check's target
     scale = next(out for kw_, _, out in outputs if kw_.get("slack") == 20.0)

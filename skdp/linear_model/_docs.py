@@ -291,9 +291,11 @@ def shared_docs(cls):
     type
         ``cls``, its docstrings filled in place.
     """
-    quantile = getattr(cls, "_data_norm_quantile", 1.0)
-    factor = ("the row norms' maximum" if quantile >= 1.0
-              else f"the row norms' {quantile:g}-quantile (their maximum at epsilon=inf)")
+    rules = getattr(cls, "_bound_rules", None)
+    quantile = 1.0 if rules is None else rules.data_norm_quantile
+    factor = getattr(cls, "_data_norm_factor", None) or (
+        "the row norms' maximum" if quantile >= 1.0
+        else f"the row norms' {quantile:g}-quantile (their maximum at epsilon=inf)")
     texts = {name: text if callable(text) else text.replace("{factor}", factor)
              for name, text in _PARAMS.items()}
     if hasattr(cls, "_solver_losses"):

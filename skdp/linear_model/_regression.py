@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from skdp._params import store_params
+from skdp._planning import BoundRules
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._inference import IntervalsMixin
 from skdp.linear_model._regressor import BaseDPRegressor
@@ -10,6 +11,30 @@ from skdp.losses import SquaredLoss
 
 __all__ = ["DPLinearRegression"]
 
+
+
+#: The ``"auto"`` bounds' rules of the sufficient statistics (DPLinearRegression's
+#: default, and DPLasso's ``solver="auto"`` on few features), measured on raw diabetes:
+#:
+#: - ``data_norm_quantile=0.5``: the Gram noise grows like ``data_norm^2`` while clipping
+#:   a row only shrinks its weight: at a finite epsilon the row norms' median (half the
+#:   rows clipped) beats a high quantile (docs/privacy.md, "Private bounds"); at
+#:   ``epsilon=inf`` the bound is the maximum, as for every estimator.
+#: - ``y_bound_widen_below=0.75``: at small ``n epsilon`` the ``y_bound`` search's target
+#:   falls to the median of ``|y - centre|``; doubling it then (the previous rule, "twice
+#:   the median") measured better at epsilon 1 (300 unseeded fits: median R^2 0.067
+#:   against -0.006, no fit below -1 against 1; epsilon 5 unchanged). DPHuberRegressor
+#:   measured worse with it (16 fits below -1 of 300): its huber_delta and noise grow
+#:   with ``y_bound``.
+#: - ``y_bound_slack=4``: ``y_bound``'s overshoot is capped by the released scale
+#:   (post-processing), so its search can aim higher than with the slack of 12 (500 /
+#:   200 unseeded fits: epsilon 1 median R^2 0.095 against 0.055 and no fit below -1
+#:   against 3; epsilon 5 median 0.391 against 0.377). With it the target stays above
+#:   0.75 n there, so the doubling applies only at smaller ``n epsilon``.
+#:   DPHuberRegressor measured far worse with it (69 fits of 500 below -1), and so did
+#:   DPLasso's Frank-Wolfe (docs/algorithms/sufficient_statistics.md).
+STATISTICS_BOUND_RULES = BoundRules(data_norm_quantile=0.5, y_bound_widen_below=0.75,
+                                    y_bound_slack=4.0)
 
 @shared_docs
 class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
@@ -83,25 +108,7 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
     _intervals_need = ("the statistics that solver='sufficient_statistics' releases, "
                        "without a constraint")
     _intervals_fix = "Set solver='sufficient_statistics' and constraint=None"
-    # The default sufficient statistics' Gram noise grows like data_norm^2 while clipping
-    # a row only shrinks its weight: at a finite epsilon the row norms' median (half the
-    # rows clipped) beats a high quantile on raw diabetes (docs/privacy.md, "Private
-    # bounds"); at epsilon=inf the bound is the maximum, as for every estimator.
-    _data_norm_quantile = 0.5
-    # At small n epsilon the y_bound search's target falls to the median of |y - centre|;
-    # doubling it then (the previous rule, "twice the median") measured better on
-    # diabetes at epsilon 1 (300 unseeded fits: median R^2 0.067 against -0.006, no fit
-    # below -1 against 1; epsilon 5 unchanged). DPHuberRegressor measured worse with it
-    # (16 fits below -1 of 300): its huber_delta and noise grow with y_bound.
-    _y_bound_widen_below = 0.75
-    # y_bound's overshoot is capped by the released scale (post-processing), so its search
-    # can aim higher: a slack of 4 instead of 12 (diabetes, 500 / 200 unseeded fits:
-    # epsilon 1 median R^2 0.095 against 0.055 and no fit below -1 against 3; epsilon 5
-    # median 0.391 against 0.377). With it the target stays above 0.75 n there, so the
-    # doubling above applies only at smaller n epsilon. DPHuberRegressor measured far
-    # worse with the slack of 4 (69 fits of 500 below -1): its huber_delta and noise grow
-    # with y_bound.
-    _y_bound_slack = 4.0
+    _bound_rules = STATISTICS_BOUND_RULES
 
     def __init__(
         self,

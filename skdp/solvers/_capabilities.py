@@ -101,6 +101,11 @@ class Capabilities:
         Why the solver's defaults do not reach its objective's optimum (within 1e-4 excess
         risk) at ``epsilon=inf``; empty when they do. A non-empty reason makes the
         estimators warn (``ConvergenceWarning``) on non-private fits.
+    row_norm : {"dual", "l2"}
+        The norm of the rows its guarantee reads, which ``data_norm_ord="auto"`` takes:
+        ``"dual"``, the dual norm of the constraint (the l1 ball's l-infinity for the
+        l1-geometry solvers), or ``"l2"`` whatever the constraint (a solver whose
+        sensitivity is an l2 quantity, such as the Gram matrix's ``||x||_2^2``).
     out_of_core : bool
         Runs on a ``dask.array`` ``X`` and on an array API ``X`` kept on its device
         (PyTorch, CuPy, ``array_api_strict``): every pass over the data is a
@@ -127,6 +132,7 @@ class Capabilities:
     sparse: bool = True
     secure: bool = False
     inexact_at_inf: str = ""
+    row_norm: str = "dual"
     out_of_core: bool = False
 
     def __post_init__(self) -> None:
@@ -136,6 +142,8 @@ class Capabilities:
             if unknown:
                 raise ValueError(f"Capabilities.{name}: unknown {sorted(unknown)}; "
                                  f"known: {allowed}.")
+        if self.row_norm not in ("dual", "l2"):
+            raise ValueError('Capabilities.row_norm must be "dual" or "l2".')
         if self.intercept not in INTERCEPT_RULES:
             raise ValueError(f"Capabilities.intercept must be one of {INTERCEPT_RULES}.")
         if self.default_accounting not in self.accounting_methods:
@@ -179,6 +187,7 @@ class Capabilities:
                            + f" (auto: `{self.default_accounting}`)"),
             "sparse": "yes" if self.sparse else "densified",
             "secure": "yes" if self.secure else "no",
+            "rows (auto)": ("l2" if self.row_norm == "l2" else "dual of the constraint"),
             "dask, array API": "yes" if self.out_of_core else "no",
             "epsilon=inf": ("approximate: " + self.inexact_at_inf if self.inexact_at_inf
                             else "optimum"),
@@ -187,7 +196,7 @@ class Capabilities:
 
 TABLE_COLUMNS = ("algorithm", "delta > 0", "losses", "constraints", "intercept",
                  "also needs", "objectives", "accounting", "sparse", "secure",
-                 "dask, array API", "epsilon=inf")
+                 "rows (auto)", "dask, array API", "epsilon=inf")
 
 
 def _constraint_fix(caps: Capabilities) -> str:

@@ -206,7 +206,7 @@ class SufficientStatistics(BaseDPSolver):
         needs_delta=False, accounting_methods=("pure", "gaussian", "rdp", "pld"),
         default_accounting="gaussian", losses=("squared",),
         constraints=("none", "l2", "l1", "lp", "simplex"),
-        max_outputs=1, max_params=MAX_PARAMS, out_of_core=True,
+        max_outputs=1, max_params=MAX_PARAMS, row_norm="l2", out_of_core=True,
     )
 
     # Interval(Real, 0, None, "left") refuses inf and nan.

@@ -36,9 +36,48 @@ def test_epsilon_inf_matches_sklearn_lasso_at_the_dual_radius():
     assert np.abs(est.coef_).sum() <= radius * (1 + 1e-9)
 
 
-def test_default_is_pure_dp_frank_wolfe_and_learns_the_support():
-    X, y = _data(n=4000, d=50)
-    est = DPLasso(epsilon=5.0, radius=1.0, data_norm=1.0, y_bound=1.0, random_state=0)
+def test_auto_on_few_features_solves_the_lasso_on_the_statistics_exactly_at_inf():
+    # 5 * 6 / 2 Gram entries <= 400 / 4: the sufficient statistics, rows in l2.
+    X, y = _data(d=5)
+    ref = Lasso(alpha=0.01, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(X, y)
+    radius = float(np.abs(ref.coef_).sum())
+    est = DPLasso(epsilon=np.inf, radius=radius, fit_intercept=False, data_norm=2.3,
+                  y_bound=1.0)
+    with pytest.warns(PrivacyLeakWarning):
+        est.fit(X, y)
+    assert est.solver_.name == "sufficient_statistics"
+    assert est._data_norm_ord() == 2.0
+    np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-7)
+
+
+@pytest.mark.parametrize(("n", "d", "delta", "expected"), [
+    (220, 10, 1e-5, "sufficient_statistics"),  # 10 * 11 <= 220 / 2
+    (219, 10, 1e-5, "frank_wolfe"),
+    (10**6, 10, 0.0, "frank_wolfe"),           # pure DP: Frank-Wolfe's own
+])
+def test_auto_rule_reads_the_shape_and_delta_only(n, d, delta, expected):
+    est = DPLasso(delta=delta)
+    assert est._solver_name((n, d)) == expected
+    assert est._solver_name(None) == "frank_wolfe"
+    assert DPLasso(solver="gd")._solver_name((n, d)) == "gd"
+
+
+def test_the_bound_rules_follow_the_solver_that_runs():
+    # The statistics' rules (a lower data_norm quantile, y_bound's slack of 4) help them
+    # and hurt Frank-Wolfe: each fit reads the rules of the solver it runs.
+    from skdp.linear_model._regression import STATISTICS_BOUND_RULES
+    from skdp.solvers import get_solver
+
+    est = DPLasso()
+    assert est._rules_for(get_solver("sufficient_statistics")) is STATISTICS_BOUND_RULES
+    assert est._rules_for(get_solver("frank_wolfe")) == DPLasso._bound_rules
+    assert DPLasso._bound_rules.data_norm_quantile == 0.75
+
+
+def test_auto_runs_pure_dp_frank_wolfe_on_many_features_and_learns_the_support():
+    X, y = _data(n=4000, d=50)  # 50 * 51 / 2 Gram entries > 4000 / 4
+    est = DPLasso(epsilon=5.0, delta=0.0, radius=1.0, data_norm=1.0, y_bound=1.0,
+                  random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         est.fit(X, y)

@@ -101,6 +101,6 @@ def test_secure_mode_is_a_no_op_for_frank_wolfe():
     y = np.clip(X[:, 0], -1, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plain = DPLasso(random_state=2).fit(X, y)
-        secure = DPLasso(random_state=2, secure=True).fit(X, y)
+        plain = DPLasso(solver="frank_wolfe", random_state=2).fit(X, y)
+        secure = DPLasso(solver="frank_wolfe", random_state=2, secure=True).fit(X, y)
     np.testing.assert_array_equal(secure.coef_, plain.coef_)
