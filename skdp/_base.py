@@ -706,6 +706,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         self.coef_ = coef
         self.intercept_ = intercept
         self.data_norm_ = bounds.data_norm
+        self.data_norm_ord_ = spec.row_norm_ord
         self.n_iter_ = result.n_iter
         self.solver_ = solver
         self.privacy_ledger_ = ledger

@@ -209,8 +209,11 @@ class PrivacyPlanning:
         gradients over an lp ball, so ``"auto"`` measures rows in ``q``: l2 for the l2
         ball and no constraint, ``inf`` for the l1 ball; l2 whatever the constraint for a
         solver that declares ``row_norm="l2"`` (its sensitivity is an l2 quantity).
-        ``solver``: the fit's (default: the fitted ``solver_``, else the parameter's).
+        ``solver``: the fit's; without it a fitted estimator's ``data_norm_ord_`` (the
+        norm its fit clipped in), else the parameter's solver.
         """
+        if solver is None and hasattr(self, "data_norm_ord_"):
+            return float(self.data_norm_ord_)
         if self.data_norm_ord != "auto":
             return float(self.data_norm_ord)
         if solver is None:

@@ -199,6 +199,9 @@ privacy_plan_ : Plan
     The public plan (iteration counts, noise levels, step size).
 data_norm_ : float
     The row bound used: ``data_norm``, or its private estimate for ``"auto"``.
+data_norm_ord_ : float
+    The norm it bounds: ``data_norm_ord``, or what ``"auto"`` resolved to for the solver
+    that ran (public); ``predict`` clips rows in it.
 """,
     'y_bound_': """\
 y_bound_, y_centre_ : float

@@ -50,6 +50,22 @@ def test_auto_on_few_features_solves_the_lasso_on_the_statistics_exactly_at_inf(
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-7)
 
 
+def test_the_fitted_norm_is_kept_for_predict():
+    X, y = _data(d=5)
+    est = DPLasso(epsilon=5.0, data_norm=2.3, y_bound=1.0, random_state=0)
+    with pytest.warns(PrivacyLeakWarning):
+        est.fit(X, y)
+    assert est.data_norm_ord_ == 2.0
+    before = est.predict(X * 3)  # rows beyond data_norm: clipped in the fitted norm
+    est.set_params(data_norm_ord=np.inf)
+    np.testing.assert_array_equal(est.predict(X * 3), before)
+    wide, _ = _data(n=200, d=40)
+    with pytest.warns(PrivacyLeakWarning):
+        fw = DPLasso(epsilon=5.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(
+            wide, np.clip(wide[:, 0], -1, 1))
+    assert fw.solver_.name == "frank_wolfe" and fw.data_norm_ord_ == np.inf
+
+
 @pytest.mark.parametrize(("n", "d", "delta", "expected"), [
     (220, 10, 1e-5, "sufficient_statistics"),  # 10 * 11 <= 220 / 2
     (219, 10, 1e-5, "frank_wolfe"),
