@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 
 from skdp._params import store_params
@@ -10,6 +11,7 @@ from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._regression import STATISTICS_BOUND_RULES
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
+from skdp.solvers.sufficient_statistics import MAX_PARAMS as STATISTICS_MAX_PARAMS
 
 __all__ = ["DPLasso"]
 
@@ -37,7 +39,8 @@ class DPLasso(BaseDPRegressor):
         ``X'X`` and ``X'y``, the Lasso solved on it) where its ``d (d + 1) / 2`` released
         Gram entries number at most ``n / 4`` and ``delta > 0``, and ``"frank_wolfe"``
         (error growing like ``log(d)``) otherwise: the crossover measured in
-        docs/algorithms/sufficient_statistics.md.
+        docs/algorithms/sufficient_statistics.md. At ``epsilon=inf`` it runs the
+        statistics up to their 4096 parameters: the exact Lasso.
 
         <<solvers>>
 
@@ -103,9 +106,10 @@ class DPLasso(BaseDPRegressor):
 
     def _solver_name(self, shape):
         """``solver="auto"``: ``"sufficient_statistics"`` where its ``d (d + 1) / 2``
-        released Gram entries number at most ``n / 4`` and ``delta > 0``, else
-        ``"frank_wolfe"`` (also while the shape is unknown). Public: the shape and
-        ``delta``.
+        released Gram entries number at most ``n / 4`` and ``delta > 0`` (at
+        ``epsilon=inf``: up to its declared size, the exact Lasso), else
+        ``"frank_wolfe"`` (also while the shape is unknown). Public: the shape,
+        ``epsilon`` and ``delta``.
 
         Measured crossover (unseeded fits, epsilon 1, a 3-sparse linear model on
         uniform features): at ``n = 3000`` the statistics win up to ``d = 20`` (median
@@ -114,9 +118,16 @@ class DPLasso(BaseDPRegressor):
         """
         if self.solver != "auto":
             return self.solver
-        if shape is None or not (isinstance(self.delta, Real) and self.delta > 0):
+        if shape is None:
             return "frank_wolfe"
         n, d = shape
+        if isinstance(self.epsilon, Real) and math.isinf(self.epsilon):
+            # Non-private: the statistics give the exact Lasso (Frank-Wolfe's defaults
+            # stop short of it), up to their declared size.
+            return ("sufficient_statistics" if d + 1 <= STATISTICS_MAX_PARAMS
+                    else "frank_wolfe")
+        if not (isinstance(self.delta, Real) and self.delta > 0):
+            return "frank_wolfe"
         return "sufficient_statistics" if d * (d + 1) <= n / 2 else "frank_wolfe"
 
     def _rules_for(self, solver):

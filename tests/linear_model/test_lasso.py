@@ -78,6 +78,19 @@ def test_auto_rule_reads_the_shape_and_delta_only(n, d, delta, expected):
     assert DPLasso(solver="gd")._solver_name((n, d)) == "gd"
 
 
+def test_auto_at_epsilon_inf_is_the_exact_lasso_up_to_the_statistics_size():
+    est = DPLasso(epsilon=np.inf, delta=0.0)
+    assert est._solver_name((10, 4095)) == "sufficient_statistics"  # 4096 parameters
+    assert est._solver_name((10, 4096)) == "frank_wolfe"
+    X, y = _data(n=100, d=30)  # wide for the private rule: 465 Gram entries > 25
+    ref = Lasso(alpha=0.01, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(X, y)
+    radius = float(np.abs(ref.coef_).sum())
+    with pytest.warns(PrivacyLeakWarning):
+        fit = DPLasso(epsilon=np.inf, radius=radius, fit_intercept=False,
+                      data_norm=float(np.sqrt(30)), y_bound=1.0).fit(X, y)
+    np.testing.assert_allclose(fit.coef_, ref.coef_, atol=1e-7)
+
+
 def test_the_bound_rules_follow_the_solver_that_runs():
     # The statistics' rules (a lower data_norm quantile, y_bound's slack of 4) help them
     # and hurt Frank-Wolfe: each fit reads the rules of the solver it runs.
