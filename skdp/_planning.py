@@ -207,18 +207,26 @@ class PrivacyPlanning:
 
         ``|<w, x>| <= ||w||_p ||x||_q`` (``1/p + 1/q = 1``) is what bounds scores and
         gradients over an lp ball, so ``"auto"`` measures rows in ``q``: l2 for the l2
-        ball and no constraint, ``inf`` for the l1 ball; l2 whatever the constraint for a
-        solver that declares ``row_norm="l2"`` (its sensitivity is an l2 quantity).
-        ``solver``: the fit's; without it a fitted estimator's ``data_norm_ord_`` (the
-        norm its fit clipped in), else the parameter's solver.
+        ball and no constraint, ``inf`` for the l1 ball. With ``data_norm="auto"`` (the
+        estimator chooses the bound, so it may choose its norm) a solver that declares
+        ``row_norm="l2"`` (its sensitivity is an l2 quantity) gets l2 whatever the
+        constraint; a declared ``data_norm`` keeps the constraint's dual norm, whatever
+        solver the shape selects.
+
+        ``solver``: the fit's. Without it: a fitted estimator's ``data_norm_ord_`` (the
+        norm its fit clipped in; one fitted before that attribute existed used the dual
+        norm), else the parameter's solver.
         """
         if solver is None and hasattr(self, "data_norm_ord_"):
             return float(self.data_norm_ord_)
         if self.data_norm_ord != "auto":
             return float(self.data_norm_ord)
-        if solver is None:
-            solver = getattr(self, "solver_", None) or self._solver()
-        if solver.capabilities.row_norm == "l2":
+        if solver is None and hasattr(self, "solver_"):
+            solver = None  # fitted before data_norm_ord_ existed: the dual norm
+        elif solver is None:
+            solver = self._solver()
+        if (solver is not None and solver.capabilities.row_norm == "l2"
+                and isinstance(self.data_norm, str)):
             return 2.0
         if self.constraint == "l1":
             return math.inf

@@ -11,7 +11,7 @@ from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._regression import STATISTICS_BOUND_RULES
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
-from skdp.solvers.sufficient_statistics import MAX_PARAMS as STATISTICS_MAX_PARAMS
+from skdp.solvers import SufficientStatistics
 
 __all__ = ["DPLasso"]
 
@@ -21,8 +21,8 @@ class DPLasso(BaseDPRegressor):
     """Lasso with differential privacy: least squares over an l1 ball of public radius.
 
     Minimises ``mean_i (y_i - <w, x_i> - b)^2 / 2 + (alpha / 2) ||w||^2`` over
-    ``||(w, b')||_1 <= radius``. With many features (``d`` near or above ``sqrt(n)``) the
-    default runs a private solver built for the l1 geometry, whose error grows like
+    ``||(w, b')||_1 <= radius``. With many features (``d`` above about ``sqrt(n / 2)``)
+    the default runs a private solver built for the l1 geometry, whose error grows like
     ``log(d)`` instead of ``sqrt(d)``: the tool for sparse, high-dimensional data; with
     few it solves the Lasso on one noisy release of the sufficient statistics.
 
@@ -31,14 +31,15 @@ class DPLasso(BaseDPRegressor):
     <<epsilon>>
     <<delta:1e-5>>
         ``"frank_wolfe"`` and ``"sufficient_statistics"`` are pure DP at ``delta=0``
-        (and ``solver="auto"`` then runs ``"frank_wolfe"``); the mirror-descent solvers
-        need ``delta > 0``.
+        (and ``solver="auto"`` then runs ``"frank_wolfe"`` at a finite epsilon); the
+        mirror-descent solvers need ``delta > 0``.
     solver : "auto", str or solver object, default="auto"
         A name from :data:`skdp.solvers.SOLVERS` or a solver instance. ``"auto"`` (public:
-        the shape and ``delta``) runs ``"sufficient_statistics"`` (one noisy release of
-        ``X'X`` and ``X'y``, the Lasso solved on it) where its ``d (d + 1) / 2`` released
-        Gram entries number at most ``n / 4`` and ``delta > 0``, and ``"frank_wolfe"``
-        (error growing like ``log(d)``) otherwise: the crossover measured in
+        the shape and the settings) runs ``"sufficient_statistics"`` (one noisy release of
+        ``X'X`` and ``X'y``, the Lasso solved on it) where ``d (d + 1) / 2`` (about the
+        size of the released Gram matrix) is at most ``n / 4`` and ``delta > 0``, and
+        ``"frank_wolfe"`` (error growing like ``log(d)``) otherwise, or where the
+        statistics cannot honour ``secure`` or ``accounting``: the crossover measured in
         docs/algorithms/sufficient_statistics.md. At ``epsilon=inf`` it runs the
         statistics up to their 4096 parameters: the exact Lasso.
 
@@ -58,10 +59,11 @@ class DPLasso(BaseDPRegressor):
         Its coefficient ``b'`` (``intercept_ = data_norm * b'``) counts towards the l1
         radius, so that the feasible set stays bounded.
     data_norm_ord : "auto" or float >= 1, default="auto"
-        Norm in which ``data_norm`` bounds the rows; ``"auto"`` is the norm the solver's
-        guarantee reads: l-infinity, the dual of the l1 ball (scores satisfy
-        ``|<w, x>| <= ||w||_1 ||x||_inf``), for the l1-geometry solvers, l2 for
-        ``"sufficient_statistics"``.
+        Norm in which ``data_norm`` bounds the rows; ``"auto"`` is l-infinity, the dual
+        of the l1 ball (scores satisfy ``|<w, x>| <= ||w||_1 ||x||_inf``), except with
+        ``data_norm="auto"`` and ``"sufficient_statistics"``, whose guarantee reads l2
+        rows (a declared ``data_norm`` keeps its l-infinity meaning whatever solver the
+        shape selects). ``data_norm_ord_`` holds the norm used.
     <<run_options>>
 
     <<attributes:regressor>>
@@ -88,8 +90,8 @@ class DPLasso(BaseDPRegressor):
     _solver_constraints = ("l1",)
 
     # The data_norm text: the bound rules depend on the solver (_rules_for).
-    _data_norm_factor = ("the row norms' 0.75-quantile (0.5 for the statistics;\n    "
-                         "the maximum at epsilon=inf)")
+    _data_norm_factor = ("the row norms' 0.75-quantile (0.5 with the statistics; the "
+                         "maximum at epsilon=inf)")
     _intercept_constrained = True
     # Fixed parts of the model: an l1 ball, plain ERM.
     constraint = "l1"
@@ -118,13 +120,17 @@ class DPLasso(BaseDPRegressor):
         """
         if self.solver != "auto":
             return self.solver
-        if shape is None:
+        caps = SufficientStatistics.capabilities
+        if (shape is None or (self.secure and not caps.secure)
+                or self.accounting not in ("auto", *caps.accounting_methods)):
+            # The statistics cannot honour secure=True or that accounting method (public
+            # settings, their declaration): Frank-Wolfe, as the default always did.
             return "frank_wolfe"
         n, d = shape
         if isinstance(self.epsilon, Real) and math.isinf(self.epsilon):
             # Non-private: the statistics give the exact Lasso (Frank-Wolfe's defaults
             # stop short of it), up to their declared size.
-            return ("sufficient_statistics" if d + 1 <= STATISTICS_MAX_PARAMS
+            return ("sufficient_statistics" if d + 1 <= caps.max_params
                     else "frank_wolfe")
         if not (isinstance(self.delta, Real) and self.delta > 0):
             return "frank_wolfe"

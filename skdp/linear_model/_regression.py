@@ -12,7 +12,6 @@ from skdp.losses import SquaredLoss
 __all__ = ["DPLinearRegression"]
 
 
-
 #: The ``"auto"`` bounds' rules of the sufficient statistics (DPLinearRegression's
 #: default, and DPLasso's ``solver="auto"`` on few features), measured on raw diabetes:
 #:

@@ -46,19 +46,25 @@ def test_auto_on_few_features_solves_the_lasso_on_the_statistics_exactly_at_inf(
     with pytest.warns(PrivacyLeakWarning):
         est.fit(X, y)
     assert est.solver_.name == "sufficient_statistics"
-    assert est._data_norm_ord() == 2.0
+    # A declared data_norm keeps its documented l-infinity meaning.
+    assert est.data_norm_ord_ == np.inf
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-7)
 
 
 def test_the_fitted_norm_is_kept_for_predict():
     X, y = _data(d=5)
-    est = DPLasso(epsilon=5.0, data_norm=2.3, y_bound=1.0, random_state=0)
+    est = DPLasso(epsilon=5.0, y_bound=1.0, random_state=0)
     with pytest.warns(PrivacyLeakWarning):
         est.fit(X, y)
-    assert est.data_norm_ord_ == 2.0
+    # data_norm="auto" with the statistics: rows measured in l2.
+    assert est.solver_.name == "sufficient_statistics" and est.data_norm_ord_ == 2.0
     before = est.predict(X * 3)  # rows beyond data_norm: clipped in the fitted norm
     est.set_params(data_norm_ord=np.inf)
     np.testing.assert_array_equal(est.predict(X * 3), before)
+    # An estimator fitted before data_norm_ord_ existed clipped in the dual norm.
+    del est.data_norm_ord_
+    est.set_params(data_norm_ord="auto")
+    assert est._data_norm_ord() == np.inf
     wide, _ = _data(n=200, d=40)
     with pytest.warns(PrivacyLeakWarning):
         fw = DPLasso(epsilon=5.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(
@@ -76,6 +82,23 @@ def test_auto_rule_reads_the_shape_and_delta_only(n, d, delta, expected):
     assert est._solver_name((n, d)) == expected
     assert est._solver_name(None) == "frank_wolfe"
     assert DPLasso(solver="gd")._solver_name((n, d)) == "gd"
+
+
+@pytest.mark.parametrize("setting", [{"secure": True}, {"accounting": "basic"}])
+def test_auto_runs_frank_wolfe_where_the_statistics_cannot_honour_a_setting(setting):
+    # The statistics declare neither secure snapping nor basic accounting.
+    assert DPLasso(**setting)._solver_name((10**6, 3)) == "frank_wolfe"
+    assert DPLasso()._solver_name((10**6, 3)) == "sufficient_statistics"
+
+
+def test_every_solver_auto_can_run_shares_the_tags_of_the_shapeless_choice():
+    # __sklearn_tags__ reads the shape-less choice; dask and device input are checked
+    # against the shape's: the declarations must agree.
+    from skdp.solvers import get_solver
+
+    est = DPLasso()
+    choices = {est._solver_name(shape) for shape in ((10**6, 3), (10, 50), None)}
+    assert len({get_solver(name).capabilities.out_of_core for name in choices}) == 1
 
 
 def test_auto_at_epsilon_inf_is_the_exact_lasso_up_to_the_statistics_size():
