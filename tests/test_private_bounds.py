@@ -70,7 +70,8 @@ def test_regressor_bounds_centre_and_four_parts():
     lambda: DPLinearRegression(epsilon=math.inf),
     lambda: DPHuberRegressor(epsilon=math.inf),
     lambda: DPLogisticRegression(epsilon=math.inf),
-], ids=["linear", "huber", "logistic"])
+    lambda: DPLasso(epsilon=math.inf),  # solver="auto": the statistics, rows in l2
+], ids=["linear", "huber", "logistic", "lasso"])
 def test_auto_bounds_at_epsilon_inf_are_the_exact_maximum_and_range(make):
     """Non-private mode: ``data_norm_`` is the largest row norm rounded up onto the public
     grid (no row clipped), and a regressor's ``y_centre_ +- y_bound_`` covers the exact
