@@ -378,9 +378,14 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             centre = float(np.clip(private_mean(y, scale, shares["y_centre"], rng),
                                    -scale, scale))
         if "y_bound" in shares:
+            # The search's lowest point is a function of the released scale (adaptive
+            # composition; docs/privacy.md 1.6): 2^-octaves of it.
+            lowest = (scale * 2.0 ** -rules.y_bound_octaves
+                      if "y_scale" in shares and rules.y_bound_octaves is not None
+                      else None)
             y_bound = private_bound(np.abs(y - centre), shares["y_bound"], rng,
                                     quantile=rules.y_bound_quantile,
-                                    slack=rules.y_bound_slack)
+                                    slack=rules.y_bound_slack, lowest=lowest)
             n = y.shape[0]
             if target_count(n, shares["y_bound"], rules.y_bound_quantile,
                             rules.y_bound_slack) <= rules.y_bound_widen_below * n:

@@ -142,12 +142,23 @@ class BoundRules:
         share of ``n`` (0: never).
     y_bound_slack : float
         The slack of the ``y_bound`` search (:data:`skdp.mechanisms.SLACK`).
+    y_bound_octaves : float or None
+        With an intercept, the ``y_bound`` search starts this many octaves below the
+        released scale of ``|y|`` (``lowest`` of :func:`skdp.mechanisms.private_bound`;
+        ``None``: the whole grid). Fewer grid points below the data are fewer chances to
+        stop there: on diabetes at epsilon 1 (1500 unseeded fits each) 5 octaves cut
+        ``DPHuberRegressor``'s fits with ``y_bound_ < 10`` from 17% to 2% and its p5
+        from -0.356 to -0.239 (no fit below -1, against 0.2%), and
+        ``DPLinearRegression``'s p5 from -0.213 to -0.191. A spread of the targets below
+        1/32 of their magnitude is then bounded by that floor (a looser bound, never a
+        clipped target beyond it): declare ``y_bound`` for such targets.
     """
 
     data_norm_quantile: float = 0.75
     y_bound_quantile: float = 1.0
     y_bound_widen_below: float = 0.0
     y_bound_slack: float = SLACK
+    y_bound_octaves: float | None = 5.0
 
 
 @dataclass(frozen=True)

@@ -419,3 +419,28 @@ def test_y_bound_is_doubled_only_when_its_own_search_targets_the_median(monkeypa
     cap = grid_ceil(scale + abs(reg.y_centre_))
     assert searched < cap  # this seed: the cap does not hide a doubling
     assert reg.y_bound_ == searched
+
+
+def test_the_y_bound_search_starts_five_octaves_below_the_released_scale(monkeypatch):
+    """With an intercept the y_bound search reads the grid from 2^-5 times the released
+    scale of |y| (a function of a released value); without one there is no scale and the
+    whole grid is searched."""
+    import skdp._base as base
+
+    calls = []
+    real = base.private_bound
+
+    def bound(values, epsilon, rng, **kw):
+        out = real(values, epsilon, rng, **kw)
+        calls.append((kw, out))
+        return out
+
+    monkeypatch.setattr(base, "private_bound", bound)
+    reg = quiet(DPHuberRegressor(epsilon=1.0, random_state=0).fit, X_D, Y_D)
+    scale = next(out for kw, out in calls if kw.get("slack") == 20.0)
+    kw, searched = calls[-1]
+    assert kw["lowest"] == scale * 2.0 ** -5 == scale / 32
+    assert searched >= scale / 32 and reg.y_bound_ >= scale / 32
+    calls.clear()
+    quiet(DPHuberRegressor(epsilon=1.0, fit_intercept=False, random_state=0).fit, X_D, Y_D)
+    assert calls[-1][0]["lowest"] is None

@@ -135,7 +135,7 @@ def target_count(n: int, epsilon: float, quantile: float = 1.0,
 
 
 def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile: float = 1.0,
-                  slack: float = SLACK) -> float:
+                  slack: float = SLACK, lowest: float | None = None) -> float:
     """An ``epsilon``-DP (replace-one) upper bound of ``values`` on a public grid.
 
     AboveThreshold (Dwork & Roth 2014, Alg. 1) over the public grid ``g_1 < g_2 < ...``
@@ -162,6 +162,11 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
         The quantile sought (1: the maximum), see :func:`target_count`.
     slack : float, default=SLACK
         See :data:`SLACK`.
+    lowest : float or None, default=None
+        Search only the grid points at or above it (a finite epsilon; ``None``: the
+        whole grid). It must be public or a function of released values (the search is
+        then chosen after them: adaptive composition). Fewer points below the data are
+        fewer chances to stop there; values below it are bounded by the first point.
 
     Returns
     -------
@@ -169,6 +174,8 @@ def private_bound(values, epsilon: float, rng: np.random.Generator, *, quantile:
         A point of the public grid.
     """
     points = _POINTS
+    if lowest is not None and not math.isinf(epsilon):
+        points = points[min(np.searchsorted(points, float(lowest)), points.size - 1):]
     v = np.asarray(values, dtype=float).ravel()
     v = np.sort(np.where(np.isnan(v), -math.inf, v))
     n = v.shape[0]

@@ -40,12 +40,15 @@ def laplace_logsf(x, b):
     return laplace_logcdf(-np.asarray(x, float), b)
 
 
-def reference_log_law(values, epsilon, quantile=1.0, n_rho=40001):
-    """Plain-numpy log P(output = g_k) of AboveThreshold over the grid, integrated over
-    the threshold noise rho ~ Lap(2/epsilon) on a fine grid (trapezoid):
+def reference_log_law(values, epsilon, quantile=1.0, n_rho=40001, lowest=None):
+    """Plain-numpy log P(output = g_k) of AboveThreshold over the grid (its points at or
+    above ``lowest``), integrated over the threshold noise rho ~ Lap(2/epsilon) on a fine
+    grid (trapezoid):
     P(k) = int p(rho) prod_{i<k} F(T + rho - c_i) (1 - F(T + rho - c_k)) d rho, and the
     top of the grid also collects 'no stop'."""
     points = grid_points()
+    if lowest is not None:
+        points = points[np.searchsorted(points, lowest):]
     v = np.sort(np.asarray(values, float))
     c = np.searchsorted(v, points * (1 + 1e-9), side="right").astype(float)
     b = 2.0 / epsilon
@@ -66,19 +69,21 @@ def reference_log_law(values, epsilon, quantile=1.0, n_rho=40001):
 
 @pytest.mark.parametrize("epsilon", [0.2, 1.0, 4.0])
 @pytest.mark.parametrize("quantile", [1.0, 0.5])
-def test_bound_law_ratio_on_neighbours_is_at_most_e_epsilon(epsilon, quantile):
+@pytest.mark.parametrize("lowest", [None, 0.9])
+def test_bound_law_ratio_on_neighbours_is_at_most_e_epsilon(epsilon, quantile, lowest):
     """Replace-one neighbours, with canaries far above, far below, at ties and inside:
     every grid point's log-probability differs by at most epsilon (numerical tolerance
-    1e-3 for the integration)."""
+    1e-3 for the integration); also for the search that starts at ``lowest`` (fixed on
+    both sides: a function of values released before)."""
     rng = np.random.default_rng(0)
     values = np.abs(rng.normal(size=12)) + 0.5
     values[:4] = 1.0
-    base = reference_log_law(values, epsilon, quantile)
+    base = reference_log_law(values, epsilon, quantile, lowest=lowest)
     assert special.logsumexp(base) == pytest.approx(0.0, abs=1e-6)
     for canary in (1e12, 1e-9, 1.0, 3.0, 0.0):
         neighbour = values.copy()
         neighbour[7] = canary
-        other = reference_log_law(neighbour, epsilon, quantile)
+        other = reference_log_law(neighbour, epsilon, quantile, lowest=lowest)
         mass = np.maximum(base, other) > -200  # ignore points of negligible mass
         assert np.max(np.abs(base - other)[mass]) <= epsilon + 1e-3
 
@@ -101,6 +106,34 @@ def test_bound_sampler_draws_the_reference_law():
     exp = np.append(expected[keep], expected[~keep].sum())
     stat = np.sum((obs - exp) ** 2 / exp)
     assert stat < stats.chi2.ppf(1 - 1e-6, len(obs) - 1)
+
+
+def test_bound_from_lowest_draws_the_reference_law_and_never_goes_below_it():
+    """The search over the grid points at or above ``lowest``: chi-square against the
+    reference law (30000 draws, failure probability 1e-6 for a correct sampler), every
+    draw at or above the first searched point; at epsilon=inf ``lowest`` is ignored (the
+    exact maximum)."""
+    rng = np.random.default_rng(4)
+    values = np.exp(rng.normal(size=20) * 0.5)
+    epsilon, lowest = 0.5, 0.6
+    points = grid_points()
+    first = points[np.searchsorted(points, lowest)]
+    p = np.exp(reference_log_law(values, epsilon, lowest=lowest))
+    searched = points[points >= first]
+    draws = np.array([private_bound(values, epsilon, rng, lowest=lowest)
+                      for _ in range(30000)])
+    assert draws.min() >= first
+    k = np.searchsorted(searched, draws)
+    assert np.all(searched[k] == draws)
+    observed = np.bincount(k, minlength=len(searched))
+    expected = p / p.sum() * len(draws)
+    keep = expected >= 5
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    assert np.sum((obs - exp) ** 2 / exp) < stats.chi2.ppf(1 - 1e-6, len(obs) - 1)
+    tiny = np.array([1e-3, 2e-3])
+    assert private_bound(tiny, math.inf, None, lowest=1.0) == private_bound(tiny, math.inf,
+                                                                          None)
 
 
 def test_bound_at_epsilon_inf_is_the_maximum_rounded_up_onto_the_grid():
