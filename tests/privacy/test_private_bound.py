@@ -88,41 +88,16 @@ def test_bound_law_ratio_on_neighbours_is_at_most_e_epsilon(epsilon, quantile, l
         assert np.max(np.abs(base - other)[mass]) <= epsilon + 1e-3
 
 
-def test_bound_sampler_draws_the_reference_law():
-    """Chi-square over the grid points, 30000 draws; failure probability 1e-6 for a
-    correct sampler (fixed seed: deterministic)."""
-    rng = np.random.default_rng(3)
-    values = np.exp(rng.normal(size=20) * 0.5)
-    epsilon = 2.0
-    p = np.exp(reference_log_law(values, epsilon))
+def assert_draws_follow(values, epsilon, seed, lowest=None, n_draws=30000):
+    """Chi-square of ``private_bound``'s draws over the searched grid points against the
+    reference law; failure probability 1e-6 for a correct sampler (fixed seed:
+    deterministic). Returns the draws."""
+    rng = np.random.default_rng(seed)
     points = grid_points()
-    draws = np.array([private_bound(values, epsilon, rng) for _ in range(30000)])
-    k = np.searchsorted(points, draws)
-    assert np.all(points[k] == draws)
-    observed = np.bincount(k, minlength=len(points))
-    expected = p / p.sum() * len(draws)
-    keep = expected >= 5
-    obs = np.append(observed[keep], observed[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    stat = np.sum((obs - exp) ** 2 / exp)
-    assert stat < stats.chi2.ppf(1 - 1e-6, len(obs) - 1)
-
-
-def test_bound_from_lowest_draws_the_reference_law_and_never_goes_below_it():
-    """The search over the grid points at or above ``lowest``: chi-square against the
-    reference law (30000 draws, failure probability 1e-6 for a correct sampler), every
-    draw at or above the first searched point; at epsilon=inf ``lowest`` is ignored (the
-    exact maximum)."""
-    rng = np.random.default_rng(4)
-    values = np.exp(rng.normal(size=20) * 0.5)
-    epsilon, lowest = 0.5, 0.6
-    points = grid_points()
-    first = points[np.searchsorted(points, lowest)]
+    searched = points if lowest is None else points[np.searchsorted(points, lowest):]
     p = np.exp(reference_log_law(values, epsilon, lowest=lowest))
-    searched = points[points >= first]
     draws = np.array([private_bound(values, epsilon, rng, lowest=lowest)
-                      for _ in range(30000)])
-    assert draws.min() >= first
+                      for _ in range(n_draws)])
     k = np.searchsorted(searched, draws)
     assert np.all(searched[k] == draws)
     observed = np.bincount(k, minlength=len(searched))
@@ -131,6 +106,22 @@ def test_bound_from_lowest_draws_the_reference_law_and_never_goes_below_it():
     obs = np.append(observed[keep], observed[~keep].sum())
     exp = np.append(expected[keep], expected[~keep].sum())
     assert np.sum((obs - exp) ** 2 / exp) < stats.chi2.ppf(1 - 1e-6, len(obs) - 1)
+    return draws
+
+
+def test_bound_sampler_draws_the_reference_law():
+    values = np.exp(np.random.default_rng(3).normal(size=20) * 0.5)
+    assert_draws_follow(values, 2.0, seed=3)
+
+
+def test_bound_from_lowest_draws_the_reference_law_and_never_goes_below_it():
+    """The search over the grid points at or above ``lowest`` draws its reference law and
+    never goes below the first searched point; at epsilon=inf ``lowest`` is ignored (the
+    exact maximum)."""
+    values = np.exp(np.random.default_rng(4).normal(size=20) * 0.5)
+    points = grid_points()
+    draws = assert_draws_follow(values, 0.5, seed=4, lowest=0.6)
+    assert draws.min() >= points[np.searchsorted(points, 0.6)]
     tiny = np.array([1e-3, 2e-3])
     assert private_bound(tiny, math.inf, None, lowest=1.0) == private_bound(tiny, math.inf,
                                                                           None)
