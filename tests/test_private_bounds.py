@@ -393,12 +393,15 @@ def test_each_bound_mechanism_draws_at_its_ledger_epsilon(monkeypatch):
     assert [eps for _, eps in calls] == [e.epsilon for e in events]
 
 
-def test_y_bound_is_doubled_only_when_its_own_search_targets_the_median(monkeypatch):
+@pytest.mark.parametrize("slack", [4.0, 12.0])
+def test_y_bound_is_doubled_only_when_its_own_search_targets_the_median(monkeypatch, slack):
     """The doubling rule reads the target of the search that ran (its slack included):
-    with DPLinearRegression's slack of 4 on 442 rows at epsilon 1 the target is above
-    0.75 n, so y_bound_ is the search's output (capped by the scale), not twice it. The
-    check had used the default slack and doubled it."""
+    on 442 rows at epsilon 1 a slack of 4 keeps the target above 0.75 n, so y_bound_ is
+    the search's output (capped by the scale), while the slack of 12 lowers it to the
+    doubling zone, so y_bound_ is twice the output (capped). A check that read another
+    slack than the search's had doubled the wrong one."""
     import skdp._base as base
+    from skdp._planning import BoundRules
     from skdp.mechanisms import grid_ceil, target_count
 
     outputs = []
@@ -410,15 +413,17 @@ def test_y_bound_is_doubled_only_when_its_own_search_targets_the_median(monkeypa
         return out
 
     monkeypatch.setattr(base, "private_bound", bound)
-    reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
+    cls = type("Reg", (DPLinearRegression,),
+               {"_bound_rules": BoundRules(0.5, 1.0, 0.75, slack)})
+    reg = quiet(cls(epsilon=1.0, random_state=0).fit, X_D, Y_D)
     kw, eps, searched = outputs[-1]
-    assert kw["slack"] == DPLinearRegression._bound_rules.y_bound_slack == 4.0
-    assert target_count(len(Y_D), eps, 1.0, 4.0) > 0.75 * len(Y_D)
-    assert target_count(len(Y_D), eps, 1.0) <= 0.75 * len(Y_D)  # the old check's target
+    assert kw["slack"] == slack
+    doubled = target_count(len(Y_D), eps, 1.0, slack) <= 0.75 * len(Y_D)
+    assert doubled == (slack == 12.0)
     scale = next(out for kw_, _, out in outputs if kw_.get("slack") == 20.0)
     cap = grid_ceil(scale + abs(reg.y_centre_))
-    assert searched < cap  # this seed: the cap does not hide a doubling
-    assert reg.y_bound_ == searched
+    assert reg.y_bound_ == min(2.0 * searched if doubled else searched, cap)
+    assert DPLinearRegression._bound_rules.y_bound_slack == 12.0
 
 
 def test_the_y_bound_search_starts_five_octaves_below_the_released_scale(monkeypatch):

@@ -115,7 +115,7 @@ def test_auto_at_epsilon_inf_is_the_exact_lasso_up_to_the_statistics_size():
 
 
 def test_the_bound_rules_follow_the_solver_that_runs():
-    # The statistics' rules (a lower data_norm quantile, y_bound's slack of 4) help them
+    # The statistics' rules (a lower data_norm quantile, y_bound doubled at small n eps) help them
     # and hurt Frank-Wolfe: each fit reads the rules of the solver it runs.
     from skdp.linear_model._regression import STATISTICS_BOUND_RULES
     from skdp.solvers import get_solver
