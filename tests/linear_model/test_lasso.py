@@ -117,11 +117,15 @@ def test_auto_at_epsilon_inf_is_the_exact_lasso_up_to_the_statistics_size():
 def test_the_bound_rules_follow_the_solver_that_runs():
     # The statistics' rules (a lower data_norm quantile, y_bound doubled at small n eps) help them
     # and hurt Frank-Wolfe: each fit reads the rules of the solver it runs.
+    from skdp.linear_model._lasso import LASSO_STATISTICS_RULES
     from skdp.linear_model._regression import STATISTICS_BOUND_RULES
     from skdp.solvers import get_solver
 
     est = DPLasso()
-    assert est._rules_for(get_solver("sufficient_statistics")) is STATISTICS_BOUND_RULES
+    assert est._rules_for(get_solver("sufficient_statistics")) is LASSO_STATISTICS_RULES
+    assert LASSO_STATISTICS_RULES.y_bound_slack == 4.0
+    assert LASSO_STATISTICS_RULES.data_norm_quantile == \
+        STATISTICS_BOUND_RULES.data_norm_quantile == 0.5
     assert est._rules_for(get_solver("frank_wolfe")) == DPLasso._bound_rules
     assert DPLasso._bound_rules.data_norm_quantile == 0.75
 
