@@ -233,10 +233,8 @@ class PrivacyPlanning:
             return float(self.data_norm_ord_)
         if self.data_norm_ord != "auto":
             return float(self.data_norm_ord)
-        if solver is None and hasattr(self, "solver_"):
-            solver = None  # fitted before data_norm_ord_ existed: the dual norm
-        elif solver is None:
-            solver = self._solver()
+        if solver is None and not hasattr(self, "solver_"):
+            solver = self._solver()  # (a fit from before data_norm_ord_: the dual norm)
         if (solver is not None and solver.capabilities.row_norm == "l2"
                 and isinstance(self.data_norm, str)):
             return 2.0

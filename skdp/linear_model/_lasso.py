@@ -97,9 +97,11 @@ class DPLasso(BaseDPRegressor):
     _solver_losses = ('squared',)
     _solver_constraints = ("l1",)
 
-    # The data_norm text: the bound rules depend on the solver (_rules_for).
-    _data_norm_factor = ("the row norms' 0.75-quantile (0.5 with the statistics; the "
-                         "maximum at epsilon=inf)")
+    # The data_norm text, from the two rule records (_rules_for picks one per solver).
+    _data_norm_factor = (
+        f"the row norms' {BaseDPRegressor._bound_rules.data_norm_quantile:g}-quantile "
+        f"({LASSO_STATISTICS_RULES.data_norm_quantile:g} with the statistics; the maximum "
+        "at epsilon=inf)")
     _intercept_constrained = True
     # Fixed parts of the model: an l1 ball, plain ERM.
     constraint = "l1"

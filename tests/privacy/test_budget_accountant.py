@@ -92,6 +92,36 @@ def test_grid_search_records_every_fit_and_matches_its_price(n_jobs, tmp_path):
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_search_whose_folds_and_refit_pick_different_solvers_charges_what_ran(
+        n_jobs, tmp_path):
+    """DPLasso(solver="auto") chooses from each fit's shape: on 240 rows of 10 features
+    the 160-row folds run Frank-Wolfe and the 240-row refit the sufficient statistics.
+    The accountant holds each fit's own events and equals the price read before."""
+    from skdp import DPLasso
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(240, 10))
+    y = np.clip(X[:, 0] + 0.1 * rng.normal(size=240), -1, 1)
+    acc = BudgetAccountant(100.0, 1e-3, path=tmp_path / "b.sqlite" if n_jobs > 1 else None)
+    est = DPLasso(epsilon=1.0, data_norm=1.0, y_bound=1.0, accountant=acc)
+    search = GridSearchCV(est, {"radius": [0.5, 1.0]}, cv=KFold(3), n_jobs=n_jobs)
+    price = privacy_cost(search, X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, y)
+    assert search.best_estimator_.solver_.name == "sufficient_statistics"
+    assert est._solver_name((160, 10)) == "frank_wolfe"
+    assert len(acc) == 2 * 3 + 1
+    # The refit (last) holds the statistics' Gaussian release, the folds Frank-Wolfe's.
+    assert acc.entries[-1].spent == search.best_estimator_.privacy_spent_
+    assert "GaussianDpEvent" in repr(acc.entries[-1].ledger.event)
+    assert not any("GaussianDpEvent" in repr(e.ledger.event) for e in acc.entries[:-1])
+    spent = acc.spent()
+    assert spent.epsilon == pytest.approx(price.epsilon, rel=1e-12)
+    assert spent.delta == pytest.approx(price.delta, rel=1e-12)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
 def test_cross_val_score_records_every_fold(n_jobs, tmp_path):
     acc = BudgetAccountant(10.0, 1e-4, path=tmp_path / "b.sqlite" if n_jobs > 1 else None)
     cv = KFold(4, shuffle=True, random_state=0)
