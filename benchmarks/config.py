@@ -147,7 +147,7 @@ PAIRED_REPEATS = 3
 
 #: The parts of a run, in order (``--part`` runs some and keeps the others' last results).
 PARTS = ("scenarios", "scaling", "rates", "float32", "defaults", "tails", "selection",
-         "pipelines", "intervals", "probe", "cold", "out_of_core", "floors")
+         "pipelines", "intervals", "default_logistic", "probe", "cold", "out_of_core", "floors")
 
 
 @dataclass(frozen=True)

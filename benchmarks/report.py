@@ -119,6 +119,10 @@ def evaluate(results: dict) -> list[dict]:
                             bound="{:.3f}-{:.3f}".format(*row["band"]), value=worst,
                             passed=bool(row["met"]),
                             detail=f"{row['runs']} unseeded data sets"))
+    if results.get("default_logistic"):  # issue 40: the default's excess, time, passes
+        from benchmarks.default_logistic import target_rows
+
+        out += target_rows(results["default_logistic"])
     for target, (value, detail), table in zip(config.TARGETS, measured, by_solver, strict=True):
         skipped = str(detail).startswith("skipped")  # e.g. no dask: the cluster fit
         if value != value and (not results.get(target.part) or skipped):
@@ -342,6 +346,13 @@ def markdown(results: dict, stem: str) -> str:
              "alpha = 1e-4, fresh data and noise (OS entropy) every run; the share of runs "
              "whose nominal 95% interval covers each true coefficient "
              "(benchmarks/intervals.py). `python -m benchmarks run --part intervals`."),
+            ("default_logistic", "The default logistic regression on covertype (issue 40)",
+             "`make_covertype_like`: 200,000 training rows of norm at most 1, 54 features, "
+             "50,000 test rows; epsilon = 1, delta = 1e-5, alpha = 1e-2; fresh noise (OS "
+             "entropy) every fit, each timed next to scikit-learn's `LogisticRegression` "
+             "on the same rows (alternating order) in this install "
+             "(benchmarks/default_logistic.py). "
+             "`python -m benchmarks run --part default_logistic`."),
             ("probe", "A DP linear probe on NumPy and PyTorch arrays (issue 39)",
              "Synthetic unit-norm embeddings (benchmarks/probe.py: class centres plus "
              "noise, float32, a fixed seed), multinomial `DPLogisticRegression(epsilon, "

@@ -451,6 +451,12 @@ def _intervals(profile: Profile, log) -> list[dict]:
     return intervals(profile, log)
 
 
+def _default_logistic(profile: Profile, log) -> list[dict]:
+    from benchmarks.default_logistic import default_logistic
+
+    return default_logistic(profile, log)
+
+
 def _probe(profile: Profile, log) -> list[dict]:
     from benchmarks.probe import run as probe
 
@@ -572,6 +578,8 @@ def run(profile: Profile, scenarios: list[str] | None = None, log=print,
                                  "(unseeded)", _pipelines),
                                 ("intervals", "coverage of the confidence intervals "
                                  "(unseeded)", _intervals),
+                                ("default_logistic", "the default logistic regression on "
+                                 "covertype (unseeded)", _default_logistic),
                                 ("probe", "a DP linear probe on NumPy and PyTorch "
                                  "(unseeded)", _probe)):
             if part in parts:

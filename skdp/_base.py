@@ -661,7 +661,10 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 # The threshold reads the direction as it will be released (snapped), not
                 # its unsnapped low-order bits (snapping is idempotent in _set_fitted).
                 W = snap_release(W, solver.release_noise_scale(result.plan))
-            result = replace(result, coef=self._private_intercept(problem, W, epsilon, rng))
+            # The solver's inference (its Hessian) describes its own intercept, not the
+            # chosen one: the intervals are withheld (conf_int says why).
+            result = replace(result, coef=self._private_intercept(problem, W, epsilon, rng),
+                             inference=None)
         return result
 
     def _private_intercept(self, problem, W: np.ndarray, epsilon: float, rng) -> np.ndarray:

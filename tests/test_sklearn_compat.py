@@ -61,7 +61,7 @@ def _config(name):
     """An estimator configuration for solver ``name``, from its declaration."""
     caps = SOLVERS[name].capabilities
     cls = next(c for c in PUBLIC if set(c._solver_losses) & set(caps.losses))
-    params = {} if name == "gd" else {"solver": FAST_SOLVERS.get(name, name)}
+    params = {"solver": FAST_SOLVERS.get(name, name)}
     if caps.bounded_constraint or "none" not in caps.constraints:
         kind = next(k for k in ("l2", "l1", "lp") if k in caps.constraints)
         params.update(constraint=kind, radius=5.0)
@@ -74,6 +74,7 @@ def _config(name):
 # The other public estimators, with their defaults (private bounds), with the previous
 # defaults (declared bounds, pure DP output perturbation), and with other solvers.
 OTHER_ESTIMATORS = [
+    DPLogisticRegression(),  # solver="auto": DP-GD on the checks' sizes
     DPHuberRegressor(),
     DPLasso(),
     DPLasso(solver="mirror_descent", delta=1e-5, fit_intercept=False),
@@ -123,8 +124,9 @@ def test_every_registered_solver_is_checked():
 
 
 def test_default_estimator_is_in_the_checks():
-    # The default-parameter estimator ("gd", no overrides) is checked as is.
-    assert DPLogisticRegression().get_params() in [est.get_params() for est in ESTIMATORS]
+    # The default-parameter estimator (solver="auto", no overrides) is checked as is.
+    assert DPLogisticRegression().get_params() in [est.get_params()
+                                                   for est in ESTIMATORS + OTHER_ESTIMATORS]
 
 
 @parametrize_with_checks(ESTIMATORS + OTHER_ESTIMATORS, expected_failed_checks=lambda est: {})

@@ -159,11 +159,13 @@ threshold_fraction : float in [0, 1) or "auto", default="auto"
     one whose ``sign(X @ coef_ + intercept_)`` classifies the most training rows
     correctly, by report-noisy-max (pure DP, in the same ledger). A noisy fit's direction
     usually ranks the rows well while its intercept puts them all on one side (the
-    majority class); this step fixes that tail. ``"auto"``: 0.25 for two classes with an
-    intercept at a finite ``epsilon`` when the counts' noise ``2 / epsilon_t`` is at most
-    5% of the rows; 0 otherwise, with ``solver="newton"`` (whose released Hessian
-    describes its own intercept), for the intercept-only model and where the intercept
-    lies in the solver's constraint. ``0``: the solver's intercept. See
+    majority class); this step fixes that tail. ``"auto"``: for two classes with an
+    intercept at a finite ``epsilon``, 0.25, or on large data the smaller share whose
+    counts' noise ``2 / epsilon_t`` is a thousandth of the rows (below ``n epsilon =
+    8000`` the quarter), when that noise at the quarter is at most 5% of the rows; 0
+    otherwise, with ``solver="newton"`` set by the user (whose released Hessian describes
+    its own intercept, which ``conf_int`` reads), for the intercept-only model and where
+    the intercept lies in the solver's constraint. ``0``: the solver's intercept. See
     docs/algorithms/threshold.md.
 """,
     'classes': CLASSES_DOC,

@@ -167,6 +167,12 @@ class IntervalsMixin:
                     "released the intercept-only model (the private mean target) instead "
                     "of running its solver. Raise epsilon, or set noise_dominated='fit' "
                     "to run the solver anyway.")
+            if "threshold" in dict(getattr(self.privacy_ledger_, "parts", ())):
+                raise ValueError(
+                    "conf_int has no intervals for this fit: its intercept was chosen by "
+                    "the private threshold after the solver (threshold_fraction), and the "
+                    "released Hessian describes the solver's own intercept. Set "
+                    "threshold_fraction=0 (or solver='newton').")
             raise ValueError(
                 f"conf_int needs {self._intervals_need}; this fit used solver "
                 f"{self.solver_.name!r}"

@@ -136,7 +136,7 @@ class DPLasso(BaseDPRegressor):
             # The statistics cannot honour secure=True or that accounting method (public
             # settings, their declaration): Frank-Wolfe, as the default always did.
             return "frank_wolfe"
-        n, d = shape
+        n, d = shape[:2]
         if isinstance(self.epsilon, Real) and math.isinf(self.epsilon):
             # Non-private: the statistics give the exact Lasso (Frank-Wolfe's defaults
             # stop short of it), up to their declared size.

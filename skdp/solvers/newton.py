@@ -67,6 +67,7 @@ __all__ = [
     "newton_event",
     "newton_multiplier",
     "newton_sensitivities",
+    "relative_hessian_noise",
     "svec_indices",
     "symmetric_noise",
 ]
@@ -225,6 +226,38 @@ def newton_multiplier(n_iter: int, n_hessian: int, rho: float, budget: Budget,
     return calibrate_noise_multiplier(
         newton_event, (n_iter, n_hessian, rho, accounting, relation), budget,
         accounting=accounting, relation=relation, lower_bound=exact)
+
+
+def relative_hessian_noise(n_samples: int, dim: int, budget: Budget) -> float:
+    """The edge ``nu`` of the Hessian noise's spectrum of a default private DP Newton fit,
+    over the per-example curvature bound ``c_F R^2``: how much of the Hessian the noise
+    hides, whatever the rows' bound (it cancels).
+
+    Derivation (the plan's constants at their defaults ``T = 10``, ``k = 2``, ``rho =
+    0.9``, ``"gaussian"`` accounting): ``sigma_H = z Delta_H sqrt(k / T) / sqrt(1 - rho)``
+    with ``Delta_H = sqrt(2) c_F R^2 / n`` and ``z = sqrt(T) sigma_1(epsilon, delta)``
+    (the analytic Gaussian), and ``nu = sqrt(2 D) sigma_H``. Public: ``n``, ``D`` and the
+    budget. ``solver="auto"`` of :class:`~skdp.DPLogisticRegression` runs DP Newton
+    where this is small (docs/algorithms/newton.md).
+
+    Parameters
+    ----------
+    n_samples : int
+        ``n``.
+    dim : int
+        ``D = n_params * n_outputs``, the released Hessian's side.
+    budget : Budget
+        The fit's ``(epsilon, delta)``; ``delta > 0``.
+
+    Returns
+    -------
+    float
+        ``nu / (c_F R^2)`` (0 at ``epsilon = inf``).
+    """
+    z = analytic_gaussian_multiplier(budget, DEFAULT_PRIVATE_ITER)
+    share = math.sqrt(DEFAULT_HESSIAN_STEPS / DEFAULT_PRIVATE_ITER) / math.sqrt(
+        1.0 - DPNewton().gradient_share)
+    return math.sqrt(2.0 * dim) * z * math.sqrt(2.0) / n_samples * share
 
 
 @partial(fill_docstrings, texts=HOOK_DOCS)

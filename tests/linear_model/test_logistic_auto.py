@@ -1,0 +1,135 @@
+"""``DPLogisticRegression(solver="auto")``: DP Newton where its released Hessian is
+precise, DP-GD elsewhere (docs/algorithms/newton.md), and the private threshold's share
+on large data (docs/algorithms/threshold.md)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from skdp import BudgetAccountant, DPLogisticRegression
+from skdp.geometry import Unconstrained
+from skdp.linear_model._logistic import AUTO_NEWTON_NOISE
+from skdp.losses import LogisticLoss
+from skdp.model_selection import privacy_cost
+from skdp.privacy import Budget
+from skdp.solvers import DPNewton, ProblemSpec, get_solver
+from skdp.solvers.newton import relative_hessian_noise
+
+
+def _data(n, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d)) / math.sqrt(d)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X @ np.linspace(2, -1, d) + 0.3)))).astype(int)
+    return X, y
+
+
+def _fit(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(X, y)
+
+
+@pytest.mark.parametrize(("n", "dim", "epsilon"), [(30_000, 55, 1.0), (5_000, 11, 5.0),
+                                                   (10**6, 2048, 0.3)])
+def test_the_rule_reads_the_plan_s_own_hessian_noise(n, dim, epsilon):
+    """The closed form the rule reads is the noise edge a default DP Newton plan computes,
+    over the per-example curvature bound (``c_F R^2 = Delta_H n / sqrt(2)``)."""
+    budget = Budget(epsilon, 1e-5)
+    spec = ProblemSpec(n_samples=n, n_params=dim, n_outputs=1, n_penalized=dim - 1,
+                       row_norm_bound=1.0, loss=LogisticLoss(), alpha=1e-2,
+                       constraint=Unconstrained(), intercept_feature=0.5)
+    plan = DPNewton().plan(spec, budget, "gaussian", "replace_one")
+    curvature = plan.hessian_sensitivity * n / math.sqrt(2.0)
+    assert plan.hessian_floor / curvature == pytest.approx(
+        relative_hessian_noise(n, dim, budget), rel=1e-9)
+
+
+@pytest.mark.parametrize(("shape", "settings", "expected"), [
+    ((200_000, 54), {}, "newton"),
+    ((200_000, 54, 1), {}, "newton"),
+    ((5_000, 54), {}, "gd"),                        # noise edge 0.05 of the curvature
+    ((200_000, 54, 50), {}, "gd"),                  # 55 x 50 Hessian dimensions > 2048
+    ((200_000, 54, 3), {}, "newton"),               # multinomial: D = 165
+    ((200_000, 54), {"epsilon": 0.05}, "gd"),
+    ((200_000, 54), {"epsilon": math.inf}, "gd"),   # DP-GD reaches the optimum
+    ((200_000, 54), {"delta": 0.0}, "gd"),          # DP Newton needs delta > 0
+    ((200_000, 54), {"secure": True}, "gd"),
+    ((200_000, 54), {"accounting": "basic"}, "gd"),
+    ((200_000, 54), {"tilt": 0.5}, "gd"),
+    ((200_000, 54), {"adversarial_radius": 0.1}, "gd"),
+    ((200_000, 54), {"solver": "svrg"}, "svrg"),
+    (None, {}, "gd"),
+])
+def test_auto_rule_is_public(shape, settings, expected):
+    assert DPLogisticRegression(**settings)._solver_name(shape) == expected
+
+
+def test_the_crossover_is_where_the_noise_edge_meets_the_bound():
+    budget = Budget(1.0, 1e-5)
+    n = next(n for n in range(10_000, 60_000, 100)
+             if relative_hessian_noise(n, 55, budget) <= AUTO_NEWTON_NOISE)
+    est = DPLogisticRegression()
+    assert est._solver_name((n, 54)) == "newton"
+    assert est._solver_name((n - 100, 54)) == "gd"
+    assert 20_000 <= n <= 30_000  # about 25,000 rows for 54 features at epsilon 1 (docs)
+
+
+def test_both_choices_share_what_the_shapeless_callers_read():
+    """The bounds' rules, the row norm and the out-of-core check read the choice without
+    the number of outputs: DP-GD and DP Newton must declare those alike."""
+    gd, newton = get_solver("gd").capabilities, get_solver("newton").capabilities
+    assert gd.row_norm == newton.row_norm and gd.out_of_core == newton.out_of_core
+
+
+def test_large_binary_fit_runs_newton_with_a_small_threshold_share():
+    """End to end: DP Newton runs, the threshold takes the share that places the intercept
+    to a thousandth of the rows (2 / (1e-3 n epsilon_fit)), the accountant reads what
+    privacy_cost priced, and conf_int says which setting gives intervals."""
+    X, y = _data(20_000)
+    acc = BudgetAccountant(5.0, 1e-4)
+    clf = DPLogisticRegression(data_norm=1.0, classes=[0, 1], accountant=acc)
+    priced = privacy_cost(clf, X, y)
+    _fit(clf, X, y)
+    assert clf.solver_.name == "newton" and clf.n_iter_ == 10
+    parts = dict(clf.privacy_ledger_.parts)
+    fit_eps, thr_eps = parts["fit"].budget.epsilon, parts["threshold"].budget.epsilon
+    assert fit_eps + thr_eps <= 1.0
+    fraction = 2.0 / (1e-3 * 20_000 * (fit_eps + thr_eps))
+    assert thr_eps == pytest.approx(fraction * (fit_eps + thr_eps), rel=1e-9)
+    assert acc.spent().epsilon == pytest.approx(priced.epsilon, rel=1e-12)
+    assert clf.coef_covariance_ is None
+    with pytest.raises(ValueError, match="threshold_fraction=0"):
+        clf.conf_int()
+    own = _fit(DPLogisticRegression(data_norm=1.0, classes=[0, 1], threshold_fraction=0.0,
+                                    alpha=1e-4), X, y)
+    assert own.solver_.name == "newton" and own.conf_int().shape == (4, 2)
+    # solver="newton" set by the user (a name or an object) keeps the solver's intercept.
+    for solver in ("newton", DPNewton(hessian_steps=10)):
+        chosen = _fit(DPLogisticRegression(data_norm=1.0, classes=[0, 1], solver=solver,
+                                           alpha=1e-4), X, y)
+        assert "threshold" not in dict(getattr(chosen.privacy_ledger_, "parts", ()))
+        assert chosen.conf_int().shape == (4, 2)
+
+
+def test_small_data_keeps_the_quarter_and_dp_gd():
+    X, y = _data(600)
+    clf = _fit(DPLogisticRegression(data_norm=1.0, classes=[0, 1]), X, y)
+    parts = dict(clf.privacy_ledger_.parts)
+    assert clf.solver_.name == "gd"
+    assert parts["threshold"].budget.epsilon == pytest.approx(0.25)
+
+
+def test_auto_newton_learns_what_dp_gd_learns():
+    """Seeded, 20,000 rows: the two choices' test accuracies agree within 0.02 (DP
+    Newton with 10 passes, DP-GD with its 40-odd)."""
+    X, y = _data(40_000, seed=1)
+    scores = {}
+    for solver in ("auto", "gd"):
+        clf = _fit(DPLogisticRegression(data_norm=1.0, classes=[0, 1], solver=solver,
+                                        random_state=0), X[:20_000], y[:20_000])
+        scores[clf.solver_.name] = clf.score(X[20_000:], y[20_000:])
+    assert abs(scores["newton"] - scores["gd"]) <= 0.02
