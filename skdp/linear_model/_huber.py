@@ -7,6 +7,7 @@ from numbers import Real
 from skdp._params import store_params
 from skdp._sklearn_compat import Interval
 from skdp.linear_model._docs import shared_docs
+from skdp.linear_model._inference import IntervalsMixin
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import HuberLoss
 
@@ -14,7 +15,7 @@ __all__ = ["DPHuberRegressor"]
 
 
 @shared_docs
-class DPHuberRegressor(BaseDPRegressor):
+class DPHuberRegressor(IntervalsMixin, BaseDPRegressor):
     """Linear regression with the Huber loss and differential privacy.
 
     Minimises ``mean_i h(<w, x_i> + b - y_i) + (alpha / 2) ||w||^2`` with a private solver,
@@ -57,6 +58,16 @@ class DPHuberRegressor(BaseDPRegressor):
     <<options>>
 
     <<attributes:regressor>>
+    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
+        Approximate covariance of ``[coef_, intercept_]`` (the intercept last, when
+        fitted): sampling (Huber's sandwich, its dispersion ``mean psi^2 / mean psi'``
+        from a release at the output) plus privacy noise, from what ``solver="newton"``
+        releases (post-processing; docs/inference.md). ``None`` for the other solvers.
+    standard_errors_ : ndarray of shape (n_features + 1,) or None
+        Square roots of its diagonal.
+    penalty_shift_ : ndarray of shape (n_features + 1,) or None
+        First-order estimate of how far ``alpha`` moved each coefficient;
+        :meth:`conf_int` warns when it exceeds a quarter of a standard error.
 
     Notes
     -----
@@ -80,6 +91,9 @@ class DPHuberRegressor(BaseDPRegressor):
     # docstring and its solver validation come from the solvers' declarations).
     _solver_losses = ('huber',)
     _solver_constraints = ("none", "l2", "l1", "lp")
+    # What conf_int needs (its error names it).
+    _intervals_need = "the Hessian and dispersion that solver='newton' releases"
+    _intervals_fix = "Set solver='newton'"
 
     _parameter_constraints: dict = {
         **BaseDPRegressor._parameter_constraints,

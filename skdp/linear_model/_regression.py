@@ -73,7 +73,8 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
         fitted): sampling (the residual variance from the released ``y'y``, as
         statsmodels' ``OLS``) plus privacy noise, from what the default
         ``"sufficient_statistics"`` releases without a constraint (post-processing;
-        docs/inference.md). ``None`` for the other solvers.
+        docs/inference.md), or from the Hessian and the residual variance that
+        ``"newton"`` releases. ``None`` for the other solvers.
     standard_errors_ : ndarray of shape (n_features + 1,) or None
         Square roots of its diagonal.
     penalty_shift_ : ndarray of shape (n_features + 1,) or None

@@ -95,6 +95,12 @@ DEFAULT_SCORE_STEP = 4.0
 #: The piecewise-quadratic losses' default: this many widths of their quadratic zone
 #: (``huber_delta``, ``smoothing``).
 ZONE_STEPS = 2.0
+#: Share of the fit's ``mu^2`` (GDP) spent on the dispersion release of the losses whose
+#: standard errors need one (squared, Huber): two means in ``[0, 1]`` at the output, read
+#: by ``conf_int`` only (docs/inference.md). Its noise on ``mean_i psi_i^2 / B^2`` is
+#: ``sqrt(2) z / (n sqrt(s T))``: 37 / n at epsilon 1 (z = 11.8, T = 10), against a
+#: mean of order 0.1-0.5, while the gradients keep 98% of the budget.
+DISPERSION_SHARE = 0.02
 #: Output rules: ``"auto"`` averages when private, else the last iterate.
 ITERATES = ("auto", "last", "average")
 #: Tolerance of the inner solve of the constrained Newton step (post-processing).
@@ -132,6 +138,44 @@ def _gradient_and_hessian_block(block: Block, W: np.ndarray, loss, clip_norm: fl
     out[:p * k] = grad.ravel()
     out[p * k:] = H.ravel()
     return out
+
+
+def needs_dispersion(loss) -> bool:
+    """Whether the standard errors of ``loss`` need a released dispersion: the squared
+    and Huber losses (the per-example gradients' covariance is ``phi H`` with ``phi`` a
+    property of the residuals); 1 for the logistic losses (the information identity)."""
+    return isinstance(loss, SquaredLoss | HuberLoss)
+
+
+def _dispersion_terms(D, C, bound: float, curvature_bound: float, xp):
+    """Per row ``[min(phi'^2, B^2) / B^2, min(phi'', c) / c]``, both in ``[0, 1]`` (a
+    non-finite derivative counts as ``B``)."""
+    square = D[:, 0] * D[:, 0] / (bound * bound)
+    square = xp.where(square == square, square, xp.ones_like(square))  # NaN -> 1
+    first = xp.clip(square, 0.0, 1.0)
+    second = xp.clip(C[:, 0] / curvature_bound, 0.0, 1.0)
+    return xp.stack([xp.sum(first), xp.sum(second)])
+
+
+def _dispersion_pass(block, W, loss, bound: float, curvature_bound: float):
+    """Device twin of :func:`_dispersion_block` (:mod:`skdp.solvers._device`)."""
+    xp = block.xp
+    Z = block.scores(W)
+    C = device_curvature(loss, Z, block.Y, xp)
+    D = loss.device_derivative(Z, block.Y, xp)
+    return to_numpy(_dispersion_terms(D, C, bound, curvature_bound, xp), np.float64)
+
+
+@device_pass(_dispersion_pass)
+def _dispersion_block(block: Block, W: np.ndarray, loss, bound: float,
+                      curvature_bound: float) -> np.ndarray:
+    """``sum_i [min(phi'_i^2, B^2) / B^2, min(phi''_i, c) / c]`` over one block, at ``W``:
+    each row adds a vector of ``[0, 1]^2``."""
+    Z = block.scores(W)
+    C = curvature(loss, Z, block.Y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = loss.derivative_inplace(Z, block.Y)  # the scores are scratch
+        return np.asarray(_dispersion_terms(D, C, bound, curvature_bound, np))
 
 
 @partial(fill_docstrings, texts=HOOK_DOCS)
@@ -188,8 +232,13 @@ def hessian_schedule(n_iter: int, n_hessian: int) -> tuple[bool, ...]:
 
 
 def newton_event(z: float, n_iter: int, n_hessian: int, rho: float, accounting: str,
-                 relation: str) -> dpe.DpEvent:
-    """The ledger of ``T`` gradient and ``k`` Hessian releases, as a function of ``z``.
+                 relation: str, dispersion_share: float = 0.0) -> dpe.DpEvent:
+    """The ledger of ``T`` gradient and ``k`` Hessian releases (and, with ``s =
+    dispersion_share > 0``, one dispersion release), as a function of ``z``.
+
+    With ``s > 0`` every multiplier below is divided by ``sqrt(1 - s)`` and a Gaussian
+    release of multiplier ``z / sqrt(s T)`` is composed in: ``mu^2 = (1 - s) T / z^2 + s T
+    / z^2 = T / z^2`` still.
 
     ``k = T``: ``T`` releases of the joint sensitivity-1 vector ``[g / a_g, svec(H) /
     a_H]`` with noise ``z`` (``a_g = Delta_g / sqrt(rho)``, ``a_H = Delta_H / sqrt(1 -
@@ -199,21 +248,29 @@ def newton_event(z: float, n_iter: int, n_hessian: int, rho: float, accounting: 
     T rho / z^2 + k (1 - rho) T / (k z^2) = T / z^2`` in both cases (docs/algorithms/
     newton.md). ``z = 0``: non-private.
     """
+    s = float(dispersion_share)
+    zs = z / math.sqrt(1.0 - s)  # the iterations' share (1 - s) of mu^2
     if n_hessian == n_iter:
-        return dpe.SelfComposedDpEvent(
-            gaussian_event(z, 1.0, accounting=accounting, relation=relation), n_iter)
-    z_h = z * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
-    return dpe.ComposedDpEvent([
-        dpe.SelfComposedDpEvent(gaussian_event(z / math.sqrt(rho), 1.0,
-                                               accounting=accounting, relation=relation),
-                                n_iter),
-        dpe.SelfComposedDpEvent(gaussian_event(z_h, 1.0, accounting=accounting,
-                                               relation=relation), n_hessian),
-    ])
+        steps = [dpe.SelfComposedDpEvent(
+            gaussian_event(zs, 1.0, accounting=accounting, relation=relation), n_iter)]
+    else:
+        z_h = zs * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
+        steps = [
+            dpe.SelfComposedDpEvent(gaussian_event(zs / math.sqrt(rho), 1.0,
+                                                   accounting=accounting,
+                                                   relation=relation), n_iter),
+            dpe.SelfComposedDpEvent(gaussian_event(z_h, 1.0, accounting=accounting,
+                                                   relation=relation), n_hessian),
+        ]
+    if s > 0:
+        steps.append(gaussian_event(z / math.sqrt(s * n_iter), 1.0, accounting=accounting,
+                                    relation=relation))
+    return steps[0] if len(steps) == 1 else dpe.ComposedDpEvent(steps)
 
 
 def newton_multiplier(n_iter: int, n_hessian: int, rho: float, budget: Budget,
-                      accounting: str, relation: str) -> float:
+                      accounting: str, relation: str, dispersion_share: float = 0.0
+                      ) -> float:
     """``z`` of :func:`newton_event` within ``budget``: exact (``sqrt(T)`` times the
     analytic Gaussian multiplier, Balle & Wang 2018) with ``"gaussian"``, the
     ``dp_accounting`` calibration otherwise (the exact one is its lower bound); 0 at
@@ -224,7 +281,8 @@ def newton_multiplier(n_iter: int, n_hessian: int, rho: float, budget: Budget,
     if accounting == "gaussian":
         return exact
     return calibrate_noise_multiplier(
-        newton_event, (n_iter, n_hessian, rho, accounting, relation), budget,
+        newton_event, (n_iter, n_hessian, rho, accounting, relation, dispersion_share),
+        budget,
         accounting=accounting, relation=relation, lower_bound=exact)
 
 
@@ -433,6 +491,14 @@ class NewtonPlan(Plan):
     n_hessian : int
         ``k``: the Hessian is released at ``k`` iterations only (:func:`hessian_schedule`:
         ``floor(j T / k)``, ``j = 0..k-1``); the others reuse the last release.
+    dispersion_share : float
+        ``s``: the share of ``mu^2`` of the dispersion release (0: none; the iterations'
+        multipliers are divided by ``sqrt(1 - s)``).
+    sigma_dispersion : float
+        Per-coordinate noise std of the released mean ``[psi^2 / B^2, phi'' / c]``
+        (sensitivity ``sqrt(2) / n``, multiplier ``z / sqrt(s T)``).
+    dispersion_bound : float
+        ``B = C / R``: the derivative bound of the first term.
     """
 
     sigma_gradient: float
@@ -446,6 +512,9 @@ class NewtonPlan(Plan):
     max_score_step: float
     row_bound: float
     n_hessian: int
+    dispersion_share: float = 0.0
+    sigma_dispersion: float = 0.0
+    dispersion_bound: float = 0.0
 
 
 class DPNewton(BaseDPSolver):
@@ -653,12 +722,20 @@ class DPNewton(BaseDPSolver):
         n_iter = self.auto_n_iter(spec, budget)
         rho = float(self.gradient_share)
         n_hessian = self.auto_n_hessian(spec, n_iter, budget)
-        # T gradient and k Hessian releases, mu^2 = T / z^2 in GDP terms (k = T: DP-GD's
-        # ledger with Delta = 1, one joint sensitivity-1 release per iteration).
-        z = newton_multiplier(n_iter, n_hessian, rho, budget, accounting, relation)
-        event = newton_event(z, n_iter, n_hessian, rho, accounting, relation)
-        sigma_g = z * delta_g / math.sqrt(rho)
-        sigma_h = z * delta_h * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
+        share = DISPERSION_SHARE if needs_dispersion(spec.loss) else 0.0
+        # T gradient and k Hessian releases (and one dispersion release), mu^2 = T / z^2
+        # in GDP terms (k = T, no dispersion: DP-GD's ledger with Delta = 1, one joint
+        # sensitivity-1 release per iteration).
+        z = newton_multiplier(n_iter, n_hessian, rho, budget, accounting, relation, share)
+        event = newton_event(z, n_iter, n_hessian, rho, accounting, relation, share)
+        zs = z / math.sqrt(1.0 - share)  # the iterations' (1 - s) of mu^2
+        sigma_g = zs * delta_g / math.sqrt(rho)
+        sigma_h = zs * delta_h * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
+        # The dispersion release: the mean of [psi_i^2 / B^2, phi''_i / c] in [0, 1]^2, so
+        # replacing one row moves it by at most sqrt(2) / n (l2); multiplier z / sqrt(s T)
+        # is its s T / z^2 of mu^2.
+        sigma_d = (z / math.sqrt(share * n_iter) * math.sqrt(2.0) / spec.n_samples
+                   if share else 0.0)
         dim = spec.dimension
         # Symmetric noise with diagonal std s and off-diagonal std s / sqrt(2): its
         # spectrum has edge 2 (s / sqrt(2)) sqrt(D) = sqrt(2 D) s (a utility rule).
@@ -673,7 +750,9 @@ class DPNewton(BaseDPSolver):
             gradient_share=rho, clip_norm=clip, hessian_floor=floor,
             max_score_step=self._score_step(spec),
             row_bound=spec.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE),
-            n_hessian=n_hessian,
+            n_hessian=n_hessian, dispersion_share=share, sigma_dispersion=sigma_d,
+            # B = C / R: psi^2 <= B^2 where the clip C binds at the rows' bound R.
+            dispersion_bound=clip / spec.row_bound(2.0) if share else 0.0,
         )
 
     # -- run -------------------------------------------------------------------------------
@@ -741,9 +820,41 @@ class DPNewton(BaseDPSolver):
         # The m averaged iterates each carry -A^-1 xi_t, xi_t ~ N(0, s^2 I) independent
         # across steps: their mean carries noise of covariance (s^2 / m) I in the gradient.
         noise_cov = (float(plan.sigma_gradient) ** 2 / m) * np.eye(W.size)
+        dispersion = (self.noisy_dispersion(problem, plan, coef, noise)
+                      if plan.dispersion_share else 1.0)
         return Released(coef, Inference(hessian=A, penalty=penalty,
                                         noise_covariance=noise_cov,
-                                        n_samples=spec.n_samples))
+                                        n_samples=spec.n_samples, dispersion=dispersion))
+
+    def noisy_dispersion(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
+                         noise: NoiseSource) -> float:
+        """The released dispersion ``phi = mean psi^2 / mean phi''`` at the output ``W``.
+
+        One pass over the rows: the mean of ``[min(psi_i^2, B^2) / B^2, min(phi''_i, c) /
+        c]`` (``psi = phi'``, the score derivative; ``c`` the loss's curvature bound), each
+        row in ``[0, 1]^2``, plus ``N(0, sigma_dispersion^2)`` per coordinate (the only
+        access to the data; drawn after the iterations'). Then post-processing: the first
+        mean clipped to ``[0, 1]``, the second to ``[max(sigma_dispersion, 1 / n), 1]``,
+        and ``phi = B^2 m_1 / (c m_2)``: for a model whose residuals do not depend on
+        the rows, the per-example gradients' covariance ``mean psi^2 x x^T`` is ``phi``
+        times the Hessian ``mean phi'' x x^T`` (Huber 1981; the squared loss: ``phi`` is
+        the residual variance). docs/inference.md.
+
+        <<release_at_parameters>>
+
+        Returns
+        -------
+        float
+            ``phi``, positive.
+        """
+        spec = problem.spec
+        c = float(spec.loss.curvature_bound)
+        bound = float(plan.dispersion_bound)
+        sums = problem.block_sum(_dispersion_block, (2,), W, spec.loss, bound, c)
+        means = sums / spec.n_samples + noise.gaussian((2,), plan.sigma_dispersion)
+        first = min(max(float(means[0]), 0.0), 1.0)
+        second = min(max(float(means[1]), plan.sigma_dispersion, 1.0 / spec.n_samples), 1.0)
+        return bound * bound * first / (c * second)
 
     def noisy_releases(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
                        noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
