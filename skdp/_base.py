@@ -449,8 +449,12 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         progress = Progress(self, getattr(self, "verbose", 0))
         auto = self._auto_bounds()
         # The budget is validated once, by check_budget in the plan below.
-        progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon!s}, "
-                 f"delta={self.delta!s}, solver {self._solver(shape).name!r}")
+        if progress.verbose:
+            # The solver the plan will run: its shape includes the number of outputs (an
+            # estimator's solver="auto" rule reads it; public: the label set).
+            outputs = self._public_targets(y, self._placeholder_bounds())[1]
+            progress(f"fit: {shape[0]} rows, {shape[1]} features, epsilon={self.epsilon!s}, "
+                     f"delta={self.delta!s}, solver {self._solver((*shape, outputs)).name!r}")
         if auto:
             total, shares, fit_budget, reservation, intercept_only, threshold = \
                 self._bounds_plan(*shape, y)

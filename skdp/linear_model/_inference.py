@@ -167,12 +167,15 @@ class IntervalsMixin:
                     "released the intercept-only model (the private mean target) instead "
                     "of running its solver. Raise epsilon, or set noise_dominated='fit' "
                     "to run the solver anyway.")
-            if "threshold" in dict(getattr(self.privacy_ledger_, "parts", ())):
+            if (self.solver_.name == "newton"
+                    and "threshold" in dict(getattr(self.privacy_ledger_, "parts", ()))):
+                # DP Newton released its Hessian, but the threshold replaced its intercept.
+                chosen = isinstance(self.solver, str) and self.solver == "auto"
                 raise ValueError(
                     "conf_int has no intervals for this fit: its intercept was chosen by "
                     "the private threshold after the solver (threshold_fraction), and the "
                     "released Hessian describes the solver's own intercept. Set "
-                    "threshold_fraction=0 (or solver='newton').")
+                    "threshold_fraction=0" + (" (or solver='newton')." if chosen else "."))
             raise ValueError(
                 f"conf_int needs {self._intervals_need}; this fit used solver "
                 f"{self.solver_.name!r}"

@@ -99,7 +99,8 @@ ZONE_STEPS = 2.0
 #: standard errors need one (squared, Huber): two means in ``[0, 1]`` at the output, read
 #: by ``conf_int`` only (docs/inference.md). Its noise on ``mean_i psi_i^2 / B^2`` is
 #: ``sqrt(2) z / (n sqrt(s T))``: 37 / n at epsilon 1 (z = 11.8, T = 10), against a
-#: mean of order 0.1-0.5, while the gradients keep 98% of the budget.
+#: mean of order 0.1-0.5, while the gradients keep 98% of the budget. (Every DP Newton fit
+#: of these losses pays it, also DPLasso's, whose estimator has no intervals.)
 DISPERSION_SHARE = 0.02
 #: Output rules: ``"auto"`` averages when private, else the last iterate.
 ITERATES = ("auto", "last", "average")
@@ -833,9 +834,9 @@ class DPNewton(BaseDPSolver):
         One pass over the rows: the mean of ``[min(psi_i^2, B^2) / B^2, min(phi''_i, c) /
         c]`` (``psi = phi'``, the score derivative; ``c`` the loss's curvature bound), each
         row in ``[0, 1]^2``, plus ``N(0, sigma_dispersion^2)`` per coordinate (the only
-        access to the data; drawn after the iterations'). Then post-processing: the first
-        mean clipped to ``[0, 1]``, the second to ``[max(sigma_dispersion, 1 / n), 1]``,
-        and ``phi = B^2 m_1 / (c m_2)``: for a model whose residuals do not depend on
+        access to the data; drawn after the iterations'). Then post-processing: both means
+        clipped to ``[max(sigma_dispersion, 1 / n), 1]``, and ``phi = B^2 m_1 / (c m_2)``:
+        for a model whose residuals do not depend on
         the rows, the per-example gradients' covariance ``mean psi^2 x x^T`` is ``phi``
         times the Hessian ``mean phi'' x x^T`` (Huber 1981; the squared loss: ``phi`` is
         the residual variance). docs/inference.md.
@@ -852,8 +853,11 @@ class DPNewton(BaseDPSolver):
         bound = float(plan.dispersion_bound)
         sums = problem.block_sum(_dispersion_block, (2,), W, spec.loss, bound, c)
         means = sums / spec.n_samples + noise.gaussian((2,), plan.sigma_dispersion)
-        first = min(max(float(means[0]), 0.0), 1.0)
-        second = min(max(float(means[1]), plan.sigma_dispersion, 1.0 / spec.n_samples), 1.0)
+        # Both floored at the noise level (a noisy mean at or below 0 would give phi = 0,
+        # intervals without their sampling part, or divide by 0).
+        floor = max(plan.sigma_dispersion, 1.0 / spec.n_samples)
+        first = min(max(float(means[0]), floor), 1.0)
+        second = min(max(float(means[1]), floor), 1.0)
         return bound * bound * first / (c * second)
 
     def noisy_releases(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,

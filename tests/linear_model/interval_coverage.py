@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+#: The well-specified linear models of the interval tests: ``x`` uniform on ``[-1, 1]^3``
+#: (so ``data_norm = sqrt(3)`` clips no row), these slopes and intercept.
+THETA, BIAS = np.array([1.0, -0.5, 0.25]), 0.2
+TRUTH = np.r_[THETA, BIAS]
+DATA_NORM = math.sqrt(3.0)
+
+
+def linear_model(rng, n: int, errors):
+    """``(X, y)``: ``n`` rows uniform on ``[-1, 1]^3``, then ``y = X theta + b +
+    errors(rng, n)`` (drawn in that order)."""
+    X = rng.uniform(-1, 1, size=(n, 3))
+    return X, X @ THETA + BIAS + errors(rng, n)
 
 
 def coverage_counts(sample, interval, truth, runs: int, seed: int) -> np.ndarray:

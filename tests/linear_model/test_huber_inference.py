@@ -12,27 +12,24 @@ import pytest
 
 from skdp import DPHuberRegressor, DPLinearRegression
 from skdp.solvers import DPNewton
-from tests.linear_model.interval_coverage import assert_nominal_coverage
+from tests.linear_model import interval_coverage as model
 
-THETA, BIAS = np.array([1.0, -0.5, 0.25]), 0.2
-TRUTH = np.r_[THETA, BIAS]
-DATA_NORM = math.sqrt(3.0)  # rows in [-1, 1]^3: no row is clipped
 Y_BOUND = 5.0  # |y| <= 1.95 + 3: no label is clipped
 HUBER_DELTA = 1.0
 
 
 def _sample(rng, n):
-    X = rng.uniform(-1, 1, size=(n, 3))
     # Heavy-tailed symmetric errors (0.5 t_3 truncated at 3): the Huber estimand is the
     # model's parameter.
-    return X, X @ THETA + BIAS + np.clip(0.5 * rng.standard_t(3, n), -3.0, 3.0)
+    return model.linear_model(rng, n,
+                        lambda rng, n: np.clip(0.5 * rng.standard_t(3, n), -3.0, 3.0))
 
 
 def _fit(X, y, epsilon, random_state=None, **params):
     params = {"solver": "newton", "alpha": 1e-4, "huber_delta": HUBER_DELTA, **params}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DPHuberRegressor(epsilon, data_norm=DATA_NORM, y_bound=Y_BOUND,
+        return DPHuberRegressor(epsilon, data_norm=model.DATA_NORM, y_bound=Y_BOUND,
                                 random_state=random_state, **params).fit(X, y)
 
 
@@ -60,9 +57,9 @@ def test_newton_linear_regression_releases_the_residual_variance():
     sufficient statistics give it (before this release it was taken as 1): at
     epsilon=inf the two solvers' standard errors agree."""
     rng = np.random.default_rng(1)
-    X = rng.uniform(-1, 1, size=(4000, 3))
-    y = X @ THETA + BIAS + np.clip(rng.normal(0, 0.3, 4000), -0.9, 0.9)
-    kw = dict(data_norm=DATA_NORM, y_bound=4.0, alpha=1e-4)
+    X, y = model.linear_model(rng, 4000,
+                              lambda rng, n: np.clip(rng.normal(0, 0.3, n), -0.9, 0.9))
+    kw = dict(data_norm=model.DATA_NORM, y_bound=4.0, alpha=1e-4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         newton = DPLinearRegression(math.inf, solver=DPNewton(clip_norm=20.0), **kw).fit(X, y)
@@ -74,9 +71,9 @@ def test_newton_linear_regression_releases_the_residual_variance():
 def test_95_percent_intervals_cover_the_true_parameter():
     """200 data sets of n = 10,000 with heavy-tailed errors, epsilon = 1, fresh noise
     each (the binomial bounds: assert_nominal_coverage)."""
-    assert_nominal_coverage(lambda rng: _sample(rng, 10_000),
-                            lambda X, y, k: _fit(X, y, 1.0, random_state=k).conf_int(),
-                            TRUTH)
+    model.assert_nominal_coverage(lambda rng: _sample(rng, 10_000),
+                                  lambda X, y, k: _fit(X, y, 1.0, random_state=k).conf_int(),
+                                  model.TRUTH)
 
 
 def test_conf_int_names_the_setting_when_the_fit_released_nothing_for_it():

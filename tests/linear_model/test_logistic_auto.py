@@ -133,3 +133,31 @@ def test_auto_newton_learns_what_dp_gd_learns():
                                         random_state=0), X[:20_000], y[:20_000])
         scores[clf.solver_.name] = clf.score(X[20_000:], y[20_000:])
     assert abs(scores["newton"] - scores["gd"]) <= 0.02
+
+
+def test_conf_int_messages_name_the_setting_that_gives_intervals():
+    """Review: the threshold message is for DP Newton fits only, and suggests
+    solver='newton' only where "auto" chose it."""
+    X, y = _data(3_000)
+    small = _fit(DPLogisticRegression(data_norm=1.0, classes=[0, 1], alpha=1e-4), X, y)
+    assert small.solver_.name == "gd"
+    with pytest.raises(ValueError, match="solver 'gd'.*Set solver='newton'"):
+        small.conf_int()
+    X, y = _data(20_000)
+    chosen = _fit(DPLogisticRegression(data_norm=1.0, classes=[0, 1], solver="newton",
+                                       threshold_fraction=0.1, alpha=1e-4), X, y)
+    with pytest.raises(ValueError, match=r"threshold_fraction=0\.$"):
+        chosen.conf_int()
+
+
+def test_progress_names_the_solver_that_runs(capsys):
+    """Review: with three classes the Hessian has three times the dimensions, so "auto"
+    runs DP-GD where two classes would run DP Newton; verbose=1 names the one that runs."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(12_000, 5)) / math.sqrt(5)
+    y = rng.integers(0, 3, size=12_000)
+    clf = DPLogisticRegression(data_norm=1.0, classes=[0, 1, 2], verbose=1)
+    assert clf._solver_name((12_000, 5)) == "newton"
+    _fit(clf, X, y)
+    assert clf.solver_.name == "gd"
+    assert "solver 'gd'" in capsys.readouterr().out

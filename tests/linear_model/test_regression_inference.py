@@ -22,20 +22,20 @@ from skdp.losses import SquaredLoss
 from skdp.privacy import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec, SufficientStatistics
-from tests.linear_model.interval_coverage import assert_nominal_coverage
+from tests.linear_model.interval_coverage import (
+    DATA_NORM,
+    TRUTH,
+    assert_nominal_coverage,
+    linear_model,
+)
 
-THETA, BIAS = np.array([1.0, -0.5, 0.25]), 0.2
-TRUTH = np.r_[THETA, BIAS]
-DATA_NORM = math.sqrt(3.0)  # rows in [-1, 1]^3: no row is clipped
 Y_BOUND = 4.0  # |y| <= 1.95 + 1.5: no label is clipped
 SD = 0.5
 
 
 def _sample(rng, n):
-    X = rng.uniform(-1, 1, size=(n, 3))
     # Errors N(0, SD^2) truncated at 3 SD (symmetric: mean 0, a well-specified model).
-    errors = np.clip(rng.normal(0, SD, n), -3 * SD, 3 * SD)
-    return X, X @ THETA + BIAS + errors
+    return linear_model(rng, n, lambda rng, n: np.clip(rng.normal(0, SD, n), -3 * SD, 3 * SD))
 
 
 def _fit(X, y, epsilon, alpha=1e-4, random_state=None, **params):

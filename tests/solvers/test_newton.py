@@ -633,7 +633,7 @@ def _dispersion_terms_reference(problem, W, bound):
 
 
 @pytest.mark.parametrize("loss_name", ["huber", "squared"])
-@pytest.mark.parametrize("accounting", ["gaussian", "rdp"])
+@pytest.mark.parametrize("accounting", ["gaussian", "rdp", "pld"])
 def test_dispersion_release_matches_its_ledger_and_a_reference(loss_name, accounting):
     """The squared and Huber losses release one more vector, after the iterations: the
     mean of ``[psi^2 / B^2, phi'' / c]`` at the output plus ``N(0, sigma_d^2)`` per
@@ -653,7 +653,7 @@ def test_dispersion_release_matches_its_ledger_and_a_reference(loss_name, accoun
         z * math.sqrt(2.0) / (200 * math.sqrt(s * T)), rel=1e-12)
     assert plan.sigma_gradient == pytest.approx(
         z * plan.gradient_sensitivity / math.sqrt(plan.gradient_share * (1 - s)), rel=1e-12)
-    factor = 1.0
+    factor = 2.0 if accounting == "pld" else 1.0  # PLD replace-one convention
     events = res.ledger.event.events
     assert events[-1].noise_multiplier / factor == pytest.approx(z / math.sqrt(s * T),
                                                                  rel=1e-12)
@@ -668,8 +668,9 @@ def test_dispersion_release_matches_its_ledger_and_a_reference(loss_name, accoun
     # The reference, fed the recorded draw.
     bound, c = plan.dispersion_bound, float(problem.spec.loss.curvature_bound)
     means = _dispersion_terms_reference(problem, res.coef, bound).mean(axis=0) + draws[-1]
-    first = min(max(means[0], 0.0), 1.0)
-    second = min(max(means[1], plan.sigma_dispersion, 1 / 200), 1.0)
+    floor = max(plan.sigma_dispersion, 1 / 200)
+    first = min(max(means[0], floor), 1.0)
+    second = min(max(means[1], floor), 1.0)
     assert res.inference.dispersion == pytest.approx(bound**2 * first / (c * second),
                                                      rel=1e-9)
     logistic = _solver("logistic").solve(_glm_problem(LogisticLoss()), budget, 0)
