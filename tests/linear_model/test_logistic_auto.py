@@ -161,3 +161,25 @@ def test_progress_names_the_solver_that_runs(capsys):
     _fit(clf, X, y)
     assert clf.solver_.name == "gd"
     assert "solver 'gd'" in capsys.readouterr().out
+
+
+def test_a_search_across_the_crossover_charges_what_ran():
+    """GridSearchCV of the default over alpha on 4,500 rows of 3 features at epsilon 2:
+    the 3,000-row folds sit below the crossover (DP-GD; about 3,600 rows), the 4,500-row
+    refit above it (DP Newton); private bounds too. The accountant holds each fit's own
+    events and equals what privacy_cost priced before."""
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X, y = _data(4_500, seed=2)
+    est = DPLogisticRegression(epsilon=2.0, classes=[0, 1], alpha=1e-4,
+                               accountant=BudgetAccountant(100.0, 1e-3))
+    assert est._solver_name((3_000, 3)) == "gd" and est._solver_name((4_500, 3)) == "newton"
+    search = GridSearchCV(est, {"alpha": [1e-4, 1e-3]}, cv=KFold(3))
+    price = privacy_cost(search, X, y)
+    _fit(search, X, y)
+    acc = est.accountant
+    assert search.best_estimator_.solver_.name == "newton"
+    assert len(acc) == 2 * 3 + 1
+    assert "ComposedDpEvent" in repr(acc.entries[-1].ledger.part("fit").event)
+    assert acc.spent().epsilon == pytest.approx(price.epsilon, rel=1e-12)
+    assert acc.spent().delta == pytest.approx(price.delta, rel=1e-12)
