@@ -464,6 +464,9 @@ class NewtonPlan(Plan):
     terms ``mu^2 = T rho / z^2 + (1 - rho) T / z^2 = T / z^2`` (:func:`newton_event`; at
     ``k = T``, ``T`` releases of the sensitivity-1 vector ``[g_t / a_g, svec(H_t) / a_H]
     + N(0, z^2 I)``, ``a_g = Delta_g / sqrt(rho)``, ``a_H = Delta_H / sqrt(1 - rho)``).
+    With a dispersion release (squared and Huber losses, ``dispersion_share = s``) both
+    noise scales are divided by ``sqrt(1 - s)`` and the release takes the rest of
+    ``mu^2``.
 
     Attributes
     ----------
@@ -592,10 +595,15 @@ class DPNewton(BaseDPSolver):
     rho) T / (k z^2) = T / z^2``, calibrated exactly by the analytic Gaussian
     (``"gaussian"``, default) or by ``dp_accounting`` (``"rdp"``, ``"pld"``) on the
     composed ledger (:func:`newton_event`; at ``k = T`` DP-GD's ledger with sensitivity 1:
-    one joint sensitivity-1 release per iteration). The eigenvalue floor, the regulariser,
+    one joint sensitivity-1 release per iteration). The squared and Huber losses also
+    release, after the iterations, the mean of ``[min(psi_i^2, B^2) / B^2, min(phi''_i,
+    c) / c]`` at the output (``psi = phi'``, ``B = C / R``; sensitivity ``sqrt(2) / n``)
+    with the share ``s = 0.02`` of ``mu^2`` (multiplier ``z / sqrt(s T)``; the other
+    multipliers divided by ``sqrt(1 - s)``, so ``mu^2 = T / z^2`` still): the dispersion
+    of their standard errors. The eigenvalue floor, the regulariser,
     the reuse of the last released Hessian, the Newton point, the constrained solve, the
-    damping and the averaging are post-processing: each reads only the noisy releases and
-    public constants.
+    damping, the averaging and the dispersion's formula are post-processing: each reads
+    only the noisy releases and public constants.
 
     Assumptions: a smooth loss with a known second derivative (logistic, multinomial,
     squared, Huber, smoothed hinge); at most 2048 noisy Hessian dimensions ``n_params *
