@@ -4,6 +4,7 @@ curves, the l_p rates and the cold-start fits. Reads skdp's public API only."""
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -427,40 +428,20 @@ def out_of_core(profile: Profile, log) -> dict:
     return out
 
 
-def _tails(profile: Profile, log) -> list[dict]:
-    from benchmarks.tails import tails
-
-    return tails(profile, log)
-
-
-def _selection(profile: Profile, log) -> list[dict]:
-    from benchmarks.selection import selection
-
-    return selection(profile, log)
+def _module_part(module: str, function: str):
+    """The part ``benchmarks.<module>.<function>(profile, log)``, imported when it runs
+    (a part's own dependencies load only for a run that asks for it)."""
+    def run(profile: Profile, log) -> list[dict]:
+        return getattr(importlib.import_module(f"benchmarks.{module}"), function)(profile, log)
+    return run
 
 
-def _pipelines(profile: Profile, log) -> list[dict]:
-    from benchmarks.pipelines import pipelines
-
-    return pipelines(profile, log)
-
-
-def _intervals(profile: Profile, log) -> list[dict]:
-    from benchmarks.intervals import intervals
-
-    return intervals(profile, log)
-
-
-def _default_logistic(profile: Profile, log) -> list[dict]:
-    from benchmarks.default_logistic import default_logistic
-
-    return default_logistic(profile, log)
-
-
-def _probe(profile: Profile, log) -> list[dict]:
-    from benchmarks.probe import run as probe
-
-    return probe(profile, log)
+_tails = _module_part("tails", "tails")
+_selection = _module_part("selection", "selection")
+_pipelines = _module_part("pipelines", "pipelines")
+_intervals = _module_part("intervals", "intervals")
+_default_logistic = _module_part("default_logistic", "default_logistic")
+_probe = _module_part("probe", "run")
 
 
 def defaults(profile: Profile, log) -> list[dict]:

@@ -53,9 +53,10 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         floor, not the penalty, conditions the step), and ``"gd"`` otherwise, or where
         DP Newton does not apply (``delta=0``, ``epsilon=inf``, ``secure=True``, an l1 or
         lp constraint, an ``accounting`` or objective it does not declare, more than
-        2048 Hessian dimensions); the crossover is measured in docs/algorithms/newton.md. A binary fit that ``"auto"`` sends to
-        DP Newton still chooses its intercept privately (``threshold_fraction``), so
-        its :meth:`conf_int` needs ``solver="newton"`` or ``threshold_fraction=0``.
+        2048 Hessian dimensions); the crossover is measured in docs/algorithms/newton.md.
+        A binary fit that ``"auto"`` sends to DP Newton still chooses its intercept
+        privately (``threshold_fraction``), so its :meth:`conf_int` needs
+        ``solver="newton"`` or ``threshold_fraction=0``.
 
         <<solvers>>
 

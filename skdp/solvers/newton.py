@@ -516,9 +516,9 @@ class NewtonPlan(Plan):
     max_score_step: float
     row_bound: float
     n_hessian: int
-    dispersion_share: float = 0.0
-    sigma_dispersion: float = 0.0
-    dispersion_bound: float = 0.0
+    dispersion_share: float
+    sigma_dispersion: float
+    dispersion_bound: float
 
 
 class DPNewton(BaseDPSolver):
