@@ -15,16 +15,19 @@ default install has no numba). Rows:
   label set read from ``y``).
 
 Each fit is timed next to scikit-learn's ``LogisticRegression(C = 1 / (alpha n))`` on the
-same rows, in alternating order (:func:`benchmarks.measure.paired_fit`); reported: the
+same rows, in alternating order (:func:`benchmarks.measure.paired_fit`), on one BLAS
+thread as the whole suite runs, then the pair again on every core; reported: the
 median, p5 and worst of the excess risk, the test accuracy and the time ratio over fresh
 noise (OS entropy), and the passes over ``X`` (the solver's ``n_iter_``).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 #: Unseeded fits per row.
 RUNS = {"quick": 5, "full": 15}
@@ -73,11 +76,18 @@ def default_logistic(profile, log) -> list[dict]:
     out = []
     for name, make, declared in _rows():
         excess, accuracy, ratios, passes, solvers = [], [], [], [], set()
+        cores = []
         for _ in range(runs):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est, _, ratio = paired_fit(
                     make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)), Xtr, ytr, 1)
+                # The suite runs on one BLAS thread; a user's default install uses every
+                # core: the same pair again with the BLAS pool at the machine's cores.
+                with threadpool_limits(limits=os.cpu_count()):
+                    cores.append(paired_fit(
+                        make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)),
+                        Xtr, ytr, 1)[2])
             ratios.append(ratio)
             accuracy.append(float(est.score(Xte, yte)))
             passes.append(int(np.max(est.n_iter_)))
@@ -86,10 +96,12 @@ def default_logistic(profile, log) -> list[dict]:
                 excess.append(objective.value(est.coef_, est.intercept_) - optimum)
         row = dict(name=name, runs=runs, solver=", ".join(sorted(solvers)),
                    accuracy=_summary(accuracy, "min"), ratio=_summary(ratios, "max"),
+                   ratio_all_cores=_summary(cores, "max"), cores=os.cpu_count(),
                    passes=int(max(passes)),
                    excess=_summary(excess, "max") if excess else None)
         log(f"  {name}: accuracy {row['accuracy']['median']:.3f}, ratio "
-            f"{row['ratio']['median']:.2f}, passes {row['passes']}"
+            f"{row['ratio']['median']:.2f} ({row['ratio_all_cores']['median']:.2f} on "
+            f"{row['cores']} cores), passes {row['passes']}"
             + (f", excess {row['excess']['median']:.2e}" if excess else ""))
         out.append(row)
     return out
@@ -101,17 +113,22 @@ def markdown(rows: list[dict]) -> list[str]:
         return "-" if s is None else " / ".join(format(s[k], fmt)
                                                 for k in ("median", "tail", "worst"))
 
+    cores = rows[0].get("cores", "all") if rows else "all"
     lines = ["| fit | solver | runs | excess risk (median / p95 / max) | test accuracy "
-             "(median / p5 / min) | time / scikit-learn (median / p95 / max) | passes |",
-             "|---|---|---|---|---|---|---|"]
+             "(median / p5 / min) | time / scikit-learn, one BLAS thread (median / p95 / "
+             f"max) | same, {cores} cores | passes |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| `{r['name']}` | {r['solver']} | {r['runs']} | "
                      f"{three(r['excess'], '.2e')} | {three(r['accuracy'], '.3f')} | "
-                     f"{three(r['ratio'], '.2f')} | {r['passes']} |")
+                     f"{three(r['ratio'], '.2f')} | "
+                     f"{three(r.get('ratio_all_cores'), '.2f')} | {r['passes']} |")
     t = TARGETS
     lines += ["", f"Targets for the default (issue 40): the solver's excess risk (the row "
                   f"with `threshold_fraction=0`) at most {t['excess']:g}, time at most "
-                  f"{t['ratio']:g}x scikit-learn's, at most {t['passes']} passes.", ""]
+                  f"{t['ratio']:g}x scikit-learn's (the suite's protocol: one BLAS thread "
+                  "for both; the next column repeats each pair on every core, as a default "
+                  f"install runs), at most {t['passes']} passes.", ""]
     return lines
 
 
@@ -128,9 +145,15 @@ def target_rows(rows: list[dict]) -> list[dict]:
                     "solver's excess risk", bound=f"<= {TARGETS['excess']:g}",
              value=own["excess"]["median"],
              passed=bool(own["excess"]["median"] <= TARGETS["excess"]), detail=n),
-        dict(target="its fit time / scikit-learn, this install",
+        dict(target="its fit time / scikit-learn, this install, one BLAS thread (the "
+                    "suite's protocol; a loaded machine tends to it)",
              bound=f"<= {TARGETS['ratio']:g}", value=default["ratio"]["median"],
              passed=bool(default["ratio"]["median"] <= TARGETS["ratio"]),
+             detail=f"{n}, each paired with a scikit-learn fit"),
+        dict(target=f"its fit time / scikit-learn, this install, {default.get('cores')} "
+                    "cores (a default install's threads)",
+             bound=f"<= {TARGETS['ratio']:g}", value=default["ratio_all_cores"]["median"],
+             passed=bool(default["ratio_all_cores"]["median"] <= TARGETS["ratio"]),
              detail=f"{n}, each paired with a scikit-learn fit"),
         dict(target="its passes over X", bound=f"<= {TARGETS['passes']}",
              value=default["passes"], passed=bool(default["passes"] <= TARGETS["passes"]),
