@@ -18,7 +18,9 @@ Each fit is timed next to scikit-learn's ``LogisticRegression(C = 1 / (alpha n))
 same rows, in alternating order (:func:`benchmarks.measure.paired_fit`), on one BLAS
 thread as the whole suite runs, then the pair again on every core; reported: the
 median, p5 and worst of the excess risk, the test accuracy and the time ratio over fresh
-noise (OS entropy), and the passes over ``X`` (the solver's ``n_iter_``).
+noise (OS entropy; the p5 / p95 of 5-15 fits are interpolated), and the solver's passes
+over ``X`` (``n_iter_``; the row norms and the threshold's scores read ``X`` once more
+each).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ N_TRAIN, N_TEST, ALPHA, EPSILON, DELTA = 200_000, 50_000, 1e-2, 1.0, 1e-5
 #: The issue's targets for the default (excess risk of the solver's output, time ratio,
 #: passes).
 TARGETS = {"excess": 5e-6, "ratio": 1.5, "passes": 10}
+#: The cores this process may run on (its affinity, where the platform reports it).
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _rows():
@@ -77,17 +81,19 @@ def default_logistic(profile, log) -> list[dict]:
     for name, make, declared in _rows():
         excess, accuracy, ratios, passes, solvers = [], [], [], [], set()
         cores = []
-        for _ in range(runs):
+        for run in range(runs):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                # Alternating which fit of the pair goes first (run parity).
                 est, _, ratio = paired_fit(
-                    make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)), Xtr, ytr, 1)
+                    make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)), Xtr, ytr, 1,
+                    first=run % 2)
                 # The suite runs on one BLAS thread; a user's default install uses every
                 # core: the same pair again with the BLAS pool at the machine's cores.
-                with threadpool_limits(limits=os.cpu_count()):
+                with threadpool_limits(limits=CORES):
                     cores.append(paired_fit(
                         make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)),
-                        Xtr, ytr, 1)[2])
+                        Xtr, ytr, 1, first=run % 2)[2])
             ratios.append(ratio)
             accuracy.append(float(est.score(Xte, yte)))
             passes.append(int(np.max(est.n_iter_)))
@@ -96,7 +102,7 @@ def default_logistic(profile, log) -> list[dict]:
                 excess.append(objective.value(est.coef_, est.intercept_) - optimum)
         row = dict(name=name, runs=runs, solver=", ".join(sorted(solvers)),
                    accuracy=_summary(accuracy, "min"), ratio=_summary(ratios, "max"),
-                   ratio_all_cores=_summary(cores, "max"), cores=os.cpu_count(),
+                   ratio_all_cores=_summary(cores, "max"), cores=CORES,
                    passes=int(max(passes)),
                    excess=_summary(excess, "max") if excess else None)
         log(f"  {name}: accuracy {row['accuracy']['median']:.3f}, ratio "
@@ -116,7 +122,7 @@ def markdown(rows: list[dict]) -> list[str]:
     cores = rows[0].get("cores", "all") if rows else "all"
     lines = ["| fit | solver | runs | excess risk (median / p95 / max) | test accuracy "
              "(median / p5 / min) | time / scikit-learn, one BLAS thread (median / p95 / "
-             f"max) | same, {cores} cores | passes |",
+             f"max) | same, {cores} cores | solver passes (`n_iter_`) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| `{r['name']}` | {r['solver']} | {r['runs']} | "
@@ -155,7 +161,8 @@ def target_rows(rows: list[dict]) -> list[dict]:
              bound=f"<= {TARGETS['ratio']:g}", value=default["ratio_all_cores"]["median"],
              passed=bool(default["ratio_all_cores"]["median"] <= TARGETS["ratio"]),
              detail=f"{n}, each paired with a scikit-learn fit"),
-        dict(target="its passes over X", bound=f"<= {TARGETS['passes']}",
+        dict(target="its solver passes over X (n_iter_; the row norms and the threshold "
+                    "read X once more each)", bound=f"<= {TARGETS['passes']}",
              value=default["passes"], passed=bool(default["passes"] <= TARGETS["passes"]),
              detail="the most of any fit"),
     ]

@@ -148,10 +148,12 @@ def timed_fit(make, X, y, repeats: int, statistic=np.median) -> tuple[object, fl
     return est, float(statistic(times))
 
 
-def paired_fit(make, make_sklearn, X, y, repeats: int) -> tuple[object, float, float]:
+def paired_fit(make, make_sklearn, X, y, repeats: int, first: int = 0
+               ) -> tuple[object, float, float]:
     """The fitted estimator, the median fit time and the median ratio of ``repeats`` pairs
     (the estimator's fit and a scikit-learn fit on the same data, in alternating order;
-    the first fit is the estimator's, so an incompatible option fails before any other)."""
+    with ``first=0`` the first fit is the estimator's, so an incompatible option fails
+    before any other; a caller that pairs one fit at a time alternates ``first``)."""
 
     def timed(fit) -> float:
         gc.collect()  # neither fit pays for the other's garbage
@@ -162,7 +164,7 @@ def paired_fit(make, make_sklearn, X, y, repeats: int) -> tuple[object, float, f
     times, ratios = [], []
     for k in range(repeats):
         est = make()
-        if k % 2 == 0:
+        if (k + first) % 2 == 0:
             times.append(timed(est.fit))
             reference = timed(make_sklearn().fit)
         else:

@@ -8,7 +8,8 @@ with one solver of each paper family and a range of privacy budgets epsilon
 (delta = 1e-5), and draws scikit-learn's non-private
 :class:`~sklearn.linear_model.LogisticRegression` as a line.
 
-- ``"gd"``: DP-GD (Wang, Ye & Xu 2017), the default;
+- ``"gd"``: DP-GD (Wang, Ye & Xu 2017), what the default ``solver="auto"`` runs on data
+  this small;
 - ``"output_perturbation"``: a certified non-private solve plus one noise draw
   (Lowy & Razaviyayn);
 - ``"frank_wolfe"``: private Frank-Wolfe over an l1 ball (Asi, Feldman, Koren &

@@ -75,6 +75,8 @@ def _config(name):
 # defaults (declared bounds, pure DP output perturbation), and with other solvers.
 OTHER_ESTIMATORS = [
     DPLogisticRegression(),  # solver="auto": DP-GD on the checks' sizes
+    # At this epsilon "auto" runs DP Newton on the checks' sizes, then the threshold.
+    DPLogisticRegression(epsilon=1e4),
     DPHuberRegressor(),
     DPLasso(),
     DPLasso(solver="mirror_descent", delta=1e-5, fit_intercept=False),

@@ -47,10 +47,11 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         (``DPSVRG(batch_size=64)``) whose parameters nest as ``solver__batch_size`` in
         ``get_params`` and ``GridSearchCV``. ``"auto"`` (public: the shape, the number
         of classes and the settings) runs ``"newton"`` (10 passes) where its released
-        Hessian is precise, that is where the noise edge of a default DP Newton fit is at
-        most 1% of the per-example curvature bound (about ``n >= 25,000`` for 54
-        features at epsilon 1) and ``alpha`` is at least that edge (below it the noise
-        floor, not the penalty, conditions the step), and ``"gd"`` otherwise, or where
+        Hessian is precise, that is where the noise edge of a default DP Newton plan at
+        the total budget is at most 1% of the per-example curvature bound (about ``n >=
+        25,000`` for 54 features at epsilon 1) and ``alpha`` is at least that edge in the
+        problem's units (below it the noise floor, not the penalty, conditions the
+        step), and ``"gd"`` otherwise, or where
         DP Newton does not apply (``delta=0``, ``epsilon=inf``, ``secure=True``, an l1 or
         lp constraint, an ``accounting`` or objective it does not declare, more than
         2048 Hessian dimensions); the crossover is measured in docs/algorithms/newton.md.

@@ -697,30 +697,44 @@ def test_dispersion_terms_have_sensitivity_sqrt2_over_n(loss_name):
 
 
 def test_dispersion_release_audit_on_neighbouring_data_sets():
-    """The released first mean on two neighbouring data sets (one row's ``psi^2 / B^2``
-    from 0 to 1, its curvature term from 1 to 0: the worst case), 20000 runs each at the
-    planned noise of a fit at epsilon 10 (so that the dispersion's share alone is worth
-    an epsilon the audit can resolve, about 1.3): not flagged at that epsilon; a twin
-    with a fifth of the noise is."""
-    n, share, T = 50, DISPERSION_SHARE, 10
-    budget = Budget(10.0, 1e-5)
-    z = analytic_gaussian_multiplier(budget, T)
-    sigma = z * math.sqrt(2.0) / (n * math.sqrt(share * T))
-    # The release alone is a Gaussian mechanism with mu = sqrt(s T) / z: its epsilon at
-    # delta 1e-5 (analytic Gaussian).
-    mu = math.sqrt(share * T) / z
+    """DP Newton's own release (``noisy_dispersion`` at its plan's noise) on two
+    neighbouring data sets of 50 Huber rows at ``W = 0``: one record inside the quadratic
+    zone (``psi^2 = 0``, ``phi'' = 1``) replaced by one beyond it (``psi^2 = B^2``,
+    ``phi'' = 0``), both terms moving by their whole range; the other rows half inside,
+    half beyond (no clip of the means binds). 20000 releases each; the fit's budget is
+    epsilon 10, so that the release alone (``mu_d^2 = s T / z^2``) is worth an epsilon
+    the audit resolves (about 1.06 at delta 1e-5). The released dispersion is not
+    flagged at that epsilon; the plan with a fifth of the noise is."""
+    from dataclasses import replace
+
+    from skdp.privacy.noise import NoiseSource
+
+    n, budget = 50, Budget(10.0, 1e-5)
+    loss = HuberLoss(0.5, label_bound=1.0)
+    X = np.zeros((n, 2))
+    X[:, 0] = 1.0
+    Y = np.where(np.arange(n) % 2 == 0, 0.25, 1.0)[:, None]  # inside / beyond the zone
+    spec = ProblemSpec(n_samples=n, n_params=2, n_outputs=1, n_penalized=2,
+                       row_norm_bound=1.0, loss=loss, constraint=Unconstrained(),
+                       alpha=0.05)
+    solver = DPNewton()
+    plan = solver.plan(spec, budget, "gaussian", "replace_one")
+    W = np.zeros((2, 1))
+    worlds = []
+    for label in (0.0, 1.0):  # the record: psi = 0 inside the zone, psi = -0.5 beyond
+        Y2 = Y.copy()
+        Y2[0] = label
+        worlds.append(Problem.build(X, Y2, spec, data_norm=1.0, intercept=0.0))
+    mu = math.sqrt(DISPERSION_SHARE * plan.n_iter) / plan.noise_multiplier
     eps = brentq(lambda e: gaussian_log_delta(mu, e) - math.log(1e-5), 1e-6, 50)
-    base = np.zeros(2)
-    moved = np.array([1.0, -1.0]) / n  # the two terms of one row, in opposite directions
 
-    def runs(scale, seed):
-        rng = np.random.default_rng(seed)
-        first = base + rng.normal(0, sigma * scale, size=(20000, 2))
-        second = moved + rng.normal(0, sigma * scale, size=(20000, 2))
-        # The projection on the moved direction is the most distinguishing score.
-        return first @ moved, second @ moved
+    def runs(p, seed):
+        noise = NoiseSource(np.random.default_rng(seed))
+        return [np.array([solver.noisy_dispersion(problem, p, W, noise)
+                          for _ in range(20000)]) for problem in worlds]
 
-    s0, s1 = runs(1.0, 0)
+    s0, s1 = runs(plan, 0)
     assert not audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
-    s0, s1 = runs(0.2, 1)
+    twin = replace(plan, sigma_dispersion=plan.sigma_dispersion / 5)
+    s0, s1 = runs(twin, 1)
     assert audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
