@@ -220,6 +220,13 @@ class PrivacyPlanning:
         rule may pick declares alike."""
         return self.solver
 
+    def _settings_allow(self, caps) -> bool:
+        """Whether ``secure`` and ``accounting`` (public settings) let a solver of the
+        declaration ``caps`` run: what an estimator's ``"auto"`` rule checks before it
+        picks that solver."""
+        return ((caps.secure or not getattr(self, "secure", False))
+                and self.accounting in ("auto", *caps.accounting_methods))
+
     def _solver(self, shape: tuple[int, ...] | None = None):
         """The solver instance of :meth:`_solver_name` (public: parameters and shape)."""
         return get_solver(self._solver_name(shape))

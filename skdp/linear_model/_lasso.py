@@ -131,8 +131,7 @@ class DPLasso(BaseDPRegressor):
         if self.solver != "auto":
             return self.solver
         caps = SufficientStatistics.capabilities
-        if (shape is None or (self.secure and not caps.secure)
-                or self.accounting not in ("auto", *caps.accounting_methods)):
+        if shape is None or not self._settings_allow(caps):
             # The statistics cannot honour secure=True or that accounting method (public
             # settings, their declaration): Frank-Wolfe, as the default always did.
             return "frank_wolfe"

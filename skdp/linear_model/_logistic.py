@@ -10,7 +10,6 @@ from scipy.special import expit
 
 from skdp._array_api import device_log_softmax, namespace
 from skdp._params import store_params
-from skdp._planning import INTERCEPT_SCALE
 from skdp._sklearn_compat import StrOptions
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
@@ -18,7 +17,7 @@ from skdp.linear_model._inference import IntervalsMixin
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss
 from skdp.privacy.budget import Budget
 from skdp.solvers import DPNewton
-from skdp.solvers.newton import relative_hessian_noise
+from skdp.solvers.newton import hessian_frobenius_bound, relative_hessian_noise
 
 __all__ = ["DPLogisticRegression"]
 
@@ -159,9 +158,8 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         if self.solver != "auto":
             return self.solver
         caps = DPNewton.capabilities
-        if (shape is None or (self.secure and not caps.secure) or self.tilt is not None
+        if (shape is None or not self._settings_allow(caps) or self.tilt is not None
                 or self.adversarial_radius
-                or self.accounting not in ("auto", *caps.accounting_methods)
                 or not (isinstance(self.delta, Real) and 0 < self.delta < 1)
                 or not (isinstance(self.epsilon, Real) and 0 < self.epsilon < math.inf)):
             # At epsilon=inf DP-GD already reaches the non-private optimum; the others
@@ -177,14 +175,14 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         if dim > caps.max_params:
             return "gd"
         noise = relative_hessian_noise(n, dim, Budget(float(self.epsilon), float(self.delta)))
-        # The noise edge in the problem's units, nu = noise * c_F * R^2, with the augmented
-        # l2 row bound R^2 = D^2 (1 + s^2) (D = data_norm, or 1 in units of a private
-        # bound; s the intercept scale) and c_F the curvature bound (1/4 for two classes,
-        # 1/2 multinomial). Below alpha = nu the eigenvalue floor, not the penalty, sets
+        # The noise edge in the problem's units, nu = noise * c_F * R^2: R the augmented l2
+        # row bound of data_norm (1 in units of a private bound), c_F the loss's
+        # curvature bound. Below alpha = nu the eigenvalue floor, not the penalty, sets
         # how much the step amplifies the gradient noise in the flat directions.
-        scale = 1.0 if isinstance(self.data_norm, str) else float(self.data_norm) ** 2
-        intercept = INTERCEPT_SCALE if self.fit_intercept else 0.0
-        edge = noise * (0.25 if outputs == 1 else 0.5) * scale * (1.0 + intercept**2)
+        data_norm = 1.0 if isinstance(self.data_norm, str) else float(self.data_norm)
+        loss = LogisticLoss() if outputs == 1 else MultinomialLogisticLoss(outputs)
+        edge = (noise * hessian_frobenius_bound(loss, outputs)
+                * self._row_norm_bound(data_norm, 2.0) ** 2)
         return ("newton" if noise <= AUTO_NEWTON_NOISE and float(self.alpha) >= edge
                 else "gd")
 

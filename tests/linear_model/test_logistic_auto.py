@@ -175,7 +175,8 @@ def test_progress_names_the_solver_that_runs(capsys):
     assert "solver 'gd'" in capsys.readouterr().out
 
 
-def test_a_search_across_the_crossover_charges_what_ran():
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_search_across_the_crossover_charges_what_ran(n_jobs, tmp_path):
     """GridSearchCV of the default over alpha on 4,500 rows of 3 features at epsilon 2:
     the 3,000-row folds sit below the crossover (DP-GD; about 3,600 rows), the 4,500-row
     refit above it (DP Newton); private bounds too. The accountant holds each fit's own
@@ -183,13 +184,12 @@ def test_a_search_across_the_crossover_charges_what_ran():
     from sklearn.model_selection import GridSearchCV, KFold
 
     X, y = _data(4_500, seed=2)
-    est = DPLogisticRegression(epsilon=2.0, classes=[0, 1],
-                               accountant=BudgetAccountant(100.0, 1e-3))
+    acc = BudgetAccountant(100.0, 1e-3, path=tmp_path / "b.sqlite" if n_jobs > 1 else None)
+    est = DPLogisticRegression(epsilon=2.0, classes=[0, 1], accountant=acc)
     assert est._solver_name((3_000, 3)) == "gd" and est._solver_name((4_500, 3)) == "newton"
-    search = GridSearchCV(est, {"alpha": [1e-2, 3e-2]}, cv=KFold(3))
+    search = GridSearchCV(est, {"alpha": [1e-2, 3e-2]}, cv=KFold(3), n_jobs=n_jobs)
     price = privacy_cost(search, X, y)
     _fit(search, X, y)
-    acc = est.accountant
     assert search.best_estimator_.solver_.name == "newton"
     assert len(acc) == 2 * 3 + 1
     assert "ComposedDpEvent" in repr(acc.entries[-1].ledger.part("fit").event)
