@@ -211,6 +211,10 @@ class PrivacyPlanning:
     classifiers, ``_check_classes``.
     """
 
+    #: The split of the bounds' budget among the estimates (:data:`BOUND_WEIGHTS`, or an
+    #: estimator's own public weights).
+    _bound_weights = BOUND_WEIGHTS
+
     def _solver_name(self, shape: tuple[int, ...] | None):
         """The solver a fit with this public ``(n_samples, n_features)`` (or ``(n_samples,
         n_features, n_outputs)``, as the plan passes it) runs: the ``solver`` parameter
@@ -454,7 +458,7 @@ class PrivacyPlanning:
         before any data is read.
 
         The bound estimates get :func:`bounds_share` of ``epsilon`` (pure DP, split in
-        proportion to :data:`BOUND_WEIGHTS`), the fit the rest at the full delta; the two
+        proportion to :attr:`_bound_weights`), the fit the rest at the full delta; the two
         compose by basic composition to at most ``(epsilon, delta)``. The reservation is
         the bound estimates' events followed by the fit planned with the placeholder
         bounds (:meth:`_placeholder_bounds`): for every solver whose plan does not depend
@@ -574,12 +578,13 @@ class PrivacyPlanning:
     def _split_budget(self, total: Budget, names: tuple, n_samples: int
                       ) -> tuple[dict, Budget]:
         """The bound estimates' shares of ``epsilon`` (:func:`bounds_share`, split by
-        :data:`BOUND_WEIGHTS`) and the fit's budget (the rest, all of ``delta``)."""
+        :attr:`_bound_weights`) and the fit's budget (the rest, all of ``delta``)."""
         if not names:
             return {}, total
+        weights = {k: self._bound_weights[k] for k in names}
         eps_bounds = bounds_share(self.bounds_fraction, total.epsilon,
-                                  sum(BOUND_WEIGHTS[k] for k in names), n_samples)
-        return (_split(eps_bounds, {k: BOUND_WEIGHTS[k] for k in names}),
+                                  sum(weights.values()), n_samples)
+        return (_split(eps_bounds, weights),
                 self._less(total, eps_bounds, total))
 
     def _bounds_parts(self, shares: dict, total: Budget) -> tuple:
