@@ -22,12 +22,16 @@ from skdp.solvers.newton import hessian_frobenius_bound, relative_hessian_noise
 __all__ = ["DPLogisticRegression"]
 
 #: ``solver="auto"`` runs DP Newton where the default plan's Hessian noise edge is at most
-#: this share of the per-example curvature bound (:func:`relative_hessian_noise`). On the
-#: covertype-shaped task at epsilon 1 (d = 54; 10 unseeded fits per cell, median test
-#: accuracy) DP-GD wins at n = 10,000 (0.629 against 0.616; share 0.025) and the two tie
-#: from n = 30,000 (0.641 against 0.638; share 0.008), where DP Newton takes 10 passes
-#: instead of about 45 (docs/algorithms/newton.md).
-AUTO_NEWTON_NOISE = 0.01
+#: this share of the per-example curvature bound (:func:`relative_hessian_noise`): about
+#: 100,000 rows for 54 features at epsilon 1 (the edge falls like ``1 / (n epsilon)``
+#: and grows like ``sqrt(D)``). Median excess risk over unseeded fits, DP-GD against DP
+#: Newton (docs/algorithms/newton.md, "The default"): covertype-shaped, two draws, 30,000
+#: rows (edge 0.008) 1.2e-4 / 9.5e-5 against 2.0e-4 / 2.3e-4, 60,000 (0.004) 4.1e-5 /
+#: 3.7e-5 against 6.0e-5 / 4.6e-5, 100,000 (0.0025) 2.0e-5 / 2.6e-5 against 2.2e-5 /
+#: 2.2e-5, 150,000 (0.0017) 1.5e-5 / 1.5e-5 against 9.6e-6 / 9.9e-6; 4 classes at 50,000
+#: (0.0075) 1.8e-4 against 4.4e-4; 20 features at 50,000 (0.003) 1.4e-5 against 2.6e-5.
+#: A former threshold of 0.01 (25,000 rows) chose DP Newton in all of the DP-GD wins.
+AUTO_NEWTON_NOISE = 0.0025
 
 @shared_docs
 class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
@@ -45,10 +49,10 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         A name from :data:`skdp.solvers.SOLVERS` or a solver instance
         (``DPSVRG(batch_size=64)``) whose parameters nest as ``solver__batch_size`` in
         ``get_params`` and ``GridSearchCV``. ``"auto"`` (public: the shape, the number
-        of classes and the settings) runs ``"newton"`` (10 passes) where its released
+        of classes and the settings) runs ``"newton"`` (8 passes) where its released
         Hessian is precise, that is where the noise edge of a default DP Newton plan at
-        the total budget is at most 1% of the per-example curvature bound (about ``n >=
-        25,000`` for 54 features at epsilon 1) and ``alpha`` is at least that edge in the
+        the total budget is at most 0.25% of the per-example curvature bound (about ``n
+        >= 99,000`` for 54 features at epsilon 1) and ``alpha`` is at least that edge in the
         problem's units (below it the noise floor, not the penalty, conditions the
         step), and ``"gd"`` otherwise, or where
         DP Newton does not apply (``delta=0``, ``epsilon=inf``, ``secure=True``, an l1 or
