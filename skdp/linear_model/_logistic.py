@@ -49,7 +49,7 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         A name from :data:`skdp.solvers.SOLVERS` or a solver instance
         (``DPSVRG(batch_size=64)``) whose parameters nest as ``solver__batch_size`` in
         ``get_params`` and ``GridSearchCV``. ``"auto"`` (public: the shape, the number
-        of classes and the settings) runs ``"newton"`` (8 passes) where its released
+        of classes and the settings) runs ``"newton"`` (10 passes) where its released
         Hessian is precise, that is where the noise edge of a default DP Newton plan at
         the total budget is at most 0.25% of the per-example curvature bound (about ``n
         >= 99,000`` for 54 features at epsilon 1) and ``alpha`` is at least that edge in the

@@ -482,7 +482,7 @@ def test_zero_signal_output_is_the_scaled_gradient_noise():
 def test_defaults_and_budget_split():
     problem = make_problem(n=1000, d=5, alpha=0.01)
     plan = DPNewton().plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
-    assert plan.n_iter == 8 and plan.gradient_share == 0.9 and plan.max_score_step == 4.0
+    assert plan.n_iter == 10 and plan.gradient_share == 0.9 and plan.max_score_step == 4.0
     # The floor: alpha plus the typical operator norm of the Hessian noise.
     assert plan.hessian_floor == pytest.approx(
         0.01 + math.sqrt(2 * 5) * plan.sigma_hessian, rel=1e-12)
@@ -495,7 +495,7 @@ def test_defaults_and_budget_split():
         spec = _glm_problem(loss).spec
         plan = DPNewton().plan(spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
         assert plan.max_score_step == pytest.approx(radius)
-        # Their curvature jumps: a Hessian at each of 10 steps (8 for the smooth losses).
+        # Their curvature jumps: a Hessian at each of the 10 steps.
         assert plan.n_iter == plan.n_hessian == 10
     assert DPNewton(max_score_step=None).plan(
         problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one").max_score_step == math.inf
