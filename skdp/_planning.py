@@ -79,8 +79,9 @@ AUTO_FRACTIONS = (0.2, 0.4)
 
 def bounds_share(fraction, epsilon: float, n_estimates: float, n_samples: int) -> float:
     """The part of ``epsilon`` the private bounds get: ``fraction * epsilon``, or for
-    ``"auto"`` ``AUTO_RECORDS * k / n`` (``k`` the estimates' total weight in
-    :data:`BOUND_WEIGHTS`, so that a weight-1 estimate gets ``n epsilon = 30``) clipped to
+    ``"auto"`` ``AUTO_RECORDS * k / n`` (``k`` the estimates' total weight in the
+    estimator's ``_bound_weights``, :data:`BOUND_WEIGHTS` by default, so that a weight-1
+    estimate gets ``n epsilon = 30``) clipped to
     ``[0.2 epsilon, 0.4 epsilon]``. Public: ``epsilon``, the weights and ``n`` only.
 
     Measured on diabetes (309 training rows, four estimates, 100 unseeded fits each;

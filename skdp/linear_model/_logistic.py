@@ -23,7 +23,7 @@ __all__ = ["DPLogisticRegression"]
 
 #: ``solver="auto"`` runs DP Newton where the default plan's Hessian noise edge is at most
 #: this share of the per-example curvature bound (:func:`relative_hessian_noise`): about
-#: 100,000 rows for 54 features at epsilon 1 (the edge falls like ``1 / (n epsilon)``
+#: 99,000 rows for 54 features at epsilon 1 (the edge falls like ``1 / (n epsilon)``
 #: and grows like ``sqrt(D)``). Median excess risk over unseeded fits, DP-GD against DP
 #: Newton (docs/algorithms/newton.md, "The default"): covertype-shaped, two draws, 30,000
 #: rows (edge 0.008) 1.2e-4 / 9.5e-5 against 2.0e-4 / 2.3e-4, 60,000 (0.004) 4.1e-5 /

@@ -181,27 +181,40 @@ def test_auto_huber_delta_is_half_the_bound_in_either_mode():
 
 
 def test_the_bounds_budget_is_split_one_three_one_two():
-    """DPHuberRegressor's own split of the bounds' part (docs/privacy.md, 1.6); the fit's
-    ledger holds the same shares."""
+    """DPHuberRegressor's own split of the bounds' part (docs/privacy.md, 1.6): the
+    shares, the "auto" part from the total weight 7 (30 * 7 / 1000 = 0.21 of epsilon at
+    1000 rows, where the other regressors' weight 5 gives the floor 0.2), and a fit's
+    ledger holding them."""
     from skdp.privacy.budget import Budget
 
     est = DPHuberRegressor()
     names = est._auto_bounds()
-    shares, _ = est._split_budget(Budget(1.0, 1e-5), names, 309)
     assert names == ("data_norm", "y_scale", "y_centre", "y_bound")
-    unit = shares["data_norm"]
-    assert [shares[k] / unit for k in names] == pytest.approx([1.0, 3.0, 1.0, 2.0])
-    assert sum(shares.values()) == pytest.approx(0.4)  # the "auto" share's cap at n = 309
+    for n, part in ((309, 0.4), (1000, 0.21)):
+        shares, _ = est._split_budget(Budget(1.0, 1e-5), names, n)
+        unit = shares["data_norm"]
+        assert [shares[k] / unit for k in names] == pytest.approx([1.0, 3.0, 1.0, 2.0])
+        assert sum(shares.values()) == pytest.approx(part)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(1000, 2))
+    y = X @ [2.0, -1.0] + 5.0 + rng.normal(0, 0.3, 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = DPHuberRegressor(random_state=0).fit(X, y)
+    events = reg.privacy_ledger_.part("bounds").event.events
+    assert [e.epsilon for e in events] == pytest.approx(
+        [0.21 * w / 7.0 for w in (1.0, 3.0, 1.0, 2.0)])
 
 
 @pytest.mark.slow
 def test_default_fits_on_diabetes_have_no_catastrophic_tail():
     """2000 unseeded default fits at epsilon 1 on fresh 70/30 splits of diabetes: at most
-    2 below R^2 = -1 and a median above 0.25. Measured 1 of 24,000 below -1 and a median
-    of 0.305, so at a rate of 1e-4 the count exceeds 2 with probability 1.3e-3 (Poisson,
-    mean 0.2); the former default (huber_delta 1.35 in units of y_bound_, the shared split
-    of the bounds' budget: 13 of 5000 below -1, median 0.146) fails it with probability
-    0.89."""
+    2 below R^2 = -1 and a median above 0.25. Measured 1 of 24,000 below -1 (an
+    independent review: 3 of 30,000) and a median of 0.305, so at a rate of 1e-4 the count
+    exceeds 2 with probability 1.15e-3 (Poisson, mean 0.2). The former default
+    (huber_delta 1.35 in units of y_bound_, the shared split of the bounds' budget:
+    median 0.141, 14 of 10,000 below -1) fails it through its median in every 2000-fit
+    block the review ran (5 of 5)."""
     from sklearn.datasets import load_diabetes
     from sklearn.model_selection import train_test_split
 
