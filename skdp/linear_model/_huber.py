@@ -28,9 +28,9 @@ HUBER_DELTA_SHARE = 0.5
 #: other estimators): the noise of a Huber fit grows with ``y_bound`` (its gradient bound
 #: is ``huber_delta * data_norm``) and a scale of ``|y|`` that stops below the targets
 #: leaves a centre near 0 (a fit that predicts about 0), so both get more. Diabetes at
-#: epsilon 1 (8,000 unseeded fits each, ``huber_delta=0.7``): fits below R^2 = -1, 4 per
-#: 4,000 with the shared weights, 2 per 8,000 with ``y_scale`` 3 and ``y_bound`` 2, 126
-#: per 8,000 with the scale at weight 1 (DPLinearRegression, whose sufficient statistics
+#: epsilon 1 (unseeded fits, ``huber_delta=0.7``): fits below R^2 = -1, 6 per 3,000
+#: with the shared weights, 2 per 8,000 with ``y_scale`` 3 and ``y_bound`` 2, 663 per
+#: 4,000 with ``y_bound`` 2 and the scale at 1 (DPLinearRegression, whose sufficient statistics
 #: have other failure modes, loses with them: 24 against 5 per 3,000). The price: the
 #: row bound's search, with the least, stops below the rows in 39% of those fits (row
 #: normalisation; docs/privacy.md 1.6): declare ``data_norm`` where row norms matter.

@@ -30,7 +30,7 @@ __all__ = ["DPLogisticRegression"]
 #: 3.7e-5 against 6.0e-5 / 4.6e-5, 100,000 (0.0025) 2.0e-5 / 2.6e-5 against 2.2e-5 /
 #: 2.2e-5, 150,000 (0.0017) 1.5e-5 / 1.5e-5 against 9.6e-6 / 9.9e-6; 4 classes at 50,000
 #: (0.0075) 1.8e-4 against 4.4e-4; 20 features at 50,000 (0.003) 1.4e-5 against 2.6e-5.
-#: A former threshold of 0.01 (25,000 rows) chose DP Newton in all of the DP-GD wins.
+#: The former threshold, 0.01 (25,000 rows), chose DP Newton in every one of these cells.
 AUTO_NEWTON_NOISE = 0.0025
 
 @shared_docs
