@@ -28,7 +28,6 @@ from skdp._array_api import (
 from skdp._planning import (
     NOISE_DOMINATED,
     SCALE_SLACK,
-    BoundRules,
     FitBounds,
     PrivacyPlanning,
     noise_ratio,
@@ -255,8 +254,6 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
     _y_numeric = False
     #: Whether the intercept is a coordinate of the constrained (and penalised) vector.
     _intercept_constrained = False
-    #: What the ``"auto"`` bounds aim at (:class:`skdp._planning.BoundRules`).
-    _bound_rules = BoundRules()
 
     _parameter_constraints: dict = {
         # Validated once, by skdp.privacy.check_budget (BudgetError naming the setting).
@@ -342,11 +339,6 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             for name, value in previous.items():
                 setattr(self, name, value)
             raise
-
-    def _rules_for(self, solver) -> BoundRules:
-        """The bound rules of a fit that runs ``solver`` (public; the class's
-        :attr:`_bound_rules` unless an estimator tunes them per solver)."""
-        return self._bound_rules
 
     def _estimate_bounds(self, X, y, shares: dict, rng) -> FitBounds:
         """The private bound estimates: AboveThreshold over public grids
@@ -497,7 +489,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 ledger = planned
             else:
                 fit_rng, threshold_rng, ledger = self.random_state, None, planned
-            self._warn_if_noise_dominated(spec, total, bounds)
+            self._warn_if_noise_dominated(spec, total, bounds, shape)
             if not total.is_private and isinstance(self.solver, str) and \
                     solver.capabilities.inexact_at_inf:
                 # Public: the solver's declaration and the budget.
@@ -526,7 +518,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         progress("done", f"privacy spent ({spent.epsilon:.6g}, {spent.delta:.3g})")
         return self
 
-    def _warn_if_noise_dominated(self, spec, total: Budget, bounds: FitBounds) -> None:
+    def _warn_if_noise_dominated(self, spec, total: Budget, bounds: FitBounds,
+                                 shape: tuple[int, int]) -> None:
         """Warn when the fit cannot learn: the :func:`noise_ratio` of the fit its solver
         would get (:meth:`_decision_budget`) is at least :data:`NOISE_DOMINATED`, or a
         private bound fell on the edge of its public grid.
@@ -534,7 +527,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         Post-processing of public quantities and released (DP) bounds only: the warning
         costs no privacy and says what to change.
         """
-        budget = self._decision_budget(total, spec.n_samples)
+        budget = self._decision_budget(total, shape)
         ratio = noise_ratio(spec.n_samples, spec.n_params, budget)
         fallback = self._intercept_only_instead(spec, budget)
         if ratio >= NOISE_DOMINATED:

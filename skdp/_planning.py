@@ -15,7 +15,9 @@ this half alone.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 from dp_accounting import dp_event as dpe
@@ -39,7 +41,8 @@ __all__ = ["BOUND_WEIGHTS", "NOISE_DOMINATED", "BoundRules", "FitBounds", "Priva
 #: either way moves every prediction: it gets twice the share and a slack of
 #: ``SCALE_SLACK`` (exact law on diabetes' 309 targets at epsilon 1: P(scale < 25) from
 #: 1.3e-2 to 1.2e-4 and P(scale > 1000) from 3.2e-4 to 6e-6).
-BOUND_WEIGHTS = {"data_norm": 1.0, "y_scale": 2.0, "y_centre": 1.0, "y_bound": 1.0}
+BOUND_WEIGHTS = MappingProxyType(
+    {"data_norm": 1.0, "y_scale": 2.0, "y_centre": 1.0, "y_bound": 1.0})
 SCALE_SLACK = 20.0
 
 
@@ -79,8 +82,8 @@ AUTO_FRACTIONS = (0.2, 0.4)
 
 def bounds_share(fraction, epsilon: float, n_estimates: float, n_samples: int) -> float:
     """The part of ``epsilon`` the private bounds get: ``fraction * epsilon``, or for
-    ``"auto"`` ``AUTO_RECORDS * k / n`` (``k`` the estimates' total weight in the
-    estimator's ``_bound_weights``, :data:`BOUND_WEIGHTS` by default, so that a weight-1
+    ``"auto"`` ``AUTO_RECORDS * k / n`` (``k`` the estimates' total weight in the fit's
+    :attr:`BoundRules.weights`, :data:`BOUND_WEIGHTS` by default, so that a weight-1
     estimate gets ``n epsilon = 30``) clipped to
     ``[0.2 epsilon, 0.4 epsilon]``. Public: ``epsilon``, the weights and ``n`` only.
 
@@ -161,6 +164,9 @@ class BoundRules:
         at 0.2-0.4%). A spread of the targets below
         1/32 of their magnitude is then bounded by that floor (a looser bound, never a
         clipped target beyond it): declare ``y_bound`` for such targets.
+    weights : Mapping[str, float]
+        The split of the bounds' budget among the estimates (``data_norm``, ``y_scale``,
+        ``y_centre``, ``y_bound``; proportional, :func:`bounds_share`).
     """
 
     data_norm_quantile: float = 0.75
@@ -168,6 +174,7 @@ class BoundRules:
     y_bound_widen_below: float = 0.0
     y_bound_slack: float = SLACK
     y_bound_octaves: float | None = 5.0
+    weights: Mapping[str, float] = field(default_factory=lambda: BOUND_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -212,9 +219,13 @@ class PrivacyPlanning:
     classifiers, ``_check_classes``.
     """
 
-    #: The split of the bounds' budget among the estimates (:data:`BOUND_WEIGHTS`, or an
-    #: estimator's own public weights).
-    _bound_weights = BOUND_WEIGHTS
+    #: What the ``"auto"`` bounds aim at and how they split their budget (public).
+    _bound_rules = BoundRules()
+
+    def _rules_for(self, solver) -> BoundRules:
+        """The bound rules of a fit that runs ``solver`` (public; the class's
+        :attr:`_bound_rules` unless an estimator tunes them per solver)."""
+        return self._bound_rules
 
     def _solver_name(self, shape: tuple[int, ...] | None):
         """The solver a fit with this public ``(n_samples, n_features)`` (or ``(n_samples,
@@ -459,7 +470,7 @@ class PrivacyPlanning:
         before any data is read.
 
         The bound estimates get :func:`bounds_share` of ``epsilon`` (pure DP, split in
-        proportion to :attr:`_bound_weights`), the fit the rest at the full delta; the two
+        proportion to :attr:`BoundRules.weights`), the fit the rest at the full delta; the two
         compose by basic composition to at most ``(epsilon, delta)``. The reservation is
         the bound estimates' events followed by the fit planned with the placeholder
         bounds (:meth:`_placeholder_bounds`): for every solver whose plan does not depend
@@ -478,9 +489,10 @@ class PrivacyPlanning:
             unaccounted = PrivacyLedger(dpe.NonPrivateDpEvent(), "pure", self.neighboring, total)
             return (total, {k: math.inf for k in names}, total,
                     CompositeLedger((("fit", unaccounted),), total), False, 0.0)
-        shares, fit_budget = self._split_budget(total, names, n_samples)
+        shape = (n_samples, n_features)
+        shares, fit_budget = self._split_budget(total, names, shape)
         intercept_only = self._intercept_only_instead(
-            spec, self._decision_budget(total, n_samples))
+            spec, self._decision_budget(total, shape))
         threshold = self._threshold_epsilon(fit_budget, spec, intercept_only)
         if intercept_only:
             # Public decision (noise_ratio of the fit the solver would get). The
@@ -488,7 +500,7 @@ class PrivacyPlanning:
             # without an intercept (the zero model), to the targets' bounds; the fit gets
             # what they would have spent.
             names = tuple(k for k in names if k != "data_norm" and self.fit_intercept)
-            shares, fit_budget = self._split_budget(total, names, n_samples)
+            shares, fit_budget = self._split_budget(total, names, shape)
         fit_budget = self._less(fit_budget, threshold, total, sum(shares.values()))
         # The fit planned with the placeholder bounds (calibrated once, and cached for the
         # real plan when the two agree).
@@ -568,23 +580,26 @@ class PrivacyPlanning:
                                   total) if threshold else prepared[1])
         return solver, total, spec, prepared, label_attrs, threshold, ledger
 
-    def _decision_budget(self, total: Budget, n_samples: int) -> Budget:
+    def _decision_budget(self, total: Budget, shape: tuple[int, int]) -> Budget:
         """The budget the solver gets with every ``"auto"`` bound estimated: what decides
         :meth:`_intercept_only_instead` and the noise-dominated warning (public)."""
         names = self._auto_bounds()
         if not names or not total.is_private:
             return total
-        return self._split_budget(total, names, n_samples)[1]
+        return self._split_budget(total, names, shape)[1]
 
-    def _split_budget(self, total: Budget, names: tuple, n_samples: int
+    def _split_budget(self, total: Budget, names: tuple, shape: tuple[int, int]
                       ) -> tuple[dict, Budget]:
-        """The bound estimates' shares of ``epsilon`` (:func:`bounds_share`, split by
-        :attr:`_bound_weights`) and the fit's budget (the rest, all of ``delta``)."""
+        """The bound estimates' shares of ``epsilon`` (:func:`bounds_share`, split by the
+        :attr:`BoundRules.weights` of the solver this public ``(n_samples, n_features)``
+        runs, as :meth:`skdp._base.BaseDPLinearModel._estimate_bounds` reads its rules)
+        and the fit's budget (the rest, all of ``delta``)."""
         if not names:
             return {}, total
-        weights = {k: self._bound_weights[k] for k in names}
+        rules = self._rules_for(self._solver(shape))
+        weights = {k: rules.weights[k] for k in names}
         eps_bounds = bounds_share(self.bounds_fraction, total.epsilon,
-                                  sum(weights.values()), n_samples)
+                                  sum(weights.values()), shape[0])
         return (_split(eps_bounds, weights),
                 self._less(total, eps_bounds, total))
 

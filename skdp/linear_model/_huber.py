@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from numbers import Real
+from types import MappingProxyType
 
 from skdp._params import store_params
-from skdp._planning import BOUND_WEIGHTS
+from skdp._planning import BOUND_WEIGHTS, BoundRules
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._inference import IntervalsMixin
@@ -34,7 +35,7 @@ HUBER_DELTA_SHARE = 0.5
 #: have other failure modes, loses with them: 24 against 5 per 3,000). The price: the
 #: row bound's search, with the least, stops below the rows in 39% of those fits (row
 #: normalisation; docs/privacy.md 1.6): declare ``data_norm`` where row norms matter.
-HUBER_BOUND_WEIGHTS = {**BOUND_WEIGHTS, "y_scale": 3.0, "y_bound": 2.0}
+HUBER_BOUND_WEIGHTS = MappingProxyType({**BOUND_WEIGHTS, "y_scale": 3.0, "y_bound": 2.0})
 
 
 @shared_docs
@@ -123,7 +124,7 @@ class DPHuberRegressor(IntervalsMixin, BaseDPRegressor):
     # What conf_int needs (its error names it).
     _intervals_need = "the Hessian and dispersion that solver='newton' releases"
     _intervals_fix = "Set solver='newton'"
-    _bound_weights = HUBER_BOUND_WEIGHTS
+    _bound_rules = BoundRules(weights=HUBER_BOUND_WEIGHTS)
 
     _parameter_constraints: dict = {
         **BaseDPRegressor._parameter_constraints,
@@ -163,6 +164,6 @@ class DPHuberRegressor(IntervalsMixin, BaseDPRegressor):
         Y, bound = self._clipped_labels(y, bounds)
         # "auto": a share of the raw y_bound (rescaled or not, the clipped targets span
         # [-y_bound, y_bound] around the centre); a number is in the problem's units.
-        delta = (HUBER_DELTA_SHARE * bound if self.huber_delta == "auto"
+        delta = (HUBER_DELTA_SHARE * bound if isinstance(self.huber_delta, str)
                  else float(self.huber_delta) * bounds.target_scale)
         return Y, HuberLoss(delta, label_bound=bound), {}

@@ -191,7 +191,7 @@ def test_the_bounds_budget_is_split_one_three_one_two():
     names = est._auto_bounds()
     assert names == ("data_norm", "y_scale", "y_centre", "y_bound")
     for n, part in ((309, 0.4), (1000, 0.21)):
-        shares, _ = est._split_budget(Budget(1.0, 1e-5), names, n)
+        shares, _ = est._split_budget(Budget(1.0, 1e-5), names, (n, 10))
         unit = shares["data_norm"]
         assert [shares[k] / unit for k in names] == pytest.approx([1.0, 3.0, 1.0, 2.0])
         assert sum(shares.values()) == pytest.approx(part)
