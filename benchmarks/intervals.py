@@ -55,7 +55,8 @@ def _rows():
                                     data_norm=math.sqrt(3.0), classes=[0, 1])
 
     def linear(eps):
-        return DPLinearRegression(eps, alpha=1e-4, data_norm=math.sqrt(3.0), y_bound=4.0)
+        return DPLinearRegression(eps, solver="sufficient_statistics", alpha=1e-4,
+                                  data_norm=math.sqrt(3.0), y_bound=4.0)
 
     def huber(eps):
         return DPHuberRegressor(eps, solver="newton", alpha=1e-4, huber_delta=1.0,

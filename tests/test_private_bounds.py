@@ -51,14 +51,21 @@ def test_auto_ledger_reaccounts_within_the_budget_and_shows_both_parts():
     assert clf.data_norm_ > 100  # raw breast cancer rows have norms ~ 300-4000
 
 
-def test_regressor_bounds_centre_and_four_parts():
-    reg = quiet(DPLinearRegression(epsilon=1.0, random_state=0).fit, X_D, Y_D)
+@pytest.mark.parametrize("solver", ["sufficient_statistics", "auto"])
+def test_regressor_bounds_centre_and_four_parts(solver):
+    reg = quiet(DPLinearRegression(epsilon=1.0, solver=solver, random_state=0).fit,
+                X_D, Y_D)
     bounds = reg.privacy_ledger_.part("bounds")
     # data_norm, the scale of |y| (twice the share), the centre (a mean clipped to that
     # scale) and y_bound, sharing bounds_fraction="auto": 30 records' worth per unit of
-    # weight, between 0.2 and 0.4 of epsilon (442 rows: 150 / 442 = 0.34).
+    # weight, between 0.2 and 0.4 of epsilon (442 rows: 150 / 442 = 0.34). "auto" runs
+    # DP-GD on these 442 rows x 10 features (n epsilon below 150 x 11), whose noise grows
+    # with y_bound: the split 1 : 3 : 1 : 2 (210 / 442 > 0.4: the cap binds).
+    total, weights = ((150 / 442, (1, 2, 1, 1)) if solver == "sufficient_statistics"
+                      else (0.4, (1, 3, 1, 2)))
+    assert reg.solver_.name == ("gd" if solver == "auto" else solver)
     assert [e.epsilon for e in bounds.event.events] == pytest.approx(
-        [150 / 442 * w / 5 for w in (1, 2, 1, 1)])
+        [total * w / sum(weights) for w in weights])
     assert 25 <= reg.y_centre_ <= 346  # the targets' documented range
     assert reg.y_bound_ > 0 and reg.data_norm_ > 0
     pred = reg.predict(X_D)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from numbers import Real
-from types import MappingProxyType
 
 from skdp._params import store_params
-from skdp._planning import BOUND_WEIGHTS, BoundRules
+from skdp._planning import GRADIENT_BOUND_WEIGHTS, BoundRules
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._inference import IntervalsMixin
@@ -18,24 +17,14 @@ __all__ = ["DPHuberRegressor"]
 #: ``huber_delta="auto"``: this share of ``y_bound`` (declared or private), the half-width
 #: of the clipped targets' range, so the threshold follows the targets' units.
 #: Measured on diabetes at epsilon 1 (6,000-12,000 unseeded fits each, with
-#: :data:`HUBER_BOUND_WEIGHTS`; docs/privacy.md, 1.6): median / p5 test R^2 0.167 /
-#: -0.273 at 1.35 (the former default, 15 per 6,000 fits below -1), 0.238 / -0.070 at 1,
-#: 0.291 / 0.029 at 0.7, 0.304 / 0.069 at 0.5 (1 per 12,000 below -1), 0.305 / 0.088 at
-#: 0.35 and 0.285 / 0.061 at 0.25; at epsilon 5 0.427 / 0.357 at 0.5 against 0.409 /
-#: 0.323 before. The noise of every solver grows with the gradient bound ``huber_delta
-#: * data_norm``, and the Huber loss already down-weights the residuals beyond it.
+#: :data:`skdp._planning.GRADIENT_BOUND_WEIGHTS`; docs/privacy.md, 1.6): median / p5
+#: test R^2 0.167 / -0.273 at 1.35 (the former default, 15 per 6,000 fits below -1),
+#: 0.238 / -0.070 at 1, 0.291 / 0.029 at 0.7, 0.304 / 0.069 at 0.5 (1 per 12,000 below
+#: -1), 0.305 / 0.088 at 0.35 and 0.285 / 0.061 at 0.25; at epsilon 5 0.427 / 0.357 at
+#: 0.5 against 0.409 / 0.323 before. The noise of every solver grows with the gradient
+#: bound ``huber_delta * data_norm``, and the Huber loss already down-weights the
+#: residuals beyond it.
 HUBER_DELTA_SHARE = 0.5
-#: The split of the private bounds' budget (:data:`skdp._planning.BOUND_WEIGHTS` for the
-#: other estimators): the noise of a Huber fit grows with ``y_bound`` (its gradient bound
-#: is ``huber_delta * data_norm``) and a scale of ``|y|`` that stops below the targets
-#: leaves a centre near 0 (a fit that predicts about 0), so both get more. Diabetes at
-#: epsilon 1 (unseeded fits, ``huber_delta=0.7``): fits below R^2 = -1, 6 per 3,000
-#: with the shared weights, 2 per 8,000 with ``y_scale`` 3 and ``y_bound`` 2, 663 per
-#: 4,000 with ``y_bound`` 2 and the scale at 1 (DPLinearRegression, whose sufficient statistics
-#: have other failure modes, loses with them: 24 against 5 per 3,000). The price: the
-#: row bound's search, with the least, stops below the rows in 39% of those fits (row
-#: normalisation; docs/privacy.md 1.6): declare ``data_norm`` where row norms matter.
-HUBER_BOUND_WEIGHTS = MappingProxyType({**BOUND_WEIGHTS, "y_scale": 3.0, "y_bound": 2.0})
 
 
 @shared_docs
@@ -124,7 +113,7 @@ class DPHuberRegressor(IntervalsMixin, BaseDPRegressor):
     # What conf_int needs (its error names it).
     _intervals_need = "the Hessian and dispersion that solver='newton' releases"
     _intervals_fix = "Set solver='newton'"
-    _bound_rules = BoundRules(weights=HUBER_BOUND_WEIGHTS)
+    _bound_rules = BoundRules(weights=GRADIENT_BOUND_WEIGHTS)
 
     _parameter_constraints: dict = {
         **BaseDPRegressor._parameter_constraints,

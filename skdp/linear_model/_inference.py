@@ -189,10 +189,10 @@ class IntervalsMixin:
         if np.max(np.abs(shift)) > PENALTY_SHIFT_WARNING:
             # Released quantities only (the coefficients and their Hessian): no data.
             warn_user(
-                f"the L2 terms (alpha={self.alpha:g}, or the solver's ridge) move the "
-                f"coefficients by up to {np.max(np.abs(shift)):.2g} standard errors "
-                "(estimated from the released Hessian): the intervals are centred on the "
-                "penalised minimiser, not on the model's parameter. Refit with a smaller "
-                "alpha for inference.", UserWarning)
+                f"the L2 terms (alpha={self._alpha(self.solver_):g}, or the solver's "
+                f"ridge) move the coefficients by up to {np.max(np.abs(shift)):.2g} "
+                "standard errors (estimated from the released Hessian): the intervals are "
+                "centred on the penalised minimiser, not on the model's parameter. Refit "
+                "with a smaller alpha for inference.", UserWarning)
         half = norm.ppf(1.0 - alpha / 2.0) * errors
         return np.column_stack([estimate - half, estimate + half])

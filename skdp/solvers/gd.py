@@ -169,13 +169,15 @@ class NoisyGD(BaseDPSolver):
         Step size ``eta``. Default ``1 / beta`` with ``beta`` the public smoothness bound
         (Theorems 6.2 and 6.3 of the paper use ``eta = 1/L``).
     clip_norm : float, optional
-        Per-example gradient clip ``C``. Default: with a private budget, the derivative's
-        bound at the start ``w = 0`` times the row bound
-        (:meth:`~skdp.losses.GLMLoss.initial_derivative_bound`: ``1/2`` for the logistic
-        loss, ``sqrt((K - 1) / K)`` for the multinomial one, the loss bound for the
-        others), so no gradient is clipped at the start and only those that grow beyond
-        it later (rows the model gets wrong) are; at ``epsilon=inf`` the loss bound
-        ``sup|phi'| * data_norm``, which makes clipping lossless. docs/algorithms/gd.md.
+        Per-example gradient clip ``C``. Default: with a private budget, the loss's
+        default clip times the row bound
+        (:meth:`~skdp.losses.GLMLoss.default_clip_derivative`): the derivative's bound at
+        the start ``w = 0`` for the logistic losses (``1/2``, ``sqrt((K - 1) / K)`` for
+        the multinomial one), so no gradient is clipped at the start and only those that
+        grow beyond it later (rows the model gets wrong) are; half the label bound for
+        the squared loss (whose derivative is unbounded); the loss bound for the others.
+        At ``epsilon=inf`` the loss bound ``sup|phi'| * data_norm``, which makes
+        clipping lossless. docs/algorithms/gd.md.
     iterate : {"last", "average", "tail", "random"}, default="last"
         Output the last iterate, the average of ``w_1..w_T``, the suffix average of the
         last ``ceil(T/2)`` iterates (:func:`~skdp.solvers._base.tail_start`; it averages
@@ -250,6 +252,39 @@ class NoisyGD(BaseDPSolver):
             return 0.0
         return nesterov_momentum(max(1.0, 1.0 / (self._step(spec) * spec.alpha)))
 
+    def default_clip(self, spec: ProblemSpec, budget: Budget) -> float:
+        """The per-example clip ``C`` of a plan: ``clip_norm``, or the loss's default.
+
+        <<spec_parameters>>
+        budget : Budget
+            The fit's budget (public).
+
+        Returns
+        -------
+        float
+            ``clip_norm`` (tightened to the loss bound) when set or at ``epsilon=inf``;
+            with a private budget ``default_clip_derivative`` times the row bound,
+            tightened to the loss bound.
+
+        Raises
+        ------
+        IncompatibleSolverError
+            If neither a finite loss bound nor a default clip exists (the squared loss at
+            ``epsilon=inf`` without a constraint or ``clip_norm``).
+        """
+        if self.clip_norm is None and budget.is_private:
+            # Public: the loss, K, the label and row bounds. For the logistic losses
+            # |phi'(0, y)| x' bounds every per-example gradient at w = 0, so the clip
+            # loses nothing at the start; the noise, proportional to C, is halved for the
+            # logistic loss (1/2 against 1) and cut by sqrt(2 K / (K - 1)) for the
+            # multinomial one. The squared loss clips its residuals at half the label
+            # bound (a Huber fit for the largest rows). Measured on the tails' tasks:
+            # docs/algorithms/gd.md, "The default clip".
+            start = spec.loss.default_clip_derivative(spec.n_outputs) * spec.row_bound(2.0)
+            if math.isfinite(start):
+                return min(start, spec.gradient_bound)
+        return self.gradient_clip(spec)
+
     def auto_n_iter(self, spec: ProblemSpec, budget: Budget, sensitivity: float) -> int:
         """Data-independent default ``T`` (derivation: docs/algorithms/gd.md).
 
@@ -290,7 +325,7 @@ class NoisyGD(BaseDPSolver):
                 t = rate * math.log(spec.gap_reduction(budget, spec.gradient_bound))
         elif budget.is_private:
             # Theorem 6.3: T = sqrt(L n eps) / (sqrt(p ln(1/delta)) G).
-            g = self.gradient_clip(spec)
+            g = self.default_clip(spec, budget)
             t = math.sqrt(beta * spec.n_samples * budget.epsilon) / (
                 math.sqrt(spec.dimension * math.log(1.0 / budget.delta)) * g
             )
@@ -310,15 +345,7 @@ class NoisyGD(BaseDPSolver):
             ``T`` full-batch Gaussian releases of sensitivity ``2 C / n``, their noise
             calibrated to ``budget`` (exactly, with ``"gaussian"``).
         """
-        clip = self.gradient_clip(spec)
-        if self.clip_norm is None and budget.is_private:
-            # Public: the loss, K and the row bound. |phi'(0, y)| x' bounds every
-            # per-example gradient at w = 0, so the clip loses nothing at the start; the
-            # noise, proportional to C, is halved for the logistic loss (1/2 against 1)
-            # and cut by sqrt(2 K / (K - 1)) for the multinomial one. Measured on the
-            # tails' tasks: docs/algorithms/gd.md, "The default clip".
-            clip = min(clip, spec.loss.initial_derivative_bound(spec.n_outputs)
-                       * spec.row_bound(2.0))
+        clip = self.default_clip(spec, budget)
         # Mean of n per-example gradients of norm <= C with denominator n: replacing one
         # record moves the sum by at most 2C.
         sensitivity = check_sensitivity(2.0 * clip / spec.n_samples, "gradient sensitivity 2C/n")

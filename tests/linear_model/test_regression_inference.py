@@ -41,6 +41,7 @@ def _sample(rng, n):
 def _fit(X, y, epsilon, alpha=1e-4, random_state=None, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        params = {"solver": "sufficient_statistics", **params}
         return DPLinearRegression(epsilon, data_norm=DATA_NORM, y_bound=Y_BOUND,
                                   alpha=alpha, random_state=random_state,
                                   **params).fit(X, y)

@@ -359,8 +359,10 @@ def test_bad_objective_settings_have_clear_errors():
     # estimator would build it for them (a penalised intercept for output_perturbation).
     with pytest.raises(IncompatibleSolverError, match="output_perturbation"):
         DPLogisticRegression(solver="gd", tilt=1.0).fit(X, Y[:, 0])
+    # DP-GD clips the squared loss's gradients by default with a private budget only
+    # (docs/algorithms/gd.md); at epsilon=inf it needs a bounded domain or a clip.
     with pytest.raises(IncompatibleSolverError, match="clip"):
-        DPLinearRegression(solver="gd", delta=1e-5).fit(X, Y[:, 0])
+        DPLinearRegression(math.inf, solver="gd", delta=1e-5).fit(X, Y[:, 0])
     with pytest.raises(IncompatibleSolverError, match="alpha > 0"):
         DPLinearRegression(solver="output_perturbation", delta=0.0, alpha=0.0,
                            data_norm=1.0, y_bound=1.0).fit(X, Y[:, 0])
