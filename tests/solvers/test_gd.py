@@ -207,7 +207,7 @@ def test_tiny_alpha_gives_a_capped_public_T(alpha):
 
 # -- what the registry-wide suites need (tests/solvers/_cases.py) -------------------------
 def solver_cases():
-    from skdp.losses import LogisticLoss
+    from skdp.losses import LogisticLoss, SquaredLoss
     from skdp.solvers import NoisyGD
     from tests.solvers._cases import AuditCase, SolverCases
 
@@ -220,7 +220,14 @@ def solver_cases():
         # differ by 2C, the replace-one sensitivity. Measured over 10 seeds at confidence
         # 0.99: real <= 0.50, twin (noise / 5) bound in [3.07, 3.79].
         audits=(AuditCase(lambda: NoisyGD(n_iter=5, clip_norm=0.25, step_size=0.5),
-                          LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=2000),),
+                          LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=2000),
+                # The squared loss's default clip (half the label bound 1, times the row
+                # bound): the canary's residual stays near its label +-1 with the small
+                # step, beyond 1/2, so its gradient is clipped to exactly +-C. Measured
+                # over 6 seeds at confidence 0.99: real <= 0.46, twin bound in [3.1, 4.1].
+                AuditCase(lambda: NoisyGD(n_iter=5, step_size=0.5),
+                          lambda: SquaredLoss(1.0), alpha=0.0, epsilon=2.0, delta=1e-5,
+                          n_trials=2000)),
         zero_signal=lambda: NoisyGD(n_iter=1),
         # One step from 0: -eta * noise.
         zero_signal_variance=lambda plan, spec: (plan.step_size * plan.sigma) ** 2,
@@ -247,3 +254,22 @@ def test_private_default_clip_is_the_start_bound_and_binds(n_classes):
     assert NoisyGD(n_iter=3, clip_norm=0.9 * spec.gradient_bound).plan(
         spec, Budget(1.0, 1e-5), "gaussian", "replace_one").clip_norm == pytest.approx(
         0.9 * spec.gradient_bound)
+
+
+def test_private_default_clip_of_the_squared_loss_is_half_the_label_bound():
+    """The squared loss has no finite derivative bound: with a private budget DP-GD clips
+    at SQUARED_CLIP_SHARE * B times the row bound (the clip binds: the sensitivity 2C/n
+    rests on it); at epsilon=inf, without a constraint or clip_norm, it refuses."""
+    from skdp.losses import SQUARED_CLIP_SHARE
+
+    problem = make_problem(n=60, d=4, seed=5, intercept=True, loss="squared")
+    spec = problem.spec
+    plan = NoisyGD().plan(spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
+    assert plan.clip_norm == pytest.approx(
+        SQUARED_CLIP_SHARE * spec.loss.label_bound * spec.row_bound(2.0), rel=1e-15)
+    assert plan.sensitivity == pytest.approx(2 * plan.clip_norm / spec.n_samples)
+    assert not problem.clip_cannot_bind(plan.clip_norm)
+    with pytest.raises(IncompatibleSolverError, match="clip_norm"):
+        NoisyGD().plan(spec, Budget(math.inf, 0.0), "gaussian", "replace_one")
+    assert NoisyGD(clip_norm=0.3).plan(
+        spec, Budget(math.inf, 0.0), "gaussian", "replace_one").clip_norm == 0.3

@@ -73,6 +73,23 @@ def test_full_batch_gradient_sensitivity(solver, n_classes):
     assert worst > 0.5  # adversarial neighbours reach the bound's order
 
 
+def test_full_batch_gradient_sensitivity_of_the_squared_loss():
+    """DP-GD's default clip for the unbounded squared loss (half the label bound): the
+    clipped mean gradient moves by at most the declared 2C/n."""
+    problem = make_problem(n=40, d=4, seed=3, intercept=True, loss="squared")
+    plan = NoisyGD(n_iter=3).plan(problem.spec, Budget(1.0, 1e-5), "gaussian",
+                                  "replace_one")
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _, other in _neighbours(problem, rng, 60):
+        for _ in range(5):
+            W = rng.normal(size=(problem.spec.n_params, 1)) * 3
+            change = np.linalg.norm(problem.clipped_gradient(W, plan.clip_norm)
+                                    - other.clipped_gradient(W, plan.clip_norm))
+            worst = max(worst, change / plan.sensitivity)
+    assert 0.5 < worst <= 1 + 1e-12
+
+
 def _inner(p: Problem, idx, x, w_tilde, g: float, c: float, b: int) -> np.ndarray:
     """The pre-noise SVRG inner release on batch ``idx`` (reference, as in the solver)."""
     rows = p.rows(idx)
