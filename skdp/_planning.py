@@ -428,7 +428,9 @@ class PrivacyPlanning:
             capable = [k for k, cls in SOLVERS.items() if cls.capabilities.secure]
             raise IncompatibleSolverError(
                 f"secure=True needs the release's noise scale, which solver {solver.name!r} "
-                f"does not declare; set secure=False, or solver to one of {capable}."
+                + ("(solver='auto''s choice for these settings) "
+                   if getattr(self, "solver", None) == "auto" else "")
+                + f"does not declare; set secure=False, or solver to one of {capable}."
             )
         if budget is None:
             budget = check_budget(

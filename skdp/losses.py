@@ -129,15 +129,30 @@ class GLMLoss(ABC):
         :meth:`device_derivative`; the default goes through the host)."""
         return to_device(self.value(to_numpy(Z, np.float64), to_numpy(Y, np.float64)), Z)
 
-    def default_clip_derivative(self, n_outputs: int) -> float:
+    def default_clip_derivative(self, n_outputs: int, score_bound: float = math.inf
+                                ) -> float:
         """The derivative bound at which DP-GD clips by default with a private budget.
 
-        DP-GD's default clip is this bound times the row bound
-        (:class:`skdp.solvers.NoisyGD`; docs/algorithms/gd.md, "The default clip"). The
-        logistic losses return ``sup_y ||phi'(0, y)||_2``, the largest derivative at the
-        starting scores 0, so no gradient is clipped at the start ``w = 0``;
-        :class:`SquaredLoss` a public share of its label bound. The default is
-        :attr:`derivative_bound` (the clip stays the lossless one).
+        DP-GD's default clip is this bound times the row bound, tightened to the lossless
+        one (:class:`skdp.solvers.NoisyGD`; docs/algorithms/gd.md, "The default clip").
+        The logistic losses return ``sup_y ||phi'(0, y)||_2``, the largest derivative at
+        the starting scores 0, so no gradient is clipped at the start ``w = 0``;
+        :class:`SquaredLoss` a public share of its label bound where its scores are
+        unbounded. The default is :attr:`derivative_bound` (the clip stays the lossless
+        one).
+
+        Parameters
+        ----------
+        n_outputs : int
+            ``K``.
+        score_bound : float, default=inf
+            The problem's public bound on the scores (``inf`` without a bounded
+            constraint).
+
+        Returns
+        -------
+        float
+            The derivative bound (public).
         """
         return self.derivative_bound
 
@@ -213,7 +228,8 @@ class LogisticLoss(GLMLoss):
     derivative_diameter = 1.0
     curvature_bound = 0.25
 
-    def default_clip_derivative(self, n_outputs: int) -> float:
+    def default_clip_derivative(self, n_outputs: int, score_bound: float = math.inf
+                                ) -> float:
         # sup_y |phi'(0, y)|: phi'(0, y) = -y expit(0) = -y / 2.
         return 0.5
 
@@ -298,7 +314,8 @@ class MultinomialLogisticLoss(GLMLoss):
     def __init__(self, n_outputs: int = 2) -> None:
         self.n_outputs_hint = int(n_outputs)
 
-    def default_clip_derivative(self, n_outputs: int) -> float:
+    def default_clip_derivative(self, n_outputs: int, score_bound: float = math.inf
+                                ) -> float:
         # sup_y ||phi'(0, y)||: phi'(0, y) = 1/K - e_y: (1 - 1/K)^2 + (K - 1) / K^2 = (K - 1) / K.
         k = max(int(n_outputs), 1)
         return float(np.sqrt((k - 1) / k)) if k > 1 else self.derivative_bound
@@ -382,12 +399,17 @@ class SquaredLoss(GLMLoss):
     def label_error(self, Y: np.ndarray) -> str | None:
         return _bounded_label_error(Y, self.label_bound)
 
-    def default_clip_derivative(self, n_outputs: int) -> float:
-        # Clipping the residual z - y at c, for a row at the row bound, is the Huber loss
-        # of threshold c: DP-GD's default clip makes the squared loss a Huber fit of
-        # threshold CLIP_SHARE * B for the largest rows (the derivative is unbounded, so
-        # no lossless clip exists). sup_y |phi'(0, y)| = B would clip no gradient at the
-        # start; half of it measured better (docs/algorithms/gd.md, "The default clip").
+    def default_clip_derivative(self, n_outputs: int, score_bound: float = math.inf
+                                ) -> float:
+        # On bounded scores |z| <= S the lossless S + B (the former default). Without a
+        # bound no lossless clip exists: clipping the residual z - y at c, for a row at the
+        # row bound, is the Huber loss of threshold c, so DP-GD's default makes the
+        # squared loss a Huber fit of threshold SQUARED_CLIP_SHARE * B for the largest
+        # rows (smaller rows are clipped at a larger residual). sup_y |phi'(0, y)| = B
+        # would clip no gradient at the start; half of it measured better
+        # (docs/algorithms/gd.md, "The default clip").
+        if math.isfinite(score_bound):
+            return self.derivative_bound_at(score_bound)
         return SQUARED_CLIP_SHARE * self.label_bound
 
     def derivative_bound_at(self, score_bound: float) -> float:

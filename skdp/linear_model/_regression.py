@@ -86,7 +86,8 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
         statistics (``"sufficient_statistics"``: one noisy release of ``X'X`` and
         ``X'y``, the exact least-squares fit at ``epsilon=inf``, with
         :meth:`conf_int`) where it is above, at ``epsilon=inf``, with ``delta=0`` (pure
-        DP), a constraint, ``tilt`` or ``adversarial_radius``; the crossover is measured
+        DP), ``alpha=0``, a constraint, ``tilt`` or ``adversarial_radius`` (DP-GD with
+        ``secure=True``, which the statistics do not offer); the crossover is measured
         in docs/algorithms/sufficient_statistics.md. On raw diabetes (309 training rows)
         at epsilon 1 the default gives a median / p5 test R^2 of about 0.31 / 0.07 over
         unseeded fits, against 0.11 / -0.17 for the statistics. ``"output_perturbation"``'s
@@ -164,8 +165,9 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
     def _solver_name(self, shape):
         """``solver="auto"``: ``"gd"`` (clipped DP-GD) where ``n epsilon`` is below
         :data:`AUTO_GD_RECORDS` times the number of coefficients, else
-        ``"sufficient_statistics"``; also the statistics while the shape is unknown,
-        at ``epsilon=inf`` (their fit is exact), with ``delta=0`` (pure DP), a
+        ``"sufficient_statistics"``. The statistics also while the shape is unknown, at
+        ``epsilon=inf`` (their fit is exact), with ``delta=0`` (pure DP), ``alpha=0``
+        (DP-GD's step count is then Theorem 6.3's, measured useless here), a
         constraint, ``tilt`` or ``adversarial_radius`` (objectives the rule was not
         measured on) and where DP-GD's declaration rules the settings out; DP-GD where
         only it can run (``secure=True``, more coefficients than the statistics
@@ -175,17 +177,20 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
         if self.solver != "auto":
             return self.solver
         statistics, gd = SufficientStatistics.capabilities, NoisyGD.capabilities
-        gd_runs = (self._settings_allow(gd) and self.constraint is None
-                   and self.tilt is None and not self.adversarial_radius
+        gd_runs = (self._settings_allow(gd)
+                   and (isinstance(self.alpha, str) or self.alpha > 0)
                    and isinstance(self.delta, Real) and 0 < self.delta < 1
                    and isinstance(self.epsilon, Real) and 0 < self.epsilon < math.inf)
-        if not gd_runs or shape is None:
-            return "sufficient_statistics"
-        n, d = int(shape[0]), int(shape[1])
-        n_params = d + int(self.fit_intercept)
-        if not self._settings_allow(statistics) or n_params > statistics.max_params:
+        n_params = (None if shape is None
+                    else int(shape[1]) + int(self.fit_intercept))
+        statistics_run = self._settings_allow(statistics) and (
+            n_params is None or n_params <= statistics.max_params)
+        if gd_runs and not statistics_run:
             return "gd"
-        return ("gd" if n * float(self.epsilon) < AUTO_GD_RECORDS * n_params
+        if (not gd_runs or shape is None or self.constraint is not None
+                or self.tilt is not None or self.adversarial_radius):
+            return "sufficient_statistics"
+        return ("gd" if int(shape[0]) * float(self.epsilon) < AUTO_GD_RECORDS * n_params
                 else "sufficient_statistics")
 
     def _rules_for(self, solver):

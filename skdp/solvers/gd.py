@@ -175,7 +175,8 @@ class NoisyGD(BaseDPSolver):
         the start ``w = 0`` for the logistic losses (``1/2``, ``sqrt((K - 1) / K)`` for
         the multinomial one), so no gradient is clipped at the start and only those that
         grow beyond it later (rows the model gets wrong) are; half the label bound for
-        the squared loss (whose derivative is unbounded); the loss bound for the others.
+        the squared loss without a bounded constraint (its derivative is then unbounded);
+        the loss bound for the others.
         At ``epsilon=inf`` the loss bound ``sup|phi'| * data_norm``, which makes
         clipping lossless. docs/algorithms/gd.md.
     iterate : {"last", "average", "tail", "random"}, default="last"
@@ -278,9 +279,11 @@ class NoisyGD(BaseDPSolver):
             # loses nothing at the start; the noise, proportional to C, is halved for the
             # logistic loss (1/2 against 1) and cut by sqrt(2 K / (K - 1)) for the
             # multinomial one. The squared loss clips its residuals at half the label
-            # bound (a Huber fit for the largest rows). Measured on the tails' tasks:
+            # bound where its scores are unbounded (a Huber fit for the largest rows),
+            # losslessly on bounded ones. Measured on the tails' tasks:
             # docs/algorithms/gd.md, "The default clip".
-            start = spec.loss.default_clip_derivative(spec.n_outputs) * spec.row_bound(2.0)
+            start = (spec.loss.default_clip_derivative(spec.n_outputs, spec.score_bound)
+                     * spec.row_bound(2.0))
             if math.isfinite(start):
                 return min(start, spec.gradient_bound)
         return self.gradient_clip(spec)
