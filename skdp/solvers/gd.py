@@ -327,9 +327,16 @@ class NoisyGD(BaseDPSolver):
             else:
                 t = rate * math.log(spec.gap_reduction(budget, spec.gradient_bound))
         elif budget.is_private:
-            # Theorem 6.3: T = sqrt(L n eps) / (sqrt(p ln(1/delta)) G).
+            # Theorem 6.3: T = sqrt(L n eps) / (sqrt(p ln(1/delta)) G), G the clip, for
+            # scores of order the loss's residual scale r = target_diameter / 2 (1 for
+            # the classification losses): a squared or Huber loss with labels in [-B, B]
+            # has G ~ B X and its parameters ~ B / X, so T = ... * r / G does not change
+            # with the units of y (with r = 1 it fell like 1 / B: one step on raw
+            # diabetes).
             g = self.default_clip(spec, budget)
-            t = math.sqrt(beta * spec.n_samples * budget.epsilon) / (
+            r = 0.5 * spec.loss.target_diameter(spec.n_outputs)
+            r = r if math.isfinite(r) and r > 0 else 1.0
+            t = math.sqrt(beta * spec.n_samples * budget.epsilon) * r / (
                 math.sqrt(spec.dimension * math.log(1.0 / budget.delta)) * g
             )
         else:

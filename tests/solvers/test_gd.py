@@ -8,6 +8,7 @@ import pytest
 
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import L2Ball
+from skdp.losses import HuberLoss, SquaredLoss
 from skdp.privacy import Budget
 from skdp.solvers import NoisyGD
 from skdp.solvers.gd import nesterov_momentum, stationary_noise_factor
@@ -273,3 +274,23 @@ def test_private_default_clip_of_the_squared_loss_is_half_the_label_bound():
         NoisyGD().plan(spec, Budget(math.inf, 0.0), "gaussian", "replace_one")
     assert NoisyGD(clip_norm=0.3).plan(
         spec, Budget(math.inf, 0.0), "gaussian", "replace_one").clip_norm == 0.3
+
+
+@pytest.mark.parametrize("make_loss", [lambda b: SquaredLoss(b),
+                                       lambda b: HuberLoss(0.5 * b, label_bound=b)],
+                         ids=["squared", "huber"])
+def test_alpha_zero_step_count_does_not_depend_on_the_units_of_y(make_loss):
+    """Theorem 6.3's T with alpha = 0 reads the clip relative to the loss's residual scale:
+    the same problem with labels in [-B, B] for B = 1 and B = 200 plans the same T (it
+    fell like 1 / B, to a single step on raw diabetes)."""
+    from skdp.geometry import Unconstrained
+    from skdp.solvers import ProblemSpec
+
+    counts = []
+    for b in (1.0, 200.0):
+        spec = ProblemSpec(n_samples=5000, n_params=4, n_outputs=1, n_penalized=3,
+                           row_norm_bound=2.0, loss=make_loss(b), constraint=Unconstrained(),
+                           alpha=0.0, intercept_feature=1.0)
+        counts.append(NoisyGD().plan(spec, Budget(1.0, 1e-5), "gaussian",
+                                     "replace_one").n_iter)
+    assert counts[0] == counts[1] > 1
