@@ -60,6 +60,7 @@ AUTO_ALPHA = MappingProxyType({"gd": 5e-2})
 #: 182: 0.438 / 0.444, 273: 0.441 / 0.465; Student-t(3) features and noise, 91: 0.130 /
 #: 0.045, 182: 0.161 / 0.177; raw diabetes at epsilon 5 (140): 0.430 / 0.401.
 AUTO_GD_RECORDS = 150.0
+#: ``alpha="auto"`` for every solver :data:`AUTO_ALPHA` does not name (the former default).
 DEFAULT_ALPHA = 1e-2
 
 
@@ -86,8 +87,9 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
         statistics (``"sufficient_statistics"``: one noisy release of ``X'X`` and
         ``X'y``, the exact least-squares fit at ``epsilon=inf``, with
         :meth:`conf_int`) where it is above, at ``epsilon=inf``, with ``delta=0`` (pure
-        DP), ``alpha=0``, a constraint, ``tilt`` or ``adversarial_radius`` (DP-GD with
-        ``secure=True``, which the statistics do not offer); the crossover is measured
+        DP), ``alpha=0``, a constraint, ``tilt`` or ``adversarial_radius``; DP-GD
+        whatever the size with ``secure=True``, which the statistics do not offer. The
+        crossover is measured
         in docs/algorithms/sufficient_statistics.md. On raw diabetes (309 training rows)
         at epsilon 1 the default gives a median / p5 test R^2 of about 0.31 / 0.07 over
         unseeded fits, against 0.11 / -0.17 for the statistics. ``"output_perturbation"``'s
