@@ -252,6 +252,12 @@ class PrivacyPlanning:
         estimator resolves an ``"auto"`` per solver)."""
         return float(self.alpha)
 
+    def _raw_alpha(self, solver, bounds: FitBounds) -> float:
+        """:meth:`_alpha` in the raw units the solver runs in: times ``data_norm^2`` with
+        private bounds (:attr:`FitBounds.alpha_scale`; an estimator whose ``"auto"`` is
+        units-free in both modes overrides this)."""
+        return self._alpha(solver) * bounds.alpha_scale
+
     def _solver_name(self, shape: tuple[int, ...] | None):
         """The solver a fit with this public ``(n_samples, n_features)`` (or ``(n_samples,
         n_features, n_outputs)``, as the plan passes it) runs: the ``solver`` parameter
@@ -456,7 +462,7 @@ class PrivacyPlanning:
             row_norm_bound=self._row_norm_bound(bounds.data_norm, row_norm_ord),
             loss=loss,
             constraint=self._make_constraint(bounds.radius_scale),
-            alpha=self._alpha(solver) * bounds.alpha_scale,
+            alpha=self._raw_alpha(solver, bounds),
             tilt=tilt,
             adversarial_radius=float(self.adversarial_radius or 0.0),
             adversarial_norm=float(self.adversarial_norm),

@@ -103,7 +103,10 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
         Strength of the L2 penalty ``(alpha / 2) ||w||^2`` of the objective above.
         ``"auto"``: ``5e-2`` when DP-GD runs (its noise along weakly curved directions
         grows like ``1 / alpha``; 1e-2 costs its fits on diabetes at epsilon 1 about 0.16
-        of median R^2), ``1e-2`` for the other solvers. ``"output_perturbation"``
+        of median R^2), ``1e-2`` for the other solvers, in units of the bounds (rows
+        divided by ``data_norm``) whether they are declared or private: a declared
+        ``data_norm=D`` fits with ``alpha * D^2`` in raw units, as a number does with
+        private bounds. A number keeps the raw units with declared bounds. ``"output_perturbation"``
         penalises the intercept too and needs ``alpha > 0``, and its sensitivity falls
         like ``1 / alpha``.
     <<bounds>>
@@ -201,10 +204,22 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
 
     def _alpha(self, solver):
         """``alpha="auto"``: :data:`AUTO_ALPHA` of the solver, else
-        :data:`DEFAULT_ALPHA`."""
+        :data:`DEFAULT_ALPHA` (in units of the bounds)."""
         if isinstance(self.alpha, str):
             return AUTO_ALPHA.get(solver.name, DEFAULT_ALPHA)
         return float(self.alpha)
+
+    def _raw_alpha(self, solver, bounds):
+        """``alpha="auto"`` is in units of the bounds with declared bounds too (rows
+        divided by ``data_norm``, where it was measured): times ``data_norm^2``, as a
+        number is with private bounds. Diabetes with the declared ``data_norm=0.2`` and
+        ``y_bound=120`` around the true centre (300 unseeded fits, median / p5 test R^2):
+        DP-GD at epsilon 1 0.395 / 0.295 against 0.070 / 0.039 with 5e-2 in raw units;
+        the statistics at epsilon 5 0.411 / 0.338 against 0.265 / 0.223 with 1e-2 raw
+        (epsilon 1: 0.217 / 0.076 against 0.218 / 0.103)."""
+        if isinstance(self.alpha, str):
+            return self._alpha(solver) * float(bounds.data_norm) ** 2
+        return super()._raw_alpha(solver, bounds)
 
     def __init__(
         self,

@@ -148,3 +148,16 @@ def test_diabetes_tail_at_epsilon_1():
     assert np.median(scores) > 0.25
     assert np.percentile(scores, 5) > -0.05
     assert np.sum(scores < -1.0) <= 2
+
+
+@pytest.mark.parametrize("epsilon, solver, value", [(1.0, "gd", 5e-2),
+                                                    (math.inf, "sufficient_statistics", 1e-2)])
+def test_auto_alpha_is_in_units_of_declared_bounds_too(epsilon, solver, value):
+    """With a declared data_norm D, alpha="auto" fits with value * D^2 in raw units (the
+    same draws as that number), as a number does with private bounds."""
+    bounds = dict(data_norm=0.2, y_bound=200.0, random_state=1)
+    auto = _fit(DPLinearRegression(epsilon, **bounds), X_D, Y_D)
+    named = _fit(DPLinearRegression(epsilon, solver=solver, alpha=value * 0.2**2, **bounds),
+                 X_D, Y_D)
+    assert auto.solver_.name == solver
+    np.testing.assert_allclose(auto.coef_, named.coef_, rtol=1e-12)
