@@ -50,7 +50,7 @@ GD_BOUND_RULES = BoundRules(weights=GRADIENT_BOUND_WEIGHTS)
 #: 0.312 / 0.074 with 5e-2 against 0.151 / -0.385 with 1e-2; the statistics 0.126 /
 #: -0.192 with 5e-2 against 0.105 / -0.165 (epsilon 1), 0.408 / 0.332 against 0.401 /
 #: 0.328 (epsilon 5), and non-private (three splits) 0.31-0.34 against 0.40-0.46.
-AUTO_ALPHA = MappingProxyType({"gd": 5e-2})
+AUTO_ALPHA = MappingProxyType({"gd": 5e-2, "default": 1e-2})
 #: ``solver="auto"`` runs clipped DP-GD where ``n epsilon`` is below this many records
 #: per coefficient (``d + 1`` with an intercept). Median test R^2 over 30 unseeded fits
 #: at epsilon 1, DP-GD against the statistics, by ``n epsilon / (d + 1)``
@@ -60,8 +60,6 @@ AUTO_ALPHA = MappingProxyType({"gd": 5e-2})
 #: 182: 0.438 / 0.444, 273: 0.441 / 0.465; Student-t(3) features and noise, 91: 0.130 /
 #: 0.045, 182: 0.161 / 0.177; raw diabetes at epsilon 5 (140): 0.430 / 0.401.
 AUTO_GD_RECORDS = 150.0
-#: ``alpha="auto"`` for every solver :data:`AUTO_ALPHA` does not name (the former default).
-DEFAULT_ALPHA = 1e-2
 
 
 @shared_docs
@@ -156,6 +154,7 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
                        "without a constraint")
     _intervals_fix = "Set solver='sufficient_statistics' and constraint=None"
     _bound_rules = STATISTICS_BOUND_RULES
+    _auto_alpha = AUTO_ALPHA
     # The data_norm text, from the two rule records (_rules_for picks one per solver).
     _data_norm_factor = (
         f"the row norms' {STATISTICS_BOUND_RULES.data_norm_quantile:g}-quantile "
@@ -201,25 +200,6 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
     def _rules_for(self, solver):
         """:data:`GD_BOUND_RULES` when DP-GD runs, else :data:`STATISTICS_BOUND_RULES`."""
         return GD_BOUND_RULES if solver.name == "gd" else self._bound_rules
-
-    def _alpha(self, solver):
-        """``alpha="auto"``: :data:`AUTO_ALPHA` of the solver, else
-        :data:`DEFAULT_ALPHA` (in units of the bounds)."""
-        if isinstance(self.alpha, str):
-            return AUTO_ALPHA.get(solver.name, DEFAULT_ALPHA)
-        return float(self.alpha)
-
-    def _raw_alpha(self, solver, bounds):
-        """``alpha="auto"`` is in units of the bounds with declared bounds too (rows
-        divided by ``data_norm``, where it was measured): times ``data_norm^2``, as a
-        number is with private bounds. Diabetes with the declared ``data_norm=0.2`` and
-        ``y_bound=120`` around the true centre (300 unseeded fits, median / p5 test R^2):
-        DP-GD at epsilon 1 0.395 / 0.295 against 0.070 / 0.039 with 5e-2 in raw units;
-        the statistics at epsilon 5 0.411 / 0.338 against 0.265 / 0.223 with 1e-2 raw
-        (epsilon 1: 0.217 / 0.076 against 0.218 / 0.103)."""
-        if isinstance(self.alpha, str):
-            return self._alpha(solver) * float(bounds.data_norm) ** 2
-        return super()._raw_alpha(solver, bounds)
 
     def __init__(
         self,

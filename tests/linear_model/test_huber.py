@@ -230,3 +230,24 @@ def test_default_fits_on_diabetes_have_no_catastrophic_tail():
     scores = np.asarray(scores)
     assert np.sum(scores < -1.0) <= 2
     assert np.median(scores) > 0.25
+
+
+def test_auto_alpha_is_in_units_of_declared_bounds_too():
+    """With a declared data_norm D, alpha="auto" fits with 5e-2 D^2 in raw units (the
+    same draws as that number), as a number does with private bounds; with private
+    bounds it is 5e-2 in their units, the former default."""
+    import warnings
+
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+
+    def fit(**params):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return DPHuberRegressor(random_state=2, **params).fit(X, y)
+
+    declared = dict(data_norm=0.2, y_bound=200.0)
+    np.testing.assert_allclose(fit(**declared).coef_,
+                               fit(alpha=5e-2 * 0.2**2, **declared).coef_, rtol=1e-12)
+    np.testing.assert_allclose(fit().coef_, fit(alpha=5e-2).coef_, rtol=1e-12)
