@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Real
 from types import MappingProxyType
 
 import numpy as np
@@ -288,6 +289,13 @@ class PrivacyPlanning:
         picks that solver."""
         return ((caps.secure or not getattr(self, "secure", False))
                 and self.accounting in ("auto", *caps.accounting_methods))
+
+    def _approximate_private(self) -> bool:
+        """Whether the budget is a finite ``epsilon`` with ``0 < delta < 1`` (public):
+        what an ``"auto"`` rule checks before it picks a solver that needs ``delta > 0``
+        and adds noise (DP-GD, DP Newton)."""
+        return (isinstance(self.delta, Real) and 0 < self.delta < 1
+                and isinstance(self.epsilon, Real) and 0 < self.epsilon < math.inf)
 
     def _solver(self, shape: tuple[int, ...] | None = None):
         """The solver instance of :meth:`_solver_name` (public: parameters and shape)."""

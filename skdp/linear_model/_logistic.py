@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from numbers import Real
-
 import numpy as np
 from scipy.special import expit
 
@@ -163,9 +160,7 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
             return self.solver
         caps = DPNewton.capabilities
         if (shape is None or not self._settings_allow(caps) or self.tilt is not None
-                or self.adversarial_radius
-                or not (isinstance(self.delta, Real) and 0 < self.delta < 1)
-                or not (isinstance(self.epsilon, Real) and 0 < self.epsilon < math.inf)):
+                or self.adversarial_radius or not self._approximate_private()):
             # At epsilon=inf DP-GD already reaches the non-private optimum; the others
             # are settings DP Newton does not declare.
             return "gd"

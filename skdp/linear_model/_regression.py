@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from numbers import Real
 from types import MappingProxyType
 
@@ -183,8 +182,7 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
         statistics, gd = SufficientStatistics.capabilities, NoisyGD.capabilities
         gd_runs = (self._settings_allow(gd)
                    and (isinstance(self.alpha, str) or self.alpha > 0)
-                   and isinstance(self.delta, Real) and 0 < self.delta < 1
-                   and isinstance(self.epsilon, Real) and 0 < self.epsilon < math.inf)
+                   and self._approximate_private())
         n_params = (None if shape is None
                     else int(shape[1]) + int(self.fit_intercept))
         statistics_run = self._settings_allow(statistics) and (

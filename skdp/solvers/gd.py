@@ -333,7 +333,7 @@ class NoisyGD(BaseDPSolver):
             # has G ~ B X and its parameters ~ B / X, so T = ... * r / G does not change
             # with the units of y (with r = 1 it fell like 1 / B: one step on raw
             # diabetes).
-            g = self.default_clip(spec, budget)
+            g = 0.5 * sensitivity * spec.n_samples  # the plan's clip C (sensitivity 2C/n)
             r = 0.5 * spec.loss.target_diameter(spec.n_outputs)
             r = r if math.isfinite(r) and r > 0 else 1.0
             t = math.sqrt(beta * spec.n_samples * budget.epsilon) * r / (
