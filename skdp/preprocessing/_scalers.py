@@ -221,6 +221,52 @@ BOUNDS_QUANTILE = 0.75
 SHRINK_LEVEL = 2.0
 
 
+#: ``bounds="auto"``: l2 sensitivity of the released ``[sum_i x~_i / (2 C), sum_i x~_i^2 /
+#: (sqrt(2) C^2)]`` (``x~_i`` the row clipped to the l2 ball of radius ``C``, squares taken
+#: per feature). Replacing one row moves the first half by ``||a - b|| <= 2 C`` and the
+#: second by ``||a^2 - b^2|| <= sqrt(||a^2||^2 + ||b^2||^2) <= sqrt(2) C^2`` (two vectors
+#: of non-negative entries, each of norm at most ``||a||^2 <= C^2``): ``sqrt(1 + 1)``,
+#: against ``sqrt(2 d)`` for the per-feature box ``[-C, C]^d`` (docs/privacy.md, DP
+#: scaler).
+BALL_SENSITIVITY = math.sqrt(2.0)
+
+
+def _ball_factors(norms, c: float):
+    """``min(1, c / ||x_i||)``: the factor that clips each row to the l2 ball of radius
+    ``c`` (1 for a zero row)."""
+    with np.errstate(divide="ignore"):
+        return np.minimum(1.0, c / norms)
+
+
+def _ball_sums(X, norms: np.ndarray, c: float) -> np.ndarray:
+    """The exact part of the ``"auto"`` release: the per-feature sums of the clipped rows
+    ``x~`` over ``2 c`` and of ``x~^2`` over ``sqrt(2) c^2`` (``2 d`` values), block by
+    block (no ``n x d`` temporary beyond one block)."""
+    n, d = X.shape
+    sums = np.zeros(2 * d)
+    for start in range(0, n, 4096):
+        rows = X[start:start + 4096] * _ball_factors(norms[start:start + 4096], c)[:, None]
+        sums[:d] += rows.sum(axis=0)
+        sums[d:] += (rows * rows).sum(axis=0)
+    sums[:d] /= 2.0 * c
+    sums[d:] /= BALL_SENSITIVITY * c * c
+    return sums
+
+
+def _device_ball_sums(X, c: float) -> np.ndarray:
+    """:func:`_ball_sums` for an array API ``X``, on its device (a row whose squared norm
+    overflows counts as the zero row: still inside the ball)."""
+    def block_sums(xp, rows):
+        norms = xp.sqrt(xp.sum(rows * rows, axis=1))
+        factor = xp.where(norms > c, c / norms, xp.ones_like(norms))
+        factor = xp.where(xp.isfinite(norms), factor, xp.zeros_like(norms))
+        clipped = rows * factor[:, None]
+        return xp.concat([xp.sum(clipped, axis=0) / (2.0 * c),
+                          xp.sum(clipped * clipped, axis=0) / (BALL_SENSITIVITY * c * c)])
+
+    return np.sum(device_blocks(X, block_sums), axis=0)
+
+
 def _device_sums(X, lower: np.ndarray, width: np.ndarray) -> np.ndarray:
     """The released statistic's exact part for an array API ``X``, on its device: the
     per-feature sums of ``u`` and ``u^2``, ``u = clip((x - lower) / width, 0, 1)``,
@@ -254,11 +300,14 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                        BaseEstimator):
     """Standardize features with differentially private means and variances.
 
-    Each feature is clipped to ``[lower, upper]`` and mapped to ``u = (x - lower) / (upper
-    - lower)`` in ``[0, 1]``; the vectors ``sum_i u_i`` and ``sum_i u_i^2`` (2 d numbers,
-    l2 sensitivity ``sqrt(2 d)`` under replace-one: each coordinate of one row moves by at
-    most 1) are released once with calibrated noise (Gaussian, or l2-Laplace for
-    ``delta=0``), and ``mean_``, ``var_`` follow by post-processing (variances floored at
+    With public bounds, each feature is clipped to ``[lower, upper]`` and mapped to ``u =
+    (x - lower) / (upper - lower)`` in ``[0, 1]``; the vectors ``sum_i u_i`` and ``sum_i
+    u_i^2`` (2 d numbers, l2 sensitivity ``sqrt(2 d)`` under replace-one: each coordinate
+    of one row moves by at most 1) are released once with calibrated noise (Gaussian, or
+    l2-Laplace for ``delta=0``). With ``bounds="auto"``, each row is clipped to the l2 ball
+    of radius ``C`` and ``[sum_i x_i / (2 C), sum_i x_i^2 / (sqrt(2) C^2)]`` is released
+    instead: l2 sensitivity ``sqrt(2)``, ``sqrt(d)`` times less noise than the box
+    ``[-C, C]^d``. Either way ``mean_``, ``var_`` follow by post-processing (variances floored at
     ``1e-4`` of the squared range and, at a finite epsilon, at the noise level of their
     released moment, so that a feature the noise swamps is not amplified). ``n`` is
     public. Details: docs/privacy.md, "DP scaler".
@@ -270,12 +319,13 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
     delta : float, default=1e-5
         ``0`` for pure DP (l2-Laplace noise).
     bounds : "auto" or tuple (lower, upper), default="auto"
-        Public per-feature bounds (scalars or arrays), or ``"auto"``: every feature in
-        ``[-C, C]`` with ``C`` a private bound of the row norms' 0.75-quantile on a public
-        grid (their maximum at ``epsilon=inf``; a share ``bounds_fraction`` of
-        ``epsilon``; docs/privacy.md, "Private bounds"). ``"auto"`` suits features on comparable
-        scales; features far smaller than the row norm get little signal (give public
-        bounds for them).
+        Public per-feature bounds (scalars or arrays), or ``"auto"``: every row clipped
+        to the l2 ball of radius ``C`` (so every feature lies in ``[-C, C]``), ``C`` a
+        private bound of the row norms' 0.75-quantile on a public grid (their maximum at
+        ``epsilon=inf``; a share ``bounds_fraction`` of ``epsilon``; docs/privacy.md,
+        "Private bounds" and "DP scaler"). Features far smaller than the row norm get
+        little signal with ``"auto"`` (their means fall to 0, see ``shrink_mean``; give
+        public bounds for them).
     bounds_fraction : float in (0, 1), default=0.5
         Share of ``epsilon`` spent on ``"auto"`` bounds (one private bound, which must
         not fail at small ``n epsilon``: a far bound wipes out every feature).
@@ -294,7 +344,8 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
     shrunk_ : ndarray of bool, shape (n_features,)
         Features whose mean fell to the centre of the bounds (``shrink_mean``).
     lower_, upper_ : ndarray of shape (n_features,)
-        The bounds used (public, or released privately).
+        The bounds used: public, or ``-C`` and ``C`` with ``"auto"`` (``C`` released
+        privately; the rows were clipped to the l2 ball of that radius).
     privacy_ledger_ : PrivacyLedger or CompositeLedger
     privacy_spent_ : PrivacySpent
     n_features_in_ : int
@@ -371,37 +422,57 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             X, like = validate_fit_rows(self, X)
             n, d = X.shape
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
-            if isinstance(self.bounds, str):
+            ball = isinstance(self.bounds, str)
+            if ball:
                 # One private bound of the row norms on the public grid (the maximum at
-                # epsilon=inf): every feature in [-C, C], C a grid point.
-                c = private_bound(row_norms(X, 2.0), eps_bounds, bounds_rng,
-                                  quantile=BOUNDS_QUANTILE)
+                # epsilon=inf), C a grid point: every row clipped to the l2 ball of
+                # radius C (so every feature lies in [-C, C]).
+                norms = row_norms(X, 2.0)
+                c = private_bound(norms, eps_bounds, bounds_rng, quantile=BOUNDS_QUANTILE)
                 # As the estimators: once the private bound is computed, its charge
-                # stays whatever happens next.
-                charge.keep(CompositeLedger((ledger.parts[0],), total))
+                # stays whatever happens next (at epsilon=inf there is no bounds part:
+                # the ledger is the one non-private release).
+                if isinstance(ledger, CompositeLedger):
+                    charge.keep(CompositeLedger((ledger.parts[0],), total))
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
                 lower, upper = _public_bounds(self.bounds, d)
             width = upper - lower
-            # The released 2d-vector: per-feature sums of u and u^2, u in [0, 1]; one
-            # replaced row moves each of its 2d coordinates by at most 1: sensitivity
-            # sqrt(2 d) (l2).
-            if like is not None:
-                sums = _device_sums(X, lower, width)
+            if ball:
+                # The released 2d-vector [sum x~ / (2C), sum x~^2 / (sqrt(2) C^2)], rows
+                # clipped to the ball: l2 sensitivity sqrt(2) (BALL_SENSITIVITY), a
+                # factor sqrt(d) below the box's, as no row can be extreme in every
+                # feature at once.
+                sums = (_device_ball_sums(X, c) if like is not None
+                        else _ball_sums(X, norms, c))
+                sensitivity = BALL_SENSITIVITY
             else:
-                sums = np.zeros(2 * d)
-                for start in range(0, n, 4096):  # blocks: no n x d temporary beyond one
-                    u = np.clip((X[start:start + 4096] - lower) / width, 0.0, 1.0)
-                    sums[:d] += u.sum(axis=0)
-                    sums[d:] += (u * u).sum(axis=0)
-            sensitivity = math.sqrt(2.0 * d)
+                # Per-feature sums of u and u^2, u in [0, 1]; one replaced row moves each
+                # of its 2d coordinates by at most 1: sensitivity sqrt(2 d) (l2).
+                if like is not None:
+                    sums = _device_sums(X, lower, width)
+                else:
+                    sums = np.zeros(2 * d)
+                    for start in range(0, n, 4096):  # blocks: no n x d temporary beyond one
+                        u = np.clip((X[start:start + 4096] - lower) / width, 0.0, 1.0)
+                        sums[:d] += u.sum(axis=0)
+                        sums[d:] += (u * u).sum(axis=0)
+                sensitivity = math.sqrt(2.0 * d)
             noise = as_noise_source(noise_rng)
             if release.mechanism == "gaussian":
                 sums = sums + noise.gaussian((2 * d,), release.unit_scale * sensitivity)
             elif release.mechanism == "l2_laplace":
                 sums = sums + noise.l2_laplace((2 * d,), release.unit_scale * sensitivity)
-            mean_u = np.clip(sums[:d] / n, 0.0, 1.0)
-            var_u = np.clip(sums[d:] / n - mean_u ** 2, 1e-4, 0.25)
+            if ball:
+                # In the units of u = (x + C) / (2C) (post-processing): the mean of x / (2C)
+                # is sums[:d] / n, the mean of (x / (2C))^2 is sums[d:] sqrt(2) / (4 n).
+                mean_u = np.clip(0.5 + sums[:d] / n, 0.0, 1.0)
+                second = BALL_SENSITIVITY / 4.0
+                var_u = np.clip(second * sums[d:] / n - (mean_u - 0.5) ** 2, 1e-4, 0.25)
+            else:
+                mean_u = np.clip(sums[:d] / n, 0.0, 1.0)
+                second = 1.0
+                var_u = np.clip(sums[d:] / n - mean_u ** 2, 1e-4, 0.25)
             shrunk = np.zeros(d, dtype=bool)
             if total.is_private:
                 # Per-coordinate noise std of the released sums (public): sigma for the
@@ -409,11 +480,11 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 # variance (k + 1) b^2 (its radius is Gamma(k, b): E r^2 = k (k + 1) b^2).
                 std = release.unit_scale * sensitivity * (
                     1.0 if release.mechanism == "gaussian" else math.sqrt(2 * d + 1))
-                # A variance below the noise of its own released moment (std / n in u^2
-                # units) cannot be told from 0: it is raised to that level (at most 1/4,
-                # the largest variance in [0, 1]), so that no noise-dominated feature is
-                # amplified by 1 / sqrt(var). Post-processing; docs/privacy.md, DP scaler.
-                var_u = np.maximum(var_u, min(std / n, 0.25))
+                # A variance below the noise of its own released moment (second * std / n
+                # in u^2 units) cannot be told from 0: it is raised to that level (at most
+                # 1/4, the largest variance in [0, 1]), so that no noise-dominated feature
+                # is amplified by 1 / sqrt(var). Post-processing; docs/privacy.md, DP scaler.
+                var_u = np.maximum(var_u, min(second * std / n, 0.25))
                 if self.shrink_mean:
                     mean_u, shrunk = shrink_to_centre(mean_u, std / n)
         self.lower_, self.upper_ = lower, upper

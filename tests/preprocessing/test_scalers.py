@@ -208,3 +208,134 @@ def test_variances_below_their_noise_level_are_raised_to_it():
     # epsilon=inf: the exact variances (with the 1e-4 floor of the squared range only).
     np.testing.assert_allclose(exact.var_, np.maximum(X.var(axis=0), 1e-4 * 4.0),
                                rtol=1e-12)
+
+
+# -- bounds="auto": rows clipped to the l2 ball ------------------------------------------
+def _auto_reference(X, epsilon, delta, seed, shrink_mean=True):
+    """Plain-numpy reference of DPStandardScaler(bounds="auto") fed the same noise: the
+    private bound C, rows clipped to the ball of radius C, the 2d-vector [sum x / (2C),
+    sum x^2 / (sqrt(2) C^2)] plus the release's noise (sensitivity sqrt(2)), then the
+    means and variances in the units of u = (x + C) / (2C)."""
+    from skdp.mechanisms import private_bound
+    from skdp.preprocessing._scalers import BOUNDS_QUANTILE, shrink_to_centre
+    from skdp.privacy.budget import Budget
+    from skdp.privacy.calibration import single_release
+    from skdp.privacy.noise import NoiseSource
+
+    n, d = X.shape
+    bounds_rng, noise_rng = np.random.default_rng(seed).spawn(2)
+    eps_b = 0.5 * epsilon
+    norms = np.sqrt((X * X).sum(axis=1))
+    c = private_bound(norms, eps_b, bounds_rng, quantile=BOUNDS_QUANTILE)
+    rows = X * np.minimum(1.0, c / norms)[:, None]
+    v = np.concatenate([rows.sum(axis=0) / (2 * c), (rows * rows).sum(axis=0)
+                        / (math.sqrt(2) * c * c)])
+    release = single_release(Budget(epsilon - eps_b, delta), "gaussian", "replace_one")
+    v = v + NoiseSource(noise_rng).gaussian((2 * d,), release.unit_scale * math.sqrt(2))
+    mean_u = np.clip(0.5 + v[:d] / n, 0.0, 1.0)
+    second = math.sqrt(2) / 4
+    var_u = np.clip(second * v[d:] / n - (mean_u - 0.5) ** 2, 1e-4, 0.25)
+    std = release.unit_scale * math.sqrt(2)
+    var_u = np.maximum(var_u, min(second * std / n, 0.25))
+    if shrink_mean:
+        mean_u, _ = shrink_to_centre(mean_u, std / n)
+    return c, -c + 2 * c * mean_u, 4 * c * c * var_u
+
+
+@pytest.mark.parametrize("shrink_mean", [True, False])
+def test_auto_scaler_equals_its_numpy_reference_fed_the_same_noise(shrink_mean):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6)) * [100.0, 30.0, 5.0, 1.0, 0.1, 0.01] + [50, 0, 0, 1, 0, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        s = DPStandardScaler(0.8, 1e-5, accounting="gaussian", shrink_mean=shrink_mean,
+                             random_state=3).fit(X)
+    c, mean, var = _auto_reference(X, 0.8, 1e-5, 3, shrink_mean)
+    assert s.upper_[0] == c and np.all(s.lower_ == -c)
+    np.testing.assert_allclose(s.mean_, mean, rtol=1e-12, atol=1e-12 * c)
+    np.testing.assert_allclose(s.var_, var, rtol=1e-12)
+    event = s.privacy_ledger_.parts[1][1].event
+    assert s.noise_scale_ == pytest.approx(event.noise_multiplier * math.sqrt(2))
+
+
+def test_auto_release_moves_by_at_most_sqrt_2_on_neighbours():
+    """The ball's sensitivity: over adversarial replacements of one row (huge rows,
+    opposite rows, rows on different axes, zero rows), the normalised release vector moves
+    by at most sqrt(2), and the box's sqrt(2 d) is far from tight for it (d = 8)."""
+    from skdp.losses import row_norms
+    from skdp.preprocessing._scalers import BALL_SENSITIVITY, _ball_sums
+
+    rng = np.random.default_rng(1)
+    d, c = 8, 3.0
+    base = rng.normal(size=(50, d))
+    worst = 0.0
+    candidates = [np.zeros(d), 1e300 * np.ones(d), -1e300 * np.ones(d)]
+    candidates += [s * c * np.eye(d)[j] for j in range(d) for s in (1.0, -1.0)]
+    candidates += list(rng.normal(size=(40, d)) * 10.0 ** rng.integers(-3, 6, size=(40, 1)))
+    for a in candidates:
+        for b in candidates:
+            X, Y = base.copy(), base.copy()
+            X[0], Y[0] = a, b
+            # The scaler's own row norms (finite for huge finite rows).
+            diff = _ball_sums(X, row_norms(X), c) - _ball_sums(Y, row_norms(Y), c)
+            worst = max(worst, float(np.linalg.norm(diff)))
+    assert worst <= BALL_SENSITIVITY * (1 + 1e-12)
+    assert worst > 1.2  # rows on two axes: sqrt(1/2 + 1)
+    assert BALL_SENSITIVITY < math.sqrt(2 * d)
+
+
+def test_auto_scaler_at_epsilon_inf_is_exact():
+    """At epsilon=inf the bound is the maximum (no row clipped) and the statistics are
+    exact (the non-private fit; this fit used to fail on its bounds' charge)."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 4)) * [10.0, 1.0, 0.1, 3.0] + [5.0, -1.0, 0.0, 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        s = DPStandardScaler(np.inf).fit(X)
+    c = s.upper_[0]
+    assert c >= np.linalg.norm(X, axis=1).max()
+    np.testing.assert_allclose(s.mean_, X.mean(axis=0), rtol=1e-10, atol=1e-12)
+    # The exact variances, with the 1e-4 floor of the squared range only (as with public
+    # bounds: test_variances_below_their_noise_level_are_raised_to_it).
+    np.testing.assert_allclose(s.var_, np.maximum(X.var(axis=0), 1e-4 * 4 * c * c),
+                               rtol=1e-10)
+    assert not s.shrunk_.any()
+
+
+@pytest.mark.slow
+def test_audit_of_the_auto_scaler_on_neighbouring_data(monkeypatch):
+    """Neighbouring data sets: one row on the first axis in D, on the second in D' (both
+    far outside the ball, so both clip to its radius: the largest move of the release,
+    ``sqrt(1/2 + 1)`` of its sensitivity ``sqrt(2)``). The statistic projects the
+    released moments on that move. Audited at the claimed total epsilon 1 (bound and
+    moments), 2,000 runs per side: not flagged; a twin whose sensitivity is declared 20
+    times too small (its moments' noise a twentieth) is flagged, so the audit can fail
+    (each verdict wrong with probability at most 5%; seeds fixed)."""
+    import skdp.preprocessing._scalers as scalers
+    from skdp.audit import audit_scores
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 5))
+    X[0] = [0.0, 100.0, 0.0, 0.0, 0.0]
+    Xp = X.copy()
+    Xp[0] = [100.0, 0.0, 0.0, 0.0, 0.0]
+
+    def statistic(data, seeds):
+        out = []
+        for seed in seeds:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PrivacyLeakWarning)
+                s = DPStandardScaler(1.0, 1e-5, shrink_mean=False, random_state=seed).fit(data)
+            c = s.upper_[0]
+            second = s.var_ + s.mean_ ** 2
+            # The release's move from D to D': +(e1 - e2) in both halves.
+            out.append((s.mean_[0] - s.mean_[1]) / (2 * c)
+                       + (second[0] - second[1]) / (math.sqrt(2) * c * c))
+        return np.array(out)
+
+    seeds = np.random.default_rng(6).spawn(8000)
+    a, b = statistic(X, seeds[:2000]), statistic(Xp, seeds[2000:4000])
+    assert not audit_scores(a, b, epsilon=1.0, delta=1e-5).violated
+    monkeypatch.setattr(scalers, "BALL_SENSITIVITY", scalers.BALL_SENSITIVITY / 20)
+    a5, b5 = statistic(X, seeds[4000:6000]), statistic(Xp, seeds[6000:])
+    assert audit_scores(a5, b5, epsilon=1.0, delta=1e-5).violated
