@@ -34,7 +34,7 @@ from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp.losses import NORM_SAFETY, row_norms
+from skdp.losses import NORM_SAFETY, clip_rows, row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.preprocessing._scalers import RELEASE_DOCS
 from skdp.privacy.accounting import (
@@ -134,20 +134,6 @@ def _centred_norms(X, mean: np.ndarray) -> np.ndarray:
                                                                              2.0)))
     return np.concatenate([row_norms(X[start:start + _BLOCK] - mean, 2.0)
                            for start in range(0, X.shape[0], _BLOCK)])
-
-
-def _clip_rows(X: np.ndarray, norm: float) -> np.ndarray:
-    """Rows scaled down to the l2 norm ``norm`` (times :data:`NORM_SAFETY`).
-
-    A row above the bound is divided by its norm first and then multiplied by the bound:
-    one factor ``norm / ||x||`` can be subnormal for huge rows and keep too few bits, which
-    let clipped rows exceed the bound (by up to 2x at ``norm = 3e-16``, rows near 1e308).
-    """
-    X = np.array(X, dtype=float)
-    norms = row_norms(X, 2.0)
-    over = norms > norm * NORM_SAFETY
-    X[over] = (X[over] / norms[over, None]) * (norm * NORM_SAFETY)
-    return X
 
 
 @partial(fill_docstrings, texts=RELEASE_DOCS)
@@ -430,7 +416,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 else:
                     total_sum = np.zeros(d)
                     for start in range(0, n, _BLOCK):
-                        total_sum += _clip_rows(X[start:start + _BLOCK],
+                        total_sum += clip_rows(X[start:start + _BLOCK],
                                                 mean_norm).sum(axis=0)
                 # Replace-one: the clipped sum moves by ||c(x) - c(x')|| <= 2 R_0.
                 scale = plan["z_mean"] * check_sensitivity(2.0 * mean_norm,
@@ -438,7 +424,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                 total_sum += as_noise_source(mean_rng).release(plan["mechanism"], (d,),
                                                                scale)
                 # Post-processing: the mean of rows of norm <= R_0 lies in that ball.
-                mean = _clip_rows((total_sum / n)[None, :], mean_norm)[0]
+                mean = clip_rows((total_sum / n)[None, :], mean_norm)[0]
             # --- 2. the covariance of the centred rows clipped to R --------------------
             if public is not None:
                 norm = public
@@ -451,7 +437,7 @@ class DPPCA(PrivacyReprMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             else:
                 gram = np.zeros((d, d))
                 for start in range(0, n, _BLOCK):
-                    C = _clip_rows(X[start:start + _BLOCK] - mean, norm)
+                    C = clip_rows(X[start:start + _BLOCK] - mean, norm)
                     gram += C.T @ C
             rows, cols = np.triu_indices(d)
             # One draw per entry of svec(G) (off-diagonal entries times sqrt(2)), of

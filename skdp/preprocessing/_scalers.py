@@ -26,7 +26,7 @@ from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from skdp.losses import NORM_SAFETY, row_norms
+from skdp.losses import NORM_SAFETY, clip_rows, row_norms
 from skdp.mechanisms import bound_event, private_bound
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget, release_budget
@@ -231,21 +231,16 @@ SHRINK_LEVEL = 2.0
 BALL_SENSITIVITY = math.sqrt(2.0)
 
 
-def _ball_factors(norms, c: float):
-    """``min(1, c / ||x_i||)``: the factor that clips each row to the l2 ball of radius
-    ``c`` (1 for a zero row)."""
-    with np.errstate(divide="ignore"):
-        return np.minimum(1.0, c / norms)
-
-
-def _ball_sums(X, norms: np.ndarray, c: float) -> np.ndarray:
-    """The exact part of the ``"auto"`` release: the per-feature sums of the clipped rows
-    ``x~`` over ``2 c`` and of ``x~^2`` over ``sqrt(2) c^2`` (``2 d`` values), block by
-    block (no ``n x d`` temporary beyond one block)."""
+def _ball_sums(X, c: float) -> np.ndarray:
+    """The exact part of the ``"auto"`` release: the per-feature sums of the rows clipped
+    to the l2 ball of radius ``c`` (:func:`~skdp.losses.clip_rows`: divided by their norm
+    first, at ``c`` times :data:`~skdp.losses.NORM_SAFETY`, so that no rounding leaves
+    one outside) over ``2 c``, and of their squares over ``sqrt(2) c^2`` (``2 d`` values),
+    block by block (no ``n x d`` temporary beyond one block)."""
     n, d = X.shape
     sums = np.zeros(2 * d)
     for start in range(0, n, 4096):
-        rows = X[start:start + 4096] * _ball_factors(norms[start:start + 4096], c)[:, None]
+        rows = clip_rows(X[start:start + 4096], c)
         sums[:d] += rows.sum(axis=0)
         sums[d:] += (rows * rows).sum(axis=0)
     sums[:d] /= 2.0 * c
@@ -254,13 +249,10 @@ def _ball_sums(X, norms: np.ndarray, c: float) -> np.ndarray:
 
 
 def _device_ball_sums(X, c: float) -> np.ndarray:
-    """:func:`_ball_sums` for an array API ``X``, on its device (a row whose squared norm
-    overflows counts as the zero row: still inside the ball)."""
+    """:func:`_ball_sums` for an array API ``X``, on its device (the rows clipped as the
+    host clips them, :func:`~skdp._array_api.clip_device_rows`)."""
     def block_sums(xp, rows):
-        norms = xp.sqrt(xp.sum(rows * rows, axis=1))
-        factor = xp.where(norms > c, c / norms, xp.ones_like(norms))
-        factor = xp.where(xp.isfinite(norms), factor, xp.zeros_like(norms))
-        clipped = rows * factor[:, None]
+        clipped = clip_device_rows(xp, rows, c * NORM_SAFETY)
         return xp.concat([xp.sum(clipped, axis=0) / (2.0 * c),
                           xp.sum(clipped * clipped, axis=0) / (BALL_SENSITIVITY * c * c)])
 
@@ -427,8 +419,8 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 # One private bound of the row norms on the public grid (the maximum at
                 # epsilon=inf), C a grid point: every row clipped to the l2 ball of
                 # radius C (so every feature lies in [-C, C]).
-                norms = row_norms(X, 2.0)
-                c = private_bound(norms, eps_bounds, bounds_rng, quantile=BOUNDS_QUANTILE)
+                c = private_bound(row_norms(X, 2.0), eps_bounds, bounds_rng,
+                                  quantile=BOUNDS_QUANTILE)
                 # As the estimators: once the private bound is computed, its charge
                 # stays whatever happens next (at epsilon=inf there is no bounds part:
                 # the ledger is the one non-private release).
@@ -444,7 +436,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 # factor sqrt(d) below the box's, as no row can be extreme in every
                 # feature at once.
                 sums = (_device_ball_sums(X, c) if like is not None
-                        else _ball_sums(X, norms, c))
+                        else _ball_sums(X, c))
                 sensitivity = BALL_SENSITIVITY
             else:
                 # Per-feature sums of u and u^2, u in [0, 1]; one replaced row moves each

@@ -145,10 +145,10 @@ def test_the_declared_sensitivity_bounds_every_replacement_and_is_reached():
     diff = _svec(np.outer(e[0], e[0]) - np.outer(e[1], e[1]))
     assert np.linalg.norm(diff) == pytest.approx(bound)
     # The mean's release: clipped rows move the sum by at most 2 R_0 (opposite rows).
-    from skdp.decomposition._pca import _clip_rows
+    from skdp.losses import clip_rows
 
     big = rng.normal(size=(200, d)) * 10
-    moved = np.linalg.norm(_clip_rows(big, R) - _clip_rows(-big, R), axis=1)
+    moved = np.linalg.norm(clip_rows(big, R) - clip_rows(-big, R), axis=1)
     assert moved.max() <= 2 * R
 
 
@@ -240,12 +240,12 @@ def test_non_finite_and_huge_rows_are_clipped_silently():
 def test_clipped_rows_stay_within_the_bound_even_for_huge_rows():
     """One factor norm / ||x|| is subnormal for rows near 1e308 and tiny bounds: the
     clip divides first (review finding: rows up to 2x the bound before)."""
-    from skdp.decomposition._pca import _clip_rows
+    from skdp.losses import clip_rows
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 4)) * 10.0 ** rng.uniform(-300, 307, size=(3000, 1))
     for R in (3e-16, 1e-15, 9.5e-7, 1.0, 1e100):
-        assert np.all(np.linalg.norm(_clip_rows(X, R) / R, axis=1) <= 1.0)
+        assert np.all(np.linalg.norm(clip_rows(X, R) / R, axis=1) <= 1.0)
 
 
 def test_a_norm_whose_sensitivity_underflows_is_refused():

@@ -13,6 +13,7 @@ from scipy import stats
 from sklearn.pipeline import make_pipeline
 
 from skdp import BudgetAccountant, DPLogisticRegression, PrivacyLeakWarning, privacy_spent
+from skdp.mechanisms import grid_points
 from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
 from skdp.privacy.accounting import epsilon_spent
 
@@ -227,42 +228,50 @@ def _auto_reference(X, epsilon, delta, seed, shrink_mean=True):
     eps_b = 0.5 * epsilon
     norms = np.sqrt((X * X).sum(axis=1))
     c = private_bound(norms, eps_b, bounds_rng, quantile=BOUNDS_QUANTILE)
-    rows = X * np.minimum(1.0, c / norms)[:, None]
+    target = c * (1 - 1e-12)  # the clip's safety margin (NORM_SAFETY)
+    rows = np.where((norms > target)[:, None], X / norms[:, None] * target, X)
     v = np.concatenate([rows.sum(axis=0) / (2 * c), (rows * rows).sum(axis=0)
                         / (math.sqrt(2) * c * c)])
-    release = single_release(Budget(epsilon - eps_b, delta), "gaussian", "replace_one")
-    v = v + NoiseSource(noise_rng).gaussian((2 * d,), release.unit_scale * math.sqrt(2))
+    pure = delta == 0
+    release = single_release(Budget(epsilon - eps_b, delta), "pure" if pure else "gaussian",
+                             "replace_one")
+    source = NoiseSource(noise_rng)
+    scale = release.unit_scale * math.sqrt(2)
+    v = v + (source.l2_laplace((2 * d,), scale) if pure else source.gaussian((2 * d,), scale))
     mean_u = np.clip(0.5 + v[:d] / n, 0.0, 1.0)
     second = math.sqrt(2) / 4
     var_u = np.clip(second * v[d:] / n - (mean_u - 0.5) ** 2, 1e-4, 0.25)
-    std = release.unit_scale * math.sqrt(2)
+    std = scale * (math.sqrt(2 * d + 1) if pure else 1.0)
     var_u = np.maximum(var_u, min(second * std / n, 0.25))
     if shrink_mean:
         mean_u, _ = shrink_to_centre(mean_u, std / n)
     return c, -c + 2 * c * mean_u, 4 * c * c * var_u
 
 
-@pytest.mark.parametrize("shrink_mean", [True, False])
-def test_auto_scaler_equals_its_numpy_reference_fed_the_same_noise(shrink_mean):
+@pytest.mark.parametrize("shrink_mean, delta", [(True, 1e-5), (False, 1e-5), (True, 0.0)])
+def test_auto_scaler_equals_its_numpy_reference_fed_the_same_noise(shrink_mean, delta):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 6)) * [100.0, 30.0, 5.0, 1.0, 0.1, 0.01] + [50, 0, 0, 1, 0, 0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        s = DPStandardScaler(0.8, 1e-5, accounting="gaussian", shrink_mean=shrink_mean,
-                             random_state=3).fit(X)
-    c, mean, var = _auto_reference(X, 0.8, 1e-5, 3, shrink_mean)
+        s = DPStandardScaler(0.8, delta, accounting="auto" if delta == 0 else "gaussian",
+                             shrink_mean=shrink_mean, random_state=3).fit(X)
+    c, mean, var = _auto_reference(X, 0.8, delta, 3, shrink_mean)
     assert s.upper_[0] == c and np.all(s.lower_ == -c)
-    np.testing.assert_allclose(s.mean_, mean, rtol=1e-12, atol=1e-12 * c)
-    np.testing.assert_allclose(s.var_, var, rtol=1e-12)
+    assert np.sum(np.linalg.norm(X, axis=1) > c) > 40  # the ball binds for many rows
+    np.testing.assert_allclose(s.mean_, mean, rtol=1e-10, atol=1e-10 * c)
+    np.testing.assert_allclose(s.var_, var, rtol=1e-10)
     event = s.privacy_ledger_.parts[1][1].event
-    assert s.noise_scale_ == pytest.approx(event.noise_multiplier * math.sqrt(2))
+    if delta == 0:
+        assert s.noise_scale_ == pytest.approx(math.sqrt(2) / event.epsilon)
+    else:
+        assert s.noise_scale_ == pytest.approx(event.noise_multiplier * math.sqrt(2))
 
 
 def test_auto_release_moves_by_at_most_sqrt_2_on_neighbours():
     """The ball's sensitivity: over adversarial replacements of one row (huge rows,
     opposite rows, rows on different axes, zero rows), the normalised release vector moves
     by at most sqrt(2), and the box's sqrt(2 d) is far from tight for it (d = 8)."""
-    from skdp.losses import row_norms
     from skdp.preprocessing._scalers import BALL_SENSITIVITY, _ball_sums
 
     rng = np.random.default_rng(1)
@@ -276,12 +285,32 @@ def test_auto_release_moves_by_at_most_sqrt_2_on_neighbours():
         for b in candidates:
             X, Y = base.copy(), base.copy()
             X[0], Y[0] = a, b
-            # The scaler's own row norms (finite for huge finite rows).
-            diff = _ball_sums(X, row_norms(X), c) - _ball_sums(Y, row_norms(Y), c)
+            diff = _ball_sums(X, c) - _ball_sums(Y, c)
             worst = max(worst, float(np.linalg.norm(diff)))
     assert worst <= BALL_SENSITIVITY * (1 + 1e-12)
-    assert worst > 1.2  # rows on two axes: sqrt(1/2 + 1)
+    assert worst > 1.2  # rows on two axes: sqrt(1/2 + 1); a search finds at most 1.25
     assert BALL_SENSITIVITY < math.sqrt(2 * d)
+
+
+@pytest.mark.parametrize("c", [float(grid_points()[0]), 1.0, float(grid_points()[-1])])
+def test_auto_clipped_rows_never_leave_the_ball(c):
+    """Rows far above the radius (up to 1.7e308) and at the smallest grid radius, where a
+    single factor c / ||x|| is subnormal: every clipped row stays within c (the release's
+    sensitivity needs it), on the host and through an array API namespace alike."""
+    from skdp.losses import clip_rows
+    from skdp.preprocessing._scalers import _ball_sums, _device_ball_sums
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(64, 5)) * 10.0 ** rng.integers(-8, 308, size=(64, 1))
+    X = np.clip(X, -1.7e308, 1.7e308)
+    X[0] = 0.0
+    clipped = clip_rows(X, c)
+    norms = np.linalg.norm(clipped / c, axis=1)
+    assert np.all(norms <= 1.0)
+    assert np.all(np.isfinite(_ball_sums(X, c)))
+    strict = pytest.importorskip("array_api_strict")
+    device = _device_ball_sums(strict.asarray(X), c)
+    np.testing.assert_allclose(device, _ball_sums(X, c), rtol=1e-9, atol=1e-300)
 
 
 def test_auto_scaler_at_epsilon_inf_is_exact():
