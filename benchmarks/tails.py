@@ -100,10 +100,10 @@ def _rows() -> list[TailRow]:
         TailRow("DPStandardScaler(0.3) + DPLogisticRegression(0.7)", "breast_cancer", 200,
                 lambda: make_pipeline(DPStandardScaler(epsilon=0.3),
                                       DPLogisticRegression(epsilon=0.7)), 0.86, 0.75),
-        TailRow("ceiling: DPLogisticRegression(0.7) alone, the pipeline's classifier "
-                "(no target)", "breast_cancer", 200,
+        TailRow("DPLogisticRegression(0.7) alone, the pipeline's classifier on the raw "
+                "rows (no target)", "breast_cancer", 200,
                 lambda: DPLogisticRegression(epsilon=0.7)),
-        TailRow("ceiling: the pipeline with the exact per-feature ranges as the scaler's "
+        TailRow("the pipeline with the exact per-feature ranges as the scaler's (box) "
                 "bounds (not private; no target)", "breast_cancer", 200,
                 lambda: make_pipeline(DPStandardScaler(epsilon=0.3, bounds=_exact_ranges()),
                                       DPLogisticRegression(epsilon=0.7))),
