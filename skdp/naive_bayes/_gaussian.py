@@ -34,15 +34,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._array_api import is_device_array
-from skdp._base import ExactScoreNoticeMixin, start_release
+from skdp._base import ExactScoreNoticeMixin, release_row_bound, start_release
 from skdp._docstrings import fill_docstrings
 from skdp._labels import CLASSES_DOC, checked_classes
 from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp._warnings import warn_label_set_read
-from skdp.losses import row_norms
-from skdp.mechanisms import bound_event, private_bound
+from skdp.mechanisms import bound_event
 from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, _public_bounds
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget, release_budget
@@ -466,13 +465,10 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
             progress(f"{n} rows, {d} features, {classes.size} classes")
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
             if isinstance(self.bounds, str):
-                # One private bound of the rows' largest |x_j| on the public grid (the
-                # maximum at epsilon=inf): every feature in [-C, C], C a grid point.
-                c = private_bound(row_norms(X, math.inf), eps_bounds, bounds_rng,
-                                  quantile=BOUNDS_QUANTILE)
-                if isinstance(ledger, CompositeLedger):
-                    # Released: its charge stays whatever happens next.
-                    charge.keep(CompositeLedger((ledger.parts[0],), total))
+                # One private bound of the rows' largest |x_j| on the public grid (kept
+                # charged from here): every feature in [-C, C], C a grid point.
+                c = release_row_bound(X, math.inf, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
+                                      charge, ledger, total)
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
                 lower, upper = _public_bounds(self.bounds, d)

@@ -21,13 +21,18 @@ from skdp._array_api import (
     to_device,
     to_numpy,
 )
-from skdp._base import start_release, validate_device_rows, validate_fit_rows
+from skdp._base import (
+    release_row_bound,
+    start_release,
+    validate_device_rows,
+    validate_fit_rows,
+)
 from skdp._docstrings import fill_docstrings
 from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.losses import NORM_SAFETY, clip_rows, row_norms
-from skdp.mechanisms import bound_event, private_bound
+from skdp.mechanisms import bound_event
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget, release_budget
 from skdp.privacy.charging import Charge
@@ -416,16 +421,11 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
             ball = isinstance(self.bounds, str)
             if ball:
-                # One private bound of the row norms on the public grid (the maximum at
-                # epsilon=inf), C a grid point: every row clipped to the l2 ball of
-                # radius C (so every feature lies in [-C, C]).
-                c = private_bound(row_norms(X, 2.0), eps_bounds, bounds_rng,
-                                  quantile=BOUNDS_QUANTILE)
-                # As the estimators: once the private bound is computed, its charge
-                # stays whatever happens next (at epsilon=inf there is no bounds part:
-                # the ledger is the one non-private release).
-                if isinstance(ledger, CompositeLedger):
-                    charge.keep(CompositeLedger((ledger.parts[0],), total))
+                # One private bound of the row norms on the public grid (kept charged
+                # from here), C a grid point: every row clipped to the l2 ball of radius
+                # C (so every feature lies in [-C, C]).
+                c = release_row_bound(X, 2.0, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
+                                      charge, ledger, total)
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
                 lower, upper = _public_bounds(self.bounds, d)
