@@ -41,6 +41,7 @@ from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp._warnings import warn_label_set_read
+from skdp.losses import clip_rows
 from skdp.mechanisms import bound_event
 from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, _public_bounds
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
@@ -68,8 +69,19 @@ VAR_FLOOR = 1e-3
 PER_CLASS_NOISE = 2e-3
 
 
-def part_sensitivities(n_features: int, norm: str, pooled: bool = False) -> np.ndarray:
+def part_sensitivities(n_features: int, norm: str, pooled: bool = False,
+                       ball: bool = False) -> np.ndarray:
     """Each part's own replace-one sensitivity, ``(counts, sums, squares)``.
+
+    ``ball=True`` (``bounds="auto"``: every ``u`` in the l2 ball of radius 1/2): ``(sqrt 2,
+    1, sqrt(2) / 4)`` in l2 and ``(2, sqrt d, 1/2)`` in l1, pooled or not. Sums: ``||u' -
+    u|| <= 1`` when the label stays, ``sqrt(||u||^2 + ||u'||^2) <= sqrt(1/2)`` when it
+    moves (``||.||_1 <= sqrt d ||.||_2``: at most ``sqrt d`` in l1 either way). Squares:
+    ``u^2`` and ``u'^2`` have non-negative entries and norms at most ``||u||^2 <= 1/4``,
+    so ``||u'^2 - u^2||`` and ``sqrt(||u^2||^2 + ||u'^2||^2)`` are at most ``sqrt(2)/4``
+    (in l1, ``||u||^2 + ||u'||^2 <= 1/2``).
+
+    Otherwise (the box ``[-1/2, 1/2]^d`` of public bounds):
 
     ``norm="l2"``: ``(sqrt 2, sqrt d, sqrt(d/8))`` (pooled squares: ``sqrt(d) / 4``);
     ``norm="l1"``: ``(2, d, d / 2)`` (pooled squares: ``d / 4``). Counts: a record moving
@@ -81,14 +93,18 @@ def part_sensitivities(n_features: int, norm: str, pooled: bool = False) -> np.n
     by ``u'^2 - u^2`` in ``[-1/4, 1/4]`` (less). Pooled squares: ``u'^2 - u^2`` always.
     """
     d = float(n_features)
+    if ball:
+        if norm == "l2":
+            return np.array([math.sqrt(2.0), 1.0, math.sqrt(2.0) / 4.0])
+        return np.array([2.0, math.sqrt(d), 0.5])
     if norm == "l2":
         return np.array([math.sqrt(2.0), math.sqrt(d),
                          math.sqrt(d) / 4.0 if pooled else math.sqrt(d / 8.0)])
     return np.array([2.0, d, d / 4.0 if pooled else d / 2.0])
 
 
-def part_scales(n_features: int, budget_split, norm: str, pooled: bool = False
-                ) -> np.ndarray:
+def part_scales(n_features: int, budget_split, norm: str, pooled: bool = False,
+                ball: bool = False) -> np.ndarray:
     """The public scales ``(r_c, r_s, r_q)`` that divide the three parts before the noise.
 
     A part with sensitivity ``D_i`` (:func:`part_sensitivities`) and share ``w_i`` of the
@@ -100,7 +116,7 @@ def part_scales(n_features: int, budget_split, norm: str, pooled: bool = False
     """
     w = np.asarray(budget_split, dtype=float)
     w = w / w.sum()
-    sens = part_sensitivities(n_features, norm, pooled)
+    sens = part_sensitivities(n_features, norm, pooled, ball)
     return sens / (np.sqrt(w) if norm == "l2" else w)
 
 
@@ -122,10 +138,17 @@ def _max_same_class_l1(a: float, b: float) -> float:
     return max(a, t * (a + b * (1.0 - t)))
 
 
-def joint_sensitivity(n_features: int, scales, norm: str, pooled: bool = False) -> float:
+def joint_sensitivity(n_features: int, scales, norm: str, pooled: bool = False,
+                      ball: bool = False) -> float:
     """The exact replace-one sensitivity of the whitened statistics ``(c/r_c, S/r_s,
     Q/r_q)`` (``norm`` "l2" or "l1"), with ``u`` in ``[-1/2, 1/2]^d``; ``pooled``: ``Q``
     is one row (all records) instead of one row per class.
+
+    ``ball=True`` (every ``u`` in the l2 ball of radius 1/2, ``bounds="auto"``): an upper
+    bound from each part's largest move in each case (:func:`part_sensitivities`), which
+    the parts may not reach together. In l2, label kept: ``A + B / 8``; label moved:
+    ``2 / r_c^2 + A / 2 + B / 8`` (``A = 1/r_s^2``, ``B = 1/r_q^2``). In l1, label moved
+    (the larger): ``2 / r_c + sqrt(d) / r_s + 1 / (2 r_q)``. Pooled or not alike.
 
     Two cases, and the larger is the sensitivity (both are attained):
 
@@ -152,6 +175,11 @@ def joint_sensitivity(n_features: int, scales, norm: str, pooled: bool = False) 
     """
     r_c, r_s, r_q = (float(v) for v in scales)
     d = float(n_features)
+    if ball:
+        if norm == "l2":
+            a, b = 1.0 / r_s ** 2, 1.0 / r_q ** 2
+            return math.sqrt(max(a + b / 8.0, 2.0 / r_c ** 2 + a / 2.0 + b / 8.0))
+        return 2.0 / r_c + math.sqrt(d) / r_s + 0.5 / r_q
     if norm == "l2":
         a, b = 1.0 / r_s ** 2, 1.0 / r_q ** 2
         same = d * _max_same_class_l2(a, b)
@@ -172,6 +200,13 @@ def joint_sensitivity(n_features: int, scales, norm: str, pooled: bool = False) 
 def centred_features(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """``u = clip((x - lower) / (upper - lower), 0, 1) - 1/2``, in ``[-1/2, 1/2]``."""
     return np.clip((X - lower) / (upper - lower), 0.0, 1.0) - 0.5
+
+
+def ball_features(X: np.ndarray, c: float) -> np.ndarray:
+    """``u = x~ / (2 c)``, ``x~`` the row clipped to the l2 ball of radius ``c``
+    (:func:`~skdp.losses.clip_rows`): ``||u|| <= 1/2``, every coordinate in ``[-1/2,
+    1/2]`` (the units of the box ``[-c, c]``)."""
+    return clip_rows(X, c) / (2.0 * c)
 
 
 def class_statistics(u: np.ndarray, y: np.ndarray, classes: np.ndarray,
@@ -465,9 +500,10 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
             progress(f"{n} rows, {d} features, {classes.size} classes")
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
             if isinstance(self.bounds, str):
-                # One private bound of the rows' largest |x_j| on the public grid (kept
-                # charged from here): every feature in [-C, C], C a grid point.
-                c = release_row_bound(X, math.inf, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
+                # One private bound of the row norms on the public grid (kept charged
+                # from here), C a grid point: every row clipped to the l2 ball of radius
+                # C (so every feature lies in [-C, C]; ball_features).
+                c = release_row_bound(X, 2.0, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
                                       charge, ledger, total)
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
@@ -496,20 +532,22 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
 
     def _release_plan(self, n: int, d: int, n_classes: int, mechanism: str, unit: float):
         """The public part of the release: ``(norm, scales, sensitivity, pooled,
-        noise_std)`` from ``n``, ``d``, the number of classes and the plan only."""
+        noise_std)`` from ``n``, ``d``, the number of classes and the plan only (the
+        geometry too: the l2 ball of ``"auto"`` bounds, or the box of public ones)."""
         norm = "l1" if mechanism == "laplace" else "l2"
+        ball = isinstance(self.bounds, str)
         split = self._check_split()
         per_coordinate = math.sqrt(2.0) if norm == "l1" else 1.0  # Laplace std: sqrt(2) b
         pooled = self.variances == "pooled"
         if self.variances == "auto":
             # Public: the noise std of a per-class variance of u at the average class size.
-            scales = part_scales(d, split, norm)
-            noise = (unit * joint_sensitivity(d, scales, norm) * scales[2] * per_coordinate
-                     / (n / n_classes))
+            scales = part_scales(d, split, norm, ball=ball)
+            noise = (unit * joint_sensitivity(d, scales, norm, ball=ball) * scales[2]
+                     * per_coordinate / (n / n_classes))
             pooled = noise > PER_CLASS_NOISE
-        scales = part_scales(d, split, norm, pooled)
-        # Exact sensitivity of the whitened vector (c / r_c, S / r_s, Q / r_q), at most 1.
-        sensitivity = joint_sensitivity(d, scales, norm, pooled)
+        scales = part_scales(d, split, norm, pooled, ball)
+        # Sensitivity of the whitened vector (c / r_c, S / r_s, Q / r_q), at most 1.
+        sensitivity = joint_sensitivity(d, scales, norm, pooled, ball)
         return norm, scales, sensitivity, pooled, unit * sensitivity * scales * per_coordinate
 
     def _private_statistics(self, X, y, classes, lower, upper, mechanism, unit, rng):
@@ -518,8 +556,9 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         K = classes.size
         _, scales, sensitivity, pooled, noise_std = self._release_plan(n, d, K, mechanism,
                                                                        unit)
-        counts, sums, squares = class_statistics(centred_features(X, lower, upper), y,
-                                                 classes, pooled)
+        u = (ball_features(X, float(upper[0])) if isinstance(self.bounds, str)
+             else centred_features(X, lower, upper))
+        counts, sums, squares = class_statistics(u, y, classes, pooled)
         noise = as_noise_source(rng)
         # The whitened vector v = (c / r_c, S / r_s, Q / r_q), K + K d + (K or 1) d
         # numbers, gets ONE draw of isotropic noise of scale unit * sensitivity (Gaussian
