@@ -216,14 +216,9 @@ def test_auto_bounds_compose_with_the_statistics():
     assert np.all(model.upper_ == -model.lower_)
 
 
-@pytest.mark.parametrize("delta", [1e-5, 0.0])
-@pytest.mark.parametrize("variances", ["pooled", "per_class"])
-def test_noise_is_what_the_ledger_says(monkeypatch, delta, variances):
-    """The released statistics minus the exact ones, over 60 fits with independent
-    seeds, follow the ledger's law part by part: N(0, (z Delta r_i)^2) (the Gaussian
-    event's z, the joint sensitivity Delta, the part's scale r_i) or Laplace of scale
-    Delta r_i / epsilon (the Laplace event's 1 / epsilon) per coordinate. KS tests,
-    each with failure probability 1e-4 under a correct implementation (seeds fixed)."""
+def _capture_releases(monkeypatch) -> list:
+    """The released (noisy) statistics ``(c, S, Q)`` of every fit from here on, as
+    post_process receives them."""
     captured = []
     real = gnb.post_process
 
@@ -232,6 +227,18 @@ def test_noise_is_what_the_ledger_says(monkeypatch, delta, variances):
         return real(counts, sums, squares, n, noise_std, var_floor)
 
     monkeypatch.setattr(gnb, "post_process", spy)
+    return captured
+
+
+@pytest.mark.parametrize("delta", [1e-5, 0.0])
+@pytest.mark.parametrize("variances", ["pooled", "per_class"])
+def test_noise_is_what_the_ledger_says(monkeypatch, delta, variances):
+    """The released statistics minus the exact ones, over 60 fits with independent
+    seeds, follow the ledger's law part by part: N(0, (z Delta r_i)^2) (the Gaussian
+    event's z, the joint sensitivity Delta, the part's scale r_i) or Laplace of scale
+    Delta r_i / epsilon (the Laplace event's 1 / epsilon) per coordinate. KS tests,
+    each with failure probability 1e-4 under a correct implementation (seeds fixed)."""
+    captured = _capture_releases(monkeypatch)
     X, y = _data(n=200, d=3, k=2)
     classes = np.array([0, 1])
     lower, upper = np.full(3, -2.0), np.full(3, 5.0)
@@ -267,14 +274,7 @@ def test_noise_with_auto_bounds_is_what_the_ledger_says(monkeypatch, delta):
     rows clipped to the ball of the released radius, over 60 fits with independent
     seeds, follow the ledger's law with the ball's sensitivity and scales (KS, failure
     probability 1e-4 each under a correct implementation; seeds fixed)."""
-    captured = []
-    real = gnb.post_process
-
-    def spy(counts, sums, squares, n, noise_std, var_floor):
-        captured.append((counts.copy(), sums.copy(), squares.copy()))
-        return real(counts, sums, squares, n, noise_std, var_floor)
-
-    monkeypatch.setattr(gnb, "post_process", spy)
+    captured = _capture_releases(monkeypatch)
     X, y = _data(n=200, d=3, k=2)
     X = X * [10.0, 1.0, 0.1]  # features on different scales: the ball binds for many rows
     classes = np.array([0, 1])
