@@ -6,8 +6,10 @@ Neighbouring data sets (replace-one): the same number ``n`` of records, one reco
 ``(x, label)`` replaced by any ``(x', label')``; features AND label may both change, and
 ``n`` is public.
 
-Each feature is clipped to its bounds and mapped to the centred ``u = clip((x - lower) /
-(upper - lower), 0, 1) - 1/2`` in ``[-1/2, 1/2]``. The statistics are
+With public bounds, each feature is clipped to its bounds and mapped to the centred ``u
+= clip((x - lower) / (upper - lower), 0, 1) - 1/2`` in ``[-1/2, 1/2]``; with ``"auto"``
+bounds, each row is clipped to the l2 ball of a private radius ``C`` and ``u = x~ /
+(2 C)`` (:func:`ball_features`, ``||u|| <= 1/2``). The statistics are
 
     c_k = #{i : y_i = k},   S_k = sum_{y_i = k} u_i  (d numbers per class),
     Q_k = sum_{y_i = k} u_i^2  (elementwise squares; d numbers per class), or, with
@@ -16,9 +18,10 @@ Each feature is clipped to its bounds and mapped to the centred ``u = clip((x - 
 They are released in ONE mechanism, after dividing each part by a public scale ``r_c``,
 ``r_s``, ``r_q`` (:func:`part_scales`, from the public ``budget_split``): the whitened
 vector ``v = (c / r_c, S / r_s, Q / r_q)`` gets isotropic noise (Gaussian, or i.i.d.
-Laplace for pure DP) calibrated to the EXACT sensitivity of ``v``
-(:func:`joint_sensitivity`), and the parts are multiplied back. Everything else is
-post-processing of the released numbers and public constants (:func:`post_process`).
+Laplace for pure DP) calibrated to the sensitivity of ``v`` (:func:`joint_sensitivity`:
+exact for the box, an upper bound for the ball), and the parts are multiplied back.
+Everything else is post-processing of the released numbers and public constants
+(:func:`post_process`).
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ from skdp.privacy.noise import as_generator, as_noise_source
 __all__ = ["DPGaussianNB", "class_statistics", "joint_sensitivity", "part_scales",
            "part_sensitivities", "post_process"]
 
-#: ``bounds="auto"``: the quantile of the rows' largest absolute feature (their l-inf
-#: norm) that the private bound ``C`` targets (the maximum at ``epsilon=inf``).
+#: ``bounds="auto"``: the quantile of the rows' l2 norms that the private bound ``C``
+#: targets (the maximum at ``epsilon=inf``); the rows are clipped to the ball of that
+#: radius.
 BOUNDS_QUANTILE = 0.75
 #: Default shares of the budget of the counts, the sums and the sums of squares (chosen by
 #: measurement, docs/naive_bayes.md, "Defaults").
@@ -140,9 +144,10 @@ def _max_same_class_l1(a: float, b: float) -> float:
 
 def joint_sensitivity(n_features: int, scales, norm: str, pooled: bool = False,
                       ball: bool = False) -> float:
-    """The exact replace-one sensitivity of the whitened statistics ``(c/r_c, S/r_s,
-    Q/r_q)`` (``norm`` "l2" or "l1"), with ``u`` in ``[-1/2, 1/2]^d``; ``pooled``: ``Q``
-    is one row (all records) instead of one row per class.
+    """The replace-one sensitivity of the whitened statistics ``(c/r_c, S/r_s, Q/r_q)``
+    (``norm`` "l2" or "l1"): exact with ``u`` in ``[-1/2, 1/2]^d``, an upper bound with
+    ``u`` in the l2 ball of radius 1/2 (``ball``); ``pooled``: ``Q`` is one row (all
+    records) instead of one row per class.
 
     ``ball=True`` (every ``u`` in the l2 ball of radius 1/2, ``bounds="auto"``): an upper
     bound from each part's largest move in each case (:func:`part_sensitivities`), which
@@ -294,11 +299,12 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         ``> 0``: Gaussian noise; ``0``: pure DP (Laplace noise).
     bounds : "auto" or tuple (lower, upper), default="auto"
         Public per-feature bounds (scalars or arrays of length ``n_features``), or
-        ``"auto"``: every feature in ``[-C, C]``, ``C`` a private bound (on a public
-        grid) of the 0.75-quantile of the rows' largest absolute feature (the maximum at
-        ``epsilon=inf``), for a share ``bounds_fraction`` of ``epsilon``. One bound for
-        all features: features far smaller than ``C`` carry little signal, so give
-        public bounds where they are known.
+        ``"auto"``: every row clipped to the l2 ball of radius ``C`` (so every feature
+        lies in ``[-C, C]``), ``C`` a private bound (on a public grid) of the
+        0.75-quantile of the rows' l2 norms (the maximum at ``epsilon=inf``), for a
+        share ``bounds_fraction`` of ``epsilon``. One bound for all features: features
+        far smaller than ``C`` carry little signal, so give public bounds where they
+        are known.
     bounds_fraction : float in (0, 1), default=0.1
         Share of ``epsilon`` spent on the ``"auto"`` bound.
     <<classes:statistics>>
@@ -459,7 +465,8 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            The private rows; each feature is clipped to its bounds.
+            The private rows; each feature is clipped to its bounds (each row to the l2
+            ball of radius ``C`` with ``"auto"`` bounds).
         y : array-like of shape (n_samples,)
             Their labels (private; the label SET is public).
 
@@ -584,8 +591,11 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
     def _exact_statistics(self, X, y, classes, lower, upper):
         """``epsilon=inf``: scikit-learn's ``GaussianNB`` on the clipped features (the
         same formulas: ``np.average`` and its variance, ``var_smoothing`` times the
-        largest variance of the clipped features)."""
-        Xc = np.clip(X, lower, upper)
+        largest variance of the clipped features). Clipped as a private fit clips them:
+        to the box, or to the l2 ball of ``"auto"`` bounds (whose radius, the largest row
+        norm rounded up onto the grid, clips no row below the grid's top)."""
+        Xc = (clip_rows(X, float(upper[0])) if isinstance(self.bounds, str)
+              else np.clip(X, lower, upper))
         K, d = classes.size, X.shape[1]
         epsilon_ = float(self.var_smoothing) * float(np.var(Xc, axis=0).max())
         counts = np.zeros(K)

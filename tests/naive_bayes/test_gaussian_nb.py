@@ -268,8 +268,24 @@ def test_noise_is_what_the_ledger_says(monkeypatch, delta, variances):
         assert stats.kstest(e, law).pvalue > 1e-4
 
 
+def test_ball_features_stay_in_the_half_ball():
+    """Rows up to 1.7e308 at radii from the grid's bottom to its top: ||u|| <= 1/2 (the
+    sensitivities assume it), and rows inside the ball are only rescaled."""
+    from skdp.mechanisms import grid_points
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(64, 5)) * 10.0 ** rng.integers(-8, 308, size=(64, 1))
+    X = np.clip(X, -1.7e308, 1.7e308)
+    for c in (float(grid_points()[0]), 1.0, 1e6, float(grid_points()[-1])):
+        u = gnb.ball_features(X, c)
+        assert np.all(np.linalg.norm(u * 2.0, axis=1) <= 1.0)
+        inside = np.linalg.norm(X, axis=1) < c * 0.5
+        np.testing.assert_allclose(u[inside], X[inside] / (2 * c), rtol=1e-15)
+
+
+@pytest.mark.parametrize("variances", ["pooled", "per_class"])
 @pytest.mark.parametrize("delta", [1e-5, 0.0])
-def test_noise_with_auto_bounds_is_what_the_ledger_says(monkeypatch, delta):
+def test_noise_with_auto_bounds_is_what_the_ledger_says(monkeypatch, delta, variances):
     """bounds="auto" (the l2 ball): the released statistics minus the exact ones on the
     rows clipped to the ball of the released radius, over 60 fits with independent
     seeds, follow the ledger's law with the ball's sensitivity and scales (KS, failure
@@ -278,19 +294,20 @@ def test_noise_with_auto_bounds_is_what_the_ledger_says(monkeypatch, delta):
     X, y = _data(n=200, d=3, k=2)
     X = X * [10.0, 1.0, 0.1]  # features on different scales: the ball binds for many rows
     classes = np.array([0, 1])
+    pooled = variances == "pooled"
     eps = 2.0
     errors = [[], [], []]
     with _quiet():
         for seed in np.random.default_rng(4).spawn(60):
-            model = DPGaussianNB(eps, delta, classes=classes, variances="pooled",
+            model = DPGaussianNB(eps, delta, classes=classes, variances=variances,
                                  random_state=seed).fit(X, y)
             c = float(model.upper_[0])
-            exact = gnb.class_statistics(gnb.ball_features(X, c), y, classes, True)
+            exact = gnb.class_statistics(gnb.ball_features(X, c), y, classes, pooled)
             for i in range(3):
                 errors[i].append((captured[-1][i] - exact[i]).ravel())
     norm = "l2" if delta > 0 else "l1"
-    scales = gnb.part_scales(3, gnb.BUDGET_SPLIT, norm, True, ball=True)
-    sensitivity = gnb.joint_sensitivity(3, scales, norm, True, ball=True)
+    scales = gnb.part_scales(3, gnb.BUDGET_SPLIT, norm, pooled, ball=True)
+    sensitivity = gnb.joint_sensitivity(3, scales, norm, pooled, ball=True)
     event = model.privacy_ledger_.parts[1][1].event
     unit = event.noise_multiplier
     np.testing.assert_allclose(model.noise_scales_, unit * sensitivity * scales, rtol=1e-12)
