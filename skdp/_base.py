@@ -123,21 +123,20 @@ def start_release(estimator, total: Budget, bound: str, shape=None) -> Progress:
     return progress
 
 
-def release_row_bound(X, ord: float, epsilon: float, rng, quantile: float, charge,
-                      ledger, total: Budget) -> float:
+def release_row_bound(norms, epsilon: float, rng, quantile: float, charge, ledger,
+                      total: Budget) -> float:
     """The private bound ``C`` of a one-release transformer's ``"auto"`` bounds.
 
-    :func:`~skdp.mechanisms.private_bound` of the rows' ``ord``-norms at ``quantile``
-    (their maximum at ``epsilon=inf``): a point of the public grid. Once it is computed,
-    the bounds part of ``ledger`` (its first) stays charged whatever happens next; at
+    :func:`~skdp.mechanisms.private_bound` of the rows' norms at ``quantile`` (their
+    maximum at ``epsilon=inf``): a point of the public grid. Once it is computed, the
+    bounds part of ``ledger`` (its first) stays charged whatever happens next; at
     ``epsilon=inf`` the ledger has no such part and nothing is kept.
 
     Parameters
     ----------
-    X : ndarray or array API array of shape (n_samples, n_features)
-        The private rows.
-    ord : float
-        The norm of the rows the bound covers.
+    norms : ndarray of shape (n_samples,)
+        The private rows' norms (:func:`~skdp.losses.row_norms`; the caller clips with
+        the same ones).
     epsilon : float
         The bound's budget.
     rng : numpy.random.Generator
@@ -156,7 +155,7 @@ def release_row_bound(X, ord: float, epsilon: float, rng, quantile: float, charg
     float
         ``C``.
     """
-    c = private_bound(row_norms(X, ord), epsilon, rng, quantile=quantile)
+    c = private_bound(norms, epsilon, rng, quantile=quantile)
     if isinstance(ledger, CompositeLedger):
         charge.keep(CompositeLedger((ledger.parts[0],), total))
     return c

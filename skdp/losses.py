@@ -762,7 +762,7 @@ def _sparse_scaled_norms(X: sp.csr_matrix, ord: float) -> np.ndarray:
 NORM_SAFETY = 1.0 - 1e-12
 
 
-def clip_rows(X: np.ndarray, norm: float) -> np.ndarray:
+def clip_rows(X: np.ndarray, norm: float, norms: np.ndarray | None = None) -> np.ndarray:
     """Rows scaled down to the l2 norm ``norm`` (times :data:`NORM_SAFETY`): a float64 copy.
 
     A row above the bound is divided by its norm first and then multiplied by the bound:
@@ -776,6 +776,9 @@ def clip_rows(X: np.ndarray, norm: float) -> np.ndarray:
         The rows (finite).
     norm : float
         The l2 bound, positive.
+    norms : ndarray of shape (n_samples,), optional
+        The rows' l2 norms as :func:`row_norms` computes them, when the caller has them
+        already (a private bound read them): not computed a second time.
 
     Returns
     -------
@@ -783,7 +786,7 @@ def clip_rows(X: np.ndarray, norm: float) -> np.ndarray:
         The clipped rows, each of l2 norm at most ``norm``.
     """
     X = np.array(X, dtype=float)
-    norms = row_norms(X, 2.0)
+    norms = row_norms(X, 2.0) if norms is None else norms
     over = norms > norm * NORM_SAFETY
     X[over] = (X[over] / norms[over, None]) * (norm * NORM_SAFETY)
     return X

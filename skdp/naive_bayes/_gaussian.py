@@ -44,7 +44,7 @@ from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp._warnings import warn_label_set_read
-from skdp.losses import clip_rows
+from skdp.losses import clip_rows, row_norms
 from skdp.mechanisms import bound_event
 from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, _public_bounds
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
@@ -207,11 +207,11 @@ def centred_features(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.
     return np.clip((X - lower) / (upper - lower), 0.0, 1.0) - 0.5
 
 
-def ball_features(X: np.ndarray, c: float) -> np.ndarray:
+def ball_features(X: np.ndarray, c: float, norms: np.ndarray | None = None) -> np.ndarray:
     """``u = x~ / (2 c)``, ``x~`` the row clipped to the l2 ball of radius ``c``
-    (:func:`~skdp.losses.clip_rows`): ``||u|| <= 1/2``, every coordinate in ``[-1/2,
-    1/2]`` (the units of the box ``[-c, c]``)."""
-    return clip_rows(X, c) / (2.0 * c)
+    (:func:`~skdp.losses.clip_rows`, with the rows' l2 ``norms`` when known): ``||u|| <=
+    1/2``, every coordinate in ``[-1/2, 1/2]`` (the units of the box ``[-c, c]``)."""
+    return clip_rows(X, c, norms) / (2.0 * c)
 
 
 def class_statistics(u: np.ndarray, y: np.ndarray, classes: np.ndarray,
@@ -506,11 +506,13 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
             n, d = X.shape
             progress(f"{n} rows, {d} features, {classes.size} classes")
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
+            norms = None  # the rows' l2 norms, read once with "auto" bounds
             if isinstance(self.bounds, str):
                 # One private bound of the row norms on the public grid (kept charged
                 # from here), C a grid point: every row clipped to the l2 ball of radius
                 # C (so every feature lies in [-C, C]; ball_features).
-                c = release_row_bound(X, 2.0, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
+                norms = row_norms(X, 2.0)
+                c = release_row_bound(norms, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
                                       charge, ledger, total)
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
@@ -518,9 +520,9 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
             width = upper - lower
             if total.is_private:
                 fitted = self._private_statistics(X, y, classes, lower, upper, mechanism,
-                                                  unit, noise_rng)
+                                                  unit, noise_rng, norms)
             else:
-                fitted = self._exact_statistics(X, y, classes, lower, upper)
+                fitted = self._exact_statistics(X, y, classes, lower, upper, norms)
         counts, theta, var, epsilon_, scales, variances = fitted
         self.classes_ = classes
         self.class_count_ = counts
@@ -557,13 +559,14 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         sensitivity = joint_sensitivity(d, scales, norm, pooled, ball)
         return norm, scales, sensitivity, pooled, unit * sensitivity * scales * per_coordinate
 
-    def _private_statistics(self, X, y, classes, lower, upper, mechanism, unit, rng):
+    def _private_statistics(self, X, y, classes, lower, upper, mechanism, unit, rng,
+                            norms=None):
         """The one release and its post-processing."""
         n, d = X.shape
         K = classes.size
         _, scales, sensitivity, pooled, noise_std = self._release_plan(n, d, K, mechanism,
                                                                        unit)
-        u = (ball_features(X, float(upper[0])) if isinstance(self.bounds, str)
+        u = (ball_features(X, float(upper[0]), norms) if isinstance(self.bounds, str)
              else centred_features(X, lower, upper))
         counts, sums, squares = class_statistics(u, y, classes, pooled)
         noise = as_noise_source(rng)
@@ -588,13 +591,13 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
         return (counts, theta, var, epsilon_, unit * sensitivity * scales,
                 "pooled" if pooled else "per_class")
 
-    def _exact_statistics(self, X, y, classes, lower, upper):
+    def _exact_statistics(self, X, y, classes, lower, upper, norms=None):
         """``epsilon=inf``: scikit-learn's ``GaussianNB`` on the clipped features (the
         same formulas: ``np.average`` and its variance, ``var_smoothing`` times the
         largest variance of the clipped features). Clipped as a private fit clips them:
         to the box, or to the l2 ball of ``"auto"`` bounds (whose radius, the largest row
         norm rounded up onto the grid, clips no row below the grid's top)."""
-        Xc = (clip_rows(X, float(upper[0])) if isinstance(self.bounds, str)
+        Xc = (clip_rows(X, float(upper[0]), norms) if isinstance(self.bounds, str)
               else np.clip(X, lower, upper))
         K, d = classes.size, X.shape[1]
         epsilon_ = float(self.var_smoothing) * float(np.var(Xc, axis=0).max())

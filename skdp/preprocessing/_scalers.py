@@ -236,16 +236,17 @@ SHRINK_LEVEL = 2.0
 BALL_SENSITIVITY = math.sqrt(2.0)
 
 
-def _ball_sums(X, c: float) -> np.ndarray:
+def _ball_sums(X, c: float, norms: np.ndarray) -> np.ndarray:
     """The exact part of the ``"auto"`` release: the per-feature sums of the rows clipped
     to the l2 ball of radius ``c`` (:func:`~skdp.losses.clip_rows`: divided by their norm
     first, at ``c`` times :data:`~skdp.losses.NORM_SAFETY`, so that no rounding leaves
-    one outside) over ``2 c``, and of their squares over ``sqrt(2) c^2`` (``2 d`` values),
-    block by block (no ``n x d`` temporary beyond one block)."""
+    one outside; ``norms``, the rows' l2 norms, are those the private bound read) over
+    ``2 c``, and of their squares over ``sqrt(2) c^2`` (``2 d`` values), block by block
+    (no ``n x d`` temporary beyond one block)."""
     n, d = X.shape
     sums = np.zeros(2 * d)
     for start in range(0, n, 4096):
-        rows = clip_rows(X[start:start + 4096], c)
+        rows = clip_rows(X[start:start + 4096], c, norms[start:start + 4096])
         sums[:d] += rows.sum(axis=0)
         sums[d:] += (rows * rows).sum(axis=0)
     sums[:d] /= 2.0 * c
@@ -424,7 +425,8 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 # One private bound of the row norms on the public grid (kept charged
                 # from here), C a grid point: every row clipped to the l2 ball of radius
                 # C (so every feature lies in [-C, C]).
-                c = release_row_bound(X, 2.0, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
+                norms = row_norms(X, 2.0)
+                c = release_row_bound(norms, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
                                       charge, ledger, total)
                 lower, upper = np.full(d, -c), np.full(d, c)
             else:
@@ -436,7 +438,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
                 # factor sqrt(d) below the box's, as no row can be extreme in every
                 # feature at once.
                 sums = (_device_ball_sums(X, c) if like is not None
-                        else _ball_sums(X, c))
+                        else _ball_sums(X, c, norms))
                 sensitivity = BALL_SENSITIVITY
             else:
                 # Per-feature sums of u and u^2, u in [0, 1]; one replaced row moves each

@@ -261,7 +261,14 @@ def test_auto_scaler_equals_its_numpy_reference_fed_the_same_noise(shrink_mean, 
     assert np.sum(np.linalg.norm(X, axis=1) > c) > 40  # the ball binds for many rows
     np.testing.assert_allclose(s.mean_, mean, rtol=1e-10, atol=1e-10 * c)
     np.testing.assert_allclose(s.var_, var, rtol=1e-10)
-    event = s.privacy_ledger_.parts[1][1].event
+    # The ledger (the bound's pure part and the moments' release) re-accounts within the
+    # budget, and the noise drawn is the one its event calibrates.
+    ledger = s.privacy_ledger_
+    assert [name for name, _ in ledger.parts] == ["bounds", "moments"]
+    assert ledger.spent() == s.privacy_spent_
+    assert s.privacy_spent_.epsilon <= 0.8 * (1 + 1e-9)
+    assert s.privacy_spent_.delta <= delta * (1 + 1e-9)
+    event = ledger.parts[1][1].event
     if delta == 0:
         assert s.noise_scale_ == pytest.approx(math.sqrt(2) / event.epsilon)
     else:
@@ -272,6 +279,7 @@ def test_auto_release_moves_by_at_most_sqrt_2_on_neighbours():
     """The ball's sensitivity: over adversarial replacements of one row (huge rows,
     opposite rows, rows on different axes, zero rows), the normalised release vector moves
     by at most sqrt(2), and the box's sqrt(2 d) is far from tight for it (d = 8)."""
+    from skdp.losses import row_norms
     from skdp.preprocessing._scalers import BALL_SENSITIVITY, _ball_sums
 
     rng = np.random.default_rng(1)
@@ -285,7 +293,7 @@ def test_auto_release_moves_by_at_most_sqrt_2_on_neighbours():
         for b in candidates:
             X, Y = base.copy(), base.copy()
             X[0], Y[0] = a, b
-            diff = _ball_sums(X, c) - _ball_sums(Y, c)
+            diff = _ball_sums(X, c, row_norms(X)) - _ball_sums(Y, c, row_norms(Y))
             worst = max(worst, float(np.linalg.norm(diff)))
     assert worst <= BALL_SENSITIVITY * (1 + 1e-12)
     assert worst > 1.2  # rows on two axes: sqrt(1/2 + 1); a search finds at most 1.25
@@ -297,7 +305,7 @@ def test_auto_clipped_rows_never_leave_the_ball(c):
     """Rows far above the radius (up to 1.7e308) and at the smallest grid radius, where a
     single factor c / ||x|| is subnormal: every clipped row stays within c (the release's
     sensitivity needs it), on the host and through an array API namespace alike."""
-    from skdp.losses import clip_rows
+    from skdp.losses import clip_rows, row_norms
     from skdp.preprocessing._scalers import _ball_sums, _device_ball_sums
 
     rng = np.random.default_rng(3)
@@ -307,7 +315,7 @@ def test_auto_clipped_rows_never_leave_the_ball(c):
     clipped = clip_rows(X, c)
     norms = np.linalg.norm(clipped / c, axis=1)
     assert np.all(norms <= 1.0)
-    assert np.all(np.isfinite(_ball_sums(X, c)))
+    assert np.all(np.isfinite(_ball_sums(X, c, row_norms(X))))
     # The device path needs scikit-learn's array-api-compat (absent from the oldest
     # scikit-learn the floors job installs, where no array is ever sent down that path).
     from skdp import _array_api
@@ -316,7 +324,8 @@ def test_auto_clipped_rows_never_leave_the_ball(c):
         pytest.skip("no array-api-compat in this scikit-learn")
     strict = pytest.importorskip("array_api_strict")
     device = _device_ball_sums(strict.asarray(X), c)
-    np.testing.assert_allclose(device, _ball_sums(X, c), rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(device, _ball_sums(X, c, row_norms(X)), rtol=1e-9,
+                               atol=1e-300)
 
 
 def test_auto_scaler_at_epsilon_inf_is_exact():
