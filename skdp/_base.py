@@ -123,44 +123,6 @@ def start_release(estimator, total: Budget, bound: str, shape=None) -> Progress:
     return progress
 
 
-def release_row_bound(norms, epsilon: float, rng, quantile: float, charge, ledger,
-                      total: Budget) -> float:
-    """The private bound ``C`` of a one-release transformer's ``"auto"`` bounds.
-
-    :func:`~skdp.mechanisms.private_bound` of the rows' norms at ``quantile`` (their
-    maximum at ``epsilon=inf``): a point of the public grid. Once it is computed, the
-    bounds part of ``ledger`` (its first) stays charged whatever happens next; at
-    ``epsilon=inf`` the ledger has no such part and nothing is kept.
-
-    Parameters
-    ----------
-    norms : ndarray of shape (n_samples,)
-        The private rows' norms (:func:`~skdp.losses.row_norms`; the caller clips with
-        the same ones).
-    epsilon : float
-        The bound's budget.
-    rng : numpy.random.Generator
-        Its noise's source.
-    quantile : float
-        The quantile of the norms sought.
-    charge : Charge
-        The fit's open charge.
-    ledger : PrivacyLedger or CompositeLedger
-        The planned ledger, ``("bounds", ...)`` first when private.
-    total : Budget
-        The fit's total budget.
-
-    Returns
-    -------
-    float
-        ``C``.
-    """
-    c = private_bound(norms, epsilon, rng, quantile=quantile)
-    if isinstance(ledger, CompositeLedger):
-        charge.keep(CompositeLedger((ledger.parts[0],), total))
-    return c
-
-
 def validate_fit_rows(estimator, X):
     """The rows a one-release transformer fits on, validated once inside its charge.
 

@@ -37,16 +37,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from skdp._array_api import is_device_array
-from skdp._base import ExactScoreNoticeMixin, release_row_bound, start_release
+from skdp._base import ExactScoreNoticeMixin, start_release
 from skdp._docstrings import fill_docstrings
 from skdp._labels import CLASSES_DOC, checked_classes
 from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp._warnings import warn_label_set_read
-from skdp.losses import clip_rows, row_norms
+from skdp.losses import clip_rows
 from skdp.mechanisms import bound_event
-from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, _public_bounds
+from skdp.preprocessing._scalers import RELEASE_DOCS, _check_bounds_param, fit_bounds
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget, release_budget
 from skdp.privacy.charging import Charge
@@ -56,10 +56,6 @@ from skdp.privacy.noise import as_generator, as_noise_source
 __all__ = ["DPGaussianNB", "class_statistics", "joint_sensitivity", "part_scales",
            "part_sensitivities", "post_process"]
 
-#: ``bounds="auto"``: the quantile of the rows' l2 norms that the private bound ``C``
-#: targets (the maximum at ``epsilon=inf``); the rows are clipped to the ball of that
-#: radius.
-BOUNDS_QUANTILE = 0.75
 #: Default shares of the budget of the counts, the sums and the sums of squares (chosen by
 #: measurement, docs/naive_bayes.md, "Defaults").
 BUDGET_SPLIT = (0.05, 0.8, 0.15)
@@ -506,17 +502,11 @@ class DPGaussianNB(PrivacyReprMixin, ExactScoreNoticeMixin, ClassifierMixin, Bas
             n, d = X.shape
             progress(f"{n} rows, {d} features, {classes.size} classes")
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
-            norms = None  # the rows' l2 norms, read once with "auto" bounds
-            if isinstance(self.bounds, str):
-                # One private bound of the row norms on the public grid (kept charged
-                # from here), C a grid point: every row clipped to the l2 ball of radius
-                # C (so every feature lies in [-C, C]; ball_features).
-                norms = row_norms(X, 2.0)
-                c = release_row_bound(norms, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
-                                      charge, ledger, total)
-                lower, upper = np.full(d, -c), np.full(d, c)
-            else:
-                lower, upper = _public_bounds(self.bounds, d)
+            # "auto": one private bound C of the row norms, kept charged from here, and
+            # every row clipped to the l2 ball of radius C (ball_features; norms: the
+            # rows' l2 norms, read once, None with public bounds).
+            lower, upper, norms = fit_bounds(self.bounds, X, eps_bounds, bounds_rng, charge,
+                                             ledger, total)
             width = upper - lower
             if total.is_private:
                 fitted = self._private_statistics(X, y, classes, lower, upper, mechanism,

@@ -22,7 +22,6 @@ from skdp._array_api import (
     to_numpy,
 )
 from skdp._base import (
-    release_row_bound,
     start_release,
     validate_device_rows,
     validate_fit_rows,
@@ -32,7 +31,7 @@ from skdp._params import store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.losses import NORM_SAFETY, clip_rows, row_norms
-from skdp.mechanisms import bound_event
+from skdp.mechanisms import bound_event, private_bound
 from skdp.privacy.accounting import ACCOUNTING_METHODS, PrivacyLedger, single_release
 from skdp.privacy.budget import Budget, check_budget, release_budget
 from skdp.privacy.charging import Charge
@@ -51,6 +50,58 @@ def _public_bounds(bounds, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("bounds must be finite (lower, upper) with upper > lower for every "
                          "feature; set bounds to public per-feature ranges.")
     return lower, upper
+
+
+#: ``bounds="auto"`` of the one-release transformers (:func:`fit_bounds`): the quantile of
+#: the rows' l2 norms that the private bound ``C`` targets at a finite epsilon (the
+#: maximum at ``epsilon=inf``; :func:`skdp.mechanisms.target_count`).
+BOUNDS_QUANTILE = 0.75
+
+
+def fit_bounds(bounds, X, epsilon: float, rng, charge, ledger, total: Budget):
+    """The per-feature bounds a one-release transformer fits with, and its row norms.
+
+    Public ``bounds`` give ``(lower, upper)`` as declared. ``"auto"`` reads the rows' l2
+    norms once and releases :func:`~skdp.mechanisms.private_bound` of them at
+    :data:`BOUNDS_QUANTILE` (their maximum at ``epsilon=inf``), ``C``, a point of the
+    public grid: every row is then clipped to the l2 ball of radius ``C``, so every
+    feature lies in ``[-C, C]`` (docs/privacy.md, 1.7). Once ``C`` is computed, the bounds
+    part of ``ledger`` (its first) stays charged whatever happens next; at
+    ``epsilon=inf`` the ledger has no such part and nothing is kept.
+
+    Parameters
+    ----------
+    bounds : "auto" or (lower, upper)
+        The transformer's ``bounds`` parameter.
+    X : array of shape (n_samples, n_features)
+        The validated private rows.
+    epsilon : float
+        The bound's budget (``"auto"`` only).
+    rng : numpy.random.Generator
+        Its noise's source.
+    charge : Charge
+        The fit's open charge.
+    ledger : PrivacyLedger or CompositeLedger
+        The planned ledger, ``("bounds", ...)`` first when private with ``"auto"``.
+    total : Budget
+        The fit's total budget.
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+        The bounds (``-C`` and ``C`` for ``"auto"``).
+    norms : ndarray of shape (n_samples,) or None
+        The rows' l2 norms that ``C`` was computed from, for the clip to the same ball
+        (``None`` with public bounds).
+    """
+    d = X.shape[1]
+    if not isinstance(bounds, str):
+        return (*_public_bounds(bounds, d), None)
+    norms = row_norms(X, 2.0)
+    c = private_bound(norms, epsilon, rng, quantile=BOUNDS_QUANTILE)
+    if isinstance(ledger, CompositeLedger):
+        charge.keep(CompositeLedger((ledger.parts[0],), total))
+    return np.full(d, -c), np.full(d, c), norms
 
 
 def _check_bounds_param(bounds) -> None:
@@ -217,9 +268,6 @@ Parameters
 X : array-like of shape (n_samples, n_features)
     {arg}
 """}
-#: ``bounds="auto"``: the quantile of the row norms that ``C`` bounds at a finite epsilon
-#: (the maximum at ``epsilon=inf``; :func:`skdp.mechanisms.target_count`).
-BOUNDS_QUANTILE = 0.75
 
 #: A released mean this many noise standard deviations from its public default keeps
 #: ``1 - 1/SHRINK_LEVEL^2`` (75% at 2) of its distance; closer ones fall to the default.
@@ -420,18 +468,12 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             X, like = validate_fit_rows(self, X)
             n, d = X.shape
             bounds_rng, noise_rng = as_generator(self.random_state).spawn(2)
-            ball = isinstance(self.bounds, str)
-            if ball:
-                # One private bound of the row norms on the public grid (kept charged
-                # from here), C a grid point: every row clipped to the l2 ball of radius
-                # C (so every feature lies in [-C, C]).
-                norms = row_norms(X, 2.0)
-                c = release_row_bound(norms, eps_bounds, bounds_rng, BOUNDS_QUANTILE,
-                                      charge, ledger, total)
-                lower, upper = np.full(d, -c), np.full(d, c)
-            else:
-                lower, upper = _public_bounds(self.bounds, d)
-            width = upper - lower
+            # "auto": one private bound C of the row norms, kept charged from here, and
+            # every row clipped to the l2 ball of radius C.
+            lower, upper, norms = fit_bounds(self.bounds, X, eps_bounds, bounds_rng, charge,
+                                             ledger, total)
+            ball = norms is not None
+            c, width = upper[0], upper - lower
             if ball:
                 # The released 2d-vector [sum x~ / (2C), sum x~^2 / (sqrt(2) C^2)], rows
                 # clipped to the ball: l2 sensitivity sqrt(2) (BALL_SENSITIVITY), a
