@@ -473,7 +473,7 @@ class DPStandardScaler(PrivacyReprMixin, OneToOneFeatureMixin, TransformerMixin,
             lower, upper, norms = fit_bounds(self.bounds, X, eps_bounds, bounds_rng, charge,
                                              ledger, total)
             ball = norms is not None
-            c, width = upper[0], upper - lower
+            c, width = float(upper[0]), upper - lower
             if ball:
                 # The released 2d-vector [sum x~ / (2C), sum x~^2 / (sqrt(2) C^2)], rows
                 # clipped to the ball: l2 sensitivity sqrt(2) (BALL_SENSITIVITY), a
