@@ -479,7 +479,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 if shares:
                     charge.keep(CompositeLedger(self._bounds_parts(shares, total), total))
                 solver, _, spec, prepared, label_attrs = self._privacy_plan(
-                    *shape, y, bounds, fit_budget, intercept_only=intercept_only)
+                    *shape, y, bounds, fit_budget, intercept_only=intercept_only,
+                    thresholded=bool(threshold))
                 ledger = CompositeLedger((*self._bounds_parts(shares, total),
                                           ("fit", prepared[1]),
                                           *self._threshold_parts(threshold)), total)

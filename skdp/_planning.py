@@ -423,7 +423,8 @@ class PrivacyPlanning:
 
     def _privacy_plan(self, n_samples: int, n_features: int, y,
                       bounds: FitBounds | None = None, budget: Budget | None = None,
-                      *, calibrate: bool = True, intercept_only: bool | None = None):
+                      *, calibrate: bool = True, intercept_only: bool | None = None,
+                      thresholded: bool = False):
         """Everything a fit decides before reading ``X``: solver, budget, spec and plan.
 
         Used by ``fit`` (to charge a budget accountant before any value of ``X`` is read)
@@ -433,6 +434,10 @@ class PrivacyPlanning:
         ``intercept_only``: whether solver ``"intercept_only"`` replaces the solver
         (``None``: :meth:`_intercept_only_instead` decides from this plan's budget; a fit
         with ``"auto"`` bounds passes the decision of :meth:`_bounds_plan`).
+        ``thresholded``: whether the private threshold replaces the solver's intercept
+        (:meth:`_threshold_epsilon`); with it, as for an estimator without intervals or
+        with several outputs, the spec says the fit reads no standard errors
+        (``ProblemSpec.inference``).
         """
         bounds = self._placeholder_bounds() if bounds is None else bounds
         tilt = 0.0 if self.tilt is None else float(self.tilt)
@@ -491,6 +496,9 @@ class PrivacyPlanning:
             adversarial_norm=float(self.adversarial_norm),
             intercept_feature=self._intercept_feature(bounds.data_norm),
             row_norm_ord=row_norm_ord,
+            # Public: the estimator's class, the label set and the threshold decision.
+            inference=(getattr(self, "_offers_intervals", False) and n_outputs == 1
+                       and not thresholded),
         )
         if intercept_only is None:
             intercept_only = self._intercept_only_instead(spec, budget)
@@ -561,7 +569,8 @@ class PrivacyPlanning:
         # The fit planned with the placeholder bounds (calibrated once, and cached for the
         # real plan when the two agree).
         planned = self._privacy_plan(n_samples, n_features, y, None, fit_budget,
-                                     intercept_only=intercept_only)[3][1]
+                                     intercept_only=intercept_only,
+                                     thresholded=bool(threshold))[3][1]
         reservation = CompositeLedger((*self._bounds_parts(shares, total), ("fit", planned),
                                        *self._threshold_parts(threshold)), total)
         return total, shares, fit_budget, reservation, intercept_only, threshold
@@ -631,7 +640,7 @@ class PrivacyPlanning:
         threshold = self._threshold_epsilon(total, spec, intercept_only)
         solver, _, spec, prepared, label_attrs = self._privacy_plan(
             n_samples, n_features, y, bounds, self._less(total, threshold, total),
-            intercept_only=intercept_only)
+            intercept_only=intercept_only, thresholded=bool(threshold))
         ledger = (CompositeLedger((("fit", prepared[1]), *self._threshold_parts(threshold)),
                                   total) if threshold else prepared[1])
         return solver, total, spec, prepared, label_attrs, threshold, ledger

@@ -108,6 +108,9 @@ class IntervalsMixin:
 
     _intervals_need = ""
     _intervals_fix = ""
+    # Read by the planning (ProblemSpec.inference): the solver releases what the standard
+    # errors need only where they are computed.
+    _offers_intervals = True
 
     def _set_fitted(self, result, solver, spec, label_attrs, bounds, ledger, spent,
                     like=None):

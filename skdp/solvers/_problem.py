@@ -132,6 +132,13 @@ class ProblemSpec:
     row_norm_ord : float, default=2.0
         The norm of ``row_norm_bound``: 2 (default), ``inf`` (the dual of the l1
         geometry), or any ``q >= 1``. :meth:`row_bound` converts it to other norms.
+    inference : bool, default=True
+        Whether the fit reads the solver's releases for standard errors
+        (:class:`~skdp.solvers._base.Inference`). ``False`` (an estimator without
+        intervals, several outputs, or an intercept chosen after the solver): a solver
+        may skip what only the standard errors need (DP Newton releases no Hessian near
+        the output and no dispersion, and returns no ``Inference``). Public: the
+        estimator, the label set and its settings.
     """
 
     n_samples: int
@@ -147,6 +154,7 @@ class ProblemSpec:
     adversarial_norm: float = 2.0
     intercept_feature: float = 0.0
     row_norm_ord: float = 2.0
+    inference: bool = True
 
     def row_bound(self, ord: float = 2.0) -> float:
         """Public bound on ``||x'_i||_ord`` implied by ``row_norm_bound``.

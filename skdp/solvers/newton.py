@@ -79,7 +79,8 @@ DEFAULT_PRIVATE_ITER = 10
 #: Default number of Hessian releases of a private fit with a loss whose curvature is
 #: positive everywhere (logistic, multinomial, squared): at the first iteration and half
 #: way (:func:`hessian_schedule`), the other steps reuse the last one; the second one is
-#: near the output, for its standard errors (docs/algorithms/newton.md). The
+#: near the output, for its standard errors (docs/algorithms/newton.md), so a fit that
+#: reads none (``ProblemSpec.inference`` false) releases the first only. The
 #: piecewise-quadratic losses, whose curvature jumps (zero at ``w = 0`` for a smoothed
 #: hinge), release one at every step.
 DEFAULT_HESSIAN_STEPS = 2
@@ -680,8 +681,10 @@ class DPNewton(BaseDPSolver):
         """Number of Hessian releases ``k`` (public: the parameters, loss and budget).
 
         ``hessian_steps`` (at most ``T``), else ``DEFAULT_HESSIAN_STEPS`` for a private fit
-        of the logistic, multinomial and squared losses, ``T`` for the piecewise-quadratic
-        losses (Huber, smoothed hinge) and at ``epsilon = inf``.
+        of the logistic, multinomial and squared losses (1 when the fit reads no standard
+        errors, ``spec.inference`` false: the second release is there for them, and one
+        was measured as accurate; docs/algorithms/newton.md), ``T`` for the
+        piecewise-quadratic losses (Huber, smoothed hinge) and at ``epsilon = inf``.
 
         Parameters
         ----------
@@ -701,7 +704,7 @@ class DPNewton(BaseDPSolver):
             return min(int(self.hessian_steps), n_iter)
         if not budget.is_private or isinstance(spec.loss, HuberLoss | SmoothedHingeLoss):
             return n_iter
-        return min(DEFAULT_HESSIAN_STEPS, n_iter)
+        return min(DEFAULT_HESSIAN_STEPS if spec.inference else 1, n_iter)
 
     def _score_step(self, spec: ProblemSpec) -> float:
         if self.max_score_step is None:
@@ -734,7 +737,8 @@ class DPNewton(BaseDPSolver):
         n_iter = self.auto_n_iter(spec, budget)
         rho = float(self.gradient_share)
         n_hessian = self.auto_n_hessian(spec, n_iter, budget)
-        share = DISPERSION_SHARE if needs_dispersion(spec.loss) else 0.0
+        # The dispersion is read by the standard errors only.
+        share = DISPERSION_SHARE if spec.inference and needs_dispersion(spec.loss) else 0.0
         # T gradient and k Hessian releases (and one dispersion release), mu^2 = T / z^2
         # in GDP terms (k = T, no dispersion: DP-GD's ledger with Delta = 1, one joint
         # sensitivity-1 release per iteration).
@@ -819,6 +823,8 @@ class DPNewton(BaseDPSolver):
                 hessians, n_hessians = first[1], 1
         averaged = average and count > 0
         coef = total / count if averaged else W
+        if not spec.inference:  # nothing reads standard errors (ProblemSpec.inference)
+            return Released(coef, None)
         # For standard errors (post-processing): the mean of the Hessians released at the
         # points the averaged iterates stepped from (the last release when none was, or
         # without averaging), with the L2 term and the same eigenvalue floor as the steps.

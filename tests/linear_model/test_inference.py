@@ -113,3 +113,31 @@ def test_the_default_schedule_gives_intervals_too():
         lambda X, y, k: _fit(X, y, 1.0, random_state=k, solver="newton").conf_int(0.05),
         TRUTH, 100, 7)
     assert np.all(covers >= 85), covers
+
+
+def test_estimators_without_intervals_pay_for_no_standard_errors():
+    """``ProblemSpec.inference``: DPLasso (no intervals) and a multinomial fit release one
+    Hessian and no dispersion with DP Newton; DPLinearRegression (intervals, one output)
+    keeps the second Hessian and the dispersion. Read from the ledgers."""
+    from sklearn.datasets import load_diabetes
+
+    from skdp import DPLasso, DPLinearRegression
+
+    X, y = load_diabetes(return_X_y=True)
+    counts = {}
+    for est in (DPLasso(5.0, solver="newton", random_state=0),
+                DPLinearRegression(5.0, solver=DPNewton(clip_norm=1.0), random_state=0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        parts = dict(getattr(est.privacy_ledger_, "parts", ()))
+        event = parts.get("fit", est.privacy_ledger_).event
+        counts[type(est).__name__] = [getattr(e, "count", "dispersion") for e in event.events]
+    assert counts == {"DPLasso": [10, 1], "DPLinearRegression": [10, 2, "dispersion"]}
+    rng = np.random.default_rng(0)
+    Xm = rng.normal(size=(3000, 3)) / 3
+    ym = rng.integers(0, 3, size=3000)
+    multi = DPLogisticRegression(5.0, data_norm=1.0, classes=[0, 1, 2], solver="newton",
+                                 random_state=0).fit(Xm, ym)
+    assert [e.count for e in multi.privacy_ledger_.event.events] == [10, 1]
+    assert multi.coef_covariance_ is None

@@ -127,6 +127,36 @@ def test_large_binary_fit_runs_newton_with_a_small_threshold_share():
         assert chosen.conf_int().shape == (4, 2)
 
 
+def _hessian_releases(clf) -> int:
+    """The number ``k`` of Hessian releases in a DP Newton fit's ledger (T gradients and k
+    Hessians, two self-composed Gaussian events: newton_event)."""
+    event = dict(clf.privacy_ledger_.parts)["fit"].event if hasattr(
+        clf.privacy_ledger_, "parts") else clf.privacy_ledger_.event
+    gradients, hessians = event.events[:2]
+    assert gradients.count == clf.n_iter_ == 10
+    return hessians.count
+
+
+@pytest.mark.parametrize("data_norm", [1.0, "auto"])
+def test_a_fit_without_intervals_releases_one_hessian(data_norm):
+    """The second Hessian (near the output) is for the standard errors: a thresholded fit
+    (whose intervals are withheld) releases the first only, and the accountant still reads
+    what privacy_cost priced; the solver's own intercept keeps both, and its intervals."""
+    X, y = _data(40_000)
+    acc = BudgetAccountant(5.0, 1e-4)
+    clf = DPLogisticRegression(data_norm=data_norm, classes=[0, 1], accountant=acc)
+    priced = privacy_cost(clf, X, y)
+    _fit(clf, X, y)
+    assert clf.solver_.name == "newton" and "threshold" in dict(clf.privacy_ledger_.parts)
+    assert _hessian_releases(clf) == 1
+    assert acc.spent().epsilon == pytest.approx(priced.epsilon, rel=1e-12)
+    assert clf.privacy_ledger_.spent().within(Budget(1.0, 1e-5))
+    own = _fit(DPLogisticRegression(data_norm=data_norm, classes=[0, 1],
+                                    threshold_fraction=0.0), X, y)
+    assert own.solver_.name == "newton" and _hessian_releases(own) == 2
+    assert own.coef_covariance_ is not None
+
+
 def test_small_data_keeps_the_quarter_and_dp_gd():
     X, y = _data(600)
     clf = _fit(DPLogisticRegression(data_norm=1.0, classes=[0, 1]), X, y)

@@ -38,7 +38,8 @@ from tests.solvers.test_sensitivity import _neighbours
 # ---------------------------------------------------------------------------------------
 # Problems of every supported loss
 # ---------------------------------------------------------------------------------------
-def _glm_problem(loss, n=120, d=4, alpha=0.05, seed=0, intercept=False, constraint=None):
+def _glm_problem(loss, n=120, d=4, alpha=0.05, seed=0, intercept=False, constraint=None,
+                 inference=True):
     """A one-output problem of ``loss`` with rows of norm <= 1 (labels in its domain)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) / np.sqrt(d)
@@ -52,6 +53,7 @@ def _glm_problem(loss, n=120, d=4, alpha=0.05, seed=0, intercept=False, constrai
         n_samples=n, n_params=d + (1 if intercept else 0), n_outputs=1, n_penalized=d,
         row_norm_bound=math.hypot(1.0, c), loss=loss,
         constraint=constraint or Unconstrained(), alpha=alpha, intercept_feature=c,
+        inference=inference,
     )
     return Problem.build(X, Y, spec, data_norm=1.0, intercept=c)
 
@@ -677,6 +679,42 @@ def test_dispersion_release_matches_its_ledger_and_a_reference(loss_name, accoun
                                                      rel=1e-9)
     logistic = _solver("logistic").solve(_glm_problem(LogisticLoss()), budget, 0)
     assert logistic.plan.dispersion_share == 0.0 and logistic.inference.dispersion == 1.0
+
+
+@pytest.mark.parametrize("loss_name", ["logistic", "squared", "huber"])
+def test_a_fit_without_standard_errors_skips_what_only_they_read(loss_name):
+    """``spec.inference`` false: no Hessian near the output (one release, at step 0, for
+    the losses of positive curvature; the Huber loss keeps one per step) and no dispersion
+    release; no ``Inference`` comes back; the draws are the ledger's (T gradients, k
+    Hessians) and it re-accounts within the budget; the coefficients equal a plan with
+    the same schedule set by hand (``hessian_steps``), fed the same seed."""
+    budget = Budget(1.0, 1e-5)
+    problem = _glm_problem(LOSSES[loss_name](), n=200, intercept=True, inference=False)
+    noise = RecordingNoiseSource(np.random.default_rng(5))
+    res = _solver(loss_name).solve(problem, budget, noise)
+    plan = res.plan
+    T, k = plan.n_iter, plan.n_hessian
+    assert k == (T if loss_name == "huber" else 1)
+    assert plan.dispersion_share == 0.0 and res.inference is None
+    draws = [v for kind, v in noise.draws if kind == "gaussian"]
+    assert len(draws) == T + k
+    mu = math.sqrt(T * (plan.gradient_sensitivity / plan.sigma_gradient) ** 2
+                   + k * (plan.hessian_sensitivity / plan.sigma_hessian) ** 2)
+    assert math.exp(gaussian_log_delta(mu, 1.0)) <= 1e-5 * (1 + 1e-9)
+    assert res.spent.within(budget)
+    # The same schedule asked for by hand, with standard errors: the dispersion then
+    # takes its share, so compare where there is none (logistic).
+    if loss_name == "logistic":
+        by_hand = _solver(loss_name, hessian_steps=1).solve(
+            _glm_problem(LOSSES[loss_name](), n=200, intercept=True), budget, 5)
+        np.testing.assert_array_equal(by_hand.coef, _solver(loss_name).solve(
+            problem, budget, 5).coef)
+        assert by_hand.inference is not None
+    with_se = _solver(loss_name).plan(
+        _glm_problem(LOSSES[loss_name](), n=200, intercept=True).spec, budget, "gaussian",
+        "replace_one")
+    assert with_se.n_hessian == (T if loss_name == "huber" else 2)
+    assert (with_se.dispersion_share > 0) == (loss_name != "logistic")
 
 
 @pytest.mark.parametrize("loss_name", ["huber", "squared"])
