@@ -124,7 +124,9 @@ class SufficientStatisticsPlan(Plan):
         Scale of its l2 Laplace noise, ``1 / epsilon`` (0 otherwise).
     gram_scale, moment_scale, squares_scale : float
         ``Delta / sqrt(share)`` of each part: the factors scaling the normalised noise
-        back to it.
+        back to it (``squares_scale = 0``: ``y'y`` is not released, as where the fit
+        computes no standard errors, ``ProblemSpec.inference`` false; the Gram and the
+        moments then take half the share each).
     sigma_gram, sigma_moment, sigma_squares : float
         Per-entry noise std of the Gram, the moments and the sum of squares (data
         units).
@@ -247,7 +249,9 @@ class SufficientStatistics(BaseDPSolver):
         intercept = spec.intercept_feature != 0.0
         # Released coordinates: the Gram's upper triangle without the public n c^2 entry,
         # the m moments and y'y.
-        n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m + 1
+        # y'y is read by the standard errors only: released where the fit computes them.
+        squares = bool(spec.inference)
+        n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m + int(squares)
         # Clipped labels |y| <= Y: replacing one moves y'y by |y^2 - y2^2| <= Y^2.
         delta_squares = check_sensitivity(float(spec.loss.label_bound) ** 2,
                                           "label-squares sensitivity")
@@ -263,10 +267,11 @@ class SufficientStatistics(BaseDPSolver):
         # shares summing to 1 (the joint sensitivity is sqrt(sum of shares) = 1): the
         # noise of the normalised vector is scaled back by these factors. Per-entry noise
         # std of each part: factor * unit std.
-        half = (1.0 - SQUARES_SHARE) / 2.0
+        share = SQUARES_SHARE if squares else 0.0
+        half = (1.0 - share) / 2.0
         gram_scale = delta_gram / math.sqrt(half)
         moment_scale = delta_moment / math.sqrt(half)
-        squares_scale = delta_squares / math.sqrt(SQUARES_SHARE)
+        squares_scale = delta_squares / math.sqrt(share) if squares else 0.0
         unit = math.sqrt(unit_variance)
         plan = SufficientStatisticsPlan(
             n_iter=1, event=event, accounting=accounting, relation=relation,
@@ -285,8 +290,8 @@ class SufficientStatistics(BaseDPSolver):
             sigma_squares=squares_scale * unit,
         )
         if budget.is_private:
-            for key in ("gram_scale", "moment_scale", "squares_scale", "sigma_gram",
-                        "sigma_moment", "sigma_squares"):
+            for key in ("gram_scale", "moment_scale", "sigma_gram", "sigma_moment",
+                        *(("squares_scale", "sigma_squares") if squares else ())):
                 check_sensitivity(getattr(plan, key), key.replace("_", " "))
         return plan
 
@@ -304,8 +309,10 @@ class SufficientStatistics(BaseDPSolver):
         ridge, values, vectors = self._penalised(gram, spec, plan.sigma_gram)
         centre = self._ridge_centre(gram, moments, spec)
         coef = self._minimize_penalised(values, vectors, moments + ridge * centre, spec)
-        if not isinstance(spec.constraint, Unconstrained):
-            return Released(coef)  # a constrained minimiser has no normal sandwich
+        if not isinstance(spec.constraint, Unconstrained) or not spec.inference:
+            # A constrained minimiser has no normal sandwich; without inference nothing
+            # reads one (and y'y was not released).
+            return Released(coef)
         return Released(coef, self._inference(values, vectors, ridge, gram, moments, squares,
                                               coef[:, 0], centre, plan, spec))
 
@@ -324,17 +331,20 @@ class SufficientStatistics(BaseDPSolver):
         moments : ndarray of shape (n_params,)
             The noisy moments ``X'y``.
         squares : float
-            The noisy sum of squared labels ``y'y``.
+            The noisy sum of squared labels ``y'y`` (``nan`` where the plan does not
+            release it: ``squares_scale = 0``).
         """
         # Noise of the normalised vector (sensitivity 1), drawn first, independently of
         # the data: N(0, z^2 I), or density ∝ exp(-eps ||v||_2).
         unit = noise.release(plan.mechanism, (plan.n_released,),
                              plan.laplace_scale or plan.noise_multiplier)
         gram, moments, squares = sufficient_statistics(problem)
+        released = plan.squares_scale > 0.0  # y'y is the last coordinate, when released
         noisy_gram, noisy_moments = add_statistics_noise(
-            gram, moments, unit[:-1], plan.gram_scale, plan.moment_scale,
-            intercept=problem.spec.intercept_feature != 0.0)
-        return noisy_gram, noisy_moments, squares + plan.squares_scale * float(unit[-1])
+            gram, moments, unit[:-1] if released else unit, plan.gram_scale,
+            plan.moment_scale, intercept=problem.spec.intercept_feature != 0.0)
+        return noisy_gram, noisy_moments, (squares + plan.squares_scale * float(unit[-1])
+                                           if released else math.nan)
 
     def _penalised(self, gram: np.ndarray, spec: ProblemSpec, sigma_gram: float
                    ) -> tuple[float, np.ndarray, np.ndarray]:

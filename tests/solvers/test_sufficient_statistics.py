@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -186,6 +187,55 @@ def test_pure_noise_is_the_l2_laplace_of_the_normalised_release():
     M = s.n_released
     p = stats.kstest(radii, stats.gamma(M, scale=1.0 / eps).cdf).pvalue
     assert p > 1e-6
+
+
+@pytest.mark.parametrize("delta", [1e-5, 0.0])
+def test_a_fit_without_standard_errors_releases_no_sum_of_squares(delta):
+    """``spec.inference`` false (DPLasso, say): ``y'y`` is not released, the Gram and the
+    moments take half of the normalised vector's share each, and no ``Inference`` comes
+    back. The noise is the ledger's: the normalised vector (each part over its scale) has
+    the plan's law, chi-square per coordinate for the Gaussian (two-sided, 1e-6) and l2
+    Laplace radius ``Gamma(M, 1 / eps)`` (KS over 2000 draws, level 1e-6)."""
+    d, n, eps = 2, 20, 0.7
+    spec = dataclasses.replace(_spec(n=n, d=d, intercept=1.0), inference=False)
+    problem = Problem.build(np.zeros((n, d)), np.zeros((n, 1)), spec, data_norm=1.0,
+                            intercept=1.0)
+    solver = SufficientStatistics()
+    accounting = "gaussian" if delta else "pure"
+    plan = solver.plan(spec, Budget(eps, delta), accounting, "replace_one")
+    m = d + 1
+    assert plan.n_released == m * (m + 1) // 2 - 1 + m
+    assert plan.squares_scale == plan.sigma_squares == 0.0
+    assert plan.gram_scale == pytest.approx(plan.gram_sensitivity * math.sqrt(2.0))
+    assert plan.moment_scale == pytest.approx(plan.moment_sensitivity * math.sqrt(2.0))
+    with_se = solver.plan(_spec(n=n, d=d, intercept=1.0), Budget(eps, delta), accounting,
+                          "replace_one")
+    assert with_se.n_released == plan.n_released + 1 and plan.gram_scale < with_se.gram_scale
+    if delta:
+        assert epsilon_spent(plan.event, delta, accounting="gaussian",
+                             relation="replace_one") == pytest.approx(eps, rel=1e-6)
+    rows, cols = np.triu_indices(m)
+    keep = ~((rows == m - 1) & (cols == m - 1))
+    noise = NoiseSource(np.random.default_rng(0))
+    normalised = []
+    for _ in range(2000):
+        G, b, S = solver.noisy_statistics(problem, plan, noise)
+        assert math.isnan(S)
+        G = G.copy()
+        G[m - 1, m - 1] -= n  # the public n c^2 entry is exact
+        normalised.append(np.concatenate([G[rows[keep], cols[keep]] / plan.gram_scale,
+                                          b / plan.moment_scale]))
+    v = np.array(normalised)
+    assert v.shape[1] == plan.n_released
+    if delta:
+        stat = float(np.sum(v ** 2) / plan.noise_multiplier ** 2)
+        assert stats.chi2.ppf(5e-7, v.size) < stat < stats.chi2.ppf(1 - 5e-7, v.size)
+    else:
+        radii = np.linalg.norm(v, axis=1)
+        gamma = stats.gamma(plan.n_released, scale=1.0 / eps)
+        assert stats.kstest(radii, gamma.cdf).pvalue > 1e-6
+    assert solver.solve(problem, Budget(eps, delta), 0, accounting=accounting
+                        ).inference is None
 
 
 def _reference_fit(X, y, eps, delta, seed, alpha):
