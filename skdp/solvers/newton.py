@@ -102,8 +102,8 @@ ZONE_STEPS = 2.0
 #: standard errors need one (squared, Huber): two means in ``[0, 1]`` at the output, read
 #: by ``conf_int`` only (docs/inference.md). Its noise on ``mean_i psi_i^2 / B^2`` is
 #: ``sqrt(2) z / (n sqrt(s T))``: 37 / n at epsilon 1 (z = 11.8, T = 10), against a
-#: mean of order 0.1-0.5, while the gradients keep 98% of the budget. (Every DP Newton fit
-#: of these losses pays it, also DPLasso's, whose estimator has no intervals.)
+#: mean of order 0.1-0.5, while the gradients keep 98% of the budget. Only fits that
+#: compute standard errors release it (``ProblemSpec.inference``; not DPLasso's).
 DISPERSION_SHARE = 0.02
 #: Output rules: ``"auto"`` averages when private, else the last iterate.
 ITERATES = ("auto", "last", "average")
@@ -507,6 +507,9 @@ class NewtonPlan(Plan):
         (sensitivity ``sqrt(2) / n``, multiplier ``z / sqrt(s T)``).
     dispersion_bound : float
         ``B = C / R``: the derivative bound of the first term.
+    inference : bool
+        Whether the run returns the standard errors' inputs (an
+        :class:`~skdp.solvers._base.Inference`): ``spec.inference`` when planned.
     """
 
     sigma_gradient: float
@@ -523,6 +526,7 @@ class NewtonPlan(Plan):
     dispersion_share: float
     sigma_dispersion: float
     dispersion_bound: float
+    inference: bool = True
 
 
 class DPNewton(BaseDPSolver):
@@ -578,10 +582,11 @@ class DPNewton(BaseDPSolver):
     hessian_steps : int, optional
         Number ``k`` of Hessian releases (at most ``T``), at the iterations ``floor(j T /
         k)``, ``j = 0..k-1``; the other steps reuse the last released Hessian. Default: 2
-        for a private fit
-        of the logistic, multinomial and squared losses (see docs/algorithms/newton.md),
-        ``T`` for the Huber loss and the smoothed hinge (whose curvature jumps) and at
-        ``epsilon = inf``.
+        for a private fit of the logistic, multinomial and squared losses (see
+        docs/algorithms/newton.md), 1 where the fit computes no standard errors
+        (``ProblemSpec.inference`` false: an estimator without intervals, several outputs,
+        a private threshold), ``T`` for the Huber loss and the smoothed hinge (whose
+        curvature jumps) and at ``epsilon = inf``.
 
     Notes
     -----
@@ -600,7 +605,8 @@ class DPNewton(BaseDPSolver):
     (``"gaussian"``, default) or by ``dp_accounting`` (``"rdp"``, ``"pld"``) on the
     composed ledger (:func:`newton_event`; at ``k = T`` DP-GD's ledger with sensitivity 1:
     one joint sensitivity-1 release per iteration). The squared and Huber losses also
-    release, after the iterations, the mean of ``[min(psi_i^2, B^2) / B^2, min(phi''_i,
+    release, after the iterations and where the fit computes standard errors
+    (``ProblemSpec.inference``), the mean of ``[min(psi_i^2, B^2) / B^2, min(phi''_i,
     c) / c]`` at the output (``psi = phi'``, ``B = C / R``; sensitivity ``sqrt(2) / n``)
     with the share ``s = 0.02`` of ``mu^2`` (multiplier ``z / sqrt(s T)``; the other
     multipliers divided by ``sqrt(1 - s)``, so ``mu^2 = T / z^2`` still): the dispersion
@@ -769,6 +775,7 @@ class DPNewton(BaseDPSolver):
             n_hessian=n_hessian, dispersion_share=share, sigma_dispersion=sigma_d,
             # B = C / R: psi^2 <= B^2 where the clip C binds at the rows' bound R.
             dispersion_bound=clip / spec.row_bound(2.0) if share else 0.0,
+            inference=bool(spec.inference),
         )
 
     # -- run -------------------------------------------------------------------------------
@@ -823,7 +830,7 @@ class DPNewton(BaseDPSolver):
                 hessians, n_hessians = first[1], 1
         averaged = average and count > 0
         coef = total / count if averaged else W
-        if not spec.inference:  # nothing reads standard errors (ProblemSpec.inference)
+        if not plan.inference:  # nothing reads standard errors (ProblemSpec.inference)
             return Released(coef, None)
         # For standard errors (post-processing): the mean of the Hessians released at the
         # points the averaged iterates stepped from (the last release when none was, or

@@ -6,8 +6,8 @@ both once, with noise calibrated to their replace-one sensitivity, and minimisin
 noisy quadratic (post-processing) gives a private ridge / constrained least-squares fit
 (Dwork, Talwar, Thakurta & Zhang 2014, "Analyze Gauss"; the adaptive ridge of Wang 2018,
 "Revisiting differentially private linear regression", here chosen from the noisy Gram
-itself, so no budget is spent on it). The sum of squared labels, released with them,
-gives the residual scale of the standard errors (docs/inference.md).
+itself, so no budget is spent on it). The sum of squared labels, released with them where
+the fit computes standard errors, gives their residual scale (docs/inference.md).
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ class SufficientStatisticsPlan(Plan):
     """Constants of the one release of ``(X'X, X'y, y'y)``, fixed before any data is read.
 
     The released vector is the upper triangle of the Gram (without the public ``n c^2``
-    entry), the moments and the sum of squared labels, each part divided by its
-    sensitivity over the square root of its share (:data:`SQUARES_SHARE`).
+    entry), the moments and (for standard errors) the sum of squared labels, each part
+    divided by its sensitivity over the square root of its share (:data:`SQUARES_SHARE`).
 
     Attributes
     ----------
@@ -124,9 +124,9 @@ class SufficientStatisticsPlan(Plan):
         Scale of its l2 Laplace noise, ``1 / epsilon`` (0 otherwise).
     gram_scale, moment_scale, squares_scale : float
         ``Delta / sqrt(share)`` of each part: the factors scaling the normalised noise
-        back to it (``squares_scale = 0``: ``y'y`` is not released, as where the fit
-        computes no standard errors, ``ProblemSpec.inference`` false; the Gram and the
-        moments then take half the share each).
+        back to it (``squares_scale = 0``: ``y'y`` is not released, where the fit
+        computes no standard errors, ``ProblemSpec.inference`` false, or under a
+        constraint; the Gram and the moments then take half the share each).
     sigma_gram, sigma_moment, sigma_squares : float
         Per-entry noise std of the Gram, the moments and the sum of squares (data
         units).
@@ -179,7 +179,8 @@ class SufficientStatistics(BaseDPSolver):
     -----
     **Privacy guarantee.** Replace-one neighbouring relation (``n`` public). The released
     vector is the upper triangle of ``G`` (without the public entry ``n c^2``), ``b`` and
-    ``S = y'y``, with l2 sensitivities ``Delta_G = sqrt(2 B^4 + 4 c^2 B^2)``,
+    (where the fit computes standard errors, unconstrained) ``S = y'y``, with l2
+    sensitivities ``Delta_G = sqrt(2 B^4 + 4 c^2 B^2)``,
     ``Delta_b = 2 R Y`` (:func:`statistics_sensitivities`) and ``Delta_S = Y^2``. Each
     part is divided by its sensitivity over the square root of its share (``S``:
     :data:`SQUARES_SHARE`; ``G`` and ``b`` half of the rest each), so the joint vector has
@@ -249,8 +250,9 @@ class SufficientStatistics(BaseDPSolver):
         intercept = spec.intercept_feature != 0.0
         # Released coordinates: the Gram's upper triangle without the public n c^2 entry,
         # the m moments and y'y.
-        # y'y is read by the standard errors only: released where the fit computes them.
-        squares = bool(spec.inference)
+        # y'y is read by the standard errors only: released where the fit computes them,
+        # which a constrained minimiser never does (no normal sandwich; _run_released).
+        squares = bool(spec.inference) and isinstance(spec.constraint, Unconstrained)
         n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m + int(squares)
         # Clipped labels |y| <= Y: replacing one moves y'y by |y^2 - y2^2| <= Y^2.
         delta_squares = check_sensitivity(float(spec.loss.label_bound) ** 2,
@@ -309,9 +311,9 @@ class SufficientStatistics(BaseDPSolver):
         ridge, values, vectors = self._penalised(gram, spec, plan.sigma_gram)
         centre = self._ridge_centre(gram, moments, spec)
         coef = self._minimize_penalised(values, vectors, moments + ridge * centre, spec)
-        if not isinstance(spec.constraint, Unconstrained) or not spec.inference:
-            # A constrained minimiser has no normal sandwich; without inference nothing
-            # reads one (and y'y was not released).
+        if not plan.squares_scale > 0.0:
+            # y'y was not released: a constrained minimiser (no normal sandwich) or a fit
+            # that reads no standard errors (ProblemSpec.inference).
             return Released(coef)
         return Released(coef, self._inference(values, vectors, ridge, gram, moments, squares,
                                               coef[:, 0], centre, plan, spec))

@@ -695,7 +695,7 @@ def test_a_fit_without_standard_errors_skips_what_only_they_read(loss_name):
     plan = res.plan
     T, k = plan.n_iter, plan.n_hessian
     assert k == (T if loss_name == "huber" else 1)
-    assert plan.dispersion_share == 0.0 and res.inference is None
+    assert plan.dispersion_share == 0.0 and res.inference is None and not plan.inference
     draws = [v for kind, v in noise.draws if kind == "gaussian"]
     assert len(draws) == T + k
     mu = math.sqrt(T * (plan.gradient_sensitivity / plan.sigma_gradient) ** 2

@@ -236,6 +236,17 @@ def test_a_fit_without_standard_errors_releases_no_sum_of_squares(delta):
         assert stats.kstest(radii, gamma.cdf).pvalue > 1e-6
     assert solver.solve(problem, Budget(eps, delta), 0, accounting=accounting
                         ).inference is None
+    # A constrained minimiser has no normal sandwich: no y'y either, whatever the spec.
+    constrained = solver.plan(_spec(n=n, d=d, intercept=1.0, constraint=L1Ball(1.0)),
+                              Budget(eps, delta), accounting, "replace_one")
+    assert constrained.n_released == plan.n_released and constrained.squares_scale == 0.0
+    # The release follows the plan: a plan without y'y on a spec that asks for standard
+    # errors returns none (no NaN dispersion).
+    with_spec = Problem.build(np.zeros((n, d)), np.zeros((n, 1)),
+                              _spec(n=n, d=d, intercept=1.0), data_norm=1.0, intercept=1.0)
+    assert solver.solve(with_spec, Budget(eps, delta), 0, accounting=accounting,
+                        prepared=solver.prepare(spec, Budget(eps, delta),
+                                                accounting=accounting)).inference is None
 
 
 def _reference_fit(X, y, eps, delta, seed, alpha):
