@@ -478,6 +478,7 @@ class PrivacyPlanning:
                 n_samples=n_samples, solver_name=solver.name,
             )
         n_params = n_features + (1 if self.fit_intercept else 0)
+        constraint = self._make_constraint(bounds.radius_scale)
         spec = ProblemSpec(
             n_samples=n_samples,
             n_params=n_params,
@@ -489,16 +490,17 @@ class PrivacyPlanning:
                          else n_features),
             row_norm_bound=self._row_norm_bound(bounds.data_norm, row_norm_ord),
             loss=loss,
-            constraint=self._make_constraint(bounds.radius_scale),
+            constraint=constraint,
             alpha=self._raw_alpha(solver, bounds),
             tilt=tilt,
             adversarial_radius=float(self.adversarial_radius or 0.0),
             adversarial_norm=float(self.adversarial_norm),
             intercept_feature=self._intercept_feature(bounds.data_norm),
             row_norm_ord=row_norm_ord,
-            # Public: the estimator's class, the label set and the threshold decision.
+            # Public: the estimator's class, the label set, the constraint (a minimiser
+            # held on its boundary has no normal law) and the threshold decision.
             inference=(getattr(self, "_offers_intervals", False) and n_outputs == 1
-                       and not thresholded),
+                       and isinstance(constraint, Unconstrained) and not thresholded),
         )
         if intercept_only is None:
             intercept_only = self._intercept_only_instead(spec, budget)

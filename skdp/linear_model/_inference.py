@@ -179,6 +179,13 @@ class IntervalsMixin:
                     "the private threshold after the solver (threshold_fraction), and the "
                     "released Hessian describes the solver's own intercept. Set "
                     "threshold_fraction=0" + (" (or solver='newton')." if chosen else "."))
+            if getattr(self, "constraint", None) is not None and \
+                    self.solver_.releases_inference:
+                # Public: the settings (ProblemSpec.inference).
+                raise ValueError(
+                    "conf_int has no intervals for a constrained fit: a minimiser held on "
+                    "the constraint's boundary has no normal law, so the fit released no "
+                    "standard errors. Set constraint=None.")
             raise ValueError(
                 f"conf_int needs {self._intervals_need}; this fit used solver "
                 f"{self.solver_.name!r}"

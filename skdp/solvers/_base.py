@@ -347,6 +347,11 @@ class BaseDPSolver(ABC):
         What the solver needs and offers, declared once (see
         :mod:`skdp.solvers._capabilities`): it drives the compatibility check, the docs
         table and the conformance tests.
+    releases_inference : bool
+        Whether an unconstrained fit that computes standard errors
+        (``ProblemSpec.inference``) gets their inputs from the run (an
+        :class:`Inference`, by :meth:`_run_released`); the estimators' ``conf_int``
+        messages read it.
     _parameter_constraints : dict
         scikit-learn style declarations of the constructor parameters, validated once
         before planning.
@@ -354,6 +359,7 @@ class BaseDPSolver(ABC):
 
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
+    releases_inference: ClassVar[bool] = False
     _parameter_constraints: ClassVar[dict] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

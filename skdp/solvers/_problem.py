@@ -135,7 +135,8 @@ class ProblemSpec:
     inference : bool, default=True
         Whether the fit reads the solver's releases for standard errors
         (:class:`~skdp.solvers._base.Inference`). ``False`` (an estimator without
-        intervals, several outputs, or an intercept chosen after the solver): a solver
+        intervals, several outputs, a constraint, or an intercept chosen after the
+        solver): a solver
         may skip what only the standard errors need (DP Newton releases no Hessian near
         the output and no dispersion, and returns no ``Inference``). Public: the
         estimator, the label set and its settings.

@@ -626,6 +626,7 @@ class DPNewton(BaseDPSolver):
     """
 
     name = "newton"
+    releases_inference = True
     capabilities = Capabilities(
         algorithm="DP Newton (Ganesh et al. 2023; Avella-Medina, Bradshaw & Loh 2023)",
         accounting_methods=("gaussian", "rdp", "pld"), default_accounting="gaussian",

@@ -203,6 +203,7 @@ class SufficientStatistics(BaseDPSolver):
     """
 
     name = "sufficient_statistics"
+    releases_inference = True
     capabilities = Capabilities(
         algorithm=("sufficient-statistics perturbation (Dwork-Talwar-Thakurta-Zhang 2014; "
                    "adaptive ridge after Wang 2018)"),

@@ -141,3 +141,22 @@ def test_estimators_without_intervals_pay_for_no_standard_errors():
                                  random_state=0).fit(Xm, ym)
     assert [e.count for e in multi.privacy_ledger_.event.events] == [10, 1]
     assert multi.coef_covariance_ is None
+
+
+def test_a_constrained_newton_fit_releases_no_standard_errors():
+    """A minimiser held on the constraint's boundary has no normal law: DP Newton under
+    a constraint releases one Hessian and no Inference, and conf_int names the setting
+    (before, it returned intervals around the constrained point)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (5000, 3)) / 2
+    y = (X @ np.array([3.0, -2.0, 1.0]) + rng.logistic(size=5000) > 0).astype(int)
+    clf = DPLogisticRegression(5.0, data_norm=1.0, classes=[0, 1], solver="newton",
+                               constraint="l2", radius=0.5, fit_intercept=False,
+                               random_state=0).fit(X, y)
+    assert clf.coef_covariance_ is None
+    assert [e.count for e in clf.privacy_ledger_.event.events] == [10, 1]
+    with pytest.raises(ValueError, match=r"constrained fit.*Set constraint=None\.$"):
+        clf.conf_int()
+    free = DPLogisticRegression(5.0, data_norm=1.0, classes=[0, 1], solver="newton",
+                                fit_intercept=False, random_state=0).fit(X, y)
+    assert free.conf_int().shape == (3, 2)

@@ -96,9 +96,12 @@ def test_conf_int_names_the_setting_when_the_fit_released_nothing_for_it():
     X, y = _sample(np.random.default_rng(4), 500)
     reg = _fit(X, y, 1.0, constraint="l2", radius=3.0)
     assert reg.coef_covariance_ is None
+    with pytest.raises(ValueError, match=r"constrained fit.*Set constraint=None\.$"):
+        reg.conf_int()
+    gd = _fit(X, y, 1.0, constraint="l2", radius=3.0, solver="gd")
     with pytest.raises(ValueError, match="solver='sufficient_statistics' and "
                                          "constraint=None"):
-        reg.conf_int()
+        gd.conf_int()
     reg = _fit(X, y, 1.0)
     assert reg.conf_int().shape == (4, 2)
     assert _fit(X, y, 1.0, fit_intercept=False).conf_int().shape == (3, 2)
