@@ -340,7 +340,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 setattr(self, name, value)
             raise
 
-    def _estimate_bounds(self, X, y, shares: dict, rng) -> FitBounds:
+    def _estimate_bounds(self, X, y, shares: dict, rng) -> tuple[FitBounds, tuple | None]:
         """The private bound estimates: AboveThreshold over public grids
         (:func:`skdp.mechanisms.private_bound`), so every released bound is a grid point
         or a public function of grid points (docs/privacy.md, "Private bounds").
@@ -350,16 +350,21 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         bound of ``|y|`` (:func:`~skdp.mechanisms.private_mean`, on the grid of
         multiples of that bound over ``64 n``) and ``y_bound`` a private bound of
         ``|y - centre|`` (their maximum at ``epsilon=inf``: no target clipped). Without an
-        intercept the centre is 0.
+        intercept the centre is 0. Also returns ``(ord, norms)``, the rows' norms that
+        ``data_norm`` read (``None`` without its share), which the problem reuses.
         """
         solver = self._solver(X.shape)
         rules = self._rules_for(solver)
         # Without a share (declared, or the intercept-only model, which reads no
         # feature): the declared bound, or the placeholder 1 (the constant feature's value).
-        data_norm = (private_bound(row_norms(X, self._data_norm_ord(solver)),
-                                   shares["data_norm"], rng,
-                                   quantile=rules.data_norm_quantile)
-                     if "data_norm" in shares else self._placeholder_bounds().data_norm)
+        norms = None
+        if "data_norm" in shares:
+            ord = self._data_norm_ord(solver)
+            norms = (ord, row_norms(X, ord))
+            data_norm = private_bound(norms[1], shares["data_norm"], rng,
+                                      quantile=rules.data_norm_quantile)
+        else:
+            data_norm = self._placeholder_bounds().data_norm
         y_bound = getattr(self, "y_bound", None)
         centre = 0.0
         if "y_bound" in shares:
@@ -397,7 +402,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         elif y_bound is not None:
             # Declared, or the placeholder 1 ("auto" without a share: the zero model).
             y_bound = self._placeholder_bounds().y_bound
-        return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True)
+        return FitBounds(float(data_norm), y_bound, float(centre), rescaled=True), norms
 
     def _fit(self, X, y):
         """One private fit, in the order the guarantee needs.
@@ -473,7 +478,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 # Independent streams for the bound estimates, the solver's noise and the
                 # private threshold.
                 bounds_rng, fit_rng, threshold_rng = as_generator(self.random_state).spawn(3)
-                bounds = self._estimate_bounds(X, y, shares, bounds_rng)
+                bounds, norms = self._estimate_bounds(X, y, shares, bounds_rng)
                 # The private bounds are computed, and whether the rest fails can depend
                 # on them (the solver is planned with them): their part stays charged.
                 if shares:
@@ -506,7 +511,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                          f"{bounds.data_norm:.4g}")
             steps = progress.steps(prepared[0].n_iter, cells)
             result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng, steps,
-                                       threshold=(threshold, threshold_rng))
+                                       threshold=(threshold, threshold_rng),
+                                       row_norms=norms if auto else None)
             if steps is not None:
                 steps.finish()
             spent = ledger.spent()
@@ -621,7 +627,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         return X, self._checked_targets(y, *X.shape)
 
     def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state,
-                     on_steps=None, threshold=(0.0, None)):
+                     on_steps=None, threshold=(0.0, None), row_norms=None):
         n_features = spec.n_params - (1 if self.fit_intercept else 0)
         if X.shape != (spec.n_samples, n_features):
             raise PrivacyAccountingError(
@@ -636,9 +642,13 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         # Rows are clipped to data_norm (in the data_norm_ord norm) and the intercept
         # feature (value INTERCEPT_SCALE data_norm) is appended implicitly: X is neither
         # copied nor modified.
+        # The rows' norms that the private data_norm read, in the norm the rows are
+        # clipped in: Problem.build reuses them instead of a second pass over X.
         problem = Problem.build(
             X, Y, spec, data_norm=bounds.data_norm,
             intercept=self._intercept_feature(bounds.data_norm), on_steps=on_steps,
+            row_norms=(row_norms[1] if row_norms is not None
+                       and row_norms[0] == spec.row_norm_ord else None),
         )
         result = solver.solve(
             problem, prepared[1].budget, random_state,

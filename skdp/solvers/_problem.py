@@ -550,6 +550,7 @@ class Problem:
         data_norm: float | None = None,
         intercept: float = 0.0,
         on_steps: Callable[[int], None] | None = None,
+        row_norms: np.ndarray | None = None,
     ) -> Problem:
         """Make a problem; rows are clipped to ``data_norm`` (default: no clipping).
 
@@ -573,6 +574,12 @@ class Problem:
             Value of the constant intercept feature (0: none).
         on_steps : callable or None, default=None
             Progress callback (see :meth:`advance`).
+        row_norms : ndarray of shape (n_samples,) or None, default=None
+            The rows' ``spec.row_norm_ord``-norms as :func:`~skdp.losses.row_norms` gives
+            them, already computed by the caller (an estimator's private ``data_norm``
+            reads them): with ``row_norm_ord = 2`` and a dense in-memory ``X`` they
+            replace the pass that computes them here (the same numbers); otherwise
+            ignored.
 
         Returns
         -------
@@ -610,7 +617,10 @@ class Problem:
             X, scale, norms, augmented_max = cls._device_statistics(X, ord, data_norm,
                                                                     intercept)
         else:
-            X, scale, norms, augmented_max = cls._statistics(X, ord, data_norm, intercept)
+            reuse = (row_norms is not None and ord == 2.0 and not sp.issparse(X)
+                     and np.shape(row_norms) == (X.shape[0],))
+            X, scale, norms, augmented_max = cls._statistics(
+                X, ord, data_norm, intercept, row_norms if reuse else None)
         # With data_norm given, the rows are clipped here; per-example gradients are clipped
         # with the actual norms anyway, so a rounding excess (subnormal scales) is harmless
         # and must not make the fit fail for one record. Without it, the caller's claim is
@@ -642,11 +652,13 @@ class Problem:
                    backend=backend, on_steps=on_steps, compiled_rows=compiled_rows)
 
     @staticmethod
-    def _statistics(X: Any, ord: float, data_norm: float | None, intercept: float
+    def _statistics(X: Any, ord: float, data_norm: float | None, intercept: float,
+                    raw_norms: np.ndarray | None = None
                     ) -> tuple[Any, np.ndarray, np.ndarray, float]:
         """The stored ``X``, the clipping factors, the augmented l2 norms and the largest
         augmented ``ord``-norm (:func:`_clipping_statistics`), by blocks of rows: two
-        ``n``-vectors and one block of temporaries."""
+        ``n``-vectors and one block of temporaries. ``raw_norms``: the dense rows' l2
+        norms (``ord = 2``), given: ``X`` is then read only where a norm is not finite."""
         if not sp.issparse(X) and not isinstance(X, np.ndarray):
             X = np.asarray(X)
         n = X.shape[0]
@@ -656,14 +668,21 @@ class Problem:
         huge, huge_raw = [], []
         for start in range(0, n, step):
             block = slice(start, min(start + step, n))
-            Xb = as_float_rows(X[block])
-            stats = _clipping_statistics(Xb, ord, data_norm, intercept)
+            if raw_norms is None:
+                Xb = as_float_rows(X[block])
+                stats = _clipping_statistics(Xb, ord, data_norm, intercept)
+            else:
+                Xb = None
+                stats = statistics_from_norms(raw_norms[block], raw_norms[block], ord,
+                                              data_norm, intercept)
             # A non-finite entry survives clipping as NaN (inf / inf, then NaN * 0 in
             # X^T D) and makes every later comparison deterministic; the estimators
             # already refuse it. A dense row with a NaN or infinite entry has a NaN or
             # infinite norm, so the entries are checked only when a norm is (a finite
             # row whose norm exceeds the largest float is one too).
-            suspect = sp.issparse(Xb) or not np.all(np.isfinite(stats[:, _RAW]))
+            suspect = sp.issparse(X) or not np.all(np.isfinite(stats[:, _RAW]))
+            if suspect and Xb is None:
+                Xb = as_float_rows(X[block])
             if suspect and not _all_finite(Xb):
                 values = Xb.data if sp.issparse(Xb) else Xb
                 raise ValueError(non_finite_message(bool(np.isnan(values).any()), X.dtype))

@@ -390,6 +390,72 @@ def test_row_norms_by_blocks_match_one_block(ord, sparse):
     np.testing.assert_array_equal(row_norms(X, ord), _block_row_norms(X, ord))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_given_row_norms_replace_the_pass_with_the_same_numbers(dtype, monkeypatch):
+    """``Problem.build(row_norms=...)``, the norms an estimator's private data_norm read
+    (``row_norms``): the clipping factors, norms and stored rows equal a build that
+    computes them, over several blocks with huge rows prescaled; X is not read for them
+    (no block statistics) unless a norm is not finite, and a NaN row still raises."""
+    import skdp.solvers._problem as problem_module
+    from skdp.losses import row_block_size
+
+    rng = np.random.default_rng(8)
+    n = 2 * row_block_size(5) + 31
+    X = (rng.standard_normal((n, 5)) * rng.uniform(0.1, 3, size=(n, 1))).astype(dtype)
+    X[7] = 1e30 if dtype == np.float32 else 1e200
+    spec = ProblemSpec(n_samples=n, n_params=6, n_outputs=1, n_penalized=5,
+                       row_norm_bound=math.hypot(1.0, 0.5), loss=LogisticLoss(),
+                       constraint=Unconstrained(), alpha=0.1, intercept_feature=0.5)
+    Y = rng.choice([-1.0, 1.0], size=(n, 1))
+    computed = Problem.build(X, Y, spec, data_norm=1.0, intercept=0.5)
+    calls = []
+    real = problem_module._clipping_statistics
+    monkeypatch.setattr(problem_module, "_clipping_statistics",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    given = Problem.build(X, Y, spec, data_norm=1.0, intercept=0.5,
+                          row_norms=row_norms(X, 2.0))
+    # Only the prescaled huge row is read again (a float32 row cannot reach the bound).
+    assert len(calls) == (1 if dtype == np.float64 else 0)
+    np.testing.assert_array_equal(given.row_scale, computed.row_scale)
+    np.testing.assert_array_equal(given.norms, computed.norms)
+    np.testing.assert_array_equal(np.asarray(given.X), np.asarray(computed.X))
+    bad = X.copy()
+    bad[n - 3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        Problem.build(bad, Y, spec, data_norm=1.0, intercept=0.5, row_norms=row_norms(bad))
+
+
+def test_a_private_data_norm_fit_reads_the_row_norms_once(monkeypatch):
+    """End to end: with data_norm="auto" the problem reuses the norms the private bound
+    read (no block statistics), and the fit equals the one that computes them again."""
+    import warnings
+
+    import skdp.solvers._problem as problem_module
+    from skdp import DPLogisticRegression
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((3000, 4))
+    y = (X[:, 0] + rng.logistic(size=3000) > 0).astype(int)
+    calls = []
+    real = problem_module._clipping_statistics
+    monkeypatch.setattr(problem_module, "_clipping_statistics",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reused = DPLogisticRegression(1.0, classes=[0, 1], random_state=0).fit(X, y)
+        assert calls == []
+        build = problem_module.Problem.build.__func__
+
+        def computing(cls, *args, row_norms=None, **kwargs):
+            return build(cls, *args, **kwargs)
+
+        monkeypatch.setattr(problem_module.Problem, "build", classmethod(computing))
+        computed = DPLogisticRegression(1.0, classes=[0, 1], random_state=0).fit(X, y)
+        assert calls
+    np.testing.assert_array_equal(reused.coef_, computed.coef_)
+    assert reused.intercept_ == computed.intercept_
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("intercept", [False, True])
 def test_float32_rows_are_stored_as_given_and_computed_in_float64(sparse, intercept):
