@@ -470,6 +470,8 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             warn_label_set_read()
         # The budget is charged from the public plan, before any value of X is read; on
         # failure only what was released stays charged (skdp.privacy.charging).
+        # The rows' norms the private data_norm reads, handed once to the problem.
+        handed = {}
         with Charge.of(self, planned) as charge:
             # With declared bounds X is first read by Problem.build, whose row norms find
             # any non-finite entry (the same pass, instead of one more over X here).
@@ -478,7 +480,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 # Independent streams for the bound estimates, the solver's noise and the
                 # private threshold.
                 bounds_rng, fit_rng, threshold_rng = as_generator(self.random_state).spawn(3)
-                bounds, norms = self._estimate_bounds(X, y, shares, bounds_rng)
+                bounds, handed["norms"] = self._estimate_bounds(X, y, shares, bounds_rng)
                 # The private bounds are computed, and whether the rest fails can depend
                 # on them (the solver is planned with them): their part stays charged.
                 if shares:
@@ -512,7 +514,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
             steps = progress.steps(prepared[0].n_iter, cells)
             result = self._fit_planned(X, y, solver, spec, prepared, bounds, fit_rng, steps,
                                        threshold=(threshold, threshold_rng),
-                                       row_norms=norms if auto else None)
+                                       bound_norms=handed.pop("norms", None))
             if steps is not None:
                 steps.finish()
             spent = ledger.spent()
@@ -627,7 +629,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         return X, self._checked_targets(y, *X.shape)
 
     def _fit_planned(self, X, y, solver, spec, prepared, bounds, random_state,
-                     on_steps=None, threshold=(0.0, None), row_norms=None):
+                     on_steps=None, threshold=(0.0, None), bound_norms=None):
         n_features = spec.n_params - (1 if self.fit_intercept else 0)
         if X.shape != (spec.n_samples, n_features):
             raise PrivacyAccountingError(
@@ -643,13 +645,17 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         # feature (value INTERCEPT_SCALE data_norm) is appended implicitly: X is neither
         # copied nor modified.
         # The rows' norms that the private data_norm read, in the norm the rows are
-        # clipped in: Problem.build reuses them instead of a second pass over X.
+        # clipped in: Problem.build reuses them instead of a second pass over X (and
+        # nothing holds them while the solver runs: the caller handed its only reference).
+        raw = (bound_norms[1] if bound_norms is not None
+               and bound_norms[0] == spec.row_norm_ord else None)
+        del bound_norms
         problem = Problem.build(
             X, Y, spec, data_norm=bounds.data_norm,
             intercept=self._intercept_feature(bounds.data_norm), on_steps=on_steps,
-            row_norms=(row_norms[1] if row_norms is not None
-                       and row_norms[0] == spec.row_norm_ord else None),
+            raw_norms=raw,
         )
+        del raw
         result = solver.solve(
             problem, prepared[1].budget, random_state,
             accounting=self.accounting, relation=self.neighboring, prepared=prepared,

@@ -550,7 +550,7 @@ class Problem:
         data_norm: float | None = None,
         intercept: float = 0.0,
         on_steps: Callable[[int], None] | None = None,
-        row_norms: np.ndarray | None = None,
+        raw_norms: np.ndarray | None = None,
     ) -> Problem:
         """Make a problem; rows are clipped to ``data_norm`` (default: no clipping).
 
@@ -574,7 +574,7 @@ class Problem:
             Value of the constant intercept feature (0: none).
         on_steps : callable or None, default=None
             Progress callback (see :meth:`advance`).
-        row_norms : ndarray of shape (n_samples,) or None, default=None
+        raw_norms : ndarray of shape (n_samples,) or None, default=None
             The rows' ``spec.row_norm_ord``-norms as :func:`~skdp.losses.row_norms` gives
             them, already computed by the caller (an estimator's private ``data_norm``
             reads them): with ``row_norm_ord = 2`` and a dense in-memory ``X`` they
@@ -617,10 +617,10 @@ class Problem:
             X, scale, norms, augmented_max = cls._device_statistics(X, ord, data_norm,
                                                                     intercept)
         else:
-            reuse = (row_norms is not None and ord == 2.0 and not sp.issparse(X)
-                     and np.shape(row_norms) == (X.shape[0],))
+            reuse = (raw_norms is not None and ord == 2.0 and not sp.issparse(X)
+                     and np.shape(raw_norms) == (X.shape[0],))
             X, scale, norms, augmented_max = cls._statistics(
-                X, ord, data_norm, intercept, row_norms if reuse else None)
+                X, ord, data_norm, intercept, raw_norms if reuse else None)
         # With data_norm given, the rows are clipped here; per-example gradients are clipped
         # with the actual norms anyway, so a rounding excess (subnormal scales) is harmless
         # and must not make the fit fail for one record. Without it, the caller's claim is

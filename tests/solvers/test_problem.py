@@ -392,7 +392,7 @@ def test_row_norms_by_blocks_match_one_block(ord, sparse):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_given_row_norms_replace_the_pass_with_the_same_numbers(dtype, monkeypatch):
-    """``Problem.build(row_norms=...)``, the norms an estimator's private data_norm read
+    """``Problem.build(raw_norms=...)``, the norms an estimator's private data_norm read
     (``row_norms``): the clipping factors, norms and stored rows equal a build that
     computes them, over several blocks with huge rows prescaled; X is not read for them
     (no block statistics) unless a norm is not finite, and a NaN row still raises."""
@@ -413,7 +413,7 @@ def test_given_row_norms_replace_the_pass_with_the_same_numbers(dtype, monkeypat
     monkeypatch.setattr(problem_module, "_clipping_statistics",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     given = Problem.build(X, Y, spec, data_norm=1.0, intercept=0.5,
-                          row_norms=row_norms(X, 2.0))
+                          raw_norms=row_norms(X, 2.0))
     # Only the prescaled huge row is read again (a float32 row cannot reach the bound).
     assert len(calls) == (1 if dtype == np.float64 else 0)
     np.testing.assert_array_equal(given.row_scale, computed.row_scale)
@@ -422,7 +422,7 @@ def test_given_row_norms_replace_the_pass_with_the_same_numbers(dtype, monkeypat
     bad = X.copy()
     bad[n - 3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        Problem.build(bad, Y, spec, data_norm=1.0, intercept=0.5, row_norms=row_norms(bad))
+        Problem.build(bad, Y, spec, data_norm=1.0, intercept=0.5, raw_norms=row_norms(bad))
 
 
 def test_a_private_data_norm_fit_reads_the_row_norms_once(monkeypatch):
@@ -446,7 +446,7 @@ def test_a_private_data_norm_fit_reads_the_row_norms_once(monkeypatch):
         assert calls == []
         build = problem_module.Problem.build.__func__
 
-        def computing(cls, *args, row_norms=None, **kwargs):
+        def computing(cls, *args, raw_norms=None, **kwargs):
             return build(cls, *args, **kwargs)
 
         monkeypatch.setattr(problem_module.Problem, "build", classmethod(computing))
