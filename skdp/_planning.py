@@ -497,10 +497,10 @@ class PrivacyPlanning:
             adversarial_norm=float(self.adversarial_norm),
             intercept_feature=self._intercept_feature(bounds.data_norm),
             row_norm_ord=row_norm_ord,
-            # Public: the estimator's class, the label set, the constraint (a minimiser
-            # held on its boundary has no normal law) and the threshold decision.
+            # Public: the estimator's class, the label set and the threshold decision
+            # (a constraint rules standard errors out too: ProblemSpec.standard_errors).
             inference=(getattr(self, "_offers_intervals", False) and n_outputs == 1
-                       and isinstance(constraint, Unconstrained) and not thresholded),
+                       and not thresholded),
         )
         if intercept_only is None:
             intercept_only = self._intercept_only_instead(spec, budget)

@@ -170,7 +170,7 @@ class IntervalsMixin:
                     "released the intercept-only model (the private mean target) instead "
                     "of running its solver. Raise epsilon, or set noise_dominated='fit' "
                     "to run the solver anyway.")
-            if (self.solver_.name == "newton"
+            if (self.solver_.releases_inference
                     and "threshold" in dict(getattr(self.privacy_ledger_, "parts", ()))):
                 # DP Newton released its Hessian, but the threshold replaced its intercept.
                 chosen = isinstance(self.solver, str) and self.solver == "auto"
@@ -181,7 +181,7 @@ class IntervalsMixin:
                     "threshold_fraction=0" + (" (or solver='newton')." if chosen else "."))
             if getattr(self, "constraint", None) is not None and \
                     self.solver_.releases_inference:
-                # Public: the settings (ProblemSpec.inference).
+                # Public: the settings (ProblemSpec.standard_errors).
                 raise ValueError(
                     "conf_int has no intervals for a constrained fit: a minimiser held on "
                     "the constraint's boundary has no normal law, so the fit released no "

@@ -349,7 +349,7 @@ class BaseDPSolver(ABC):
         table and the conformance tests.
     releases_inference : bool
         Whether an unconstrained fit that computes standard errors
-        (``ProblemSpec.inference``) gets their inputs from the run (an
+        (``ProblemSpec.standard_errors``) gets their inputs from the run (an
         :class:`Inference`, by :meth:`_run_released`); the estimators' ``conf_int``
         messages read it.
     _parameter_constraints : dict

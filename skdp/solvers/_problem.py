@@ -22,7 +22,7 @@ from skdp._array_api import (
     to_device,
     to_numpy,
 )
-from skdp.geometry import Constraint
+from skdp.geometry import Constraint, Unconstrained
 from skdp.losses import (
     NORM_SAFETY,
     GLMLoss,
@@ -134,12 +134,10 @@ class ProblemSpec:
         geometry), or any ``q >= 1``. :meth:`row_bound` converts it to other norms.
     inference : bool, default=True
         Whether the fit reads the solver's releases for standard errors
-        (:class:`~skdp.solvers._base.Inference`). ``False`` (an estimator without
-        intervals, several outputs, a constraint, or an intercept chosen after the
-        solver): a solver
-        may skip what only the standard errors need (DP Newton releases no Hessian near
-        the output and no dispersion, and returns no ``Inference``). Public: the
-        estimator, the label set and its settings.
+        (:class:`~skdp.solvers._base.Inference`); ``False`` for an estimator without
+        intervals, several outputs, or an intercept chosen after the solver. Public: the
+        estimator, the label set and its settings. The solvers read
+        :attr:`standard_errors`.
     """
 
     n_samples: int
@@ -156,6 +154,17 @@ class ProblemSpec:
     intercept_feature: float = 0.0
     row_norm_ord: float = 2.0
     inference: bool = True
+
+    @property
+    def standard_errors(self) -> bool:
+        """Whether the run releases what standard errors need.
+
+        ``inference`` and no constraint (a minimiser held on the constraint's boundary
+        has no normal law). Where false, a solver skips those releases (DP Newton: its
+        Hessian near the output and the dispersion; sufficient statistics: ``y'y``) and
+        returns no ``Inference``.
+        """
+        return bool(self.inference) and isinstance(self.constraint, Unconstrained)
 
     def row_bound(self, ord: float = 2.0) -> float:
         """Public bound on ``||x'_i||_ord`` implied by ``row_norm_bound``.

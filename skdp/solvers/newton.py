@@ -80,7 +80,7 @@ DEFAULT_PRIVATE_ITER = 10
 #: positive everywhere (logistic, multinomial, squared): at the first iteration and half
 #: way (:func:`hessian_schedule`), the other steps reuse the last one; the second one is
 #: near the output, for its standard errors (docs/algorithms/newton.md), so a fit that
-#: reads none (``ProblemSpec.inference`` false) releases the first only. The
+#: reads none (``ProblemSpec.standard_errors`` false) releases the first only. The
 #: piecewise-quadratic losses, whose curvature jumps (zero at ``w = 0`` for a smoothed
 #: hinge), release one at every step.
 DEFAULT_HESSIAN_STEPS = 2
@@ -103,7 +103,7 @@ ZONE_STEPS = 2.0
 #: by ``conf_int`` only (docs/inference.md). Its noise on ``mean_i psi_i^2 / B^2`` is
 #: ``sqrt(2) z / (n sqrt(s T))``: 37 / n at epsilon 1 (z = 11.8, T = 10), against a
 #: mean of order 0.1-0.5, while the gradients keep 98% of the budget. Only fits that
-#: compute standard errors release it (``ProblemSpec.inference``; not DPLasso's).
+#: compute standard errors release it (``ProblemSpec.standard_errors``; not DPLasso's).
 DISPERSION_SHARE = 0.02
 #: Output rules: ``"auto"`` averages when private, else the last iterate.
 ITERATES = ("auto", "last", "average")
@@ -509,7 +509,7 @@ class NewtonPlan(Plan):
         ``B = C / R``: the derivative bound of the first term.
     inference : bool
         Whether the run returns the standard errors' inputs (an
-        :class:`~skdp.solvers._base.Inference`): ``spec.inference`` when planned.
+        :class:`~skdp.solvers._base.Inference`): ``spec.standard_errors`` when planned.
     """
 
     sigma_gradient: float
@@ -584,7 +584,7 @@ class DPNewton(BaseDPSolver):
         k)``, ``j = 0..k-1``; the other steps reuse the last released Hessian. Default: 2
         for a private fit of the logistic, multinomial and squared losses (see
         docs/algorithms/newton.md), 1 where the fit computes no standard errors
-        (``ProblemSpec.inference`` false: an estimator without intervals, several outputs,
+        (``ProblemSpec.standard_errors`` false: an estimator without intervals, several outputs,
         a private threshold), ``T`` for the Huber loss and the smoothed hinge (whose
         curvature jumps) and at ``epsilon = inf``.
 
@@ -606,7 +606,7 @@ class DPNewton(BaseDPSolver):
     composed ledger (:func:`newton_event`; at ``k = T`` DP-GD's ledger with sensitivity 1:
     one joint sensitivity-1 release per iteration). The squared and Huber losses also
     release, after the iterations and where the fit computes standard errors
-    (``ProblemSpec.inference``), the mean of ``[min(psi_i^2, B^2) / B^2, min(phi''_i,
+    (``ProblemSpec.standard_errors``), the mean of ``[min(psi_i^2, B^2) / B^2, min(phi''_i,
     c) / c]`` at the output (``psi = phi'``, ``B = C / R``; sensitivity ``sqrt(2) / n``)
     with the share ``s = 0.02`` of ``mu^2`` (multiplier ``z / sqrt(s T)``; the other
     multipliers divided by ``sqrt(1 - s)``, so ``mu^2 = T / z^2`` still): the dispersion
@@ -688,9 +688,9 @@ class DPNewton(BaseDPSolver):
         """Number of Hessian releases ``k`` (public: the parameters, loss and budget).
 
         ``hessian_steps`` (at most ``T``), else ``DEFAULT_HESSIAN_STEPS`` for a private fit
-        of the logistic, multinomial and squared losses (1 when the fit reads no standard
-        errors, ``spec.inference`` false: the second release is there for them, and one
-        was measured as accurate; docs/algorithms/newton.md), ``T`` for the
+        of the logistic, multinomial and squared losses (1 where the run gives no standard
+        errors, ``spec.standard_errors`` false: the second release is there for them, and
+        one was measured as accurate; docs/algorithms/newton.md), ``T`` for the
         piecewise-quadratic losses (Huber, smoothed hinge) and at ``epsilon = inf``.
 
         Parameters
@@ -711,7 +711,7 @@ class DPNewton(BaseDPSolver):
             return min(int(self.hessian_steps), n_iter)
         if not budget.is_private or isinstance(spec.loss, HuberLoss | SmoothedHingeLoss):
             return n_iter
-        return min(DEFAULT_HESSIAN_STEPS if spec.inference else 1, n_iter)
+        return min(DEFAULT_HESSIAN_STEPS if spec.standard_errors else 1, n_iter)
 
     def _score_step(self, spec: ProblemSpec) -> float:
         if self.max_score_step is None:
@@ -745,7 +745,8 @@ class DPNewton(BaseDPSolver):
         rho = float(self.gradient_share)
         n_hessian = self.auto_n_hessian(spec, n_iter, budget)
         # The dispersion is read by the standard errors only.
-        share = DISPERSION_SHARE if spec.inference and needs_dispersion(spec.loss) else 0.0
+        share = (DISPERSION_SHARE if spec.standard_errors and needs_dispersion(spec.loss)
+                 else 0.0)
         # T gradient and k Hessian releases (and one dispersion release), mu^2 = T / z^2
         # in GDP terms (k = T, no dispersion: DP-GD's ledger with Delta = 1, one joint
         # sensitivity-1 release per iteration).
@@ -776,7 +777,7 @@ class DPNewton(BaseDPSolver):
             n_hessian=n_hessian, dispersion_share=share, sigma_dispersion=sigma_d,
             # B = C / R: psi^2 <= B^2 where the clip C binds at the rows' bound R.
             dispersion_bound=clip / spec.row_bound(2.0) if share else 0.0,
-            inference=bool(spec.inference),
+            inference=spec.standard_errors,
         )
 
     # -- run -------------------------------------------------------------------------------
@@ -831,7 +832,7 @@ class DPNewton(BaseDPSolver):
                 hessians, n_hessians = first[1], 1
         averaged = average and count > 0
         coef = total / count if averaged else W
-        if not plan.inference:  # nothing reads standard errors (ProblemSpec.inference)
+        if not plan.inference:  # nothing reads standard errors (ProblemSpec.standard_errors)
             return Released(coef, None)
         # For standard errors (post-processing): the mean of the Hessians released at the
         # points the averaged iterates stepped from (the last release when none was, or

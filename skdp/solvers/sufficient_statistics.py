@@ -125,7 +125,7 @@ class SufficientStatisticsPlan(Plan):
     gram_scale, moment_scale, squares_scale : float
         ``Delta / sqrt(share)`` of each part: the factors scaling the normalised noise
         back to it (``squares_scale = 0``: ``y'y`` is not released, where the fit
-        computes no standard errors, ``ProblemSpec.inference`` false, or under a
+        computes no standard errors, ``ProblemSpec.standard_errors`` false, or under a
         constraint; the Gram and the moments then take half the share each).
     sigma_gram, sigma_moment, sigma_squares : float
         Per-entry noise std of the Gram, the moments and the sum of squares (data
@@ -251,9 +251,8 @@ class SufficientStatistics(BaseDPSolver):
         intercept = spec.intercept_feature != 0.0
         # Released coordinates: the Gram's upper triangle without the public n c^2 entry,
         # the m moments and y'y.
-        # y'y is read by the standard errors only: released where the fit computes them,
-        # which a constrained minimiser never does (no normal sandwich; _run_released).
-        squares = bool(spec.inference) and isinstance(spec.constraint, Unconstrained)
+        # y'y is read by the standard errors only: released where the run gives them.
+        squares = spec.standard_errors
         n_released = m * (m + 1) // 2 - (1 if intercept else 0) + m + int(squares)
         # Clipped labels |y| <= Y: replacing one moves y'y by |y^2 - y2^2| <= Y^2.
         delta_squares = check_sensitivity(float(spec.loss.label_bound) ** 2,
@@ -314,7 +313,7 @@ class SufficientStatistics(BaseDPSolver):
         coef = self._minimize_penalised(values, vectors, moments + ridge * centre, spec)
         if not plan.squares_scale > 0.0:
             # y'y was not released: a constrained minimiser (no normal sandwich) or a fit
-            # that reads no standard errors (ProblemSpec.inference).
+            # that reads no standard errors (ProblemSpec.standard_errors).
             return Released(coef)
         return Released(coef, self._inference(values, vectors, ridge, gram, moments, squares,
                                               coef[:, 0], centre, plan, spec))

@@ -710,6 +710,13 @@ def test_a_fit_without_standard_errors_skips_what_only_they_read(loss_name):
         np.testing.assert_array_equal(by_hand.coef, _solver(loss_name).solve(
             problem, budget, 5).coef)
         assert by_hand.inference is not None
+    # A constraint rules standard errors out whatever the flag (spec.standard_errors):
+    # the same one-Hessian, no-dispersion plan.
+    constrained = _glm_problem(LOSSES[loss_name](), n=200, intercept=True,
+                               constraint=L2Ball(5.0)).spec
+    assert constrained.inference and not constrained.standard_errors
+    plan_c = _solver(loss_name).plan(constrained, budget, "gaussian", "replace_one")
+    assert (plan_c.n_hessian, plan_c.dispersion_share, plan_c.inference) == (k, 0.0, False)
     with_se = _solver(loss_name).plan(
         _glm_problem(LOSSES[loss_name](), n=200, intercept=True).spec, budget, "gaussian",
         "replace_one")
