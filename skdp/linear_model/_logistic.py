@@ -20,15 +20,17 @@ __all__ = ["DPLogisticRegression"]
 
 #: ``solver="auto"`` runs DP Newton where the default plan's Hessian noise edge is at most
 #: this share of the per-example curvature bound (:func:`relative_hessian_noise`): about
-#: 99,000 rows for 54 features at epsilon 1 (the edge falls like ``1 / (n epsilon)``
+#: 100,000 rows for 54 features at epsilon 1 (the edge falls like ``1 / (n epsilon)``
 #: and grows like ``sqrt(D)``). Median excess risk over unseeded fits, DP-GD against DP
-#: Newton (docs/algorithms/newton.md, "The default"): covertype-shaped, two draws, 30,000
-#: rows (edge 0.008) 1.2e-4 / 9.5e-5 against 2.0e-4 / 2.3e-4, 60,000 (0.004) 4.1e-5 /
-#: 3.7e-5 against 6.0e-5 / 4.6e-5, 100,000 (0.0025) 2.0e-5 / 2.6e-5 against 2.2e-5 /
-#: 2.2e-5, 150,000 (0.0017) 1.5e-5 / 1.5e-5 against 9.6e-6 / 9.9e-6; 4 classes at 50,000
-#: (0.0075) 1.8e-4 against 4.4e-4; 20 features at 50,000 (0.003) 1.4e-5 against 2.6e-5.
-#: The former threshold, 0.01 (25,000 rows), chose DP Newton in every one of these cells.
-AUTO_NEWTON_NOISE = 0.0025
+#: Newton (docs/algorithms/newton.md, "The default"; measured with the former split
+#: ``gradient_share = 0.9``, whose edges were ``1 / sqrt(2)`` of those given here, so the
+#: threshold moved with them and the crossover stayed at the same rows): covertype-shaped,
+#: two draws, 30,000 rows (edge 0.011) 1.2e-4 / 9.5e-5 against 2.0e-4 / 2.3e-4, 60,000
+#: (0.0057) 4.1e-5 / 3.7e-5 against 6.0e-5 / 4.6e-5, 100,000 (0.0035) 2.0e-5 / 2.6e-5
+#: against 2.2e-5 / 2.2e-5, 150,000 (0.0024) 1.5e-5 / 1.5e-5 against 9.6e-6 / 9.9e-6; 4
+#: classes at 50,000 (0.011) 1.8e-4 against 4.4e-4; 20 features at 50,000 (0.0042)
+#: 1.4e-5 against 2.6e-5.
+AUTO_NEWTON_NOISE = 0.0035
 
 @shared_docs
 class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
@@ -151,9 +153,10 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         when not given), ``epsilon``, ``delta`` and the parameters.
 
         The ``alpha`` condition, measured on covertype-shaped data (6 unseeded fits,
-        median excess risk, DP-GD against DP Newton): ``alpha = 1e-3`` at ``n =
-        30,000`` (edge 2.6e-3) 8.9e-4 against 2.1e-3, at 60,000 (1.3e-3) 3.1e-4 against
-        6.6e-4; ``alpha = 3e-4`` at 200,000 (3.9e-4) 1.2e-4 against 1.7e-4; above the
+        median excess risk, DP-GD against DP Newton with ``gradient_share = 0.9``; the
+        edges are those of the default split, 0.95): ``alpha = 1e-3`` at ``n =
+        30,000`` (edge 3.7e-3) 8.9e-4 against 2.1e-3, at 60,000 (1.8e-3) 3.1e-4 against
+        6.6e-4; ``alpha = 3e-4`` at 200,000 (5.5e-4) 1.2e-4 against 1.7e-4; above the
         edge, ``alpha = 1e-3`` at 200,000, DP Newton 4.6e-5 against 6.5e-5 (test
         accuracies within 0.002 throughout)."""
         if self.solver != "auto":

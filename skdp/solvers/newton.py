@@ -61,6 +61,7 @@ __all__ = [
     "NewtonPlan",
     "curvature",
     "gradient_and_hessian_sums",
+    "gradient_multipliers",
     "hessian_frobenius_bound",
     "hessian_schedule",
     "hessian_sum",
@@ -235,8 +236,45 @@ def hessian_schedule(n_iter: int, n_hessian: int) -> tuple[bool, ...]:
     return tuple(t in fresh for t in range(n_iter))
 
 
+def gradient_multipliers(zs: float, n_iter: int, rho: float, first_weight: float
+                         ) -> tuple[float, float]:
+    """The multipliers (over ``Delta_g``) of the first gradient release and of each later one.
+
+    The gradients' share ``rho T / zs^2`` of ``mu^2`` (GDP) is split ``beta / T`` to the
+    first release and ``(T - beta) / (T (T - 1))`` to each of the ``T - 1`` others
+    (``beta = first_weight``; an even split at ``beta = 1`` or ``T = 1``): the
+    multipliers ``zs / sqrt(rho beta)`` and ``zs sqrt((T - 1) / (T - beta)) / sqrt(rho)``,
+    whose ``mu^2`` add up to ``rho beta / zs^2 + (T - 1) rho (T - beta) / ((T - 1) zs^2) =
+    rho T / zs^2`` for every ``beta`` (docs/algorithms/newton.md).
+
+    Parameters
+    ----------
+    zs : float
+        The iterations' multiplier ``z / sqrt(1 - s)``.
+    n_iter : int
+        ``T``.
+    rho : float
+        The gradients' share of ``mu^2``.
+    first_weight : float
+        ``beta`` in ``(0, 1]`` (ignored at ``T = 1``).
+
+    Returns
+    -------
+    first : float
+        The first release's multiplier.
+    later : float
+        Each later release's multiplier (``first`` again at ``T = 1``).
+    """
+    beta = float(first_weight) if n_iter > 1 else 1.0
+    first = zs / math.sqrt(rho * beta)
+    if n_iter == 1 or beta == 1.0:
+        return first, first
+    return first, zs * math.sqrt((n_iter - 1) / (n_iter - beta)) / math.sqrt(rho)
+
+
 def newton_event(z: float, n_iter: int, n_hessian: int, rho: float, accounting: str,
-                 relation: str, dispersion_share: float = 0.0) -> dpe.DpEvent:
+                 relation: str, dispersion_share: float = 0.0, first_weight: float = 1.0
+                 ) -> dpe.DpEvent:
     """The ledger of ``T`` gradient and ``k`` Hessian releases (and, with ``s =
     dispersion_share > 0``, one dispersion release), as a function of ``z``.
 
@@ -244,28 +282,32 @@ def newton_event(z: float, n_iter: int, n_hessian: int, rho: float, accounting: 
     release of multiplier ``z / sqrt(s T)`` is composed in: ``mu^2 = (1 - s) T / z^2 + s T
     / z^2 = T / z^2`` still.
 
-    ``k = T``: ``T`` releases of the joint sensitivity-1 vector ``[g / a_g, svec(H) /
-    a_H]`` with noise ``z`` (``a_g = Delta_g / sqrt(rho)``, ``a_H = Delta_H / sqrt(1 -
-    rho)``). ``k < T``: the composition of ``T`` Gaussian releases of the gradient over
-    its sensitivity with multiplier ``z / sqrt(rho)`` and ``k`` of ``svec(H)`` over its
+    ``k = T`` and an even split of the gradients' share (``first_weight = 1``): ``T``
+    releases of the joint sensitivity-1 vector ``[g / a_g, svec(H) / a_H]`` with noise
+    ``z`` (``a_g = Delta_g / sqrt(rho)``, ``a_H = Delta_H / sqrt(1 - rho)``). Otherwise:
+    the composition of the ``T`` Gaussian releases of the gradient over its sensitivity
+    (multiplier ``z / sqrt(rho)`` each at an even split; the first one's and the others'
+    of :func:`gradient_multipliers` otherwise) and ``k`` of ``svec(H)`` over its
     sensitivity with multiplier ``z sqrt(k / T) / sqrt(1 - rho)``; in GDP terms ``mu^2 =
-    T rho / z^2 + k (1 - rho) T / (k z^2) = T / z^2`` in both cases (docs/algorithms/
+    T rho / z^2 + k (1 - rho) T / (k z^2) = T / z^2`` in every case (docs/algorithms/
     newton.md). ``z = 0``: non-private.
     """
     s = float(dispersion_share)
     zs = z / math.sqrt(1.0 - s)  # the iterations' share (1 - s) of mu^2
-    if n_hessian == n_iter:
-        steps = [dpe.SelfComposedDpEvent(
-            gaussian_event(zs, 1.0, accounting=accounting, relation=relation), n_iter)]
+    z_first, z_later = gradient_multipliers(zs, n_iter, rho, first_weight)
+
+    def gaussians(multiplier, count):
+        return dpe.SelfComposedDpEvent(gaussian_event(multiplier, 1.0, accounting=accounting,
+                                                      relation=relation), count)
+
+    even = z_first == z_later
+    if n_hessian == n_iter and even:
+        steps = [gaussians(zs, n_iter)]
     else:
         z_h = zs * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
-        steps = [
-            dpe.SelfComposedDpEvent(gaussian_event(zs / math.sqrt(rho), 1.0,
-                                                   accounting=accounting,
-                                                   relation=relation), n_iter),
-            dpe.SelfComposedDpEvent(gaussian_event(z_h, 1.0, accounting=accounting,
-                                                   relation=relation), n_hessian),
-        ]
+        gradients = (gaussians(z_later, n_iter) if even else dpe.ComposedDpEvent(
+            [gaussians(z_first, 1), gaussians(z_later, n_iter - 1)]))
+        steps = [gradients, gaussians(z_h, n_hessian)]
     if s > 0:
         steps.append(gaussian_event(z / math.sqrt(s * n_iter), 1.0, accounting=accounting,
                                     relation=relation))
@@ -273,8 +315,8 @@ def newton_event(z: float, n_iter: int, n_hessian: int, rho: float, accounting: 
 
 
 def newton_multiplier(n_iter: int, n_hessian: int, rho: float, budget: Budget,
-                      accounting: str, relation: str, dispersion_share: float = 0.0
-                      ) -> float:
+                      accounting: str, relation: str, dispersion_share: float = 0.0,
+                      first_weight: float = 1.0) -> float:
     """``z`` of :func:`newton_event` within ``budget``: exact (``sqrt(T)`` times the
     analytic Gaussian multiplier, Balle & Wang 2018) with ``"gaussian"``, the
     ``dp_accounting`` calibration otherwise (the exact one is its lower bound); 0 at
@@ -285,7 +327,8 @@ def newton_multiplier(n_iter: int, n_hessian: int, rho: float, budget: Budget,
     if accounting == "gaussian":
         return exact
     return calibrate_noise_multiplier(
-        newton_event, (n_iter, n_hessian, rho, accounting, relation, dispersion_share),
+        newton_event,
+        (n_iter, n_hessian, rho, accounting, relation, dispersion_share, first_weight),
         budget,
         accounting=accounting, relation=relation, lower_bound=exact)
 
@@ -462,8 +505,10 @@ def newton_sensitivities(spec: ProblemSpec, clip: float) -> tuple[float, float]:
 class NewtonPlan(Plan):
     """Constants of a DP Newton run, fixed from public quantities before any data is read.
 
-    Each of the ``T`` iterations releases the gradient with noise ``sigma_gradient = z
-    Delta_g / sqrt(rho)`` per coordinate, ``k`` of them also ``svec(H_t)`` with
+    Each of the ``T`` iterations releases the gradient with noise ``z Delta_g /
+    sqrt(rho)`` per coordinate at an even split (the first one ``z Delta_g / sqrt(rho
+    beta)`` and the others ``z Delta_g sqrt((T - 1) / (T - beta)) / sqrt(rho)`` at weight
+    ``beta``: :func:`gradient_multipliers`), ``k`` of them also ``svec(H_t)`` with
     noise ``sigma_hessian = z Delta_H sqrt(k / T) / sqrt(1 - rho)`` per entry: in GDP
     terms ``mu^2 = T rho / z^2 + (1 - rho) T / z^2 = T / z^2`` (:func:`newton_event`; at
     ``k = T``, ``T`` releases of the sensitivity-1 vector ``[g_t / a_g, svec(H_t) / a_H]
@@ -475,7 +520,11 @@ class NewtonPlan(Plan):
     Attributes
     ----------
     sigma_gradient : float
-        Per-coordinate noise std of the mean gradient (gradient units).
+        Per-coordinate noise std of the mean gradient (gradient units) at every iteration
+        but the first.
+    sigma_first_gradient : float
+        The same at the first iteration (``sigma_gradient`` at an even split, or ``T =
+        1``).
     sigma_hessian : float
         Noise std of each entry of ``svec`` of the mean Hessian: the diagonal of the
         symmetric noise matrix has this std, its off-diagonal entries ``1/sqrt(2)`` of it.
@@ -488,6 +537,9 @@ class NewtonPlan(Plan):
         ``Delta_H = sqrt(2) c_F R^2 / n`` (Frobenius, that is of ``svec``).
     gradient_share : float
         ``rho``: the share of the fit's ``mu^2`` (GDP) spent on the gradients.
+    first_step_weight : float
+        ``beta``: the first gradient release's weight in the gradients' split
+        (:func:`gradient_multipliers`; 1: an even split).
     clip_norm : float
         Per-example gradient clip ``C``.
     hessian_floor : float
@@ -513,11 +565,13 @@ class NewtonPlan(Plan):
     """
 
     sigma_gradient: float
+    sigma_first_gradient: float
     sigma_hessian: float
     noise_multiplier: float
     gradient_sensitivity: float
     hessian_sensitivity: float
     gradient_share: float
+    first_step_weight: float
     clip_norm: float
     hessian_floor: float
     max_score_step: float
@@ -527,6 +581,21 @@ class NewtonPlan(Plan):
     sigma_dispersion: float
     dispersion_bound: float
     inference: bool = True
+
+    def gradient_noise(self, step: int) -> float:
+        """The gradient's noise std at iteration ``step`` (0-based).
+
+        Parameters
+        ----------
+        step : int
+            The iteration, ``0 <= step < T``.
+
+        Returns
+        -------
+        float
+            ``sigma_first_gradient`` at the first iteration, else ``sigma_gradient``.
+        """
+        return self.sigma_first_gradient if step == 0 else self.sigma_gradient
 
 
 class DPNewton(BaseDPSolver):
@@ -553,9 +622,15 @@ class DPNewton(BaseDPSolver):
     n_iter : int, optional
         Number of Newton steps ``T``. Default: 10 for a private fit, 100 at
         ``epsilon = inf`` (see docs/algorithms/newton.md).
-    gradient_share : float, default=0.9
+    gradient_share : float, default=0.95
         Share ``rho`` in ``(0, 1)`` of the privacy budget (of the fit's ``mu^2`` in GDP
         terms) spent on the ``T`` gradients; the ``k`` Hessians get ``1 - rho``.
+    first_step_weight : float, default=0.25
+        Weight ``beta`` in ``(0, 1]`` of the first gradient release in the gradients'
+        split: it gets ``beta / T`` of their share, each later release ``(T - beta) / (T
+        (T - 1))`` (1: an even split). The first step only brings the iterate near the
+        optimum and its iterate is left out of the average, so its budget goes to the
+        averaged releases (docs/algorithms/newton.md).
     clip_norm : float, optional
         Per-example gradient clip ``C``. Default: the loss bound ``sup|phi'| * data_norm``,
         which makes clipping lossless (needed for the squared loss unless the constraint
@@ -599,7 +674,10 @@ class DPNewton(BaseDPSolver):
     clipped, and ``K`` the outputs acted on separately; multinomial ``1/2``), so
     ``Delta_H = sqrt(2) c_F R^2 / n``. The ``T`` gradient releases have noise
     ``sigma_g = z Delta_g / sqrt(rho)``, the ``k`` Hessian releases (at the iterations
-    ``floor(j T / k)``, a public schedule) ``sigma_H = z Delta_H sqrt(k / T) / sqrt(1 - rho)``:
+    ``floor(j T / k)``, a public schedule) ``sigma_H = z Delta_H sqrt(k / T) / sqrt(1 - rho)``
+    (with ``first_step_weight = beta < 1`` the first gradient's ``sigma_g`` is divided by
+    ``sqrt(beta)`` and the others' multiplied by ``sqrt((T - 1) / (T - beta))``, which
+    keeps the gradients' ``mu^2`` at ``T rho / z^2``):
     Gaussian mechanisms whose composition is ``mu``-GDP with ``mu^2 = T rho / z^2 + k (1 -
     rho) T / (k z^2) = T / z^2``, calibrated exactly by the analytic Gaussian
     (``"gaussian"``, default) or by ``dp_accounting`` (``"rdp"``, ``"pld"``) on the
@@ -637,6 +715,7 @@ class DPNewton(BaseDPSolver):
     _parameter_constraints = {
         "n_iter": [Interval(Integral, 1, None, closed="left"), None],
         "gradient_share": [Interval(Real, 0, 1, closed="neither")],
+        "first_step_weight": [Interval(Real, 0, 1, closed="right")],
         "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
         "floor_margin": [Interval(Real, 0, None, closed="left")],
         "max_score_step": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),
@@ -646,9 +725,9 @@ class DPNewton(BaseDPSolver):
         "hessian_steps": [Interval(Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(self, n_iter=None, gradient_share=0.9, clip_norm=None, floor_margin=1.0,
-                 max_score_step="auto", iterate="auto", max_inner=2000,
-                 hessian_steps=None):
+    def __init__(self, n_iter=None, gradient_share=0.95, first_step_weight=0.25,
+                 clip_norm=None, floor_margin=1.0, max_score_step="auto", iterate="auto",
+                 max_inner=2000, hessian_steps=None):
         store_params(self, locals())
 
     def _check_params(self) -> None:
@@ -750,10 +829,15 @@ class DPNewton(BaseDPSolver):
         # T gradient and k Hessian releases (and one dispersion release), mu^2 = T / z^2
         # in GDP terms (k = T, no dispersion: DP-GD's ledger with Delta = 1, one joint
         # sensitivity-1 release per iteration).
-        z = newton_multiplier(n_iter, n_hessian, rho, budget, accounting, relation, share)
-        event = newton_event(z, n_iter, n_hessian, rho, accounting, relation, share)
+        beta = float(self.first_step_weight)
+        z = newton_multiplier(n_iter, n_hessian, rho, budget, accounting, relation, share,
+                              beta)
+        event = newton_event(z, n_iter, n_hessian, rho, accounting, relation, share, beta)
         zs = z / math.sqrt(1.0 - share)  # the iterations' (1 - s) of mu^2
-        sigma_g = zs * delta_g / math.sqrt(rho)
+        # The gradients' rho T / zs^2 of mu^2, beta / T of it to the first release (its
+        # iterate is left out of the average) and the rest evenly to the others.
+        z_first, z_later = gradient_multipliers(zs, n_iter, rho, beta)
+        sigma_g = z_later * delta_g
         sigma_h = zs * delta_h * math.sqrt(n_hessian / n_iter) / math.sqrt(1.0 - rho)
         # The dispersion release: the mean of [psi_i^2 / B^2, phi''_i / c] in [0, 1]^2, so
         # replacing one row moves it by at most sqrt(2) / n (l2); multiplier z / sqrt(s T)
@@ -769,9 +853,11 @@ class DPNewton(BaseDPSolver):
                     FLOOR_RELATIVE * spec.smoothness)
         return NewtonPlan(
             n_iter=n_iter, event=event, accounting=accounting, relation=relation,
-            sigma_gradient=sigma_g, sigma_hessian=sigma_h, noise_multiplier=z,
+            sigma_gradient=sigma_g, sigma_first_gradient=z_first * delta_g,
+            sigma_hessian=sigma_h, noise_multiplier=z,
             gradient_sensitivity=delta_g, hessian_sensitivity=delta_h,
-            gradient_share=rho, clip_norm=clip, hessian_floor=floor,
+            gradient_share=rho, first_step_weight=beta if n_iter > 1 else 1.0,
+            clip_norm=clip, hessian_floor=floor,
             max_score_step=self._score_step(spec),
             row_bound=spec.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE),
             n_hessian=n_hessian, dispersion_share=share, sigma_dispersion=sigma_d,
@@ -795,39 +881,43 @@ class DPNewton(BaseDPSolver):
         spec = problem.spec
         W = np.zeros((spec.n_params, spec.n_outputs))
         average = self._averages(plan)
-        total, count = np.zeros_like(W), 0
+        # The averaged iterates' sum, count and summed gradient noise variances.
+        total, count, variance = np.zeros_like(W), 0, 0.0
         hessians, n_hessians = np.zeros((W.size, W.size)), 0
-        # The first full step's iterate since the last damped step (and the Hessian it
-        # stepped with, when released there): left out of the average unless it is alone.
+        # The first full step's iterate since the last damped step (the Hessian it stepped
+        # with, when released there, and its noise variance): left out of the average
+        # unless it is alone.
         first = None
         hess = None
-        for fresh in hessian_schedule(plan.n_iter, plan.n_hessian):
+        for step, fresh in enumerate(hessian_schedule(plan.n_iter, plan.n_hessian)):
             if fresh:
-                grad, hess = self.noisy_releases(problem, plan, W, noise)
+                grad, hess = self.noisy_releases(problem, plan, W, noise, step)
                 eig = self.floored_eigh(hess, plan, spec)
             else:  # the last released Hessian again (post-processing)
-                grad = self.noisy_gradient(problem, plan, W, noise)
+                grad = self.noisy_gradient(problem, plan, W, noise, step)
             W, damped = self.newton_step(W, grad, hess, plan, spec, eig=eig)
+            step_variance = plan.gradient_noise(step) ** 2
             # The average restarts after every damped step: it holds the iterates of the
             # full Newton steps since the last damped one but the first, which still lags
             # on the way to the optimum (measured: it biased the largest coefficient by a
             # fifth of its standard error; docs/algorithms/newton.md). A function of the
             # releases only.
             if damped:
-                total, count = np.zeros_like(W), 0
+                total, count, variance = np.zeros_like(W), 0, 0.0
                 hessians, n_hessians = np.zeros_like(hessians), 0
                 first = None
             elif first is None:
-                first = (W, hess if fresh else None)
+                first = (W, hess if fresh else None, step_variance)
             else:
                 total += W
                 count += 1
+                variance += step_variance
                 if fresh:
                     hessians += hess
                     n_hessians += 1
             problem.advance()
         if count == 0 and first is not None:  # one full step: its iterate is the average
-            total, count = first[0], 1
+            total, count, variance = first[0], 1, first[2]
             if first[1] is not None:
                 hessians, n_hessians = first[1], 1
         averaged = average and count > 0
@@ -844,9 +934,11 @@ class DPNewton(BaseDPSolver):
         A = 0.5 * (H + H.T) + np.diag(penalty)
         values, vectors = np.linalg.eigh(A)
         A = (vectors * np.maximum(values, plan.hessian_floor)) @ vectors.T
-        # The m averaged iterates each carry -A^-1 xi_t, xi_t ~ N(0, s^2 I) independent
-        # across steps: their mean carries noise of covariance (s^2 / m) I in the gradient.
-        noise_cov = (float(plan.sigma_gradient) ** 2 / m) * np.eye(W.size)
+        # The m averaged iterates each carry -A^-1 xi_t, xi_t ~ N(0, s_t^2 I) independent
+        # across steps: their mean carries noise of covariance (sum_t s_t^2 / m^2) I in the
+        # gradient (the last step's s^2 without averaging).
+        step_noise = variance / (m * m) if averaged else step_variance
+        noise_cov = step_noise * np.eye(W.size)
         dispersion = (self.noisy_dispersion(problem, plan, coef, noise)
                       if plan.dispersion_share else 1.0)
         return Released(coef, Inference(hessian=A, penalty=penalty,
@@ -887,13 +979,16 @@ class DPNewton(BaseDPSolver):
         return bound * bound * first / (c * second)
 
     def noisy_releases(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
-                       noise: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
+                       noise: NoiseSource, step: int) -> tuple[np.ndarray, np.ndarray]:
         """One iteration's release: the noisy mean gradient and noisy mean Hessian at ``W``.
 
-        The only access to the data. Draws ``N(0, sigma_gradient^2)`` of shape ``W.shape``,
-        then ``N(0, sigma_hessian^2)`` of shape ``(D (D + 1) / 2,)`` (``svec`` order).
+        The only access to the data. Draws ``N(0, s^2)`` of shape ``W.shape`` (``s =
+        plan.gradient_noise(step)``), then ``N(0, sigma_hessian^2)`` of shape ``(D (D +
+        1) / 2,)`` (``svec`` order).
 
         <<release_at_parameters>>
+        step : int
+            The iteration (0-based; the first one's gradient noise differs).
 
         Returns
         -------
@@ -905,18 +1000,20 @@ class DPNewton(BaseDPSolver):
         n = problem.spec.n_samples
         dim = W.size
         grad, hess = gradient_and_hessian_sums(problem, W, plan.clip_norm)
-        grad = grad / n + noise.gaussian(W.shape, plan.sigma_gradient)
+        grad = grad / n + noise.gaussian(W.shape, plan.gradient_noise(step))
         unit = noise.gaussian((dim * (dim + 1) // 2,), plan.sigma_hessian)
         hess = hess / n + symmetric_noise(unit, dim)
         return grad, hess
 
     def noisy_gradient(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
-                       noise: NoiseSource) -> np.ndarray:
+                       noise: NoiseSource, step: int) -> np.ndarray:
         """The release of an iteration without a Hessian: the noisy mean gradient at ``W``.
 
-        Draws ``N(0, sigma_gradient^2)`` of shape ``W.shape``.
+        Draws ``N(0, s^2)`` of shape ``W.shape`` (``s = plan.gradient_noise(step)``).
 
         <<release_at_parameters>>
+        step : int
+            The iteration (0-based).
 
         Returns
         -------
@@ -925,7 +1022,7 @@ class DPNewton(BaseDPSolver):
         """
         passes = plan.n_iter - plan.n_hessian
         return (problem.clipped_gradient(W, plan.clip_norm, passes=passes)
-                + noise.gaussian(W.shape, plan.sigma_gradient))
+                + noise.gaussian(W.shape, plan.gradient_noise(step)))
 
     def floored_eigh(self, hess: np.ndarray, plan: NewtonPlan, spec: ProblemSpec
                      ) -> tuple[np.ndarray, np.ndarray]:

@@ -387,38 +387,61 @@ def test_epsilon_inf_l1_constrained_optimum():
 # ---------------------------------------------------------------------------------------
 # The noise against the ledger
 # ---------------------------------------------------------------------------------------
+def _gradients_mu2(plan):
+    """GDP ``mu^2`` of the ``T`` gradient releases from their noise scales alone: the
+    first one's and the ``T - 1`` others'."""
+    return ((plan.gradient_sensitivity / plan.sigma_first_gradient) ** 2
+            + (plan.n_iter - 1) * (plan.gradient_sensitivity / plan.sigma_gradient) ** 2)
+
+
 @pytest.mark.parametrize("accounting", ["gaussian", "rdp", "pld"])
 @pytest.mark.parametrize("hessians", [4, 2])
-def test_noise_matches_the_ledger(accounting, hessians):
+@pytest.mark.parametrize("weight", [1.0, 0.25])
+def test_noise_matches_the_ledger(accounting, hessians, weight):
     """T gradient draws and k draws of svec of the Hessian (at steps floor(j T / k)) of
-    the planned scales; the ledger: k = T, T Gaussians of the sensitivity-1 joint release
-    with noise z; k < T, T gradient Gaussians of multiplier z / sqrt(rho) composed with k
-    Hessian ones of multiplier z sqrt(k / T) / sqrt(1 - rho) (mu^2 = T / z^2 either way)."""
+    the planned scales; the ledger: k = T and an even split (``first_step_weight=1``), T
+    Gaussians of the sensitivity-1 joint release with noise z; otherwise T gradient
+    Gaussians (multiplier z / sqrt(rho) each at an even split; z / sqrt(rho beta) for the
+    first and z sqrt((T - 1) / (T - beta)) / sqrt(rho) for the others at weight beta)
+    composed with k Hessian ones of multiplier z sqrt(k / T) / sqrt(1 - rho) (mu^2 = T /
+    z^2 in every case)."""
     problem = make_problem(n=80, d=30, alpha=0.05)
     noise = RecordingNoiseSource(np.random.default_rng(0))
     budget = Budget(1.0, 1e-5)
     T, k = 4, hessians
-    res = DPNewton(n_iter=T, hessian_steps=k).solve(problem, budget, noise,
-                                                    accounting=accounting)
+    res = DPNewton(n_iter=T, hessian_steps=k, first_step_weight=weight).solve(
+        problem, budget, noise, accounting=accounting)
     s = res.plan
-    assert s.n_hessian == k
+    assert s.n_hessian == k and s.first_step_weight == weight
     rho = s.gradient_share
+    z_first = s.noise_multiplier / math.sqrt(rho * weight)
+    z_later = s.noise_multiplier * math.sqrt((T - 1) / (T - weight)) / math.sqrt(rho)
     factor = 2.0 if accounting == "pld" else 1.0  # PLD replace-one convention
+
+    def multiplier(event):
+        return event.noise_multiplier / factor
+
     event = res.ledger.event
-    if k == T:
+    if k == T and weight == 1.0:
         assert isinstance(event, dpe.SelfComposedDpEvent) and event.count == T
-        assert event.event.noise_multiplier / factor == pytest.approx(s.noise_multiplier,
-                                                                      rel=1e-12)
+        assert multiplier(event.event) == pytest.approx(s.noise_multiplier, rel=1e-12)
     else:
         assert isinstance(event, dpe.ComposedDpEvent) and len(event.events) == 2
         grad_event, hess_event = event.events
-        assert grad_event.count == T and hess_event.count == k
-        assert grad_event.event.noise_multiplier / factor == pytest.approx(
-            s.noise_multiplier / math.sqrt(rho), rel=1e-12)
-        assert hess_event.event.noise_multiplier / factor == pytest.approx(
+        if weight == 1.0:
+            assert grad_event.count == T
+            assert multiplier(grad_event.event) == pytest.approx(z_later, rel=1e-12)
+        else:
+            first, later = grad_event.events
+            assert first.count == 1 and later.count == T - 1
+            assert multiplier(first.event) == pytest.approx(z_first, rel=1e-12)
+            assert multiplier(later.event) == pytest.approx(z_later, rel=1e-12)
+        assert hess_event.count == k
+        assert multiplier(hess_event.event) == pytest.approx(
             s.noise_multiplier * math.sqrt(k / T) / math.sqrt(1 - rho), rel=1e-12)
-    assert s.sigma_gradient == pytest.approx(
-        s.noise_multiplier * s.gradient_sensitivity / math.sqrt(rho), rel=1e-12)
+    assert s.sigma_first_gradient == pytest.approx(z_first * s.gradient_sensitivity,
+                                                   rel=1e-12)
+    assert s.sigma_gradient == pytest.approx(z_later * s.gradient_sensitivity, rel=1e-12)
     assert s.sigma_hessian == pytest.approx(
         s.noise_multiplier * s.hessian_sensitivity * math.sqrt(k / T) / math.sqrt(1 - rho),
         rel=1e-12)
@@ -426,10 +449,11 @@ def test_noise_matches_the_ledger(accounting, hessians):
     assert len(draws) == T + k
     D = problem.spec.dimension
     position = 0
-    for fresh in hessian_schedule(T, k):
+    for step, fresh in enumerate(hessian_schedule(T, k)):
         grad = draws[position]
         assert grad.shape == (D, 1)
-        assert np.std(grad) == pytest.approx(s.sigma_gradient, rel=0.4)  # 30 coordinates
+        # 30 coordinates; the first draw's scale is twice the others' at weight 1/4.
+        assert np.std(grad) == pytest.approx(s.gradient_noise(step), rel=0.4)
         position += 1
         if fresh:
             hess = draws[position]
@@ -437,10 +461,9 @@ def test_noise_matches_the_ledger(accounting, hessians):
             # 465 Hessian coordinates (10% is > 3 sd).
             assert np.std(hess) == pytest.approx(s.sigma_hessian, rel=0.1)
             position += 1
-    # Independent re-accounting from the noise scales alone (GDP): mu^2 = T Dg^2 / sg^2
-    # + k DH^2 / sH^2, and the analytic Gaussian delta at epsilon.
-    mu = math.sqrt(T * (s.gradient_sensitivity / s.sigma_gradient) ** 2
-                   + k * (s.hessian_sensitivity / s.sigma_hessian) ** 2)
+    # Independent re-accounting from the noise scales alone (GDP): mu^2 = Dg^2 / sg1^2 +
+    # (T - 1) Dg^2 / sg^2 + k DH^2 / sH^2, and the analytic Gaussian delta at epsilon.
+    mu = math.sqrt(_gradients_mu2(s) + k * (s.hessian_sensitivity / s.sigma_hessian) ** 2)
     assert math.exp(gaussian_log_delta(mu, 1.0)) <= 1e-5 * (1 + 1e-9)
     if accounting == "gaussian":  # exact: the whole budget
         assert math.exp(gaussian_log_delta(mu, 1.0)) == pytest.approx(1e-5, rel=1e-6)
@@ -484,7 +507,11 @@ def test_zero_signal_output_is_the_scaled_gradient_noise():
 def test_defaults_and_budget_split():
     problem = make_problem(n=1000, d=5, alpha=0.01)
     plan = DPNewton().plan(problem.spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
-    assert plan.n_iter == 10 and plan.gradient_share == 0.9 and plan.max_score_step == 4.0
+    assert plan.n_iter == 10 and plan.gradient_share == 0.95 and plan.max_score_step == 4.0
+    # A quarter of an even split for the first gradient, the rest evenly to the others.
+    assert plan.first_step_weight == 0.25
+    assert plan.sigma_first_gradient == pytest.approx(
+        plan.sigma_gradient * math.sqrt((10 - 0.25) / (9 * 0.25)), rel=1e-12)
     # The floor: alpha plus the typical operator norm of the Hessian noise.
     assert plan.hessian_floor == pytest.approx(
         0.01 + math.sqrt(2 * 5) * plan.sigma_hessian, rel=1e-12)
@@ -655,8 +682,12 @@ def test_dispersion_release_matches_its_ledger_and_a_reference(loss_name, accoun
     z = plan.noise_multiplier
     assert plan.sigma_dispersion == pytest.approx(
         z * math.sqrt(2.0) / (200 * math.sqrt(s * T)), rel=1e-12)
+    beta, rho = plan.first_step_weight, plan.gradient_share
     assert plan.sigma_gradient == pytest.approx(
-        z * plan.gradient_sensitivity / math.sqrt(plan.gradient_share * (1 - s)), rel=1e-12)
+        z * plan.gradient_sensitivity * math.sqrt((T - 1) / (T - beta))
+        / math.sqrt(rho * (1 - s)), rel=1e-12)
+    assert plan.sigma_first_gradient == pytest.approx(
+        z * plan.gradient_sensitivity / math.sqrt(beta * rho * (1 - s)), rel=1e-12)
     factor = 2.0 if accounting == "pld" else 1.0  # PLD replace-one convention
     events = res.ledger.event.events
     assert events[-1].noise_multiplier / factor == pytest.approx(z / math.sqrt(s * T),
@@ -664,7 +695,7 @@ def test_dispersion_release_matches_its_ledger_and_a_reference(loss_name, accoun
     draws = [v for kind, v in noise.draws if kind == "gaussian"]
     assert len(draws) == T + k + 1 and draws[-1].shape == (2,)
     # Independent re-accounting from the noise scales alone (GDP).
-    mu = math.sqrt(T * (plan.gradient_sensitivity / plan.sigma_gradient) ** 2
+    mu = math.sqrt(_gradients_mu2(plan)
                    + k * (plan.hessian_sensitivity / plan.sigma_hessian) ** 2
                    + (math.sqrt(2.0) / 200 / plan.sigma_dispersion) ** 2)
     assert math.exp(gaussian_log_delta(mu, 1.0)) <= 1e-5 * (1 + 1e-9)
@@ -698,7 +729,7 @@ def test_a_fit_without_standard_errors_skips_what_only_they_read(loss_name):
     assert plan.dispersion_share == 0.0 and res.inference is None and not plan.inference
     draws = [v for kind, v in noise.draws if kind == "gaussian"]
     assert len(draws) == T + k
-    mu = math.sqrt(T * (plan.gradient_sensitivity / plan.sigma_gradient) ** 2
+    mu = math.sqrt(_gradients_mu2(plan)
                    + k * (plan.hessian_sensitivity / plan.sigma_hessian) ** 2)
     assert math.exp(gaussian_log_delta(mu, 1.0)) <= 1e-5 * (1 + 1e-9)
     assert res.spent.within(budget)
