@@ -339,7 +339,7 @@ def relative_hessian_noise(n_samples: int, dim: int, budget: Budget) -> float:
     hides, whatever the rows' bound (it cancels).
 
     Derivation (the plan's constants at their defaults ``T = 10``, ``k = 2``, ``rho =
-    0.9``, ``"gaussian"`` accounting): ``sigma_H = z Delta_H sqrt(k / T) / sqrt(1 - rho)``
+    0.95``, ``"gaussian"`` accounting): ``sigma_H = z Delta_H sqrt(k / T) / sqrt(1 - rho)``
     with ``Delta_H = sqrt(2) c_F R^2 / n`` and ``z = sqrt(T) sigma_1(epsilon, delta)``
     (the analytic Gaussian), and ``nu = sqrt(2 D) sigma_H`` (``T`` cancels). Public:
     ``n``, ``D`` and the budget. ``solver="auto"`` of
