@@ -103,15 +103,18 @@ def make_problem(
 
 
 class RecordingNoiseSource(NoiseSource):
-    """Records every draw, in order, as ``(kind, value)`` pairs."""
+    """Records every draw, in order, as ``(kind, value)`` pairs, and the scale asked of
+    each Gaussian draw (``scales``)."""
 
     def __init__(self, rng):
         super().__init__(rng)
         self.draws = []
+        self.scales = []
 
     def gaussian(self, shape, sigma):
         value = super().gaussian(shape, sigma)
         self.draws.append(("gaussian", value.copy()))
+        self.scales.append(float(sigma))
         return value
 
     def batch_without_replacement(self, n, size):

@@ -815,8 +815,8 @@ class DPNewton(BaseDPSolver):
         Returns
         -------
         NewtonPlan
-            ``T`` Gaussian releases of the sensitivity-1 vector ``[g / a_g, svec(H) /
-            a_H]``, their noise calibrated to ``budget`` (exactly, with ``"gaussian"``).
+            ``T`` gradient and ``k`` Hessian Gaussian releases (:func:`newton_event`),
+            their noise calibrated to ``budget`` (exactly, with ``"gaussian"``).
         """
         clip = self.gradient_clip(spec)
         delta_g, delta_h = newton_sensitivities(spec, clip)

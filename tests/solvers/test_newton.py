@@ -450,12 +450,18 @@ def test_noise_matches_the_ledger(accounting, hessians, weight):
     D = problem.spec.dimension
     position = 0
     for step, fresh in enumerate(hessian_schedule(T, k)):
+        # The scale asked of each draw, against the multipliers computed here (the
+        # first one sqrt(5) = 2.24 times the others' at weight 1/4 and T = 4).
+        expected = (z_first if step == 0 else z_later) * s.gradient_sensitivity
+        assert noise.scales[position] == pytest.approx(expected, rel=1e-12)
         grad = draws[position]
         assert grad.shape == (D, 1)
-        # 30 coordinates; the first draw's scale is twice the others' at weight 1/4.
-        assert np.std(grad) == pytest.approx(s.gradient_noise(step), rel=0.4)
+        assert np.std(grad) == pytest.approx(expected, rel=0.4)  # 30 coordinates
         position += 1
         if fresh:
+            assert noise.scales[position] == pytest.approx(
+                s.noise_multiplier * s.hessian_sensitivity * math.sqrt(k / T)
+                / math.sqrt(1 - rho), rel=1e-12)
             hess = draws[position]
             assert hess.shape == (D * (D + 1) // 2,)
             # 465 Hessian coordinates (10% is > 3 sd).
@@ -550,6 +556,49 @@ def test_average_restarts_after_a_damped_step():
     assert damped_any and len(kept) >= 3, len(kept)  # both branches ran; one left out
     np.testing.assert_allclose(res.coef, sum(kept[1:]) / len(kept[1:]), rtol=1e-12,
                                atol=1e-15)
+
+
+def test_standard_errors_carry_the_averaged_steps_own_noise():
+    """``Inference.noise_covariance`` is ``sum_t sigma_t^2 / m^2`` over the ``m`` averaged
+    steps (the first step, of its own larger scale, is left out of the average), the last
+    step's ``sigma^2`` for ``iterate="last"``, and the first step's at ``T = 1`` (where
+    there is no split: its weight is 1 and the ledger one joint release)."""
+    problem = make_problem(n=400, d=3, alpha=0.05, seed=2, intercept=True)
+    budget = Budget(1.0, 1e-5)
+    for iterate in ("average", "last"):
+        res = DPNewton(n_iter=5, max_score_step=None, iterate=iterate).solve(problem,
+                                                                            budget, 0)
+        plan, D = res.plan, problem.spec.dimension
+        assert plan.first_step_weight == 0.25
+        assert plan.sigma_first_gradient > 2 * plan.sigma_gradient
+        # No step is damped (no trust radius): steps 1-4 averaged, step 0 left out.
+        variance = plan.sigma_gradient**2 / 4 if iterate == "average" else (
+            plan.sigma_gradient**2)
+        np.testing.assert_allclose(res.inference.noise_covariance, variance * np.eye(D),
+                                   rtol=1e-12)
+    one = DPNewton(n_iter=1, first_step_weight=0.25).solve(problem, budget, 0)
+    assert one.plan.first_step_weight == 1.0
+    assert one.plan.sigma_first_gradient == one.plan.sigma_gradient
+    assert isinstance(one.ledger.event, dpe.SelfComposedDpEvent)  # k = T = 1: joint
+    np.testing.assert_allclose(one.inference.noise_covariance,
+                               one.plan.sigma_gradient**2 * np.eye(D), rtol=1e-12)
+    # A damped step restarts the average: the steps after it but the first, each of the
+    # later steps' scale.
+    solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average", hessian_steps=6)
+    small = make_problem(n=100, d=4, alpha=0.01, seed=6, intercept=True)
+    noise = RecordingNoiseSource(np.random.default_rng(1))
+    res = solver.solve(small, budget, noise)
+    replay = ReplayNoiseSource(noise.draws)
+    W, kept = np.zeros((5, 1)), []
+    for _ in range(6):
+        grad = small.clipped_gradient(W, res.plan.clip_norm) + replay.next("gaussian")
+        hess = hessian_sum(small, W) / 100 + symmetric_noise(replay.next("gaussian"), 5)
+        W, damped = solver.newton_step(W, grad, hess, res.plan, small.spec)
+        kept = [] if damped else kept + [W]
+    m = len(kept) - 1
+    assert m >= 2
+    np.testing.assert_allclose(res.inference.noise_covariance,
+                               res.plan.sigma_gradient**2 / m * np.eye(5), rtol=1e-12)
 
 
 def test_refuses_hinge_and_huge_dimensions():
