@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from benchmarks import config
+from skdp.losses import row_block_size
 
 #: Solvers whose schedules are replicated (the timed targets and the slowest defaults).
 FLOOR_SOLVERS = ("gd", "accelerated_mirror_descent", "svrg", "svrg++",
@@ -46,7 +47,7 @@ class Replica:
         self.X = X
         self.y = y[:, None]
         n, d = X.shape
-        step = max(256, (1 << 18) // d)  # skdp's row blocks (skdp.losses.row_block_size)
+        step = row_block_size(d, n)  # skdp's row blocks
         self.blocks = [slice(i, min(i + step, n)) for i in range(0, n, step)]
         self.rng = np.random.default_rng(0)
 

@@ -643,6 +643,14 @@ class SmoothedHingeLoss(HingeLoss):
 #: matrices run on taller blocks), DP-GD unchanged (0.205 s against 0.208 s); 8 MB blocks
 #: were slower again (0.097 s), 16 MB much slower (0.150 s).
 ROW_BLOCK_ELEMENTS = 1 << 19
+#: On a small ``X`` a block is also at most ``1 / SMALL_INPUT_BLOCKS`` of its rows (and at
+#: least 256 rows), so that a block and its float64 temporaries (a scaled copy, the
+#: weighted rows of a Gram matrix) stay a fraction of ``X``: on 20,000 x 50 rows (8 MB)
+#: the 4 MB blocks left DP Newton and the sufficient statistics 0.60-0.66 of ``X`` of
+#: extra memory at their peak (benchmark target 0.5). Inputs of at least
+#: ``SMALL_INPUT_BLOCKS`` cache-sized blocks (about 78,000 rows of 54 features) keep
+#: the cache-sized blocks.
+SMALL_INPUT_BLOCKS = 8
 
 
 def is_dask_array(X: object) -> bool:
@@ -650,9 +658,32 @@ def is_dask_array(X: object) -> bool:
     return type(X).__module__.startswith("dask.array") and hasattr(X, "chunks")
 
 
-def row_block_size(n_features: int) -> int:
-    """Rows per cache-sized block of a pass over a matrix with ``n_features`` columns."""
-    return max(256, ROW_BLOCK_ELEMENTS // max(1, int(n_features)))
+def row_block_size(n_features: int, n_rows: int | None = None,
+                   parts: int = SMALL_INPUT_BLOCKS) -> int:
+    """Rows per block of a pass over a matrix with ``n_features`` columns.
+
+    Cache-sized (:data:`ROW_BLOCK_ELEMENTS`), and with ``n_rows`` given at most
+    ``ceil(n_rows / parts)`` rows (at least 256): the temporaries of a pass over a small
+    ``X`` stay a fraction of it (:data:`SMALL_INPUT_BLOCKS`).
+
+    Parameters
+    ----------
+    n_features : int
+        Columns of the matrix.
+    n_rows : int or None, default=None
+        Rows of the matrix (``None``: the cache-sized block).
+    parts : int, default=SMALL_INPUT_BLOCKS
+        The fewest blocks a small matrix is cut into.
+
+    Returns
+    -------
+    int
+        Rows per block.
+    """
+    rows = max(256, ROW_BLOCK_ELEMENTS // max(1, int(n_features)))
+    if n_rows is None:
+        return rows
+    return min(rows, max(256, -(-int(n_rows) // parts)))
 
 
 def row_norms(X: np.ndarray | sp.spmatrix, ord: float = 2.0) -> np.ndarray:
@@ -694,7 +725,7 @@ def _norm_block_rows(n_rows: int, n_features: int) -> int:
     """Rows per block of a row-norm computation: a block and its few float64 temporaries
     (|x|, x / max|x|, its power) stay a small fraction of X on small inputs too (at most
     1/16 of the rows, and at most :func:`row_block_size`)."""
-    return min(row_block_size(n_features), max(256, -(-n_rows // 16)))
+    return row_block_size(n_features, n_rows, parts=16)
 
 
 def _chunk_row_norms(X: np.ndarray, *, ord: float) -> np.ndarray:

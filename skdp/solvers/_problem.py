@@ -671,7 +671,7 @@ class Problem:
         if not sp.issparse(X) and not isinstance(X, np.ndarray):
             X = np.asarray(X)
         n = X.shape[0]
-        step = row_block_size(X.shape[1])
+        step = row_block_size(X.shape[1], n)
         scale, norms = np.empty(n), np.empty(n)
         augmented_max = 0.0
         huge, huge_raw = [], []
@@ -918,7 +918,7 @@ class Problem:
                 start += size
                 yield block, self.rows(block)
             return
-        step = row_block_size(self.X.shape[1])
+        step = row_block_size(self.X.shape[1], n)
         for start in range(0, n, step):
             block = slice(start, min(start + step, n))
             yield block, self.rows(block)
