@@ -56,9 +56,10 @@ from skdp.mechanisms import (
     grid_points,
     private_bound,
     private_mean,
-    private_threshold,
     target_count,
+    threshold_grid,
 )
+from skdp.mechanisms.threshold import choose_threshold, correct_counts
 from skdp.privacy.accounting import ACCOUNTING_METHODS
 from skdp.privacy.budget import Budget
 from skdp.privacy.charging import Charge
@@ -73,6 +74,12 @@ from skdp.solvers._base import snap_release
 from skdp.solvers._problem import non_finite_message
 
 __all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
+
+def _threshold_counts(block, direction: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """:func:`~skdp.mechanisms.threshold.correct_counts` of one block of rows, at the
+    released direction's scores (a pass function of ``Problem.block_sum``)."""
+    return correct_counts(block.scores(direction)[:, 0], block.Y[:, 0], grid)
+
 
 def check_out_of_core(solver, kind: str = "a dask array") -> None:
     """Raise :class:`IncompatibleSolverError` when ``solver`` cannot take a dask ``X`` or
@@ -691,10 +698,17 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         """
         direction = W.copy()
         direction[-1] = 0.0
-        scores = np.asarray(to_numpy(problem.scores(direction)), dtype=float)[:, 0]
         dual = dual_exponent(problem.spec.row_norm_ord)
         radius = float(np.linalg.norm(W[:-1, 0], ord=dual)) * float(problem.clipped_to)
-        b = private_threshold(scores, problem.Y[:, 0], radius, epsilon, rng)
+        grid = threshold_grid(radius)
+        if problem.backend is None or is_dask_array(problem.X):
+            # The counts by blocks of rows (dask: where the chunks are): no n-vector of
+            # scores (memory-mapped X: 0.11 -> 0.08 of X at the peak, 500,000 rows).
+            counts = problem.block_sum(_threshold_counts, (grid.size,), direction, grid)
+        else:  # an array API X: its scores, gathered on the host
+            scores = np.asarray(to_numpy(problem.scores(direction)), dtype=float)[:, 0]
+            counts = correct_counts(scores, problem.Y[:, 0], grid)
+        b = choose_threshold(counts, grid, epsilon, rng)
         out = W.copy()
         out[-1] = b / problem.spec.intercept_feature
         return out

@@ -36,6 +36,46 @@ def test_grid_is_public_symmetric_and_geometric():
     assert grid[322] == pytest.approx(8.0 * 2.0 ** -20)
 
 
+@pytest.mark.parametrize("kind", ["dense", "memmap", "dask"])
+def test_blocked_counts_are_the_counts_of_all_scores(kind, tmp_path):
+    """The estimators sum the counts over blocks of rows (``Problem.block_sum``; a dask
+    array's chunks on its workers): exactly the counts of every row's score at once."""
+    from skdp._base import _threshold_counts
+    from skdp.solvers import Problem
+
+    if kind == "dask":
+        pytest.importorskip("dask.array")
+    rng = np.random.default_rng(4)
+    n = 5000  # 8 blocks of 625 rows in memory
+    X = rng.normal(size=(n, 4)) / 3
+    Y = np.where(rng.random((n, 1)) < 0.4, 1.0, -1.0)
+    if kind == "memmap":
+        np.save(tmp_path / "X.npy", X)
+        X = np.load(tmp_path / "X.npy", mmap_mode="r")
+    elif kind == "dask":
+        import dask.array as da
+
+        X = da.from_array(X, chunks=(700, 4))
+    problem = Problem.build(X, Y, _blocked_spec(n), data_norm=1.0, intercept=0.5)
+    W = rng.normal(size=(5, 1))
+    W[-1] = 0.0
+    grid = threshold_grid(2.0)
+    blocked = problem.block_sum(_threshold_counts, (grid.size,), W, grid)
+    scores = np.asarray(problem.scores(W))[:, 0]
+    np.testing.assert_array_equal(blocked, correct_counts(scores, Y[:, 0], grid))
+    assert blocked.max() > blocked.min()  # the candidates are not all alike
+
+
+def _blocked_spec(n):
+    from skdp.geometry import Unconstrained
+    from skdp.losses import LogisticLoss
+    from skdp.solvers import ProblemSpec
+
+    return ProblemSpec(n_samples=n, n_params=5, n_outputs=1, n_penalized=4,
+                       row_norm_bound=math.hypot(1.0, 0.5), loss=LogisticLoss(),
+                       constraint=Unconstrained(), alpha=0.1, intercept_feature=0.5)
+
+
 def test_counts_match_brute_force():
     rng = np.random.default_rng(0)
     z, signs = rng.normal(size=40), np.where(rng.random(40) < 0.6, 1.0, -1.0)
@@ -169,13 +209,13 @@ def test_the_noise_drawn_is_what_the_ledger_says(monkeypatch, data_norm):
     import skdp._base as base
 
     calls = []
-    real = base.private_threshold
+    real = base.choose_threshold
 
-    def recording(scores, signs, radius, epsilon, rng):
+    def recording(counts, grid, epsilon, rng):
         calls.append(epsilon)
-        return real(scores, signs, radius, epsilon, rng)
+        return real(counts, grid, epsilon, rng)
 
-    monkeypatch.setattr(base, "private_threshold", recording)
+    monkeypatch.setattr(base, "choose_threshold", recording)
     clf = _fit(DPLogisticRegression(epsilon=1.0, data_norm=data_norm, classes=[0, 1]))
     part = dict(clf.privacy_ledger_.parts)["threshold"]
     assert calls == [part.event.epsilon] and part.event == PureDpEvent(calls[0])
@@ -187,7 +227,7 @@ def test_the_noise_drawn_is_what_the_ledger_says(monkeypatch, data_norm):
     draws = np.random.default_rng(3).laplace(0.0, 2.0 / calls[0], size=grid.size)
     z, signs = np.zeros(5), np.ones(5)
     expected = grid[np.argmax(correct_counts(z, signs, grid) + draws)]
-    assert real(z, signs, 1.0, calls[0], rng) == expected
+    assert private_threshold(z, signs, 1.0, calls[0], rng) == expected
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
