@@ -224,7 +224,7 @@ TARGETS = (
     Target("peak extra memory / dense size, CSR input (worst)", 0.5, "max", "scenarios"),
     Target("peak extra memory / float32 X (worst solver)", 1.0, "max", "float32"),
     Target("frank_wolfe time-vs-n slope", 0.15, "abs", "scaling", 1.0),
-    Target("memory-mapped DP-GD fit: peak traced allocations / matrix", 0.1, "max",
+    Target("memory-mapped default fit: peak traced allocations / matrix", 0.1, "max",
            "out_of_core"),
     Target("2-worker LocalCluster fit of the same file: relative coefficient difference",
            1e-10, "max", "out_of_core"),

@@ -388,8 +388,9 @@ def markdown(results: dict, stem: str) -> str:
     ooc = results.get("out_of_core")
     if ooc:
         lines += _section("out of core", "Out of core",
-                          "DP-GD (`DPLogisticRegression(epsilon=1, delta=1e-6, data_norm=1.0, "
-                          "classes=[0, 1], random_state=0)`: public bounds) on a memory-mapped "
+                          "The default fit (`DPLogisticRegression(epsilon=1, delta=1e-6, "
+                          "data_norm=1.0, classes=[0, 1], random_state=0)`: public bounds; "
+                          "`solver='auto'` runs DP Newton at these sizes) on a memory-mapped "
                           f"`{ooc['n']} x {ooc['d']}` float64 `.npy` file "
                           f"({ooc['matrix_bytes'] / 1e9:.2f} GB), then on the same file read "
                           f"by the workers in chunks of {ooc['chunk_rows']} rows "

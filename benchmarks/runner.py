@@ -371,10 +371,11 @@ def _write_logistic_file(path: Path, n: int, d: int, chunk: int) -> np.ndarray:
 
 
 def out_of_core(profile: Profile, log) -> dict:
-    """A memory-mapped ``n x 50`` float64 DP-GD fit (time, then peak traced allocations of
-    a second fit, over the matrix) and the same file, read chunk by chunk by the workers,
-    fitted on a two-process dask ``LocalCluster``: the coefficients' relative difference
-    and the ledgers. The file goes to ``$TMPDIR`` (2 GB in the full profile)."""
+    """A memory-mapped ``n x 50`` float64 default fit (DP Newton at these sizes: the time,
+    then the peak traced allocations of a second fit, over the matrix) and the same file,
+    read chunk by chunk by the workers, fitted on a two-process dask ``LocalCluster``: the
+    coefficients' relative difference and the ledgers. The file goes to ``$TMPDIR`` (2 GB
+    in the full profile)."""
     import tempfile
 
     n, d, chunk = profile.out_of_core_n, config.OUT_OF_CORE_D, config.OUT_OF_CORE_CHUNK
