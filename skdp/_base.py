@@ -701,11 +701,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         dual = dual_exponent(problem.spec.row_norm_ord)
         radius = float(np.linalg.norm(W[:-1, 0], ord=dual)) * float(problem.clipped_to)
         grid = threshold_grid(radius)
-        if problem.backend is None or is_dask_array(problem.X):
+        if not problem.on_device:
             # The counts by blocks of rows (dask: where the chunks are): no n-vector of
             # scores (memory-mapped X: 0.11 -> 0.08 of X at the peak, 500,000 rows).
             counts = problem.block_sum(_threshold_counts, (grid.size,), direction, grid)
-        else:  # an array API X: its scores, gathered on the host
+        else:  # an array API X (no device form of the pass): its scores, on the host
             scores = np.asarray(to_numpy(problem.scores(direction)), dtype=float)[:, 0]
             counts = correct_counts(scores, problem.Y[:, 0], grid)
         b = choose_threshold(counts, grid, epsilon, rng)
