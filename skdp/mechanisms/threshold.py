@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from skdp._docstrings import fill_docstrings
+
 __all__ = ["THRESHOLD_OCTAVES", "THRESHOLD_STEPS_PER_OCTAVE", "choose_threshold",
            "correct_counts", "private_threshold", "threshold_grid"]
 
@@ -22,6 +24,17 @@ __all__ = ["THRESHOLD_OCTAVES", "THRESHOLD_STEPS_PER_OCTAVE", "choose_threshold"
 #: ``2^(1/16)`` (4.4% apart) over 20 octaves (down to ``R / 1e6``).
 THRESHOLD_STEPS_PER_OCTAVE = 16
 THRESHOLD_OCTAVES = 20
+
+
+# The report-noisy-max's parameters, described once (``<<noisy_max>>``).
+_DOCS = {
+    "noisy_max": """\
+epsilon : float
+    The budget, in ``(0, inf]`` (``inf``: the exact argmax, the lowest on ties).
+rng : numpy.random.Generator
+    Source of the noise.
+""",
+}
 
 
 def threshold_grid(radius: float) -> np.ndarray:
@@ -97,10 +110,7 @@ def private_threshold(scores, signs, radius: float, epsilon: float,
         The labels, ``+1`` or ``-1``.
     radius : float
         The public bound on ``|z_i|``.
-    epsilon : float
-        The budget, in ``(0, inf]`` (``inf``: the exact argmax, the lowest on ties).
-    rng : numpy.random.Generator
-        Source of the noise.
+    <<noisy_max>>
 
     Returns
     -------
@@ -126,10 +136,7 @@ def choose_threshold(counts, grid, epsilon: float, rng: np.random.Generator) -> 
         :func:`correct_counts` of every row, for the candidates ``grid``.
     grid : ndarray of shape (m,)
         The public candidates (:func:`threshold_grid`).
-    epsilon : float
-        The budget, in ``(0, inf]`` (``inf``: the exact argmax, the lowest on ties).
-    rng : numpy.random.Generator
-        Source of the noise.
+    <<noisy_max>>
 
     Returns
     -------
@@ -140,3 +147,7 @@ def choose_threshold(counts, grid, epsilon: float, rng: np.random.Generator) -> 
     if not math.isinf(epsilon):
         counts = counts + rng.laplace(0.0, 2.0 / float(epsilon), size=counts.shape)
     return float(grid[int(np.argmax(counts))])
+
+
+for _function in (private_threshold, choose_threshold):
+    fill_docstrings(_function, _DOCS)
