@@ -71,10 +71,20 @@ from skdp.solvers import (
     Problem,
 )
 from skdp.solvers._base import snap_release
+from skdp.solvers._device import device_pass
 from skdp.solvers._problem import non_finite_message
 
 __all__ = ["BaseDPLinearModel", "FitBounds", "noise_ratio"]
 
+
+def _threshold_counts_on_device(block, direction, grid) -> np.ndarray:
+    """:func:`_threshold_counts` of a block on a device: its scores computed there and
+    counted on the host (a block of scores crosses, never the rows)."""
+    return correct_counts(to_numpy(block.scores(direction), np.float64)[:, 0],
+                          to_numpy(block.Y, np.float64)[:, 0], to_numpy(grid, np.float64))
+
+
+@device_pass(_threshold_counts_on_device)
 def _threshold_counts(block, direction: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """:func:`~skdp.mechanisms.threshold.correct_counts` of one block of rows, at the
     released direction's scores (a pass function of ``Problem.block_sum``)."""
@@ -701,13 +711,10 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         dual = dual_exponent(problem.spec.row_norm_ord)
         radius = float(np.linalg.norm(W[:-1, 0], ord=dual)) * float(problem.clipped_to)
         grid = threshold_grid(radius)
-        if not problem.on_device:
-            # The counts by blocks of rows (dask: where the chunks are): no n-vector of
-            # scores (memory-mapped X: 0.11 -> 0.08 of X at the peak, 500,000 rows).
-            counts = problem.block_sum(_threshold_counts, (grid.size,), direction, grid)
-        else:  # an array API X (no device form of the pass): its scores, on the host
-            scores = np.asarray(to_numpy(problem.scores(direction)), dtype=float)[:, 0]
-            counts = correct_counts(scores, problem.Y[:, 0], grid)
+        # The counts by blocks of rows (dask: where the chunks are; a device: its blocks'
+        # scores): no n-vector of scores (memory-mapped X: 0.11 -> 0.08 of X at the peak,
+        # 500,000 rows).
+        counts = problem.block_sum(_threshold_counts, (grid.size,), direction, grid)
         b = choose_threshold(counts, grid, epsilon, rng)
         out = W.copy()
         out[-1] = b / problem.spec.intercept_feature

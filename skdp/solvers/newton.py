@@ -236,6 +236,24 @@ def hessian_schedule(n_iter: int, n_hessian: int) -> tuple[bool, ...]:
     return tuple(t in fresh for t in range(n_iter))
 
 
+def first_weight_in_force(n_iter: int, first_weight: float) -> float:
+    """``first_weight``, or 1 at ``T = 1`` (no later release to take the rest).
+
+    Parameters
+    ----------
+    n_iter : int
+        ``T``.
+    first_weight : float
+        ``beta`` in ``(0, 1]``.
+
+    Returns
+    -------
+    float
+        The weight the split uses.
+    """
+    return float(first_weight) if n_iter > 1 else 1.0
+
+
 def gradient_multipliers(zs: float, n_iter: int, rho: float, first_weight: float
                          ) -> tuple[float, float]:
     """The multipliers (over ``Delta_g``) of the first gradient release and of each later one.
@@ -265,7 +283,7 @@ def gradient_multipliers(zs: float, n_iter: int, rho: float, first_weight: float
     later : float
         Each later release's multiplier (``first`` again at ``T = 1``).
     """
-    beta = float(first_weight) if n_iter > 1 else 1.0
+    beta = first_weight_in_force(n_iter, first_weight)
     first = zs / math.sqrt(rho * beta)
     if n_iter == 1 or beta == 1.0:
         return first, first
@@ -856,7 +874,7 @@ class DPNewton(BaseDPSolver):
             sigma_gradient=sigma_g, sigma_first_gradient=z_first * delta_g,
             sigma_hessian=sigma_h, noise_multiplier=z,
             gradient_sensitivity=delta_g, hessian_sensitivity=delta_h,
-            gradient_share=rho, first_step_weight=beta if n_iter > 1 else 1.0,
+            gradient_share=rho, first_step_weight=first_weight_in_force(n_iter, beta),
             clip_norm=clip, hessian_floor=floor,
             max_score_step=self._score_step(spec),
             row_bound=spec.row_bound(2.0) * (1.0 + ROW_BOUND_TOLERANCE),

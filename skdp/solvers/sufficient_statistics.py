@@ -146,6 +146,12 @@ class SufficientStatisticsPlan(Plan):
     sigma_moment: float
     sigma_squares: float
 
+    @property
+    def releases_squares(self) -> bool:
+        """Whether ``y'y`` is released (last): where the run gives standard errors
+        (``squares_scale > 0``; ``ProblemSpec.standard_errors`` when planned)."""
+        return self.squares_scale > 0.0
+
 
 class SufficientStatistics(BaseDPSolver):
     """Least squares from one noisy release of the sufficient statistics ``(X'X, X'y, y'y)``.
@@ -311,7 +317,7 @@ class SufficientStatistics(BaseDPSolver):
         ridge, values, vectors = self._penalised(gram, spec, plan.sigma_gram)
         centre = self._ridge_centre(gram, moments, spec)
         coef = self._minimize_penalised(values, vectors, moments + ridge * centre, spec)
-        if not plan.squares_scale > 0.0:
+        if not plan.releases_squares:
             # y'y was not released: a constrained minimiser (no normal sandwich) or a fit
             # that reads no standard errors (ProblemSpec.standard_errors).
             return Released(coef)
@@ -341,7 +347,7 @@ class SufficientStatistics(BaseDPSolver):
         unit = noise.release(plan.mechanism, (plan.n_released,),
                              plan.laplace_scale or plan.noise_multiplier)
         gram, moments, squares = sufficient_statistics(problem)
-        released = plan.squares_scale > 0.0  # y'y is the last coordinate, when released
+        released = plan.releases_squares  # y'y is the last coordinate, when released
         noisy_gram, noisy_moments = add_statistics_noise(
             gram, moments, unit[:-1] if released else unit, plan.gram_scale,
             plan.moment_scale, intercept=problem.spec.intercept_feature != 0.0)
