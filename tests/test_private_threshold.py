@@ -36,7 +36,7 @@ def test_grid_is_public_symmetric_and_geometric():
     assert grid[322] == pytest.approx(8.0 * 2.0 ** -20)
 
 
-@pytest.mark.parametrize("kind", ["dense", "memmap", "dask"])
+@pytest.mark.parametrize("kind", ["dense", "memmap", "dask", "torch"])
 def test_blocked_counts_are_the_counts_of_every_row(kind, tmp_path):
     """The estimators sum the counts over blocks of rows (``Problem.block_sum``; a dask
     array's chunks on its workers): exactly the counts of every row's score, each as its
@@ -44,8 +44,8 @@ def test_blocked_counts_are_the_counts_of_every_row(kind, tmp_path):
     from skdp._base import _threshold_counts
     from skdp.solvers import Problem
 
-    if kind == "dask":
-        pytest.importorskip("dask.array")
+    if kind in ("dask", "torch"):
+        pytest.importorskip(f"{kind}.array" if kind == "dask" else kind)
     rng = np.random.default_rng(4)
     n = 5000  # 8 blocks of 625 rows in memory
     X = rng.normal(size=(n, 4)) / 3
@@ -57,13 +57,17 @@ def test_blocked_counts_are_the_counts_of_every_row(kind, tmp_path):
         import dask.array as da
 
         X = da.from_array(X, chunks=(700, 4))
+    elif kind == "torch":  # an array API array: its blocks scored on the device
+        import torch
+
+        X = torch.asarray(X)
     problem = Problem.build(X, Y, _blocked_spec(n), data_norm=1.0, intercept=0.5)
     W = rng.normal(size=(5, 1))
     W[-1] = 0.0
     grid = threshold_grid(2.0)
     blocked = problem.block_sum(_threshold_counts, (grid.size,), W, grid)
-    if kind == "dask":
-        scores = np.asarray(problem.scores(W))[:, 0]  # computed by the same chunks
+    if kind in ("dask", "torch"):
+        scores = np.asarray(problem.scores(W))[:, 0]  # computed by the same blocks
     else:
         scores = np.concatenate([problem.scores(W, rows)[:, 0]
                                  for _, rows in problem.row_blocks()])

@@ -60,6 +60,7 @@ __all__ = [
     "DPNewton",
     "NewtonPlan",
     "curvature",
+    "first_weight_in_force",
     "gradient_and_hessian_sums",
     "gradient_multipliers",
     "hessian_frobenius_bound",
