@@ -4,6 +4,7 @@ report-noisy-max of the training accuracy over public candidates
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 
@@ -37,11 +38,11 @@ def test_grid_is_public_symmetric_and_geometric():
 
 
 @pytest.mark.parametrize("kind", ["dense", "memmap", "dask", "torch"])
-def test_blocked_counts_are_the_counts_of_every_row(kind, tmp_path):
+def test_blocked_counts_are_the_counts_of_every_row(kind, tmp_path, monkeypatch):
     """The estimators sum the counts over blocks of rows (``Problem.block_sum``; a dask
-    array's chunks on its workers): exactly the counts of every row's score, each as its
-    block's pass computes it (a one-product score may differ in its last bit)."""
-    from skdp._base import _threshold_counts
+    array's chunks on its workers; a torch array's blocks through the device form of the
+    pass): exactly the counts of every row's score, each as its block's pass computes it
+    (a one-product score may differ in its last bit)."""
     from skdp.solvers import Problem
 
     if kind in ("dask", "torch"):
@@ -58,10 +59,27 @@ def test_blocked_counts_are_the_counts_of_every_row(kind, tmp_path):
 
         X = da.from_array(X, chunks=(700, 4))
     elif kind == "torch":  # an array API array: its blocks scored on the device
+        import sklearn
         import torch
 
+        monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+        try:
+            with sklearn.config_context(array_api_dispatch=True):
+                pass
+        except (ImportError, RuntimeError) as error:  # scipy < 1.14 (the floors job)
+            pytest.skip(f"array API dispatch unavailable: {error}")
         X = torch.asarray(X)
-    problem = Problem.build(X, Y, _blocked_spec(n), data_norm=1.0, intercept=0.5)
+    with contextlib.ExitStack() as stack:
+        if kind == "torch":
+            stack.enter_context(sklearn.config_context(array_api_dispatch=True))
+        problem = Problem.build(X, Y, _blocked_spec(n), data_norm=1.0, intercept=0.5)
+        assert problem.on_device == (kind == "torch")
+        _check_blocked_counts(problem, Y, rng, kind)
+
+
+def _check_blocked_counts(problem, Y, rng, kind):
+    from skdp._base import _threshold_counts
+
     W = rng.normal(size=(5, 1))
     W[-1] = 0.0
     grid = threshold_grid(2.0)
