@@ -102,6 +102,20 @@ def make_problem(
     return Problem.build(X, Y, spec, data_norm=1.0, intercept=1.0 if intercept else 0.0)
 
 
+def require_array_api_dispatch(monkeypatch) -> None:
+    """Set ``SCIPY_ARRAY_API=1`` for the test, or skip it where scikit-learn's array API
+    dispatch is unavailable (scipy < 1.14: the floors job). Turn dispatch on with
+    ``sklearn.config_context(array_api_dispatch=True)`` afterwards."""
+    import sklearn
+
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    try:
+        with sklearn.config_context(array_api_dispatch=True):
+            pass
+    except (ImportError, RuntimeError) as error:
+        pytest.skip(f"array API dispatch unavailable: {error}")
+
+
 class RecordingNoiseSource(NoiseSource):
     """Records every draw, in order, as ``(kind, value)`` pairs, and the scale asked of
     each Gaussian draw (``scales``)."""

@@ -34,7 +34,7 @@ from skdp.naive_bayes import DPGaussianNB
 from skdp.preprocessing import DPStandardScaler, PublicBoundsScaler, RowNormClipper
 from skdp.privacy.budget import Budget
 from skdp.solvers import SOLVERS, NoisyGD, Problem, ProblemSpec
-from tests.conftest import RecordingNoiseSource
+from tests.conftest import RecordingNoiseSource, require_array_api_dispatch
 
 #: Namespace (and device): the CPU ones run everywhere (CI); the GPU ones where a GPU is
 #: (a session with the device tool runs this file unchanged there).
@@ -61,12 +61,7 @@ def xp(request, monkeypatch):
     module = pytest.importorskip(name)
     if device == "cuda" and not module.cuda.is_available():
         pytest.skip("no CUDA device")
-    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
-    try:
-        with sklearn.config_context(array_api_dispatch=True):
-            pass
-    except (ImportError, RuntimeError) as error:  # scipy < 1.14 (the floors job)
-        pytest.skip(f"array API dispatch unavailable: {error}")
+    require_array_api_dispatch(monkeypatch)
     with sklearn.config_context(array_api_dispatch=True):
         yield _Space(module, device or None)
 

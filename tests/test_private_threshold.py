@@ -18,6 +18,7 @@ from skdp.mechanisms import private_threshold, threshold_grid
 from skdp.mechanisms.threshold import correct_counts
 from skdp.model_selection import privacy_cost
 from skdp.privacy import PureDpEvent
+from tests.conftest import require_array_api_dispatch
 
 X_BC, Y_BC = load_breast_cancer(return_X_y=True)
 
@@ -62,12 +63,7 @@ def test_blocked_counts_are_the_counts_of_every_row(kind, tmp_path, monkeypatch)
         import sklearn
         import torch
 
-        monkeypatch.setenv("SCIPY_ARRAY_API", "1")
-        try:
-            with sklearn.config_context(array_api_dispatch=True):
-                pass
-        except (ImportError, RuntimeError) as error:  # scipy < 1.14 (the floors job)
-            pytest.skip(f"array API dispatch unavailable: {error}")
+        require_array_api_dispatch(monkeypatch)
         X = torch.asarray(X)
     with contextlib.ExitStack() as stack:
         if kind == "torch":
