@@ -111,6 +111,86 @@ DISPERSION_SHARE = 0.02
 ITERATES = ("auto", "last", "average")
 #: Tolerance of the inner solve of the constrained Newton step (post-processing).
 _INNER_TOL = 1e-13
+#: ``intercept_scale="auto"``: the public grid of the intercept's effective feature value
+#: ``c`` over the feature bound ``B``, ``2^(j/4)`` for ``j = -12..4`` (1/8 to 2; the
+#: estimators' own value, 1/2, is on it). docs/algorithms/newton.md, "The intercept's
+#: share of the gradient noise".
+INTERCEPT_SCALES = tuple(2.0 ** (j / 4.0) for j in range(-12, 5))
+
+
+def intercept_noise_bound(c: float, *, clip: float, feature_bound: float,
+                          intercept: float, derivative_bound: float) -> float:
+    """``U(c)``: the per-example gradient's largest norm in the metric that weighs the
+    intercept row by ``c_0 / c``, so that the gradient noise ``N(0, s^2 diag(1, ...,
+    (c_0 / c)^2))`` is a Gaussian mechanism of sensitivity ``2 U(c) / n`` over ``s``.
+
+    A clipped per-example gradient is ``u = k x' rho^T`` with ``x' = (x, c_0)``, ``rho``
+    the score derivative (``||rho|| <= G``) and ``k <= 1`` the clip's factor, ``k ||rho||
+    ||x'|| <= C``. Dividing the intercept row by ``c_0 / c`` gives ``||W u||_F = k ||rho||
+    sqrt(||x||^2 + c^2)``, at most ``G sqrt(B^2 + c^2)``, and at most ``C`` times
+    ``sqrt(||x||^2 + c^2) / sqrt(||x||^2 + c_0^2)``, which is monotone in ``||x|| in [0,
+    B]``: at most ``max(sqrt((B^2 + c^2) / (B^2 + c_0^2)), c / c_0)``. Replacing one row
+    moves the mean by at most ``2 U(c) / n`` in that metric. ``U(c_0) = min(C, G R)``:
+    ``C`` unless the clip exceeds the loss's own bound. docs/algorithms/newton.md.
+
+    Parameters
+    ----------
+    c : float
+        The effective intercept feature, positive.
+    clip : float
+        The per-example gradient clip ``C``.
+    feature_bound : float
+        ``B``, the public bound on ``||x||`` (with the rows' slack).
+    intercept : float
+        ``c_0``, the problem's constant feature.
+    derivative_bound : float
+        ``G``, the bound on ``||rho||`` at the feasible scores (``inf``: none).
+
+    Returns
+    -------
+    float
+        ``U(c)``.
+    """
+    b2, c2, c02 = feature_bound**2, c * c, intercept * intercept
+    ratio = max(math.sqrt((b2 + c2) / (b2 + c02)), c / intercept)
+    return min(clip * ratio, derivative_bound * math.sqrt(b2 + c2))
+
+
+def intercept_scale_choice(values: np.ndarray, vectors: np.ndarray, n_outputs: int,
+                           candidates: tuple[float, ...], bound) -> float:
+    """The candidate ``c`` that minimises the averaged output's predicted excess risk.
+
+    Near the optimum the averaged output carries ``-A^{-1} xi`` with ``xi`` the gradient
+    noise, so its excess risk is about ``tr(A^{-1} Cov xi) / 2``: with the noise of
+    :func:`intercept_noise_bound`, proportional to ``U(c)^2 (t_w + (c_0 / c)^2 t_b)``,
+    ``t_w`` and ``t_b`` the sums of the diagonal of ``A^{-1}`` over the feature rows and
+    over the intercept row. ``A`` is a released Hessian (with the L2 term, floored):
+    post-processing.
+
+    Parameters
+    ----------
+    values, vectors : ndarray
+        The floored eigendecomposition of ``A`` (:meth:`DPNewton.floored_eigh`).
+    n_outputs : int
+        ``K``: the last ``K`` coordinates are the intercept row.
+    candidates : tuple of float
+        The public grid of ``c`` (``c_0`` itself is ``candidates`` with one scale of 1).
+    bound : callable
+        ``c -> (U(c), c_0 / c)``.
+
+    Returns
+    -------
+    float
+        The chosen ``c`` (the smallest on ties).
+    """
+    inverse_diagonal = (vectors * vectors) @ (1.0 / values)
+    t_b = float(inverse_diagonal[-n_outputs:].sum())
+    t_w = float(inverse_diagonal[:-n_outputs].sum())
+    risks = []
+    for c in candidates:
+        u, weight = bound(c)
+        risks.append(u * u * (t_w + weight * weight * t_b))
+    return candidates[int(np.argmin(risks))]
 
 
 def _gradient_and_hessian_pass(block, W, loss, clip_norm: float, skip: bool) -> np.ndarray:
@@ -581,6 +661,17 @@ class NewtonPlan(Plan):
     inference : bool
         Whether the run returns the standard errors' inputs (an
         :class:`~skdp.solvers._base.Inference`): ``spec.standard_errors`` when planned.
+    intercept_candidates : tuple of float
+        The effective intercept features ``c`` the steps after the first may weigh the
+        gradient noise by (:func:`intercept_noise_bound`): the grid of ``"auto"``, one
+        value, or none (the noise stays isotropic: no intercept, ``epsilon = inf`` or
+        ``intercept_scale=None``).
+    intercept_feature : float
+        ``c_0``, the problem's constant feature (0 without an intercept).
+    feature_bound : float
+        ``B``, the public l2 bound on the rows' feature part (with the slack).
+    derivative_bound : float
+        ``G``, the bound on the score derivative's l2 norm at the feasible scores.
     """
 
     sigma_gradient: float
@@ -600,6 +691,10 @@ class NewtonPlan(Plan):
     sigma_dispersion: float
     dispersion_bound: float
     inference: bool = True
+    intercept_candidates: tuple[float, ...] = ()
+    intercept_feature: float = 0.0
+    feature_bound: float = 0.0
+    derivative_bound: float = math.inf
 
     def gradient_noise(self, step: int) -> float:
         """The gradient's noise std at iteration ``step`` (0-based).
@@ -615,6 +710,55 @@ class NewtonPlan(Plan):
             ``sigma_first_gradient`` at the first iteration, else ``sigma_gradient``.
         """
         return self.sigma_first_gradient if step == 0 else self.sigma_gradient
+
+    def intercept_bound(self, c: float) -> tuple[float, float]:
+        """``(U(c), c_0 / c)`` of :func:`intercept_noise_bound` for this plan.
+
+        Parameters
+        ----------
+        c : float
+            The effective intercept feature.
+
+        Returns
+        -------
+        bound : float
+            ``U(c)``.
+        weight : float
+            The intercept row's noise over the features' noise, ``c_0 / c``.
+        """
+        bound = intercept_noise_bound(
+            c, clip=self.clip_norm, feature_bound=self.feature_bound,
+            intercept=self.intercept_feature, derivative_bound=self.derivative_bound)
+        return bound, self.intercept_feature / c
+
+    def gradient_scales(self, step: int, c: float | None) -> tuple[float, float]:
+        """The gradient noise's std on the feature rows and on the intercept row.
+
+        ``(s, s)`` with ``s = gradient_noise(step)`` when the noise is isotropic (``c``
+        None or ``c_0``); else ``s U(c) / C`` and ``c_0 / c`` times it: the release's
+        multiplier over its sensitivity ``2 U(c) / n`` in the weighted metric is the
+        plan's ``s / (2 C / n)`` (:func:`intercept_noise_bound`), so the ledger holds.
+
+        Parameters
+        ----------
+        step : int
+            The iteration, ``0 <= step < T``.
+        c : float or None
+            The effective intercept feature in force.
+
+        Returns
+        -------
+        features : float
+            The std on every row but the intercept's.
+        intercept : float
+            The std on the intercept row.
+        """
+        sigma = self.gradient_noise(step)
+        if c is None or c == self.intercept_feature:
+            return sigma, sigma
+        bound, weight = self.intercept_bound(c)
+        features = sigma * bound / self.clip_norm
+        return features, features * weight
 
 
 class DPNewton(BaseDPSolver):
@@ -681,6 +825,15 @@ class DPNewton(BaseDPSolver):
         (``ProblemSpec.standard_errors`` false: an estimator without intervals, several outputs,
         a private threshold), ``T`` for the Huber loss and the smoothed hinge (whose
         curvature jumps) and at ``epsilon = inf``.
+    intercept_scale : "auto", float or None, default="auto"
+        How the gradient noise of the steps after the first is shared between the
+        intercept row and the others: as for an intercept feature of value ``c =
+        intercept_scale * B`` (``B`` the rows' bound) instead of the problem's ``c_0``
+        (the intercept row's noise ``c_0 / c`` times the others', the sensitivity in that
+        metric :func:`intercept_noise_bound`; the ledger is unchanged). ``"auto"``: the
+        ``c`` of a public grid (``B / 8`` to ``2 B``) that minimises the averaged output's
+        predicted excess risk under the first released Hessian (post-processing); ``None``:
+        ``c_0``, isotropic noise. No effect without an intercept or at ``epsilon = inf``.
 
     Notes
     -----
@@ -707,7 +860,13 @@ class DPNewton(BaseDPSolver):
     c) / c]`` at the output (``psi = phi'``, ``B = C / R``; sensitivity ``sqrt(2) / n``)
     with the share ``s = 0.02`` of ``mu^2`` (multiplier ``z / sqrt(s T)``; the other
     multipliers divided by ``sqrt(1 - s)``, so ``mu^2 = T / z^2`` still): the dispersion
-    of their standard errors. The eigenvalue floor, the regulariser,
+    of their standard errors. After the first step the gradient noise of a fit with an
+    intercept is shaped (``intercept_scale``): the intercept row's std is ``c_0 / c``
+    times the others', which are ``U(c) / C`` times the planned ``sigma_g``; in the metric
+    that divides the intercept row by ``c_0 / c`` the mean gradient has sensitivity ``2
+    U(c) / n`` (:func:`intercept_noise_bound`), so each release keeps its planned
+    multiplier and the ledger is unchanged; ``c`` is read from the first released
+    Hessian. The eigenvalue floor, the regulariser,
     the reuse of the last released Hessian, the Newton point, the constrained solve, the
     damping, the averaging and the dispersion's formula are post-processing: each reads
     only the noisy releases and public constants.
@@ -742,17 +901,23 @@ class DPNewton(BaseDPSolver):
         "max_inner": [Interval(Integral, 1, None, closed="left")],
         "iterate": [StrOptions(set(ITERATES))],
         "hessian_steps": [Interval(Integral, 1, None, closed="left"), None],
+        "intercept_scale": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),
+                            None],
     }
 
     def __init__(self, n_iter=None, gradient_share=0.95, first_step_weight=0.25,
                  clip_norm=None, floor_margin=1.0, max_score_step="auto", iterate="auto",
-                 max_inner=2000, hessian_steps=None):
+                 max_inner=2000, hessian_steps=None, intercept_scale="auto"):
         store_params(self, locals())
 
     def _check_params(self) -> None:
         # Interval(Real, 0, None, "left") admits inf; the floor must be finite.
         if not math.isfinite(float(self.floor_margin)):
             raise ValueError(f"DPNewton.floor_margin must be finite, got {self.floor_margin}.")
+        if isinstance(self.intercept_scale, Real) and not math.isfinite(
+                float(self.intercept_scale)):
+            raise ValueError("DPNewton.intercept_scale must be finite, got "
+                             f"{self.intercept_scale}.")
 
     def check_compatible(self, spec: ProblemSpec, accounting: str, relation: str) -> None:
         """The generic check, then: the noisy Hessian's size is capped.
@@ -825,6 +990,33 @@ class DPNewton(BaseDPSolver):
             return DEFAULT_SCORE_STEP
         return float(self.max_score_step)
 
+    def intercept_candidates(self, spec: ProblemSpec, budget: Budget) -> tuple[float, ...]:
+        """The effective intercept features the run may weigh the gradient noise by.
+
+        Public: ``intercept_scale`` times the feature bound ``B`` (the grid
+        :data:`INTERCEPT_SCALES` for ``"auto"``); none without an intercept or a feature,
+        at ``epsilon = inf``, or with ``intercept_scale=None``.
+
+        Parameters
+        ----------
+        spec : ProblemSpec
+            The public problem (its intercept feature and rows' bound).
+        budget : Budget
+            The budget (no noise to shape at ``epsilon = inf``).
+
+        Returns
+        -------
+        tuple of float
+            The candidates ``c``, in increasing order.
+        """
+        if (self.intercept_scale is None or not budget.is_private
+                or not spec.intercept_feature or spec.n_params < 2):
+            return ()
+        bound = spec.feature_bound()
+        scales = (INTERCEPT_SCALES if self.intercept_scale == "auto"
+                  else (float(self.intercept_scale),))
+        return tuple(scale * bound for scale in scales)
+
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
              ) -> NewtonPlan:
         """Fix ``T``, the split, the noise of both releases and the eigenvalue floor.
@@ -883,6 +1075,10 @@ class DPNewton(BaseDPSolver):
             # B = C / R: psi^2 <= B^2 where the clip C binds at the rows' bound R.
             dispersion_bound=clip / spec.row_bound(2.0) if share else 0.0,
             inference=spec.standard_errors,
+            intercept_candidates=self.intercept_candidates(spec, budget),
+            intercept_feature=abs(float(spec.intercept_feature)),
+            feature_bound=spec.feature_bound(),
+            derivative_bound=float(spec.loss.derivative_bound_at(spec.score_bound)),
         )
 
     # -- run -------------------------------------------------------------------------------
@@ -900,29 +1096,36 @@ class DPNewton(BaseDPSolver):
         spec = problem.spec
         W = np.zeros((spec.n_params, spec.n_outputs))
         average = self._averages(plan)
-        # The averaged iterates' sum, count and summed gradient noise variances.
-        total, count, variance = np.zeros_like(W), 0, 0.0
+        # The averaged iterates' sum, count and summed gradient noise variances (per
+        # coordinate: the intercept row's may differ).
+        total, count, variance = np.zeros_like(W), 0, np.zeros(W.size)
         hessians, n_hessians = np.zeros((W.size, W.size)), 0
         # The first full step's iterate since the last damped step (the Hessian it stepped
         # with, when released there, and its noise variance): left out of the average
         # unless it is alone.
         first = None
         hess = None
+        c = None  # the effective intercept feature, chosen after the first release
         for step, fresh in enumerate(hessian_schedule(plan.n_iter, plan.n_hessian)):
             if fresh:
-                grad, hess = self.noisy_releases(problem, plan, W, noise, step)
+                grad, hess = self.noisy_releases(problem, plan, W, noise, step, c)
                 eig = self.floored_eigh(hess, plan, spec)
             else:  # the last released Hessian again (post-processing)
-                grad = self.noisy_gradient(problem, plan, W, noise, step)
+                grad = self.noisy_gradient(problem, plan, W, noise, step, c)
+            step_variance = self._coordinate_variance(plan, step, c, W.shape)
+            if step == 0 and plan.intercept_candidates:
+                # The intercept's share of the later steps' noise, from the first released
+                # Hessian (post-processing; docs/algorithms/newton.md).
+                c = intercept_scale_choice(*eig, spec.n_outputs,
+                                           plan.intercept_candidates, plan.intercept_bound)
             W, damped = self.newton_step(W, grad, hess, plan, spec, eig=eig)
-            step_variance = plan.gradient_noise(step) ** 2
             # The average restarts after every damped step: it holds the iterates of the
             # full Newton steps since the last damped one but the first, which still lags
             # on the way to the optimum (measured: it biased the largest coefficient by a
             # fifth of its standard error; docs/algorithms/newton.md). A function of the
             # releases only.
             if damped:
-                total, count, variance = np.zeros_like(W), 0, 0.0
+                total, count, variance = np.zeros_like(W), 0, np.zeros(W.size)
                 hessians, n_hessians = np.zeros_like(hessians), 0
                 first = None
             elif first is None:
@@ -953,11 +1156,11 @@ class DPNewton(BaseDPSolver):
         A = 0.5 * (H + H.T) + np.diag(penalty)
         values, vectors = np.linalg.eigh(A)
         A = (vectors * np.maximum(values, plan.hessian_floor)) @ vectors.T
-        # The m averaged iterates each carry -A^-1 xi_t, xi_t ~ N(0, s_t^2 I) independent
-        # across steps: their mean carries noise of covariance (sum_t s_t^2 / m^2) I in the
-        # gradient (the last step's s^2 without averaging).
+        # The m averaged iterates each carry -A^-1 xi_t, xi_t ~ N(0, S_t) independent
+        # across steps (S_t diagonal): their mean carries noise of covariance sum_t S_t /
+        # m^2 in the gradient (the last step's S without averaging).
         step_noise = variance / (m * m) if averaged else step_variance
-        noise_cov = step_noise * np.eye(W.size)
+        noise_cov = np.diag(step_noise)
         dispersion = (self.noisy_dispersion(problem, plan, coef, noise)
                       if plan.dispersion_share else 1.0)
         return Released(coef, Inference(hessian=A, penalty=penalty,
@@ -997,17 +1200,62 @@ class DPNewton(BaseDPSolver):
         second = min(max(float(means[1]), floor), 1.0)
         return bound * bound * first / (c * second)
 
+    @staticmethod
+    def _coordinate_variance(plan: NewtonPlan, step: int, c: float | None,
+                             shape: tuple[int, int]) -> np.ndarray:
+        """The gradient noise's variance per coordinate (row-major), at ``step``."""
+        features, intercept = plan.gradient_scales(step, c)
+        out = np.full(shape, features * features)
+        out[-1] = intercept * intercept
+        return out.ravel()
+
+    @staticmethod
+    def draw_gradient_noise(plan: NewtonPlan, noise: NoiseSource, step: int,
+                            c: float | None, shape: tuple[int, int]) -> np.ndarray:
+        """The gradient release's noise at ``step``.
+
+        ``N(0, s^2)`` of shape ``shape`` (``s = plan.gradient_noise(step)``) while the noise
+        is isotropic (``c`` None); else ``N(0, s_f^2)`` on the rows but the last, then
+        ``N(0, s_b^2)`` on the intercept row (:meth:`NewtonPlan.gradient_scales`): two
+        draws, in the row-major order of one.
+
+        Parameters
+        ----------
+        plan : NewtonPlan
+            The plan.
+        noise : NoiseSource
+            The noise source.
+        step : int
+            The iteration (0-based).
+        c : float or None
+            The effective intercept feature in force.
+        shape : tuple of int
+            ``(n_params, n_outputs)``.
+
+        Returns
+        -------
+        ndarray of shape ``shape``
+            The noise.
+        """
+        if c is None:
+            return noise.gaussian(shape, plan.gradient_noise(step))
+        features, intercept = plan.gradient_scales(step, c)
+        return np.concatenate([noise.gaussian((shape[0] - 1, shape[1]), features),
+                               noise.gaussian((1, shape[1]), intercept)])
+
     def noisy_releases(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
-                       noise: NoiseSource, step: int) -> tuple[np.ndarray, np.ndarray]:
+                       noise: NoiseSource, step: int, c: float | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """One iteration's release: the noisy mean gradient and noisy mean Hessian at ``W``.
 
-        The only access to the data. Draws ``N(0, s^2)`` of shape ``W.shape`` (``s =
-        plan.gradient_noise(step)``), then ``N(0, sigma_hessian^2)`` of shape ``(D (D +
-        1) / 2,)`` (``svec`` order).
+        The only access to the data. Draws the gradient's noise (:meth:`draw_gradient_noise`),
+        then ``N(0, sigma_hessian^2)`` of shape ``(D (D + 1) / 2,)`` (``svec`` order).
 
         <<release_at_parameters>>
         step : int
             The iteration (0-based; the first one's gradient noise differs).
+        c : float or None, default=None
+            The effective intercept feature in force (None: isotropic noise).
 
         Returns
         -------
@@ -1019,20 +1267,22 @@ class DPNewton(BaseDPSolver):
         n = problem.spec.n_samples
         dim = W.size
         grad, hess = gradient_and_hessian_sums(problem, W, plan.clip_norm)
-        grad = grad / n + noise.gaussian(W.shape, plan.gradient_noise(step))
+        grad = grad / n + self.draw_gradient_noise(plan, noise, step, c, W.shape)
         unit = noise.gaussian((dim * (dim + 1) // 2,), plan.sigma_hessian)
         hess = hess / n + symmetric_noise(unit, dim)
         return grad, hess
 
     def noisy_gradient(self, problem: Problem, plan: NewtonPlan, W: np.ndarray,
-                       noise: NoiseSource, step: int) -> np.ndarray:
+                       noise: NoiseSource, step: int, c: float | None = None) -> np.ndarray:
         """The release of an iteration without a Hessian: the noisy mean gradient at ``W``.
 
-        Draws ``N(0, s^2)`` of shape ``W.shape`` (``s = plan.gradient_noise(step)``).
+        Draws the gradient's noise (:meth:`draw_gradient_noise`).
 
         <<release_at_parameters>>
         step : int
             The iteration (0-based).
+        c : float or None, default=None
+            The effective intercept feature in force (None: isotropic noise).
 
         Returns
         -------
@@ -1041,7 +1291,7 @@ class DPNewton(BaseDPSolver):
         """
         passes = plan.n_iter - plan.n_hessian
         return (problem.clipped_gradient(W, plan.clip_norm, passes=passes)
-                + noise.gaussian(W.shape, plan.gradient_noise(step)))
+                + self.draw_gradient_noise(plan, noise, step, c, W.shape))
 
     def floored_eigh(self, hess: np.ndarray, plan: NewtonPlan, spec: ProblemSpec
                      ) -> tuple[np.ndarray, np.ndarray]:

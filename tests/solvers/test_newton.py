@@ -133,7 +133,12 @@ def reference_newton(problem, plan, replay, average=True):
                 for t in range(plan.n_iter)]
     for t in range(plan.n_iter):
         g = sum(_example_gradient(loss, w, X[i], Y[i], plan.clip_norm) for i in range(n)) / n
-        g = g + replay.next("gaussian").ravel() + spec.alpha * pen * w.ravel()
+        # After the first release the intercept row's noise is drawn on its own (the
+        # feature rows first): the same row-major order.
+        shaped = bool(plan.intercept_candidates) and t > 0
+        xi = (np.concatenate([replay.next("gaussian"), replay.next("gaussian")]) if shaped
+              else replay.next("gaussian"))
+        g = g + xi.ravel() + spec.alpha * pen * w.ravel()
         if schedule[t]:  # a fresh Hessian release; in between the last one again
             H = sum(np.kron(np.outer(X[i], X[i]), _example_curvature(loss, X[i] @ w, Y[i]))
                     for i in range(n)) / n
@@ -387,6 +392,12 @@ def test_epsilon_inf_l1_constrained_optimum():
 # ---------------------------------------------------------------------------------------
 # The noise against the ledger
 # ---------------------------------------------------------------------------------------
+def _gradient_draws(plan):
+    """The gradient noise's draws: one per step, and one more for the intercept row of
+    every step after the first where the noise is shaped (``intercept_candidates``)."""
+    return plan.n_iter + (plan.n_iter - 1 if plan.intercept_candidates else 0)
+
+
 def _gradients_mu2(plan):
     """GDP ``mu^2`` of the ``T`` gradient releases from their noise scales alone: the
     first one's and the ``T - 1`` others'."""
@@ -541,7 +552,8 @@ def test_average_restarts_after_a_damped_step():
     damped step but the first, recomputed from the solver's own steps (post-processing
     of the releases)."""
     problem = make_problem(n=100, d=4, alpha=0.01, seed=6, intercept=True)
-    solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average", hessian_steps=6)
+    solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average", hessian_steps=6,
+                      intercept_scale=None)
     # With these seeds the steps run full, damped, full, full, full, full.
     noise = RecordingNoiseSource(np.random.default_rng(1))
     res = solver.solve(problem, Budget(1.0, 1e-5), noise)
@@ -562,12 +574,13 @@ def test_standard_errors_carry_the_averaged_steps_own_noise():
     """``Inference.noise_covariance`` is ``sum_t sigma_t^2 / m^2`` over the ``m`` averaged
     steps (the first step, of its own larger scale, is left out of the average), the last
     step's ``sigma^2`` for ``iterate="last"``, and the first step's at ``T = 1`` (where
-    there is no split: its weight is 1 and the ledger one joint release)."""
+    there is no split: its weight is 1 and the ledger one joint release). Isotropic noise
+    (``intercept_scale=None``; the intercept's own share is tested below)."""
     problem = make_problem(n=400, d=3, alpha=0.05, seed=2, intercept=True)
     budget = Budget(1.0, 1e-5)
     for iterate in ("average", "last"):
-        res = DPNewton(n_iter=5, max_score_step=None, iterate=iterate).solve(problem,
-                                                                            budget, 0)
+        res = DPNewton(n_iter=5, max_score_step=None, iterate=iterate,
+                       intercept_scale=None).solve(problem, budget, 0)
         plan, D = res.plan, problem.spec.dimension
         assert plan.first_step_weight == 0.25
         assert plan.sigma_first_gradient > 2 * plan.sigma_gradient
@@ -584,7 +597,8 @@ def test_standard_errors_carry_the_averaged_steps_own_noise():
                                one.plan.sigma_gradient**2 * np.eye(D), rtol=1e-12)
     # A damped step restarts the average: the steps after it but the first, each of the
     # later steps' scale.
-    solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average", hessian_steps=6)
+    solver = DPNewton(n_iter=6, max_score_step=1.5, iterate="average", hessian_steps=6,
+                      intercept_scale=None)
     small = make_problem(n=100, d=4, alpha=0.01, seed=6, intercept=True)
     noise = RecordingNoiseSource(np.random.default_rng(1))
     res = solver.solve(small, budget, noise)
@@ -742,7 +756,7 @@ def test_dispersion_release_matches_its_ledger_and_a_reference(loss_name, accoun
     assert events[-1].noise_multiplier / factor == pytest.approx(z / math.sqrt(s * T),
                                                                  rel=1e-12)
     draws = [v for kind, v in noise.draws if kind == "gaussian"]
-    assert len(draws) == T + k + 1 and draws[-1].shape == (2,)
+    assert len(draws) == _gradient_draws(plan) + k + 1 and draws[-1].shape == (2,)
     # Independent re-accounting from the noise scales alone (GDP).
     mu = math.sqrt(_gradients_mu2(plan)
                    + k * (plan.hessian_sensitivity / plan.sigma_hessian) ** 2
@@ -777,7 +791,7 @@ def test_a_fit_without_standard_errors_skips_what_only_they_read(loss_name):
     assert k == (T if loss_name == "huber" else 1)
     assert plan.dispersion_share == 0.0 and res.inference is None and not plan.inference
     draws = [v for kind, v in noise.draws if kind == "gaussian"]
-    assert len(draws) == T + k
+    assert len(draws) == _gradient_draws(plan) + k
     mu = math.sqrt(_gradients_mu2(plan)
                    + k * (plan.hessian_sensitivity / plan.sigma_hessian) ** 2)
     assert math.exp(gaussian_log_delta(mu, 1.0)) <= 1e-5 * (1 + 1e-9)
@@ -863,5 +877,203 @@ def test_dispersion_release_audit_on_neighbouring_data_sets():
     s0, s1 = runs(plan, 0)
     assert not audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
     twin = replace(plan, sigma_dispersion=plan.sigma_dispersion / 5)
+    s0, s1 = runs(twin, 1)
+    assert audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
+
+
+# ---------------------------------------------------------------------------------------
+# The intercept's share of the gradient noise (intercept_scale)
+# ---------------------------------------------------------------------------------------
+def _weighted_gradient(x, residual, c0, c, clip):
+    """One clipped per-example gradient ``clip_C(r (x, c0))`` with its intercept entry
+    divided by ``c0 / c`` (the metric of the shaped noise), plain numpy."""
+    row = np.append(x, c0) * residual
+    norm = np.linalg.norm(row)
+    if norm > clip:
+        row = row * (clip / norm)
+    row[-1] *= c / c0
+    return row
+
+
+@pytest.mark.parametrize("clip", [0.3, 10.0])
+@pytest.mark.parametrize("c", [0.1, 0.5, 1.0, 2.0])
+def test_intercept_noise_bound_holds_and_is_attained(c, clip):
+    """Brute force over rows of norm up to ``B = 1`` (``c0 = 1/2``) and residuals up to
+    ``G = 1``: two per-example gradients differ by at most ``2 U(c)`` in the weighted
+    metric, and the worst pair reaches it to 1e-9 (a binding clip: ``clip = 0.3``, or
+    none: ``10``)."""
+    from skdp.solvers.newton import intercept_noise_bound
+
+    c0, B, G = 0.5, 1.0, 1.0
+    U = intercept_noise_bound(c, clip=clip, feature_bound=B, intercept=c0,
+                              derivative_bound=G)
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(4000):
+        x1, x2 = (rng.normal(size=3) for _ in range(2))
+        x1 *= rng.choice([0.0, rng.uniform(), 1.0]) / np.linalg.norm(x1)
+        x2 *= rng.choice([0.0, rng.uniform(), 1.0]) / np.linalg.norm(x2)
+        r1, r2 = rng.choice([-G, G, rng.uniform(-G, G)], size=2)
+        gap = np.linalg.norm(_weighted_gradient(x1, r1, c0, c, clip)
+                             - _weighted_gradient(x2, r2, c0, c, clip))
+        worst = max(worst, float(gap))
+    assert worst <= 2 * U * (1 + 1e-12)
+    # The extreme pair: the same row at residuals +G and -G, of norm B or 0 (the first
+    # where the weighted metric shrinks the intercept or the clip does not bind).
+    pair = max(np.linalg.norm(_weighted_gradient(x, G, c0, c, clip)
+                              - _weighted_gradient(x, -G, c0, c, clip))
+               for x in (np.array([B, 0.0, 0.0]), np.zeros(3)))
+    assert pair == pytest.approx(2 * U, rel=1e-9)
+
+
+def _choice_reference(problem, plan, unit):
+    """``intercept_scale="auto"``'s choice from the first released Hessian, plain numpy:
+    ``A = H~_0 + alpha I_pen`` floored, then the grid's ``c`` minimising ``U(c)^2 (t_w +
+    (c0 / c)^2 t_b)``, ``U`` from its closed form."""
+    from skdp.solvers.newton import INTERCEPT_SCALES
+
+    spec = problem.spec
+    D, K = spec.dimension, spec.n_outputs
+    H = hessian_sum(problem, np.zeros((spec.n_params, K))) / spec.n_samples
+    H = H + symmetric_noise(unit, D)
+    H[np.arange(spec.n_penalized * K), np.arange(spec.n_penalized * K)] += spec.alpha
+    values, vectors = np.linalg.eigh(H)
+    inverse = (vectors * (1 / np.maximum(values, plan.hessian_floor))) @ vectors.T
+    t_w, t_b = np.trace(inverse[:-K, :-K]), np.trace(inverse[-K:, -K:])
+    B, c0, C = plan.feature_bound, plan.intercept_feature, plan.clip_norm
+    G = plan.derivative_bound
+
+    def risk(c):
+        U = min(C * max(math.sqrt((B * B + c * c) / (B * B + c0 * c0)), c / c0),
+                G * math.sqrt(B * B + c * c))
+        return U * U * (t_w + (c0 / c) ** 2 * t_b)
+
+    return min((s * B for s in INTERCEPT_SCALES), key=risk)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_shaped_noise_matches_the_ledger_and_the_choice(n_classes):
+    """``intercept_scale="auto"``: the first step's gradient noise is isotropic; after it
+    each gradient release draws the feature rows at ``s U(c) / C`` and the intercept row
+    at ``c0 / c`` times that (``s`` the plan's scale), ``c`` the grid's value a plain
+    reference picks from the first released Hessian. The ledger is the one of
+    ``intercept_scale=None`` and re-accounts from the scales: each release's noise over
+    its weighted sensitivity ``2 U(c) / n`` is the planned multiplier."""
+    problem = make_problem(n=300, d=6, n_classes=n_classes, alpha=0.05, seed=3,
+                           intercept=True, declare_intercept=True)
+    spec = problem.spec
+    budget = Budget(1.0, 1e-5)
+    noise = RecordingNoiseSource(np.random.default_rng(4))
+    res = DPNewton(n_iter=4).solve(problem, budget, noise)
+    plan = res.plan
+    flat = DPNewton(n_iter=4, intercept_scale=None).solve(problem, budget, 0)
+    assert res.ledger.event == flat.ledger.event
+    assert not flat.plan.intercept_candidates and len(plan.intercept_candidates) == 17
+    K, n = spec.n_outputs, spec.n_samples
+    draws = [v for kind, v in noise.draws if kind == "gaussian"]
+    assert len(draws) == 1 + 1 + 2 * 3 + 1  # step 0: gradient, Hessian; 3 shaped steps
+    assert noise.scales[0] == pytest.approx(plan.sigma_first_gradient, rel=1e-12)
+    c = _choice_reference(problem, plan, draws[1])
+    assert c in plan.intercept_candidates
+    B, c0 = plan.feature_bound, plan.intercept_feature
+    U = min(plan.clip_norm * max(math.sqrt((B * B + c * c) / (B * B + c0 * c0)), c / c0),
+            plan.derivative_bound * math.sqrt(B * B + c * c))
+    position = 2
+    for step in range(1, 4):
+        features, intercept = noise.scales[position:position + 2]
+        assert draws[position].shape == (spec.n_params - 1, K)
+        assert draws[position + 1].shape == (1, K)
+        # The multiplier over the weighted sensitivity is the plan's.
+        assert features / (2 * U / n) == pytest.approx(
+            plan.sigma_gradient / plan.gradient_sensitivity, rel=1e-12)
+        assert intercept == pytest.approx(features * c0 / c, rel=1e-12)
+        position += 2 + (1 if step == 2 else 0)  # the second Hessian at step 2
+    # GDP re-accounting from the scales: the same mu^2 as the isotropic plan.
+    mu = math.sqrt(_gradients_mu2(plan) + 2 * (plan.hessian_sensitivity
+                                               / plan.sigma_hessian) ** 2)
+    assert math.exp(gaussian_log_delta(mu, 1.0)) == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_shaped_noise_standard_errors_and_settings():
+    """The standard errors' noise covariance is diagonal, the intercept row's entries
+    ``(c0 / c)^2`` times the others'; ``intercept_scale`` as a number fixes ``c``;
+    nothing is shaped without an intercept, at ``epsilon = inf`` or with ``None``; a
+    non-finite value is refused."""
+    problem = make_problem(n=400, d=3, alpha=0.05, seed=2, intercept=True,
+                           declare_intercept=True)
+    budget = Budget(1.0, 1e-5)
+    noise = RecordingNoiseSource(np.random.default_rng(0))
+    res = DPNewton(n_iter=5, max_score_step=None, intercept_scale=0.25).solve(
+        problem, budget, noise)
+    plan = res.plan
+    assert plan.intercept_candidates == (0.25 * plan.feature_bound,)
+    features, intercept = noise.scales[2:4]  # step 1's two draws
+    cov = np.diag(res.inference.noise_covariance)
+    # Steps 1-4 averaged (no damping), each of the later steps' scales.
+    np.testing.assert_allclose(cov, np.r_[[features**2 / 4] * 3, intercept**2 / 4],
+                               rtol=1e-12)
+    assert intercept / features == pytest.approx(
+        plan.intercept_feature / (0.25 * plan.feature_bound), rel=1e-12)
+    assert np.count_nonzero(res.inference.noise_covariance - np.diag(cov)) == 0
+    spec = problem.spec
+    for solver, budget_ in ((DPNewton(intercept_scale=None), budget),
+                            (DPNewton(), Budget(math.inf, 0.0))):
+        assert solver.plan(spec, budget_, "gaussian", "replace_one"
+                           ).intercept_candidates == ()
+    no_intercept = make_problem(n=400, d=3, alpha=0.05).spec
+    assert DPNewton().plan(no_intercept, budget, "gaussian", "replace_one"
+                           ).intercept_candidates == ()
+    with pytest.raises(ValueError, match="intercept_scale"):
+        DPNewton(intercept_scale=math.inf).check(spec, budget)
+
+
+def test_shaped_gradient_release_audit_on_neighbouring_data_sets():
+    """The shaped release (``noisy_gradient`` after the first step, ``c = c0 / 4``) on two
+    neighbouring data sets of 40 squared-loss rows at ``W = 0``: one record of norm ``B``
+    at label ``+5`` replaced by itself at ``-5`` (the clip binds: the weighted gradient
+    moves by ``2 U(c) / n``, the worst case). Scores: the likelihood-ratio statistic of
+    the two worlds' means (post-processing). 20000 releases each at the plan's noise for
+    epsilon 30 over ``T = 10`` steps, so that one release is worth an epsilon the audit
+    resolves; not flagged at that epsilon, flagged with a fifth of the noise."""
+    from dataclasses import replace
+
+    from skdp.privacy.noise import NoiseSource
+
+    n, c0 = 40, 0.5
+    X = np.zeros((n, 3))
+    X[:, 0] = 1.0
+    Y = np.where(np.arange(n) % 2 == 0, 0.5, -0.5)[:, None]
+    spec = ProblemSpec(n_samples=n, n_params=4, n_outputs=1, n_penalized=3,
+                       row_norm_bound=math.hypot(1.0, c0), loss=SquaredLoss(5.0),
+                       constraint=Unconstrained(), alpha=0.05, intercept_feature=c0,
+                       inference=False)
+    solver = DPNewton(clip_norm=0.5, intercept_scale=0.125)
+    plan = solver.plan(spec, Budget(30.0, 1e-5), "gaussian", "replace_one")
+    c = plan.intercept_candidates[0]
+    assert c == pytest.approx(0.125 * plan.feature_bound)
+    worlds = []
+    for label in (5.0, -5.0):
+        Y2 = Y.copy()
+        Y2[0] = label
+        worlds.append(Problem.build(X, Y2, spec, data_norm=1.0, intercept=c0))
+    W = np.zeros((4, 1))
+    means = [p.clipped_gradient(W, plan.clip_norm) for p in worlds]
+    features, intercept = plan.gradient_scales(1, c)
+    scale = np.array([features] * 3 + [intercept])[:, None]
+    direction = (means[1] - means[0]) / scale**2
+    # The release's mu: its noise over the weighted sensitivity, which the pair attains.
+    mu = float(np.linalg.norm((means[1] - means[0]) / scale))
+    assert mu == pytest.approx(plan.gradient_sensitivity / plan.sigma_gradient, rel=1e-6)
+    eps = brentq(lambda e: gaussian_log_delta(mu, e) - math.log(1e-5), 1e-6, 50)
+
+    def runs(p, seed):
+        noise = NoiseSource(np.random.default_rng(seed))
+        return [np.array([float(np.sum(solver.noisy_gradient(problem, p, W, noise, 1, c)
+                                       * direction)) for _ in range(20000)])
+                for problem in worlds]
+
+    s0, s1 = runs(plan, 0)
+    assert not audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
+    twin = replace(plan, sigma_gradient=plan.sigma_gradient / 5)
     s0, s1 = runs(twin, 1)
     assert audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
