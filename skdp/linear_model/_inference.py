@@ -33,8 +33,9 @@ def coefficient_covariance(inference, *, n_features: int, intercept_feature: flo
       the information identity, as statsmodels' ``Logit``; squared loss: ``phi = sigma^2``,
       the residual variance, as statsmodels' ``OLS``);
     - **privacy noise**: the output carries ``-A^-1 xi`` with ``xi`` the noise in its mean
-      gradient, of the released covariance ``S`` (DP Newton: ``(s^2 / m) I`` for ``m``
-      averaged steps; sufficient statistics: the Gram's and moments' noise at the
+      gradient, of the released covariance ``S`` (DP Newton: the ``m`` averaged steps'
+      diagonal covariances summed over ``m^2``, ``(s^2 / m) I`` when isotropic;
+      sufficient statistics: the Gram's and moments' noise at the
       output), so ``A^-1 S A^-1``.
 
     Parameters
