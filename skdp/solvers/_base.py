@@ -481,12 +481,16 @@ class BaseDPSolver(ABC):
                 f"solver {self.name!r} with these settings is accounted under "
                 f"{self.supported_relations()} only, not {relation!r}."
             )
-        hint = getattr(spec.loss, "n_outputs_hint", spec.n_outputs)
-        if hint != spec.n_outputs:
+        # A loss without n_outputs_hint acts on one output: its derivative bound is that
+        # of one score (with K outputs ||phi'||_2 could reach sqrt(K) times it).
+        hint = getattr(spec.loss, "n_outputs_hint", None)
+        if (1 if hint is None else hint) != spec.n_outputs:
+            fix = ("Pass n_outputs to the loss." if hint is not None else
+                   "Use a loss of several outputs (MultinomialLogisticLoss, HingeLoss).")
             raise IncompatibleSolverError(
-                f"{type(spec.loss).__name__} was built for {hint} outputs but the problem "
-                f"has {spec.n_outputs}; its derivative and range bounds would be wrong. "
-                "Pass n_outputs to the loss."
+                f"{type(spec.loss).__name__} was built for {hint or 1} output(s) but the "
+                f"problem has {spec.n_outputs}; its derivative and range bounds would be "
+                f"wrong. {fix}"
             )
         check_capabilities(self, spec, accounting, relation)
 

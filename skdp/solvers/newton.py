@@ -54,7 +54,7 @@ from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._device import device_clip, device_pass
 from skdp.solvers._hessian import curvature, curvature_grams, device_curvature, hessian_block
-from skdp.solvers._problem import ROW_BOUND_TOLERANCE, clip_unless_lossless
+from skdp.solvers._problem import ROW_BOUND_TOLERANCE, _exactly_bounded, clip_unless_lossless
 
 __all__ = [
     "DPNewton",
@@ -113,8 +113,8 @@ ITERATES = ("auto", "last", "average")
 _INNER_TOL = 1e-13
 #: ``intercept_scale="auto"``: the public grid of the intercept's effective feature value
 #: ``c`` over the feature bound ``B``, ``2^(j/4)`` for ``j = -12..4`` (1/8 to 2; the
-#: estimators' own value, 1/2, is on it). docs/algorithms/newton.md, "The intercept's
-#: share of the gradient noise".
+#: estimators' own value, 1/2, is on it up to the bound's ``1e-9`` slack).
+#: docs/algorithms/newton.md, "The intercept's share of the gradient noise".
 INTERCEPT_SCALES = tuple(2.0 ** (j / 4.0) for j in range(-12, 5))
 
 
@@ -671,7 +671,8 @@ class NewtonPlan(Plan):
     feature_bound : float
         ``B``, the public l2 bound on the rows' feature part (with the slack).
     derivative_bound : float
-        ``G``, the bound on the score derivative's l2 norm at the feasible scores.
+        ``G``, the bound on the score derivative's l2 norm that the computed derivative
+        provably respects (the built-in losses with a global bound), else ``inf``.
     """
 
     sigma_gradient: float
@@ -828,7 +829,8 @@ class DPNewton(BaseDPSolver):
     intercept_scale : "auto", float or None, default="auto"
         How the gradient noise of the steps after the first is shared between the
         intercept row and the others: as for an intercept feature of value ``c =
-        intercept_scale * B`` (``B`` the rows' bound) instead of the problem's ``c_0``
+        intercept_scale * B`` (``B`` the bound on the rows' features, ``data_norm``)
+        instead of the problem's ``c_0``
         (the intercept row's noise ``c_0 / c`` times the others', the sensitivity in that
         metric :func:`intercept_noise_bound`; the ledger is unchanged). ``"auto"``: the
         ``c`` of a public grid (``B / 8`` to ``2 B``) that minimises the averaged output's
@@ -1078,7 +1080,11 @@ class DPNewton(BaseDPSolver):
             intercept_candidates=self.intercept_candidates(spec, budget),
             intercept_feature=abs(float(spec.intercept_feature)),
             feature_bound=spec.feature_bound(),
-            derivative_bound=float(spec.loss.derivative_bound_at(spec.score_bound)),
+            # G enters U(c) only where the computed derivative provably stays within it
+            # (the built-in losses with a global bound, as for skipping the clip); a
+            # subclass or an unbounded loss relies on the clip alone (U(c) = C ratio).
+            derivative_bound=(float(spec.loss.derivative_bound)
+                              if _exactly_bounded(spec.loss) else math.inf),
         )
 
     # -- run -------------------------------------------------------------------------------

@@ -1077,3 +1077,60 @@ def test_shaped_gradient_release_audit_on_neighbouring_data_sets():
     twin = replace(plan, sigma_gradient=plan.sigma_gradient / 5)
     s0, s1 = runs(twin, 1)
     assert audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
+
+
+def test_shaped_noise_trusts_only_an_enforced_derivative_bound():
+    """A subclass of a built-in loss may compute a derivative above its declared bound
+    (here three times the logistic one): the clip still bounds the isotropic release,
+    and the shaped one must rely on the clip alone (``G = inf``), so that a zero-feature
+    row at labels +1 and -1 moves the weighted mean gradient by at most ``2 U(c) / n``
+    also above ``c0`` (found by the review of the change)."""
+
+    class Steep(LogisticLoss):
+        def derivative(self, Z, Y):
+            return 3.0 * super().derivative(Z, Y)
+
+        def derivative_inplace(self, Z, Y):
+            return 3.0 * super().derivative_inplace(Z, Y)
+
+    n, c0 = 10, 1.0
+    spec = ProblemSpec(n_samples=n, n_params=3, n_outputs=1, n_penalized=2,
+                       row_norm_bound=math.hypot(1.0, c0), loss=Steep(),
+                       constraint=Unconstrained(), alpha=0.05, intercept_feature=c0)
+    solver = DPNewton(intercept_scale=2.0)
+    plan = solver.plan(spec, Budget(1.0, 1e-5), "gaussian", "replace_one")
+    assert plan.derivative_bound == math.inf
+    builtin = solver.plan(replace_loss(spec, LogisticLoss()), Budget(1.0, 1e-5), "gaussian",
+                          "replace_one")
+    assert builtin.derivative_bound == 1.0
+    c = plan.intercept_candidates[0]
+    U, weight = plan.intercept_bound(c)
+    X = np.zeros((n, 2))
+    means = []
+    for label in (1.0, -1.0):
+        Y = np.ones((n, 1))
+        Y[0] = label
+        problem = Problem.build(X, Y, spec, data_norm=1.0, intercept=c0)
+        means.append(problem.clipped_gradient(np.zeros((3, 1)), plan.clip_norm))
+    gap = (means[1] - means[0]).ravel()
+    gap[-1] /= weight  # the weighted metric
+    assert np.linalg.norm(gap) <= 2 * U / n * (1 + 1e-12)
+
+
+def replace_loss(spec, loss):
+    from dataclasses import replace
+
+    return replace(spec, loss=loss)
+
+
+def test_one_output_losses_refuse_several_outputs():
+    """A loss acting on one score (logistic, squared, Huber) declares the derivative
+    bound of one output; with K outputs ``||phi'||_2`` could reach ``sqrt(K)`` times it,
+    so a problem of several outputs is refused before any data is read."""
+    problem = make_problem(n=50, d=3, n_classes=3)
+    for loss in (LogisticLoss(), HuberLoss(0.5, label_bound=1.0)):
+        spec = replace_loss(problem.spec, loss)
+        with pytest.raises(IncompatibleSolverError, match="several outputs"):
+            DPNewton().check(spec, Budget(1.0, 1e-5))
+        with pytest.raises(IncompatibleSolverError, match="several outputs"):
+            NoisyGD().check(spec, Budget(1.0, 1e-5))
