@@ -16,7 +16,8 @@ default install has no numba). Rows:
 
 Each fit is timed next to scikit-learn's ``LogisticRegression(C = 1 / (alpha n))`` on the
 same rows, in alternating order (:func:`benchmarks.measure.paired_fit`), on one BLAS
-thread as the whole suite runs, then the pair again on every core; reported: the
+thread as the whole suite runs, then the pair again on every core, idle and with as
+many busy processes as cores (a loaded machine); reported: the
 median, p5 and worst of the excess risk, the test accuracy and the time ratio over fresh
 noise (OS entropy; the p5 / p95 of 5-15 fits are interpolated), and the solver's passes
 over ``X`` (``n_iter_``; the row norms and the threshold's scores read ``X`` once more
@@ -70,7 +71,7 @@ def default_logistic(profile, log) -> list[dict]:
     from sklearn.linear_model import LogisticRegression
 
     from benchmarks import config, datasets
-    from benchmarks.measure import Objective, certified_optimum, paired_fit
+    from benchmarks.measure import Objective, busy_processes, certified_optimum, paired_fit
 
     X, y = datasets.make_covertype_like(N_TRAIN + N_TEST, 0)
     Xtr, ytr, Xte, yte = X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
@@ -80,7 +81,7 @@ def default_logistic(profile, log) -> list[dict]:
     out = []
     for name, make, declared in _rows():
         excess, accuracy, ratios, passes, solvers = [], [], [], [], set()
-        cores = []
+        cores, loaded = [], []
         for run in range(runs):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -89,11 +90,16 @@ def default_logistic(profile, log) -> list[dict]:
                     make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)), Xtr, ytr, 1,
                     first=run % 2)
                 # The suite runs on one BLAS thread; a user's default install uses every
-                # core: the same pair again with the BLAS pool at the machine's cores.
+                # core: the same pair again with the BLAS pool at the machine's cores,
+                # then once more with as many busy processes as cores (a loaded machine).
                 with threadpool_limits(limits=CORES):
                     cores.append(paired_fit(
                         make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)),
                         Xtr, ytr, 1, first=run % 2)[2])
+                    with busy_processes(CORES):
+                        loaded.append(paired_fit(
+                            make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)),
+                            Xtr, ytr, 1, first=run % 2)[2])
             ratios.append(ratio)
             accuracy.append(float(est.score(Xte, yte)))
             passes.append(int(np.max(est.n_iter_)))
@@ -103,11 +109,13 @@ def default_logistic(profile, log) -> list[dict]:
         row = dict(name=name, runs=runs, solver=", ".join(sorted(solvers)),
                    accuracy=_summary(accuracy, "min"), ratio=_summary(ratios, "max"),
                    ratio_all_cores=_summary(cores, "max"), cores=CORES,
+                   ratio_loaded=_summary(loaded, "max"),
                    passes=int(max(passes)),
                    excess=_summary(excess, "max") if excess else None)
         log(f"  {name}: accuracy {row['accuracy']['median']:.3f}, ratio "
             f"{row['ratio']['median']:.2f} ({row['ratio_all_cores']['median']:.2f} on "
-            f"{row['cores']} cores), passes {row['passes']}"
+            f"{row['cores']} cores, {row['ratio_loaded']['median']:.2f} loaded), "
+            f"passes {row['passes']}"
             + (f", excess {row['excess']['median']:.2e}" if excess else ""))
         out.append(row)
     return out
@@ -122,19 +130,22 @@ def markdown(rows: list[dict]) -> list[str]:
     cores = rows[0].get("cores", "all") if rows else "all"
     lines = ["| fit | solver | runs | excess risk (median / p95 / max) | test accuracy "
              "(median / p5 / min) | time / scikit-learn, one BLAS thread (median / p95 / "
-             f"max) | same, {cores} cores | solver passes (`n_iter_`) |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"max) | same, {cores} cores | same, {cores} cores and {cores} busy processes "
+             "| solver passes (`n_iter_`) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| `{r['name']}` | {r['solver']} | {r['runs']} | "
                      f"{three(r['excess'], '.2e')} | {three(r['accuracy'], '.3f')} | "
                      f"{three(r['ratio'], '.2f')} | "
-                     f"{three(r.get('ratio_all_cores'), '.2f')} | {r['passes']} |")
+                     f"{three(r.get('ratio_all_cores'), '.2f')} | "
+                     f"{three(r.get('ratio_loaded'), '.2f')} | {r['passes']} |")
     t = TARGETS
     lines += ["", f"Targets for the default (issue 40): the solver's excess risk (the row "
                   f"with `threshold_fraction=0`) at most {t['excess']:g}, time at most "
                   f"{t['ratio']:g}x scikit-learn's (the suite's protocol: one BLAS thread "
-                  "for both; the next column repeats each pair on every core, as a default "
-                  f"install runs), at most {t['passes']} passes.", ""]
+                  "for both; the next columns repeat each pair on every core, as a default "
+                  "install runs, on an idle machine and with as many busy processes as "
+                  f"cores), at most {t['passes']} passes.", ""]
     return lines
 
 
@@ -152,7 +163,7 @@ def target_rows(rows: list[dict]) -> list[dict]:
              value=own["excess"]["median"],
              passed=bool(own["excess"]["median"] <= TARGETS["excess"]), detail=n),
         dict(target="its fit time / scikit-learn, this install, one BLAS thread (the "
-                    "suite's protocol; a loaded machine tends to it)",
+                    "suite's protocol)",
              bound=f"<= {TARGETS['ratio']:g}", value=default["ratio"]["median"],
              passed=bool(default["ratio"]["median"] <= TARGETS["ratio"]),
              detail=f"{n}, each paired with a scikit-learn fit"),
@@ -161,6 +172,12 @@ def target_rows(rows: list[dict]) -> list[dict]:
              bound=f"<= {TARGETS['ratio']:g}", value=default["ratio_all_cores"]["median"],
              passed=bool(default["ratio_all_cores"]["median"] <= TARGETS["ratio"]),
              detail=f"{n}, each paired with a scikit-learn fit"),
+        *([dict(target=f"its fit time / scikit-learn, this install, {default.get('cores')} "
+                       f"cores with {default.get('cores')} busy processes (under load)",
+                bound=f"<= {TARGETS['ratio']:g}", value=default["ratio_loaded"]["median"],
+                passed=bool(default["ratio_loaded"]["median"] <= TARGETS["ratio"]),
+                detail=f"{n}, each paired with a scikit-learn fit")]
+          if default.get("ratio_loaded") else []),
         dict(target="its solver passes over X (n_iter_; the row norms and the threshold "
                     "read X once more each)", bound=f"<= {TARGETS['passes']}",
              value=default["passes"], passed=bool(default["passes"] <= TARGETS["passes"]),

@@ -4,6 +4,7 @@ Reads skdp's public API only."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import subprocess
@@ -172,6 +173,22 @@ def paired_fit(make, make_sklearn, X, y, repeats: int, first: int = 0
             times.append(timed(est.fit))
         ratios.append(times[-1] / reference)
     return est, float(np.median(times)), float(np.median(ratios))
+
+
+@contextlib.contextmanager
+def busy_processes(count: int):
+    """``count`` processes spinning on the CPU while the block runs (a loaded machine:
+    other jobs competing for every core), killed on exit."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(count)]
+    try:
+        time.sleep(0.2)  # let them start spinning
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait()
 
 
 def peak_memory(make, X, y) -> int:

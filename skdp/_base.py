@@ -42,6 +42,7 @@ from skdp._sklearn_compat import (
     _fit_context,
     validate_data,
 )
+from skdp._threads import fit_threads
 from skdp._warnings import warn_if_seeded, warn_label_set_read, warn_user
 from skdp.exceptions import (
     IncompatibleSolverError,
@@ -347,7 +348,9 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         try:
             # Floating-point warnings are off while the data is read: whether a sum, a
             # norm or an iterate overflows depends on the data (docs/privacy.md, 1.4).
-            with np.errstate(all="ignore"):
+            # Narrow data runs its many block-sized BLAS calls on one thread
+            # (skdp._threads: a loaded machine stalls multithreaded small calls).
+            with np.errstate(all="ignore"), fit_threads(X):
                 return self._fit(X, y)
         except BaseException:
             # A failed fit leaves the estimator exactly as it was (and spends nothing).

@@ -1,0 +1,62 @@
+"""One BLAS thread for the fits of narrow data (measured in docs/scaling_out.md, "BLAS
+threads").
+
+skdp reads ``X`` by blocks of rows (bounded memory, out-of-core input): a fit of a
+200,000 x 54 matrix makes a few hundred small BLAS calls (block scores, gradient sums,
+weighted Gram matrices). On such narrow blocks a second thread saves little on an idle
+machine, and on a loaded one each multithreaded call waits for its descheduled thread:
+with two busy processes on two cores the default ``DPLogisticRegression`` took a median
+2.4-7x scikit-learn's time (worst 26x) with the BLAS pool at its default size, against
+1.3-1.5x (worst 1.9x) on one thread. scikit-learn limits BLAS the same way inside its own
+loops (``KMeans``).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from threadpoolctl import ThreadpoolController
+
+from skdp._array_api import is_device_array
+
+__all__ = ["ONE_THREAD_WIDTH", "fit_threads"]
+
+#: Widths (features) up to which a fit runs its BLAS calls on one thread. A wider block's
+#: calls carry enough work per call (the Gram matrices grow as ``d^2``) for threads to pay.
+ONE_THREAD_WIDTH = 256
+
+_controller: ThreadpoolController | None = None
+
+
+def _blas() -> ThreadpoolController:
+    """The process's BLAS libraries, inspected once (numpy's and scipy's are loaded by
+    then)."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller
+
+
+def fit_threads(X: Any) -> AbstractContextManager:
+    """The BLAS threads of one fit on ``X``: one for a host matrix of at most
+    :data:`ONE_THREAD_WIDTH` columns, the library's own count otherwise.
+
+    Public: the shape and the kind of ``X``. An array kept on its device (array API) and
+    input without a shape (lists, validated later) keep the library's count.
+
+    Parameters
+    ----------
+    X : array-like
+        The training data.
+
+    Returns
+    -------
+    context manager
+        Restores the thread counts on exit.
+    """
+    shape = getattr(X, "shape", None)
+    if (shape is None or len(shape) != 2 or is_device_array(X)
+            or not shape[1] <= ONE_THREAD_WIDTH):
+        return nullcontext()
+    return _blas().limit(limits=1, user_api="blas")
