@@ -144,7 +144,8 @@ def intercept_noise_bound(c: float, *, clip: float, feature_bound: float,
     intercept : float
         ``c_0``, the problem's constant feature.
     derivative_bound : float
-        ``G``, the bound on ``||rho||`` at the feasible scores (``inf``: none).
+        ``G``, a bound on ``||rho||`` that the computed derivative respects (``inf``:
+        none, the clip alone bounds the gradient).
 
     Returns
     -------
@@ -174,7 +175,7 @@ def intercept_scale_choice(values: np.ndarray, vectors: np.ndarray, n_outputs: i
     n_outputs : int
         ``K``: the last ``K`` coordinates are the intercept row.
     candidates : tuple of float
-        The public grid of ``c`` (``c_0`` itself is ``candidates`` with one scale of 1).
+        The public candidates for ``c`` (:meth:`DPNewton.intercept_candidates`).
     bound : callable
         ``c -> (U(c), c_0 / c)``.
 
