@@ -11,7 +11,9 @@ on one thread. scikit-learn limits BLAS the same way inside its own loops (``KMe
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from threadpoolctl import ThreadpoolController
@@ -25,6 +27,12 @@ __all__ = ["ONE_THREAD_WIDTH", "fit_threads"]
 ONE_THREAD_WIDTH = 256
 
 _controller: ThreadpoolController | None = None
+# The BLAS thread counts are global to the process: fits running at once in several
+# threads (a threading joblib backend) share one limit, set by the first to enter and
+# restored by the last to leave, so the user's counts come back whatever the order.
+_lock = threading.Lock()
+_active = 0
+_limiter: Any = None
 
 
 def _blas() -> ThreadpoolController:
@@ -34,6 +42,24 @@ def _blas() -> ThreadpoolController:
     if _controller is None:
         _controller = ThreadpoolController()
     return _controller
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while any fit holds it (re-entrant, thread-safe)."""
+    global _active, _limiter
+    with _lock:
+        if _active == 0:
+            _limiter = _blas().limit(limits=1, user_api="blas")
+        _active += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _active -= 1
+            if _active == 0:
+                _limiter.restore_original_limits()
+                _limiter = None
 
 
 def fit_threads(X: Any) -> AbstractContextManager:
@@ -57,4 +83,4 @@ def fit_threads(X: Any) -> AbstractContextManager:
     if (shape is None or len(shape) != 2 or is_device_array(X)
             or not shape[1] <= ONE_THREAD_WIDTH):
         return nullcontext()
-    return _blas().limit(limits=1, user_api="blas")
+    return _one_blas_thread()

@@ -58,3 +58,43 @@ def test_a_fit_limits_and_restores_the_threads(two_threads, monkeypatch):
     with pytest.raises(ValueError):
         DPLogisticRegression(data_norm=1.0, classes=[0, 1]).fit(X, np.full(200, 7))
     assert set(seen[-1]) == {1} and _blas_threads() == before
+
+
+def test_fits_in_several_threads_share_one_limit(monkeypatch):
+    """Fits running at once in threads share one limit: set by the first to enter,
+    restored by the last to leave (a per-fit restore would leave one thread behind when
+    they interleave). The process's BLAS state is global but a library may apply a
+    limit set from a worker thread differently, so the controller is a recorder here."""
+    import threading
+
+    import skdp._threads as threads
+
+    calls = []
+
+    class Limiter:
+        def restore_original_limits(self):
+            calls.append("restore")
+
+    class Controller:
+        def limit(self, limits, user_api):
+            calls.append(("limit", limits, user_api))
+            return Limiter()
+
+    monkeypatch.setattr(threads, "_blas", Controller)
+    inside, release = threading.Event(), threading.Event()
+    X = np.zeros((10, 3))
+
+    def first():
+        with threads.fit_threads(X):
+            inside.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert inside.wait(10)
+    with threads.fit_threads(X):  # enters while the first holds the limit, leaves first
+        assert calls == [("limit", 1, "blas")]
+    assert calls == [("limit", 1, "blas")]  # the first fit still runs
+    release.set()
+    worker.join(10)
+    assert calls == [("limit", 1, "blas"), "restore"] and threads._active == 0
