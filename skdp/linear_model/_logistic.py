@@ -50,7 +50,7 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         ``get_params`` and ``GridSearchCV``. ``"auto"`` (public: the shape, the number
         of classes and the settings) runs ``"newton"`` (10 passes) where its released
         Hessian is precise, that is where the noise edge of a default DP Newton plan at
-        the total budget is at most 0.25% of the per-example curvature bound (about ``n
+        the total budget is at most 0.35% of the per-example curvature bound (about ``n
         >= 100,000`` for 54 features at epsilon 1) and ``alpha`` is at least that edge in the
         problem's units (below it the noise floor, not the penalty, conditions the
         step), and ``"gd"`` otherwise, or where

@@ -52,6 +52,7 @@ from skdp.solvers._device import (
 __all__ = [
     "ROW_BOUND_TOLERANCE",
     "clip_unless_lossless",
+    "exactly_bounded",
     "UNIT_ROUNDOFF",
     "Problem",
     "ProblemSpec",
@@ -452,7 +453,7 @@ def clip_unless_lossless(D: np.ndarray, norms: np.ndarray, clip_norm: float, ski
     clipping path, which drops it: the skip never changes a result.
 
     ``skip`` holds only for a loss whose derivative is bounded by a finite constant
-    (``_exactly_bounded``), so the sum of ``D`` is finite exactly when every entry is (a
+    (``exactly_bounded``), so the sum of ``D`` is finite exactly when every entry is (a
     NaN or an infinity makes it NaN or infinite; finite bounded entries cannot overflow
     it): one reduction, no temporary.
     """
@@ -484,10 +485,22 @@ def _loss_and_gradient_block(block: Block, W: np.ndarray, loss: GLMLoss) -> np.n
     return out
 
 
-def _exactly_bounded(loss: GLMLoss) -> bool:
+def exactly_bounded(loss: GLMLoss) -> bool:
     """Whether the computed derivative of ``loss`` never exceeds its declared global
     ``derivative_bound`` (up to a few ulps): the built-in classes themselves, not
-    subclasses, which may override ``derivative``. See :meth:`Problem.clip_cannot_bind`.
+    subclasses, which may override ``derivative``. Read where a bound on the derivative,
+    not the clip, carries a sensitivity: :meth:`Problem.clip_cannot_bind` and DP Newton's
+    shaped gradient noise (:func:`~skdp.solvers.newton.intercept_noise_bound`).
+
+    Parameters
+    ----------
+    loss : GLMLoss
+        The loss.
+
+    Returns
+    -------
+    bool
+        Whether ``derivative_bound`` bounds every computed derivative.
     """
     return (type(loss) in BUILTIN_LOSSES.values() and math.isfinite(loss.derivative_bound)
             and loss.derivative_bound_at(math.inf) == loss.derivative_bound)
@@ -814,12 +827,12 @@ class Problem:
             Whether clipping at ``clip_norm`` provably changes no gradient.
         """
         spec = self.spec
-        if self.clipped_to is None or not _exactly_bounded(spec.loss):
+        if self.clipped_to is None or not exactly_bounded(spec.loss):
             return False
         implied = float(with_intercept(np.array([self.clipped_to]), self.intercept,
                                        float(spec.row_norm_ord))[0])
         # derivative_bound_at(inf) is the global bound (equal to derivative_bound for the
-        # losses _exactly_bounded admits); the K outputs enter as in gradient_bound_in(2).
+        # losses exactly_bounded admits); the K outputs enter as in gradient_bound_in(2).
         anywhere = spec.loss.derivative_bound_at(math.inf) * spec.row_bound(2.0)
         return implied <= spec.row_norm_bound and float(clip_norm) >= anywhere
 

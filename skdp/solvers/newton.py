@@ -54,7 +54,7 @@ from skdp.solvers._blocks import Block
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._device import device_clip, device_pass
 from skdp.solvers._hessian import curvature, curvature_grams, device_curvature, hessian_block
-from skdp.solvers._problem import ROW_BOUND_TOLERANCE, _exactly_bounded, clip_unless_lossless
+from skdp.solvers._problem import ROW_BOUND_TOLERANCE, clip_unless_lossless, exactly_bounded
 
 __all__ = [
     "DPNewton",
@@ -126,12 +126,13 @@ def intercept_noise_bound(c: float, *, clip: float, feature_bound: float,
 
     A clipped per-example gradient is ``u = k x' rho^T`` with ``x' = (x, c_0)``, ``rho``
     the score derivative (``||rho|| <= G``) and ``k <= 1`` the clip's factor, ``k ||rho||
-    ||x'|| <= C``. Dividing the intercept row by ``c_0 / c`` gives ``||W u||_F = k ||rho||
-    sqrt(||x||^2 + c^2)``, at most ``G sqrt(B^2 + c^2)``, and at most ``C`` times
-    ``sqrt(||x||^2 + c^2) / sqrt(||x||^2 + c_0^2)``, which is monotone in ``||x|| in [0,
-    B]``: at most ``max(sqrt((B^2 + c^2) / (B^2 + c_0^2)), c / c_0)``. Replacing one row
-    moves the mean by at most ``2 U(c) / n`` in that metric. ``U(c_0) = min(C, G R)``:
-    ``C`` unless the clip exceeds the loss's own bound. docs/algorithms/newton.md.
+    ||x'|| <= C``. Dividing the intercept row by ``c_0 / c`` (the metric ``M_c``) gives
+    ``||M_c u||_F = k ||rho|| sqrt(||x||^2 + c^2)``, at most ``G sqrt(B^2 + c^2)``, and
+    at most ``C`` times ``sqrt(||x||^2 + c^2) / sqrt(||x||^2 + c_0^2)``, which is monotone
+    in ``||x|| in [0, B]``: at most ``max(sqrt((B^2 + c^2) / (B^2 + c_0^2)), c / c_0)``.
+    Replacing one row moves the mean by at most ``2 U(c) / n`` in that metric. ``U(c_0) =
+    min(C, G R)``: ``C`` unless the clip exceeds the loss's own bound.
+    docs/algorithms/newton.md.
 
     Parameters
     ----------
@@ -1085,7 +1086,7 @@ class DPNewton(BaseDPSolver):
             # (the built-in losses with a global bound, as for skipping the clip); a
             # subclass or an unbounded loss relies on the clip alone (U(c) = C ratio).
             derivative_bound=(float(spec.loss.derivative_bound)
-                              if _exactly_bounded(spec.loss) else math.inf),
+                              if exactly_bounded(spec.loss) else math.inf),
         )
 
     # -- run -------------------------------------------------------------------------------

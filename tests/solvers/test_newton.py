@@ -1079,6 +1079,13 @@ def test_shaped_gradient_release_audit_on_neighbouring_data_sets():
     assert audit_scores(s0, s1, epsilon=eps, delta=1e-5).violated
 
 
+def replace_loss(spec, loss):
+    """``spec`` with another loss."""
+    from dataclasses import replace
+
+    return replace(spec, loss=loss)
+
+
 def test_shaped_noise_trusts_only_an_enforced_derivative_bound():
     """A subclass of a built-in loss may compute a derivative above its declared bound
     (here three times the logistic one): the clip still bounds the isotropic release,
@@ -1115,12 +1122,6 @@ def test_shaped_noise_trusts_only_an_enforced_derivative_bound():
     gap = (means[1] - means[0]).ravel()
     gap[-1] /= weight  # the weighted metric
     assert np.linalg.norm(gap) <= 2 * U / n * (1 + 1e-12)
-
-
-def replace_loss(spec, loss):
-    from dataclasses import replace
-
-    return replace(spec, loss=loss)
 
 
 def test_one_output_losses_refuse_several_outputs():
