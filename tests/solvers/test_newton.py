@@ -5,6 +5,7 @@ ledger, and the registry-wide test data (``solver_cases``)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -1135,3 +1136,39 @@ def test_one_output_losses_refuse_several_outputs():
             DPNewton().check(spec, Budget(1.0, 1e-5))
         with pytest.raises(IncompatibleSolverError, match="several outputs"):
             NoisyGD().check(spec, Budget(1.0, 1e-5))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_shaped_fits_spend_what_was_priced_through_searches(n_jobs, tmp_path):
+    """Through the public API: DP Newton with the intercept's noise share (the default)
+    and without it, in a Pipeline inside GridSearchCV (process workers on a file-backed
+    accountant at n_jobs=2): the accountant reads what privacy_cost priced, and the
+    shaped fits spend exactly what the isotropic ones do (the ledger does not read c)."""
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from skdp import BudgetAccountant, DPLogisticRegression
+    from skdp.model_selection import privacy_cost
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4)) / 2
+    y = (X @ np.ones(4) + 0.5 * rng.normal(size=600) > 0).astype(int)
+    spent = {}
+    for scale in ("auto", None):
+        acc = BudgetAccountant(100.0, 1e-3,
+                               path=tmp_path / f"{scale}.sqlite" if n_jobs > 1 else None)
+        pipe = make_pipeline(FunctionTransformer(), DPLogisticRegression(
+            epsilon=1.0, data_norm=2.0, classes=[0, 1], threshold_fraction=0.0,
+            solver=DPNewton(intercept_scale=scale), accountant=acc))
+        search = GridSearchCV(pipe, {"dplogisticregression__epsilon": [0.5, 2.0]},
+                              cv=KFold(3, shuffle=True, random_state=0), n_jobs=n_jobs)
+        price = privacy_cost(search, X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            search.fit(X, y)
+        assert len(acc) == 7  # 6 fold fits and the refit
+        assert acc.spent().epsilon == pytest.approx(price.epsilon, rel=1e-12)
+        spent[scale] = acc.spent()
+    assert spent["auto"].epsilon == pytest.approx(spent[None].epsilon, rel=1e-12)
+    assert spent["auto"].delta == pytest.approx(spent[None].delta, rel=1e-12)
