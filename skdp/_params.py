@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["store_params"]
+import inspect
+
+__all__ = ["declared_init", "store_params"]
 
 
 def store_params(obj, params: dict) -> None:
@@ -24,3 +26,47 @@ def store_params(obj, params: dict) -> None:
     for name, value in params.items():
         if name not in ("self", "__class__"):
             setattr(obj, name, value)
+
+
+def declared_init(positional: dict, keyword_only: dict):
+    """An ``__init__`` that only stores its parameters, with a declared signature.
+
+    For estimators that share most of their parameters: each group is declared once
+    (its names and defaults, next to its documentation) and an estimator's constructor
+    is ``__init__ = declared_init({...}, {..., **GROUP, ...})``. The function carries the
+    explicit signature as ``__signature__``, which ``inspect.signature`` (and so
+    scikit-learn's ``get_params``, ``clone``, ``check_estimator``, Sphinx and numpydoc)
+    reads; a call binds its arguments against that signature exactly as a hand-written
+    constructor would (same defaults, the same ``TypeError`` for an unknown or duplicate
+    argument, which names the class), then stores them with :func:`store_params`.
+
+    Parameters
+    ----------
+    positional : dict
+        Names and defaults of the parameters that may be passed by position, in order.
+    keyword_only : dict
+        Names and defaults of the keyword-only parameters, in signature order.
+
+    Returns
+    -------
+    function
+        The constructor.
+    """
+    kinds = inspect.Parameter
+    signature = inspect.Signature(
+        [kinds("self", kinds.POSITIONAL_OR_KEYWORD)]
+        + [kinds(name, kinds.POSITIONAL_OR_KEYWORD, default=value)
+           for name, value in positional.items()]
+        + [kinds(name, kinds.KEYWORD_ONLY, default=value)
+           for name, value in keyword_only.items()])
+
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{type(self).__name__}.__init__() {exc}") from None
+        bound.apply_defaults()
+        store_params(self, bound.arguments)
+
+    __init__.__signature__ = signature
+    return __init__

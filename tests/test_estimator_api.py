@@ -4,6 +4,7 @@ non-private mode and warnings."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import pickle
 import warnings
@@ -19,8 +20,18 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from skdp import DPSVRG, DPLogisticRegression, NoisyGD, PrivacyLeakWarning
+from skdp import (
+    DPSVRG,
+    DPHuberRegressor,
+    DPLasso,
+    DPLinearRegression,
+    DPLinearSVC,
+    DPLogisticRegression,
+    NoisyGD,
+    PrivacyLeakWarning,
+)
 from skdp._warnings import reset_shown
+from skdp.linear_model._parameters import BOUNDS, RUN_OPTIONS
 from tests.conftest import dp_clf
 
 # One SVRG configuration for every SVRG fit below, on N_SVRG rows: its RDP calibration
@@ -556,3 +567,28 @@ def test_gd_respects_non_euclidean_constraints(constraint, p):
         est.fit(X, y)
     norm = np.linalg.norm(est.coef_.ravel(), ord=1 if constraint == "l1" else p)
     assert norm <= 0.3 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("cls", [DPLogisticRegression, DPLinearSVC, DPLinearRegression,
+                                 DPHuberRegressor, DPLasso])
+def test_declared_constructor_behaves_as_a_written_one(cls):
+    # The signature comes from one declaration per parameter group (declared_init):
+    # epsilon and delta by position, the rest keyword-only, every shared group in full,
+    # and a call stores exactly its arguments, with the TypeErrors of a written __init__.
+    params = list(inspect.signature(cls).parameters.values())
+    assert [p.name for p in params[:2]] == ["epsilon", "delta"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in params[2:])
+    names = [p.name for p in params]
+    assert set(BOUNDS) | set(RUN_OPTIONS) <= set(names)
+    assert len(names) == len(set(names))
+    est = cls(0.5, 1e-6, random_state=3)
+    assert vars(est) == est.get_params(deep=False)
+    assert (est.epsilon, est.delta, est.random_state) == (0.5, 1e-6, 3)
+    assert est.get_params()["verbose"] == RUN_OPTIONS["verbose"]
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}.*unexpected keyword.*'bogus'"):
+        cls(bogus=1)
+    with pytest.raises(TypeError, match="positional"):
+        cls(0.5, 1e-6, "auto")
+    with pytest.raises(TypeError, match="multiple values"):
+        cls(0.5, epsilon=1.0)
+    assert clone(est).get_params() == est.get_params()

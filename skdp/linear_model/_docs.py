@@ -6,6 +6,7 @@ import textwrap
 
 from skdp._docstrings import fill_docstrings
 from skdp._labels import CLASSES_DOC
+from skdp.linear_model._parameters import BOUNDS, OPTIONS, RUN_OPTIONS
 from skdp.solvers import SOLVERS
 from skdp.solvers._capabilities import accepts_any, summary
 
@@ -210,6 +211,18 @@ y_bound_, y_centre_ : float
     The target bound and centre used (declared: ``y_bound`` and 0; ``"auto"``: the
     private estimates).
 """,
+    'coef_covariance_': """\
+coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
+    Approximate covariance of ``[coef_, intercept_]`` (the intercept last, when
+    fitted), sampling plus privacy noise (post-processing; docs/inference.md):
+""",
+    'standard_errors_': """\
+standard_errors_ : ndarray of shape (n_features + 1,) or None
+    Square roots of its diagonal.
+penalty_shift_ : ndarray of shape (n_features + 1,) or None
+    First-order estimate of how far the penalty moved each coefficient; :meth:`conf_int`
+    warns when it exceeds a quarter of a standard error.
+""",
     'solver_': """\
 solver_ : BaseDPSolver
     The solver object used.
@@ -230,15 +243,19 @@ X : {array-like, sparse matrix} of shape (n_samples, n_features)
 """,
 }
 
-# Entries that always stand together, in this order (in the constructors' order).
-_PARAMS["bounds"] = _PARAMS["data_norm"] + _PARAMS["bounds_fraction"].replace("{arg}", '"auto"')
-_PARAMS["options"] = "".join(_PARAMS[name] for name in (
-    "fit_intercept", "constraint", "data_norm_ord", "tilt", "adversarial", "adversarial_norm",
-    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose",
-    "noise_dominated"))
-_PARAMS["run_options"] = "".join(_PARAMS[name] for name in (
-    "accounting", "accountant", "neighboring", "random_state", "secure", "verbose",
-    "noise_dominated"))
+# The entries of the parameter groups (skdp.linear_model._parameters), in signature order;
+# a few parameters share one entry.
+_ENTRY = {"radius": "constraint", "p": "constraint", "adversarial_radius": "adversarial"}
+
+
+def _group(names) -> str:
+    entries = list(dict.fromkeys(_ENTRY.get(name, name) for name in names))
+    return "".join(_PARAMS[entry] for entry in entries)
+
+
+_PARAMS["bounds"] = _group(BOUNDS).replace("{arg}", '"auto"')
+_PARAMS["options"] = _group(OPTIONS)
+_PARAMS["run_options"] = _group(RUN_OPTIONS)
 
 
 def _attributes(kind: str) -> str:

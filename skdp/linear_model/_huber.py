@@ -5,11 +5,12 @@ from __future__ import annotations
 from numbers import Real
 from types import MappingProxyType
 
-from skdp._params import store_params
+from skdp._params import declared_init
 from skdp._planning import GRADIENT_BOUND_WEIGHTS, BoundRules
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._inference import IntervalsMixin
+from skdp.linear_model._parameters import BOUNDS, OPTIONS, PRIVACY
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import HuberLoss
 
@@ -84,16 +85,12 @@ class DPHuberRegressor(IntervalsMixin, BaseDPRegressor):
     <<options>>
 
     <<attributes:regressor>>
-    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
-        Approximate covariance of ``[coef_, intercept_]`` (the intercept last, when
-        fitted): sampling (Huber's sandwich, its dispersion ``mean psi^2 / mean psi'``
-        from a release at the output) plus privacy noise, from what ``solver="newton"``
-        releases (post-processing; docs/inference.md). ``None`` for the other solvers.
-    standard_errors_ : ndarray of shape (n_features + 1,) or None
-        Square roots of its diagonal.
-    penalty_shift_ : ndarray of shape (n_features + 1,) or None
-        First-order estimate of how far ``alpha`` moved each coefficient;
-        :meth:`conf_int` warns when it exceeds a quarter of a standard error.
+    <<coef_covariance_>>
+        Huber's sandwich (its dispersion ``mean psi^2 / mean psi'`` from a release at the
+        output) and the noise, from what ``solver="newton"`` releases. ``None`` for the
+        other solvers.
+    <<standard_errors_>>
+        The penalty is ``alpha``.
 
     Notes
     -----
@@ -130,34 +127,12 @@ class DPHuberRegressor(IntervalsMixin, BaseDPRegressor):
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
     }
 
-    def __init__(
-        self,
-        epsilon=1.0,
-        delta=1e-5,
-        *,
-        solver="gd",
-        alpha="auto",
-        huber_delta="auto",
-        y_bound="auto",
-        data_norm="auto",
-        bounds_fraction="auto",
-        fit_intercept=True,
-        constraint=None,
-        radius=None,
-        p=None,
-        data_norm_ord="auto",
-        tilt=None,
-        adversarial_radius=None,
-        adversarial_norm=2,
-        accounting="auto",
-        accountant=None,
-        neighboring="replace_one",
-        random_state=None,
-        secure=False,
-        verbose=0,
-        noise_dominated="intercept_only",
-    ):
-        store_params(self, locals())
+    # The signature: epsilon and delta by position, then keyword-only parameters, the
+    # shared groups declared once in skdp.linear_model._parameters.
+    __init__ = declared_init(PRIVACY, dict(
+        solver="gd", alpha="auto", huber_delta="auto", y_bound="auto",
+        **BOUNDS, **OPTIONS,
+    ))
 
     def _encode_targets(self, y, bounds):
         Y, bound = self._clipped_labels(y, bounds)

@@ -6,9 +6,10 @@ import math
 from dataclasses import replace
 from numbers import Real
 
-from skdp._params import store_params
+from skdp._params import declared_init
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._docs import shared_docs
+from skdp.linear_model._parameters import BOUNDS, PRIVACY, RUN_OPTIONS
 from skdp.linear_model._regression import STATISTICS_BOUND_RULES
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
@@ -155,28 +156,12 @@ class DPLasso(BaseDPRegressor):
             return LASSO_STATISTICS_RULES
         return self._bound_rules
 
-    def __init__(
-        self,
-        epsilon=1.0,
-        delta=1e-5,
-        *,
-        solver="auto",
-        radius=1.0,
-        alpha=0.0,
-        data_norm="auto",
-        bounds_fraction="auto",
-        y_bound="auto",
-        fit_intercept=True,
-        data_norm_ord="auto",
-        accounting="auto",
-        accountant=None,
-        neighboring="replace_one",
-        random_state=None,
-        secure=False,
-        verbose=0,
-        noise_dominated="intercept_only",
-    ):
-        store_params(self, locals())
+    # The signature: epsilon and delta by position, then keyword-only parameters, the
+    # shared groups declared once in skdp.linear_model._parameters.
+    __init__ = declared_init(PRIVACY, dict(
+        solver="auto", radius=1.0, alpha=0.0,
+        **BOUNDS, y_bound="auto", fit_intercept=True, data_norm_ord="auto", **RUN_OPTIONS,
+    ))
 
     def _encode_targets(self, y, bounds):
         Y, bound = self._clipped_labels(y, bounds)

@@ -6,11 +6,12 @@ import numpy as np
 from scipy.special import expit
 
 from skdp._array_api import device_log_softmax, namespace
-from skdp._params import store_params
+from skdp._params import declared_init
 from skdp._sklearn_compat import StrOptions
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._inference import IntervalsMixin
+from skdp.linear_model._parameters import BOUNDS, OPTIONS, PRIVACY
 from skdp.losses import LogisticLoss, MultinomialLogisticLoss
 from skdp.privacy.budget import Budget
 from skdp.solvers import DPNewton
@@ -72,17 +73,12 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
     <<threshold_fraction>>
 
     <<attributes:classifier>>
-    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
-        Approximate covariance of ``[coef_, intercept_]`` (the intercept last, when
-        fitted): sampling plus privacy noise, from the Hessian and the noise law that
-        ``solver="newton"`` releases, for two classes (post-processing; docs/inference.md).
-        ``None`` for the other solvers and for more classes.
-    standard_errors_ : ndarray of shape (n_features + 1,) or None
-        Square roots of its diagonal.
-    penalty_shift_ : ndarray of shape (n_features + 1,) or None
-        First-order estimate of how far the L2 penalty moved each coefficient from the
-        unpenalised minimiser, ``alpha H^-1 w_pen`` (from the released Hessian ``H``);
-        :meth:`conf_int` warns when it exceeds a quarter of a standard error.
+    <<coef_covariance_>>
+        from the Hessian and the noise law that ``solver="newton"`` releases, for two
+        classes. ``None`` for the other solvers and for more classes.
+    <<standard_errors_>>
+        The L2 penalty's shift from the unpenalised minimiser is ``alpha H^-1 w_pen``
+        (from the released Hessian ``H``).
 
     Notes
     -----
@@ -114,34 +110,12 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         "solver": [StrOptions({"auto"}), *BaseDPClassifier._parameter_constraints["solver"]],
     }
 
-    def __init__(
-        self,
-        epsilon=1.0,
-        delta=1e-5,
-        *,
-        classes=None,
-        solver="auto",
-        alpha=1e-2,
-        data_norm="auto",
-        bounds_fraction="auto",
-        fit_intercept=True,
-        constraint=None,
-        radius=None,
-        p=None,
-        data_norm_ord="auto",
-        tilt=None,
-        adversarial_radius=None,
-        adversarial_norm=2,
-        accounting="auto",
-        accountant=None,
-        neighboring="replace_one",
-        random_state=None,
-        secure=False,
-        verbose=0,
-        noise_dominated="intercept_only",
-        threshold_fraction="auto",
-    ):
-        store_params(self, locals())
+    # The signature: epsilon and delta by position, then keyword-only parameters, the
+    # shared groups declared once in skdp.linear_model._parameters.
+    __init__ = declared_init(PRIVACY, dict(
+        classes=None, solver="auto", alpha=1e-2,
+        **BOUNDS, **OPTIONS, threshold_fraction="auto",
+    ))
 
     def _solver_name(self, shape):
         """``solver="auto"``: ``"newton"`` where :func:`relative_hessian_noise` of the

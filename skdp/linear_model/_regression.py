@@ -5,11 +5,12 @@ from __future__ import annotations
 from numbers import Real
 from types import MappingProxyType
 
-from skdp._params import store_params
+from skdp._params import declared_init
 from skdp._planning import GRADIENT_BOUND_WEIGHTS, BoundRules
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._inference import IntervalsMixin
+from skdp.linear_model._parameters import BOUNDS, OPTIONS, PRIVACY
 from skdp.linear_model._regressor import BaseDPRegressor
 from skdp.losses import SquaredLoss
 from skdp.solvers import NoisyGD, SufficientStatistics
@@ -111,18 +112,13 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
     <<options>>
 
     <<attributes:regressor>>
-    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1) or None
-        Approximate covariance of ``[coef_, intercept_]`` (the intercept last, when
-        fitted): sampling (the residual variance from the released ``y'y``, as
-        statsmodels' ``OLS``) plus privacy noise, from what
-        ``"sufficient_statistics"`` releases without a constraint (post-processing;
-        docs/inference.md), or from the Hessian and the residual variance that
-        ``"newton"`` releases. ``None`` for the other solvers.
-    standard_errors_ : ndarray of shape (n_features + 1,) or None
-        Square roots of its diagonal.
-    penalty_shift_ : ndarray of shape (n_features + 1,) or None
-        First-order estimate of how far ``alpha`` and the solver's ridge moved each
-        coefficient; :meth:`conf_int` warns when it exceeds a quarter of a standard error.
+    <<coef_covariance_>>
+        the residual variance from the released ``y'y`` (as statsmodels' ``OLS``) and
+        the noise, from what ``"sufficient_statistics"`` releases without a constraint,
+        or from the Hessian and the residual variance that ``"newton"`` releases.
+        ``None`` for the other solvers.
+    <<standard_errors_>>
+        The penalty is ``alpha`` and the solver's ridge.
 
     Notes
     -----
@@ -199,33 +195,12 @@ class DPLinearRegression(IntervalsMixin, BaseDPRegressor):
         """:data:`GD_BOUND_RULES` when DP-GD runs, else :data:`STATISTICS_BOUND_RULES`."""
         return GD_BOUND_RULES if solver.name == "gd" else self._bound_rules
 
-    def __init__(
-        self,
-        epsilon=1.0,
-        delta=1e-5,
-        *,
-        solver="auto",
-        alpha="auto",
-        data_norm="auto",
-        bounds_fraction="auto",
-        y_bound="auto",
-        fit_intercept=True,
-        constraint=None,
-        radius=None,
-        p=None,
-        data_norm_ord="auto",
-        tilt=None,
-        adversarial_radius=None,
-        adversarial_norm=2,
-        accounting="auto",
-        accountant=None,
-        neighboring="replace_one",
-        random_state=None,
-        secure=False,
-        verbose=0,
-        noise_dominated="intercept_only",
-    ):
-        store_params(self, locals())
+    # The signature: epsilon and delta by position, then keyword-only parameters, the
+    # shared groups declared once in skdp.linear_model._parameters.
+    __init__ = declared_init(PRIVACY, dict(
+        solver="auto", alpha="auto",
+        **BOUNDS, y_bound="auto", **OPTIONS,
+    ))
 
     def _encode_targets(self, y, bounds):
         Y, bound = self._clipped_labels(y, bounds)

@@ -7,10 +7,11 @@ from numbers import Real
 import numpy as np
 
 from skdp._base import BaseDPLinearModel
-from skdp._params import store_params
+from skdp._params import declared_init
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
+from skdp.linear_model._parameters import BOUNDS, OPTIONS, PRIVACY
 from skdp.losses import HingeLoss, SmoothedHingeLoss
 
 __all__ = ["DPLinearSVC"]
@@ -77,36 +78,12 @@ class DPLinearSVC(BaseDPClassifier):
         "smoothing": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(
-        self,
-        epsilon=1.0,
-        delta=1e-5,
-        *,
-        classes=None,
-        loss="smoothed_hinge",
-        smoothing=0.5,
-        solver="gd",
-        alpha=1e-2,
-        data_norm="auto",
-        bounds_fraction="auto",
-        fit_intercept=True,
-        constraint=None,
-        radius=None,
-        p=None,
-        data_norm_ord="auto",
-        tilt=None,
-        adversarial_radius=None,
-        adversarial_norm=2,
-        accounting="auto",
-        accountant=None,
-        neighboring="replace_one",
-        random_state=None,
-        secure=False,
-        verbose=0,
-        noise_dominated="intercept_only",
-        threshold_fraction="auto",
-    ):
-        store_params(self, locals())
+    # The signature: epsilon and delta by position, then keyword-only parameters, the
+    # shared groups declared once in skdp.linear_model._parameters.
+    __init__ = declared_init(PRIVACY, dict(
+        classes=None, loss="smoothed_hinge", smoothing=0.5, solver="gd", alpha=1e-2,
+        **BOUNDS, **OPTIONS, threshold_fraction="auto",
+    ))
 
     def _encode_targets(self, y, bounds):
         classes = self._check_classes(y)
