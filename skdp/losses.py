@@ -19,6 +19,7 @@ from scipy.special import expit, log_softmax, logsumexp, softmax
 from skdp._array_api import device_row_norms, is_device_array, to_device, to_numpy
 
 __all__ = [
+    "BUILTIN_LOSSES",
     "GLMLoss",
     "HingeLoss",
     "HuberLoss",
@@ -58,7 +59,7 @@ class GLMLoss(ABC):
         ``sup ||d^2 phi / dz^2||_op``: the mean loss is ``curvature_bound * X^2``-smooth.
     name : str
         The loss's name in solver capability declarations
-        (:data:`skdp.solvers._capabilities.LOSS_NAMES`).
+        (the keys of :data:`BUILTIN_LOSSES`).
     """
 
     name: str
@@ -928,3 +929,9 @@ def scalar_derivative(code: int, parameter: float, z: float, y: float) -> float:
     if code == _SCALAR_HUBER:
         return min(max(r, -parameter), parameter) if r == r else r
     return r
+
+
+#: The built-in loss class of each ``GLMLoss.name`` (a subclass counts as the built-in
+#: loss); the solvers' capability declarations name losses by these keys.
+BUILTIN_LOSSES = {cls.name: cls for cls in (LogisticLoss, MultinomialLogisticLoss, HingeLoss,
+                                            SmoothedHingeLoss, SquaredLoss, HuberLoss)}

@@ -15,14 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from skdp.exceptions import IncompatibleSolverError
-from skdp.losses import (
-    HingeLoss,
-    HuberLoss,
-    LogisticLoss,
-    MultinomialLogisticLoss,
-    SmoothedHingeLoss,
-    SquaredLoss,
-)
+from skdp.losses import BUILTIN_LOSSES
 
 __all__ = [
     "CONSTRAINT_KINDS",
@@ -45,9 +38,6 @@ CONSTRAINT_KINDS = ("none", "l2", "l1", "lp", "simplex")
 #: the problem so), ``"constrained"`` (every coefficient must lie in the constraint: a
 #: free intercept is refused).
 INTERCEPT_RULES = ("free", "penalized", "constrained")
-#: The built-in loss class of each name (a subclass counts as the built-in loss).
-BUILTIN_LOSSES = {cls.name: cls for cls in (LogisticLoss, MultinomialLogisticLoss, HingeLoss,
-                                            SmoothedHingeLoss, SquaredLoss, HuberLoss)}
 #: ``GLMLoss.name`` of every loss in :mod:`skdp.losses`.
 LOSS_NAMES = tuple(BUILTIN_LOSSES)
 _OBJECTIVES = ("erm", "tilted", "adversarial", "tilted_adversarial")

@@ -24,6 +24,7 @@ from skdp._array_api import (
 )
 from skdp.geometry import Constraint, Unconstrained
 from skdp.losses import (
+    BUILTIN_LOSSES,
     NORM_SAFETY,
     GLMLoss,
     clip_coefficients,
@@ -41,7 +42,6 @@ from skdp.solvers._blocks import (
     block_gradient_sum,
     block_scores,
 )
-from skdp.solvers._capabilities import BUILTIN_LOSSES
 from skdp.solvers._device import (
     DeviceBackend,
     clipped_gradient_pass,

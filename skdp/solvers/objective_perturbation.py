@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from numbers import Integral, Real
+from types import MappingProxyType
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp._params import store_params
+from skdp._params import declared_init
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import (
@@ -262,17 +263,13 @@ class ObjectivePerturbation(BaseDPSolver):
     #: Whether a constraint is applied by projection after the noise (Algorithm 1).
     projects = False
 
-    def __init__(
-        self,
-        jacobian_share: float = DEFAULT_JACOBIAN_SHARE,
-        noise_radius: float | None = DEFAULT_NOISE_RADIUS,
-        objective_share: float = 0.99,
-        radius_fraction: float = 1e-6,
-        certified_radius: float | None = None,
-        max_iter: int = 100000,
-        shrinkage: str | None = None,
-    ) -> None:
-        store_params(self, locals())
+    #: The parameters and their defaults, in signature order (the approximate variant
+    #: declares other defaults for two of them).
+    _defaults = MappingProxyType({
+        "jacobian_share": DEFAULT_JACOBIAN_SHARE, "noise_radius": DEFAULT_NOISE_RADIUS,
+        "objective_share": 0.99, "radius_fraction": 1e-6, "certified_radius": None,
+        "max_iter": 100000, "shrinkage": None})
+    __init__ = declared_init(_defaults, {})
 
     # -- plan ------------------------------------------------------------------------------
     def plan(self, spec: ProblemSpec, budget: Budget, accounting: str, relation: str
