@@ -135,6 +135,22 @@ def _class_members(cls):
 # --------------------------------------------------------------------------------------
 # per project (introspection)
 # --------------------------------------------------------------------------------------
+def _member_entries(prefix, namespace, url, members=True, keep=lambda obj: True):
+    """Entries of the public members of ``namespace`` named ``prefix.name`` (modules left
+    out), and of their classes' members when ``members``; ``url(full)`` is a name's
+    page and anchor."""
+    entries = []
+    for name, obj in _members(namespace):
+        if isinstance(obj, types.ModuleType) or not keep(obj):
+            continue
+        full = f"{prefix}.{name}"
+        entries.append((full, _role(obj), url(full)))
+        if members and isinstance(obj, type):
+            entries += [(f"{full}.{member}", role, url(f"{full}.{member}"))
+                        for member, role in _class_members(obj)]
+    return entries
+
+
 def python_entries():
     entries = []
     for name, obj in vars(builtins).items():
@@ -170,19 +186,14 @@ def python_entries():
             continue
         page = f"library/{modname}.html"
         entries.append((modname, "py:module", f"{page}#module-{modname}"))
-        for name, obj in _members(module):
-            if isinstance(obj, types.ModuleType):
-                continue
+
+        def defined_here(obj, modname=modname):  # not re-exported from elsewhere
             owner = getattr(obj, "__module__", modname) or modname
-            if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)) and (
-                owner.lstrip("_").split(".")[0] != modname.split(".")[0]
-            ):
-                continue  # re-exported from elsewhere
-            full = f"{modname}.{name}"
-            entries.append((full, _role(obj), f"{page}#{full}"))
-            if isinstance(obj, type):
-                for member, role in _class_members(obj):
-                    entries.append((f"{full}.{member}", role, f"{page}#{full}.{member}"))
+            return not (isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType))
+                        and owner.lstrip("_").split(".")[0] != modname.split(".")[0])
+
+        entries += _member_entries(modname, module, lambda full, page=page: f"{page}#{full}",
+                                   keep=defined_here)
     return entries
 
 
@@ -193,15 +204,8 @@ def numpy_entries():
     gen = "reference/generated/"
 
     def add(prefix, namespace, members=True):
-        for name, obj in _members(namespace):
-            if isinstance(obj, types.ModuleType):
-                continue
-            full = f"{prefix}.{name}"
-            entries.append((full, _role(obj), f"{gen}{full}.html#{full}"))
-            if members and isinstance(obj, type):
-                for member, role in _class_members(obj):
-                    entries.append((f"{full}.{member}", role,
-                                    f"{gen}{full}.{member}.html#{full}.{member}"))
+        entries.extend(_member_entries(prefix, namespace,
+                                       lambda full: f"{gen}{full}.html#{full}", members))
 
     add("numpy", np, members=False)
     for member, role in _class_members(np.ndarray):
@@ -257,15 +261,8 @@ def scipy_entries():
             continue
         modname = f"scipy.{sub}"
         entries.append((modname, "py:module", f"reference/{sub}.html#module-{modname}"))
-        for name, obj in _members(module):
-            if isinstance(obj, types.ModuleType):
-                continue
-            full = f"{modname}.{name}"
-            entries.append((full, _role(obj), f"reference/generated/{full}.html#{full}"))
-            if isinstance(obj, type):
-                for member, role in _class_members(obj):
-                    page = f"reference/generated/{full}.{member}.html"
-                    entries.append((f"{full}.{member}", role, f"{page}#{full}.{member}"))
+        entries += _member_entries(modname, module,
+                                   lambda full: f"reference/generated/{full}.html#{full}")
     return entries, scipy.__version__
 
 
