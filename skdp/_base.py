@@ -25,6 +25,7 @@ from skdp._array_api import (
     to_device,
     to_numpy,
 )
+from skdp._params import OPTIONAL_POSITIVE
 from skdp._planning import (
     NOISE_DOMINATED,
     SCALE_SLACK,
@@ -284,7 +285,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         "bounds_fraction": [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
         "constraint": [StrOptions({"l2", "l1", "lp"}), None],
-        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "radius": OPTIONAL_POSITIVE,
         "p": [Interval(Real, 1, None, closed="neither"), None],
         "data_norm_ord": [StrOptions({"auto"}), Interval(Real, 1, None, closed="left")],
         "accounting": [StrOptions({"auto", *ACCOUNTING_METHODS})],

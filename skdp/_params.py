@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import inspect
+from numbers import Integral, Real
 
-__all__ = ["declared_init", "store_params"]
+from skdp._sklearn_compat import Interval
+
+__all__ = ["OPTIONAL_COUNT", "OPTIONAL_POSITIVE", "declared_init", "store_params"]
+
+# Parameter constraints (scikit-learn's ``_parameter_constraints`` vocabulary) that many
+# estimators and solvers share; ``None`` leaves the choice to a documented default rule.
+#: An integer count ``>= 1`` (iterations, batch size, phases), or ``None``.
+OPTIONAL_COUNT = [Interval(Integral, 1, None, closed="left"), None]
+#: A finite real ``> 0`` (step size, clip, radius; 0, inf and nan refused), or ``None``.
+OPTIONAL_POSITIVE = [Interval(Real, 0, None, closed="neither"), None]
 
 
 def store_params(obj, params: dict) -> None:

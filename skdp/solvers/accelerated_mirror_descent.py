@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import gammaln
 
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import MirrorGeometry, l1_ball_gradient_step, simplex_gradient_step
 from skdp.geometry._steps import _dual_grad as _dual_grad  # re-exported
@@ -175,7 +175,7 @@ class DPAccMD(BaseDPSolver):
         constraints=("none", "l2", "l1", "lp", "simplex"), secure=True, out_of_core=True,
     )
     _parameter_constraints: ClassVar[dict] = {
-        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "n_iter": OPTIONAL_COUNT,
         "clip_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
         "restart_every": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"),
                           None],

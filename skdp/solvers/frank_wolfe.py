@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
 from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import PureDpEvent, check_sensitivity, epsilon_spent
@@ -200,8 +200,8 @@ class PrivateFrankWolfe(BaseDPSolver):
     _parameter_constraints = {
         # n_phases <= MAX_PHASES: 2^(T+1) Frank-Wolfe steps.
         "n_phases": [Interval(Integral, 1, MAX_PHASES, closed="both"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "clip_norm": [Interval(Real, 0.0, None, closed="neither"), None],
+        "batch_size": OPTIONAL_COUNT,
+        "clip_norm": OPTIONAL_POSITIVE,
     }
 
     def __init__(self, n_phases=None, batch_size=None, clip_norm=None):

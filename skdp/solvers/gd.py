@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 from scipy.linalg import solve_discrete_lyapunov
 
-from skdp._params import store_params
-from skdp._sklearn_compat import Interval, StrOptions
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
+from skdp._sklearn_compat import StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import (
     analytic_gaussian_multiplier,
@@ -218,11 +217,10 @@ class NoisyGD(BaseDPSolver):
         accounting_methods=("gaussian", "rdp", "pld"), default_accounting="gaussian",
         constraints=("none", "l2", "l1", "lp", "simplex"), secure=True, out_of_core=True,
     )
-    # Interval(Real, 0, None, "neither") refuses 0, inf and nan.
     _parameter_constraints = {
-        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
-        "step_size": [Interval(Real, 0, None, closed="neither"), None],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "n_iter": OPTIONAL_COUNT,
+        "step_size": OPTIONAL_POSITIVE,
+        "clip_norm": OPTIONAL_POSITIVE,
         "iterate": [StrOptions(set(ITERATES))],
         "momentum": [StrOptions(set(MOMENTA))],
     }

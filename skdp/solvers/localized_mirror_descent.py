@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import EuclideanMirrorMap, MirrorGeometry, mirror_stepper
@@ -25,8 +25,6 @@ from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._sampling import SAMPLINGS, BatchSampling
 from skdp.solvers.mirror_descent import (
-    _POSITIVE_INT,
-    _POSITIVE_REAL,
     MAX_AUTO_STEPS,
     MDPhase,
     calibrate_md_phase,
@@ -216,15 +214,15 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
                         "2000 x 5 logistic problem in an l1 ball of radius 1)"),
     )
     _parameter_constraints: ClassVar[dict] = {
-        "n_phases": _POSITIVE_INT,
-        "step_size": _POSITIVE_REAL,
+        "n_phases": OPTIONAL_COUNT,
+        "step_size": OPTIONAL_POSITIVE,
         "step_scale": [Interval(Real, 0, math.inf, closed="neither")],
-        "batch_size": _POSITIVE_INT,
+        "batch_size": OPTIONAL_COUNT,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "phase_budget": [StrOptions(set(PHASE_BUDGETS))],
         "strongly_convex": ["boolean"],
-        "n_rounds": _POSITIVE_INT,
-        "clip_norm": _POSITIVE_REAL,
+        "n_rounds": OPTIONAL_COUNT,
+        "clip_norm": OPTIONAL_POSITIVE,
         "sampling": [StrOptions(set(SAMPLINGS))],
     }
 

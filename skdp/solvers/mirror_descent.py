@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from scipy.special import gammaln
 
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
@@ -447,11 +447,6 @@ class MirrorDescentPlan(Plan):
     map_p: float
 
 
-#: Shared declarations of the noisy mirror-descent solvers' parameters.
-_POSITIVE_INT = [Interval(Integral, 1, None, closed="left"), None]
-_POSITIVE_REAL = [Interval(Real, 0, math.inf, closed="neither"), None]
-
-
 class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
     """Noisy stochastic mirror descent (Asi, Feldman, Koren & Talwar 2021, Alg. 1 and 5).
 
@@ -529,14 +524,14 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
                         "2000 x 5 logistic problem in an l1 ball of radius 1)"),
     )
     _parameter_constraints: ClassVar[dict] = {
-        "n_iter": _POSITIVE_INT,
-        "batch_size": _POSITIVE_INT,
+        "n_iter": OPTIONAL_COUNT,
+        "batch_size": OPTIONAL_COUNT,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "step_size": _POSITIVE_REAL,
+        "step_size": OPTIONAL_POSITIVE,
         "step_scale": [Interval(Real, 0, math.inf, closed="neither")],
         "schedule": [StrOptions(set(SCHEDULES))],
         "iterate": [StrOptions(set(ITERATES))],
-        "clip_norm": _POSITIVE_REAL,
+        "clip_norm": OPTIONAL_POSITIVE,
         "sampling": [StrOptions(set(SAMPLINGS))],
     }
 

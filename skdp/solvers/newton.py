@@ -23,7 +23,7 @@ from dp_accounting import dp_event as dpe
 
 from skdp._array_api import to_numpy
 from skdp._docstrings import fill_docstrings
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
@@ -895,16 +895,16 @@ class DPNewton(BaseDPSolver):
         out_of_core=True,
     )
     _parameter_constraints = {
-        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "n_iter": OPTIONAL_COUNT,
         "gradient_share": [Interval(Real, 0, 1, closed="neither")],
         "first_step_weight": [Interval(Real, 0, 1, closed="right")],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "clip_norm": OPTIONAL_POSITIVE,
         "floor_margin": [Interval(Real, 0, None, closed="left")],
         "max_score_step": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),
                            None],
         "max_inner": [Interval(Integral, 1, None, closed="left")],
         "iterate": [StrOptions(set(ITERATES))],
-        "hessian_steps": [Interval(Integral, 1, None, closed="left"), None],
+        "hessian_steps": OPTIONAL_COUNT,
         "intercept_scale": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),
                             None],
     }

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 from types import MappingProxyType
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp._params import declared_init
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, declared_init
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.privacy.accounting import (
@@ -253,11 +253,11 @@ class ObjectivePerturbation(BaseDPSolver):
     )
     _parameter_constraints = {
         "jacobian_share": [Interval(Real, 0.0, 1.0, closed="neither")],
-        "noise_radius": [Interval(Real, 0.0, None, closed="neither"), None],
+        "noise_radius": OPTIONAL_POSITIVE,
         "objective_share": [Interval(Real, 0.0, 1.0, closed="neither")],
-        "radius_fraction": [Interval(Real, 0.0, None, closed="neither"), None],
-        "certified_radius": [Interval(Real, 0.0, None, closed="neither"), None],
-        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "radius_fraction": OPTIONAL_POSITIVE,
+        "certified_radius": OPTIONAL_POSITIVE,
+        "max_iter": OPTIONAL_COUNT,
         "shrinkage": [StrOptions({"threshold"}), None],
     }
     #: Whether a constraint is applied by projection after the noise (Algorithm 1).

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 
-from skdp._params import store_params
-from skdp._sklearn_compat import Interval, StrOptions
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
+from skdp._sklearn_compat import StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import L2Ball
 from skdp.losses import SmoothedHingeLoss
@@ -183,8 +182,8 @@ class OutputPerturbation(BaseDPSolver):
     )
     _parameter_constraints = {
         "inner": [StrOptions(set(INNER)), callable],
-        "certified_radius": [Interval(Real, 0.0, None, closed="neither"), None],
-        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "certified_radius": OPTIONAL_POSITIVE,
+        "max_iter": OPTIONAL_COUNT,
         "shrinkage": [StrOptions({"auto"}), None],
     }
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp._params import store_params
-from skdp._sklearn_compat import Interval
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
 from skdp.privacy.accounting import (
     PureDpEvent,
     check_sensitivity,
@@ -179,11 +177,10 @@ class PhasedDPSGD(BaseDPSolver):
                         "without noise (2e-2 excess risk on a 2000 x 5 logistic problem)"),
     )
 
-    # Interval(Real, 0, None, "neither") refuses 0, inf and nan.
     _parameter_constraints = {
-        "step_size": [Interval(Real, 0, None, closed="neither"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "n_phases": [Interval(Integral, 1, None, closed="left"), None],
+        "step_size": OPTIONAL_POSITIVE,
+        "batch_size": OPTIONAL_COUNT,
+        "n_phases": OPTIONAL_COUNT,
     }
 
     def __init__(self, step_size=None, batch_size=None, n_phases=None):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 from typing import ClassVar
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, store_params
 from skdp._sklearn_compat import Interval
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import LpGeometry, default_exponent
@@ -227,7 +227,7 @@ class RegularizedMirrorDescent(BaseDPSolver):
         store_params(self, locals())
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "n_iter": OPTIONAL_COUNT,
         "regularization": [Interval(Real, 0, math.inf, closed="left"), None],
         "clip_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
         "p": [Interval(Real, 1, 2, closed="right"), None],

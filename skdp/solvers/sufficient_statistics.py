@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
@@ -222,7 +222,7 @@ class SufficientStatistics(BaseDPSolver):
     # Interval(Real, 0, None, "left") refuses inf and nan.
     _parameter_constraints = {
         "ridge": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "max_iter": OPTIONAL_COUNT,
     }
 
     def __init__(self, ridge="auto", max_iter=10_000):

@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
-from skdp._params import store_params
-from skdp._sklearn_compat import Interval, StrOptions
+from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
+from skdp._sklearn_compat import StrOptions
 from skdp.geometry import Unconstrained
 from skdp.privacy.accounting import (
     add_remove_budget,
@@ -174,14 +173,13 @@ class DPSVRG(BatchSampling, BaseDPSolver):
     )
     #: Theorem 4.2: eta <= 1 / (12 L).
     step_divisor = 12.0
-    # Interval(Real, 0, None, "neither") refuses 0, inf and nan.
     _parameter_constraints = {
-        "n_epochs": [Interval(Integral, 1, None, closed="left"), None],
-        "inner_steps": [Interval(Integral, 1, None, closed="left"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "step_size": [Interval(Real, 0, None, closed="neither"), None],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
-        "correction_clip": [Interval(Real, 0, None, closed="neither"), None],
+        "n_epochs": OPTIONAL_COUNT,
+        "inner_steps": OPTIONAL_COUNT,
+        "batch_size": OPTIONAL_COUNT,
+        "step_size": OPTIONAL_POSITIVE,
+        "clip_norm": OPTIONAL_POSITIVE,
+        "correction_clip": OPTIONAL_POSITIVE,
         "sampling": [StrOptions(set(SAMPLINGS))],
     }
 

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
-from skdp._params import store_params
+from skdp._params import OPTIONAL_COUNT, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import LpDualIterate
 from skdp.losses import NORM_SAFETY, vector_norms
@@ -262,7 +262,7 @@ class _TruncatedBase(BaseDPSolver):
     """Shared parameters, defaults and the one-pass loop of Algorithms 4 and 7."""
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "n_iter": OPTIONAL_COUNT,
         "truncation": [Interval(Real, 0, math.inf, closed="neither"), None],
         "step_size": [Interval(Real, 0, math.inf, closed="neither"), None],
         "p": [Interval(Real, 1, 2, closed="right"), None],
