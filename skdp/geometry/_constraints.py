@@ -375,15 +375,21 @@ class Unconstrained(_EuclideanGeometry, Constraint):
 
 
 @dataclass(frozen=True)
-class L2Ball(_EuclideanGeometry, Constraint):
-    """``{w : ||w||_2 <= radius}`` (Frobenius norm for matrices)."""
+class _Bounded(Constraint):
+    """A bounded set of size ``radius`` (positive and finite, checked on creation)."""
 
     radius: float
     bounded = True
-    kind = "l2"
 
     def __post_init__(self) -> None:
         _check_radius(self.radius)
+
+
+@dataclass(frozen=True)
+class L2Ball(_EuclideanGeometry, _Bounded):
+    """``{w : ||w||_2 <= radius}`` (Frobenius norm for matrices)."""
+
+    kind = "l2"
 
     def project(self, w: np.ndarray) -> np.ndarray:
         norm = np.linalg.norm(np.ravel(w))
@@ -419,7 +425,7 @@ class L2Ball(_EuclideanGeometry, Constraint):
 
 
 @dataclass(frozen=True)
-class L1Ball(_L1Geometry, Constraint):
+class L1Ball(_L1Geometry, _Bounded):
     """``{w : ||w||_1 <= radius}`` (entrywise l1 norm for matrices).
 
     Its vertices are ``+-radius e_j``. Mirror map: the p-norm map with
@@ -427,12 +433,7 @@ class L1Ball(_L1Geometry, Constraint):
     ``d``).
     """
 
-    radius: float
-    bounded = True
     kind = "l1"
-
-    def __post_init__(self) -> None:
-        _check_radius(self.radius)
 
     def project(self, w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, dtype=float)
@@ -489,7 +490,7 @@ class L1Ball(_L1Geometry, Constraint):
 
 
 @dataclass(frozen=True)
-class LpBall(Constraint):
+class LpBall(_Bounded):
     """``{w : ||w||_p <= radius}`` for ``1 < p < inf`` (entrywise for matrices).
 
     Projection has no closed form: see :meth:`project`. Mirror map: the p-norm map
@@ -498,13 +499,11 @@ class LpBall(Constraint):
     (modulus 1 in l_p, since ``||x||_p <= ||x||_2``).
     """
 
-    radius: float
     p: float
-    bounded = True
     kind = "lp"
 
     def __post_init__(self) -> None:
-        _check_radius(self.radius)
+        super().__post_init__()
         if not (1 < self.p < math.inf):  # also rejects nan
             raise ValueError(
                 f"LpBall requires 1 < p < inf, got p={self.p} (use L1Ball for p = 1)."
@@ -618,7 +617,7 @@ class LpBall(Constraint):
 
 
 @dataclass(frozen=True)
-class Simplex(_L1Geometry, Constraint):
+class Simplex(_L1Geometry, _Bounded):
     """``{w : w >= 0, sum_j w_j = radius}`` (over all entries for matrices).
 
     It does not contain the origin: :meth:`feasible_point` is the uniform point. Its
@@ -626,11 +625,7 @@ class Simplex(_L1Geometry, Constraint):
     """
 
     radius: float = 1.0
-    bounded = True
     kind = "simplex"
-
-    def __post_init__(self) -> None:
-        _check_radius(self.radius)
 
     def project(self, w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, dtype=float)
