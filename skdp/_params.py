@@ -7,14 +7,19 @@ from numbers import Integral, Real
 
 from skdp._sklearn_compat import Interval
 
-__all__ = ["OPTIONAL_COUNT", "OPTIONAL_POSITIVE", "declared_init", "store_params"]
+__all__ = ["COUNT", "OPTIONAL_COUNT", "OPTIONAL_POSITIVE", "POSITIVE", "declared_init",
+           "store_params"]
 
 # Parameter constraints (scikit-learn's ``_parameter_constraints`` vocabulary) that many
 # estimators and solvers share; ``None`` leaves the choice to a documented default rule.
-#: An integer count ``>= 1`` (iterations, batch size, phases), or ``None``.
-OPTIONAL_COUNT = [Interval(Integral, 1, None, closed="left"), None]
-#: A finite real ``> 0`` (step size, clip, radius; 0, inf and nan refused), or ``None``.
-OPTIONAL_POSITIVE = [Interval(Real, 0, None, closed="neither"), None]
+#: An integer count ``>= 1`` (iterations, batch size, phases).
+COUNT = [Interval(Integral, 1, None, closed="left")]
+#: A finite real ``> 0`` (step size, clip, radius; 0, inf and nan refused).
+POSITIVE = [Interval(Real, 0, None, closed="neither")]
+#: A count, or ``None``.
+OPTIONAL_COUNT = [*COUNT, None]
+#: A finite positive real, or ``None``.
+OPTIONAL_POSITIVE = [*POSITIVE, None]
 
 
 def store_params(obj, params: dict) -> None:

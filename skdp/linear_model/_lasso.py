@@ -6,8 +6,8 @@ import math
 from dataclasses import replace
 from numbers import Real
 
-from skdp._params import declared_init
-from skdp._sklearn_compat import Interval, StrOptions
+from skdp._params import POSITIVE, declared_init
+from skdp._sklearn_compat import StrOptions
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._parameters import BOUNDS, PRIVACY, RUN_OPTIONS
 from skdp.linear_model._regression import STATISTICS_BOUND_RULES
@@ -114,7 +114,7 @@ class DPLasso(BaseDPRegressor):
     _parameter_constraints: dict = {
         **BaseDPRegressor._parameter_constraints,
         "solver": [StrOptions({"auto"}), *BaseDPRegressor._parameter_constraints["solver"]],
-        "radius": [Interval(Real, 0, None, closed="neither")],
+        "radius": POSITIVE,
     }
 
     def _solver_name(self, shape):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
 
 from skdp._base import BaseDPLinearModel
-from skdp._params import declared_init
-from skdp._sklearn_compat import Interval, StrOptions
+from skdp._params import POSITIVE, declared_init
+from skdp._sklearn_compat import StrOptions
 from skdp.linear_model._classifier import BaseDPClassifier
 from skdp.linear_model._docs import shared_docs
 from skdp.linear_model._parameters import BOUNDS, OPTIONS, PRIVACY
@@ -75,7 +73,7 @@ class DPLinearSVC(BaseDPClassifier):
     _parameter_constraints: dict = {
         **BaseDPLinearModel._parameter_constraints,
         "loss": [StrOptions({"hinge", "smoothed_hinge"})],
-        "smoothing": [Interval(Real, 0, None, closed="neither")],
+        "smoothing": POSITIVE,
     }
 
     # The signature: epsilon and delta by position, then keyword-only parameters, the

@@ -26,7 +26,7 @@ from sklearn.utils.validation import _check_y, check_consistent_length, check_is
 
 from skdp._array_api import is_device_array, namespace, to_device, to_numpy
 from skdp._base import validate_device_rows
-from skdp._params import store_params
+from skdp._params import POSITIVE, store_params
 from skdp._progress import Progress
 from skdp._report import PrivacyReprMixin, non_private_steps
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
@@ -385,11 +385,11 @@ default="truncated_negative_binomial"
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"])],
         "param_distributions": [dict, list],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": POSITIVE,
         "delta": [Interval(Real, 0, 1, closed="left")],
         "n_candidates_mean": [Interval(Real, 1, None, closed="neither")],
         "distribution": [StrOptions(set(DISTRIBUTIONS))],
-        "eta": [Interval(Real, 0, None, closed="neither")],
+        "eta": POSITIVE,
         "scoring": [StrOptions({"accuracy", "neg_mean_squared_error"}), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "score_share": [Interval(Real, 0, 1, closed="neither")],

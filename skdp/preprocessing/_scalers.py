@@ -27,7 +27,7 @@ from skdp._base import (
     validate_fit_rows,
 )
 from skdp._docstrings import fill_docstrings
-from skdp._params import store_params
+from skdp._params import POSITIVE, store_params
 from skdp._report import PrivacyReprMixin
 from skdp._sklearn_compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from skdp.losses import NORM_SAFETY, clip_rows, row_norms
@@ -228,7 +228,7 @@ class RowNormClipper(_PublicMap):
     """
 
     _parameter_constraints: dict = {
-        "max_norm": [Interval(Real, 0, None, closed="neither")],
+        "max_norm": POSITIVE,
         "norm": [Interval(Real, 1, None, closed="left")],
     }
 

@@ -8,7 +8,10 @@ the calibration note, section 6.3).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from skdp._docstrings import fill_docstrings
+from skdp._sklearn_compat import StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.solvers._base import HOOK_DOCS
 
@@ -22,6 +25,8 @@ class BatchSampling:
     """Mixin of the solvers with a ``sampling`` option (placed before the solver base)."""
 
     sampling: str
+    #: Merged into each sampling solver's own constraints.
+    _parameter_constraints: ClassVar[dict] = {"sampling": [StrOptions(set(SAMPLINGS))]}
 
     def resolve_accounting(self, accounting: str, budget=None) -> str:
         """Resolve ``"auto"``: ``"pld"`` for Poisson batches, ``"rdp"`` otherwise.

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
-from skdp._sklearn_compat import Interval, StrOptions
+from skdp._params import COUNT, OPTIONAL_COUNT, OPTIONAL_POSITIVE, POSITIVE, store_params
+from skdp._sklearn_compat import StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import EuclideanMirrorMap, MirrorGeometry, mirror_stepper
 from skdp.privacy.accounting import add_remove_budget, epsilon_spent
@@ -23,7 +22,7 @@ from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
-from skdp.solvers._sampling import SAMPLINGS, BatchSampling
+from skdp.solvers._sampling import BatchSampling
 from skdp.solvers.mirror_descent import (
     MAX_AUTO_STEPS,
     MDPhase,
@@ -216,14 +215,14 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
     _parameter_constraints: ClassVar[dict] = {
         "n_phases": OPTIONAL_COUNT,
         "step_size": OPTIONAL_POSITIVE,
-        "step_scale": [Interval(Real, 0, math.inf, closed="neither")],
+        "step_scale": POSITIVE,
         "batch_size": OPTIONAL_COUNT,
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": COUNT,
         "phase_budget": [StrOptions(set(PHASE_BUDGETS))],
         "strongly_convex": ["boolean"],
         "n_rounds": OPTIONAL_COUNT,
         "clip_norm": OPTIONAL_POSITIVE,
-        "sampling": [StrOptions(set(SAMPLINGS))],
+        **BatchSampling._parameter_constraints,
     }
 
     def __init__(

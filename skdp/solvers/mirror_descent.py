@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
@@ -19,8 +18,8 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from scipy.special import gammaln
 
-from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
-from skdp._sklearn_compat import Interval, StrOptions
+from skdp._params import COUNT, OPTIONAL_COUNT, OPTIONAL_POSITIVE, POSITIVE, store_params
+from skdp._sklearn_compat import StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Constraint, MirrorGeometry, MirrorMap
 from skdp.privacy.accounting import (
@@ -35,7 +34,7 @@ from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import clip_unless_lossless
-from skdp.solvers._sampling import SAMPLINGS, BatchSampling
+from skdp.solvers._sampling import BatchSampling
 
 __all__ = [
     "MirrorDescentPlan",
@@ -526,13 +525,13 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
     _parameter_constraints: ClassVar[dict] = {
         "n_iter": OPTIONAL_COUNT,
         "batch_size": OPTIONAL_COUNT,
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": COUNT,
         "step_size": OPTIONAL_POSITIVE,
-        "step_scale": [Interval(Real, 0, math.inf, closed="neither")],
+        "step_scale": POSITIVE,
         "schedule": [StrOptions(set(SCHEDULES))],
         "iterate": [StrOptions(set(ITERATES))],
         "clip_norm": OPTIONAL_POSITIVE,
-        "sampling": [StrOptions(set(SAMPLINGS))],
+        **BatchSampling._parameter_constraints,
     }
 
     def __init__(

@@ -16,14 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
 from skdp._array_api import to_numpy
 from skdp._docstrings import fill_docstrings
-from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
+from skdp._params import COUNT, OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import Unconstrained
@@ -902,7 +902,7 @@ class DPNewton(BaseDPSolver):
         "floor_margin": [Interval(Real, 0, None, closed="left")],
         "max_score_step": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),
                            None],
-        "max_inner": [Interval(Integral, 1, None, closed="left")],
+        "max_inner": COUNT,
         "iterate": [StrOptions(set(ITERATES))],
         "hessian_steps": OPTIONAL_COUNT,
         "intercept_scale": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),

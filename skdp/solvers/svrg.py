@@ -11,7 +11,6 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from skdp._params import OPTIONAL_COUNT, OPTIONAL_POSITIVE, store_params
-from skdp._sklearn_compat import StrOptions
 from skdp.geometry import Unconstrained
 from skdp.privacy.accounting import (
     add_remove_budget,
@@ -26,7 +25,7 @@ from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
 from skdp.solvers._capabilities import Capabilities
 from skdp.solvers._problem import clip_unless_lossless
-from skdp.solvers._sampling import SAMPLINGS, BatchSampling
+from skdp.solvers._sampling import BatchSampling
 from skdp.solvers.mirror_descent import batch_block, noise_block
 
 __all__ = ["DPSVRG", "SVRGPlan", "svrg_event"]
@@ -180,7 +179,7 @@ class DPSVRG(BatchSampling, BaseDPSolver):
         "step_size": OPTIONAL_POSITIVE,
         "clip_norm": OPTIONAL_POSITIVE,
         "correction_clip": OPTIONAL_POSITIVE,
-        "sampling": [StrOptions(set(SAMPLINGS))],
+        **BatchSampling._parameter_constraints,
     }
 
     def __init__(

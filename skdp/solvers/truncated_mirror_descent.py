@@ -18,14 +18,14 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
-from skdp._params import OPTIONAL_COUNT, store_params
+from skdp._params import COUNT, OPTIONAL_COUNT, store_params
 from skdp._sklearn_compat import Interval, StrOptions
 from skdp.geometry import LpDualIterate
 from skdp.losses import NORM_SAFETY, vector_norms
@@ -592,7 +592,7 @@ class TruncatedMirrorDescent(_TruncatedBase):
 
     _parameter_constraints: ClassVar[dict] = {
         **_TruncatedBase._parameter_constraints,
-        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "n_epochs": COUNT,
     }
 
     def __init__(self, n_iter=None, truncation=None, step_size=None, p=None, n_epochs=1,
