@@ -147,6 +147,23 @@ class RecordingNoiseSource(NoiseSource):
         return value
 
 
+class Untouchable:
+    """A data argument of the given ``shape`` whose every value access raises: a fit that
+    refuses it cleanly proves that nothing was read."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def __array__(self, *a, **k):
+        raise AssertionError("a data value was read")
+
+    def __getitem__(self, item):
+        raise AssertionError("a data value was read")
+
+    def __len__(self):
+        return self.shape[0]
+
+
 class ReplayNoiseSource:
     """Hands back recorded draws in order (for reference implementations)."""
 

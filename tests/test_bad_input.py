@@ -101,6 +101,18 @@ def assert_fit_fails(est, X, y, exc, match):
         est.predict(np.zeros((2, 5)))
 
 
+def _fits_or_is_refused(est, X, y, error, message) -> bool:
+    """Fit ``est``: True if it fits; False if it raises ``error`` saying ``message`` and
+    is left unfitted (any other outcome fails the test)."""
+    try:
+        est.fit(X, y)
+    except error as exc:
+        assert message in str(exc)
+        assert not hasattr(est, "coef_")
+        return False
+    return True
+
+
 # -- bad data ---------------------------------------------------------------------------
 
 
@@ -170,24 +182,19 @@ def test_predict_with_non_finite_input_raises(bad):
 # -- bad budget ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "epsilon",
-    [np.nan, 0, 0.0, -1, -np.inf, True, False, "1", None, [1.0], 1 + 0j],
-    ids=_id,
-)
-def test_bad_epsilon(epsilon):
-    X, y = make_data()
-    assert_fit_fails(dp_clf(epsilon=epsilon), X, y, ValueError, "epsilon")
+BAD_BUDGETS = {
+    "epsilon": [np.nan, 0, 0.0, -1, -np.inf, True, False, "1", None, [1.0], 1 + 0j],
+    "delta": [np.nan, -0.1, 1.0, 1.5, np.inf, True, "0.1", None],
+}
 
 
-@pytest.mark.parametrize(
-    "delta",
-    [np.nan, -0.1, 1.0, 1.5, np.inf, True, "0.1", None],
-    ids=_id,
-)
-def test_bad_delta(delta):
+@pytest.mark.parametrize("param, value", [
+    pytest.param(param, value, id=f"{param}={_id(value)}")
+    for param, values in BAD_BUDGETS.items() for value in values
+])
+def test_bad_budget_parameter_is_named(param, value):
     X, y = make_data()
-    assert_fit_fails(dp_clf(delta=delta), X, y, ValueError, "delta")
+    assert_fit_fails(dp_clf(**{param: value}), X, y, ValueError, param)
 
 
 @pytest.mark.parametrize(
@@ -530,6 +537,13 @@ def _make(cls, **params):
     return cls(**{**FAST[cls.__name__], "random_state": None, **params})
 
 
+def _fitted(cls, X, y, random_state=0):
+    """``_make(cls)`` fitted on ``(X, y)``, its warnings (privacy, convergence) silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _make(cls, random_state=random_state).fit(X, y)
+
+
 def _is_classifier(cls) -> bool:
     return hasattr(cls, "predict_proba") or hasattr(cls, "decision_function")
 
@@ -654,12 +668,10 @@ def test_unusual_valid_data_fits_and_predicts(cls):
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_sparse_formats_give_the_dense_model(cls):
     X, y = _data(cls)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        dense = _make(cls, random_state=3).fit(X, y)
-        for fmt in (sp.coo_matrix, sp.csc_matrix, sp.csr_matrix):
-            est = _make(cls, random_state=3).fit(fmt(X), y)
-            np.testing.assert_allclose(est.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
+    dense = _fitted(cls, X, y, random_state=3)
+    for fmt in (sp.coo_matrix, sp.csc_matrix, sp.csr_matrix):
+        est = _fitted(cls, fmt(X), y, random_state=3)
+        np.testing.assert_allclose(est.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
@@ -673,22 +685,16 @@ def test_single_sample(cls):
             with pytest.raises(ValueError, match="2 classes|class"):
                 est.fit(X, y)
             return
-        try:
-            est.fit(X, y)
-        except skdp.IncompatibleSolverError as exc:
-            # One-pass solvers need a few records per tree vertex: a clear refusal.
-            assert "n_samples = 1" in str(exc)
-            assert not hasattr(est, "coef_")
-            return
-    assert np.all(np.isfinite(est.predict(X)))
+        # One-pass solvers need a few records per tree vertex: a clear refusal.
+        fitted = _fits_or_is_refused(est, X, y, skdp.IncompatibleSolverError, "n_samples = 1")
+    if fitted:
+        assert np.all(np.isfinite(est.predict(X)))
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_wrong_number_of_features_at_predict(cls):
     X, y = _data(cls)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = _make(cls, random_state=0).fit(X, y)
+    est = _fitted(cls, X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(np.zeros((2, 5)))
 
@@ -704,23 +710,16 @@ def test_extreme_budgets_fit_within_budget_or_are_refused(solver, epsilon, delta
     X = rng.normal(size=(60, 3)) / 2
     y = (X[:, 0] > 0).astype(int)
     est = skdp.DPLogisticRegression(epsilon=epsilon, delta=delta, solver=solver)
-    try:
-        est.fit(X, y)
-    except skdp.BudgetError as exc:
-        assert "raise epsilon or delta" in str(exc)
-        assert not hasattr(est, "coef_")
-        return
-    assert est.privacy_spent_.epsilon <= epsilon
-    assert np.all(np.isfinite(est.coef_))
+    if _fits_or_is_refused(est, X, y, skdp.BudgetError, "raise epsilon or delta"):
+        assert est.privacy_spent_.epsilon <= epsilon
+        assert np.all(np.isfinite(est.coef_))
 
 
 @pytest.mark.parametrize("cls", [c for c in ESTIMATORS if _is_classifier(c)],
                          ids=lambda c: c.__name__)
 def test_unseen_labels_at_score_count_as_errors(cls):
     X, y = _data(cls)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = _make(cls, random_state=0).fit(X, y)
+    est = _fitted(cls, X, y)
     unseen = np.full_like(y, 7)
     assert est.score(X, unseen) == 0.0
     assert set(est.predict(X)) <= set(est.classes_)

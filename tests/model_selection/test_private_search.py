@@ -30,6 +30,7 @@ from skdp.model_selection import PrivateRandomizedSearch, privacy_cost
 from skdp.model_selection import _private_search as ps
 from skdp.privacy.accounting import RDP_ORDERS
 from skdp.privacy.composition import rdp_curve
+from tests.conftest import Untouchable
 
 X, Y = make_classification(n_samples=200, n_features=4, random_state=0)
 X = X / np.linalg.norm(X, axis=1).max()
@@ -218,18 +219,9 @@ def test_accountant_is_charged_once_and_refuses_over_the_ceiling():
     assert len(acc) == 1 and acc.entries[0].ledger == s.privacy_ledger_
     assert acc.entries[0].source == "PrivateRandomizedSearch"
 
-    class Untouchable:
-        shape = X.shape
-
-        def __array__(self, *a, **k):
-            raise AssertionError("read")
-
-        def __getitem__(self, item):
-            raise AssertionError("read")
-
     again = search(epsilon=1.0, accountant=acc)
     with pytest.raises(BudgetError, match="ceiling"):
-        again.fit(Untouchable(), Y)
+        again.fit(Untouchable(X.shape), Y)
     assert len(acc) == 1 and not hasattr(again, "best_estimator_")
 
 

@@ -31,6 +31,7 @@ from skdp._warnings import reset_shown
 from skdp.model_selection import privacy_cost
 from skdp.privacy import Budget, PrivacyLedger, PureDpEvent
 from skdp.privacy.accounting import make_engine
+from tests.conftest import Untouchable
 
 X_BC, Y_BC = load_breast_cancer(return_X_y=True)
 X_BC = X_BC[:300] / 1000.0  # rows of norm about 1
@@ -152,21 +153,6 @@ def test_pipeline_total_and_report():
 
 
 # -- ceiling ---------------------------------------------------------------------------------
-class Untouchable:
-    """A data argument whose every value access raises: proves nothing was read."""
-
-    shape = X_BC.shape
-
-    def __array__(self, *a, **k):
-        raise AssertionError("a data value was read")
-
-    def __getitem__(self, item):
-        raise AssertionError("a data value was read")
-
-    def __len__(self):
-        return X_BC.shape[0]
-
-
 def test_ceiling_refuses_before_any_value_is_read():
     acc = BudgetAccountant(1.2, 1e-4)
     first = clf(acc).fit(X_BC, Y_BC)
@@ -174,7 +160,7 @@ def test_ceiling_refuses_before_any_value_is_read():
     est = clf(acc)
     params = est.get_params()
     with pytest.raises(BudgetError, match="ceiling"):
-        est.fit(Untouchable(), Y_BC)
+        est.fit(Untouchable(X_BC.shape), Y_BC)
     assert (len(acc), acc.spent(), acc.to_json()) == before
     assert est.get_params() == params
     assert not hasattr(est, "coef_") and not hasattr(est, "privacy_spent_")

@@ -32,49 +32,16 @@ from tests.conftest import (
     box_constraint,
     make_problem,
 )
+from tests.solvers._helpers import clipped_logistic_gradient, ref_l1_mirror_step
 
 INF = Budget(math.inf, 0.0)
 BUDGET = Budget(1.0, 1e-5)
 
 
 # ---------------------------------------------------------------------------------------
-# Plain-numpy reference (one example at a time, hand-written maps and projections)
+# Plain-numpy reference (one example at a time, hand-written maps and projections:
+# tests/solvers/_helpers.py)
 # ---------------------------------------------------------------------------------------
-def _example_gradient(w, x, y, clip):
-    g = -y * x / (1.0 + np.exp(y * float(x @ w)))
-    norm = np.linalg.norm(g)
-    return g if norm <= clip else g * (clip / norm)
-
-
-def _pnorm_map(v, p):
-    """``nabla ||v||_p^2 / 2``."""
-    n = np.sum(np.abs(v) ** p) ** (1.0 / p)
-    return np.zeros_like(v) if n == 0 else n ** (2.0 - p) * np.sign(v) * np.abs(v) ** (p - 1.0)
-
-
-def _ref_mirror_step_l1(z, g, eta, R, p):
-    """argmin_{||u||_1 <= R} D_w(u, z) + eta <g, u>, w = ||.||_p^2 / (2 (p - 1)), by bisection."""
-    q = p / (p - 1.0)
-    theta = _pnorm_map(z, p) / (p - 1.0) - eta * g
-
-    def primal(t):
-        return (p - 1.0) * _pnorm_map(t, q)
-
-    u = primal(theta)
-    if np.abs(u).sum() <= R:
-        return u
-    lo, hi = 0.0, np.abs(theta).max()
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        soft = np.sign(theta) * np.maximum(np.abs(theta) - mid, 0.0)
-        if np.abs(primal(soft)).sum() > R:
-            lo = mid
-        else:
-            hi = mid
-    u = primal(np.sign(theta) * np.maximum(np.abs(theta) - hi, 0.0))
-    return u * min(1.0, R / np.abs(u).sum())
-
-
 def reference_accmd(X, y, alpha, plan, replay, n_iter, geometry, radius, intercept):
     """Algorithm 3 with the noisy y-step, for binary logistic regression."""
     n, m = X.shape
@@ -86,7 +53,7 @@ def reference_accmd(X, y, alpha, plan, replay, n_iter, geometry, radius, interce
         a = (k + 2) / (4.0 * L)
         r = 1.0 / (2.0 * a * L)
         xk = r * zk + (1 - r) * yk
-        g = sum(_example_gradient(xk, X[i], y[i], clip) for i in range(n)) / n
+        g = sum(clipped_logistic_gradient(xk, X[i], y[i], clip) for i in range(n)) / n
         g = g + replay.next("gaussian")[:, 0]
         g[:d] += alpha * xk[:d]
         z_new, y_new = np.empty(m), np.empty(m)
@@ -98,7 +65,7 @@ def reference_accmd(X, y, alpha, plan, replay, n_iter, geometry, radius, interce
             if np.linalg.norm(y_new[:d]) > radius:
                 y_new[:d] *= radius / np.linalg.norm(y_new[:d])
         else:
-            z_new[:d] = _ref_mirror_step_l1(zk[:d], g[:d], mu * a, radius, p)
+            z_new[:d] = ref_l1_mirror_step(zk[:d], g[:d], mu * a, p, radius)
             y_new[:d] = l1_ball_gradient_step(xk[:d], g[:d], L, radius)  # checked by LP below
         z_new[d:] = zk[d:] - a * g[d:]
         y_new[d:] = xk[d:] - g[d:] / L
@@ -144,7 +111,7 @@ def test_restart_schedule_matches_reference_prefix():
     for k, v in enumerate(draws[4:]):
         a, r = (k + 2) / (4 * L), 2.0 / (k + 2)
         xk = r * zk + (1 - r) * yk
-        g = sum(_example_gradient(xk, X[i], Y[i], s.clip_norm) for i in range(40)) / 40
+        g = sum(clipped_logistic_gradient(xk, X[i], Y[i], s.clip_norm) for i in range(40)) / 40
         g = g + v[:, 0] + 0.2 * xk
         zk = zk - a * g
         zk *= min(1.0, 0.5 / np.linalg.norm(zk))

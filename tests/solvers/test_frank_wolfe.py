@@ -28,6 +28,7 @@ from skdp.solvers._frank_wolfe_tree import (
     vertex_scores,
 )
 from skdp.solvers.frank_wolfe import PrivateFrankWolfe
+from tests.solvers._helpers import recording_source
 
 BUDGET = Budget(1.0, 0.0)
 
@@ -359,20 +360,7 @@ def test_noise_free_sparse_high_dimensional_run_beats_the_zero_predictor():
 # --------------------------------------------------------------------------------------
 # Plain numpy reference fed the same noise
 # --------------------------------------------------------------------------------------
-class RecordingSource(NoiseSource):
-    def __init__(self, rng):
-        super().__init__(rng)
-        self.draws = []
-
-    def permutation(self, n):
-        value = super().permutation(n)
-        self.draws.append(("permutation", value.copy()))
-        return value
-
-    def laplace(self, shape, scale):
-        value = super().laplace(shape, scale)
-        self.draws.append(("laplace", value.copy()))
-        return value
+RecordingSource = recording_source("permutation", "laplace")
 
 
 def reference_frank_wolfe(X, y, radius, label_bound, plan, draws, alpha=0.0):
@@ -382,8 +370,9 @@ def reference_frank_wolfe(X, y, radius, label_bound, plan, draws, alpha=0.0):
     L, clips = s.clip_norm, s.difference_clips
     n, d = X.shape
     draws = list(draws)
-    kind, perm = draws.pop(0)
-    assert kind == "permutation"
+    first = draws.pop(0)
+    assert first.kind == "permutation"
+    perm = first.value
     cursor = 0
     x = np.zeros(d)
     k = 0
@@ -423,8 +412,9 @@ def reference_frank_wolfe(X, y, radius, label_bound, plan, draws, alpha=0.0):
                 k += 1
                 g = est[path] + alpha * x
                 scores = np.concatenate([radius * g, -radius * g])
-                kind, z = draws.pop(0)
-                assert kind == "laplace"
+                draw = draws.pop(0)
+                assert draw.kind == "laplace"
+                z = draw.value
                 i = int(np.argmin(scores + z))
                 w = np.zeros(d)
                 w[i % d] = radius if i < d else -radius
@@ -448,7 +438,7 @@ def test_matches_numpy_reference_with_same_noise(eps, alpha, n_phases):
     ref = reference_frank_wolfe(X, problem.Y[:, 0], 0.9, 1.5, res.plan, source.draws, alpha)
     np.testing.assert_allclose(res.coef[:, 0], ref, rtol=1e-10, atol=1e-12)
     if math.isfinite(eps):
-        scales = [np.std(z) for k, z in source.draws if k == "laplace"]
+        scales = [np.std(d.value) for d in source.draws if d.kind == "laplace"]
         assert len(scales) == res.n_iter and all(sc > 0 for sc in scales)
 
 

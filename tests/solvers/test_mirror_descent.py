@@ -34,6 +34,12 @@ from skdp.solvers.mirror_descent import (
     mirror_step,
 )
 from tests.conftest import RecordingNoiseSource, ReplayNoiseSource, make_problem
+from tests.solvers._helpers import (
+    clipped_logistic_gradient,
+    grad_w,
+    grad_w_conj,
+    ref_l1_mirror_step,
+)
 
 BUDGET = Budget(1.0, 1e-5)
 INF = Budget(math.inf, 0.0)
@@ -372,47 +378,6 @@ def test_localized_halving_schedule():
 # ---------------------------------------------------------------------------------------
 # Plain-numpy references fed the same noise and batches
 # ---------------------------------------------------------------------------------------
-def _grad_w(y, p):
-    """grad of ||y||_p^2 / (2 (p - 1)), written out."""
-    nrm = np.sum(np.abs(y) ** p) ** (1 / p)
-    if nrm == 0:
-        return np.zeros_like(y)
-    return nrm ** (2 - p) * np.sign(y) * np.abs(y) ** (p - 1) / (p - 1)
-
-
-def _grad_w_conj(t, p):
-    q = p / (p - 1)
-    nrm = np.sum(np.abs(t) ** q) ** (1 / q)
-    if nrm == 0:
-        return np.zeros_like(t)
-    return (p - 1) * nrm ** (2 - q) * np.sign(t) * np.abs(t) ** (q - 1)
-
-
-def _ref_l1_step(x, g, eta, p, radius):
-    """Bisection on the soft-threshold level (independent of the library's brentq)."""
-    theta = _grad_w(x, p) - eta * g
-    y = _grad_w_conj(theta, p)
-    if np.abs(y).sum() <= radius:
-        return y
-    lo, hi = 0.0, np.abs(theta).max()
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        u = np.sign(theta) * np.maximum(np.abs(theta) - mid, 0)
-        if np.abs(_grad_w_conj(u, p)).sum() > radius:
-            lo = mid
-        else:
-            hi = mid
-    u = np.sign(theta) * np.maximum(np.abs(theta) - 0.5 * (lo + hi), 0)
-    y = _grad_w_conj(u, p)
-    return y * radius / np.abs(y).sum()
-
-
-def _clipped(w, x, y, clip):
-    g = -y * x / (1.0 + np.exp(y * float(x @ w)))
-    nrm = np.linalg.norm(g)
-    return g if nrm <= clip else g * clip / nrm
-
-
 class _StepNoise:
     """The steps' Gaussian noise, drawn by the solver in blocks of steps (one draw of shape
     (steps, d, 1)) before those steps' batches: a step takes the next row, and a block is
@@ -441,9 +406,9 @@ def reference_md(X, y, radius, plan, replay, n_iter, alpha):
     for _ in range(n_iter):
         z = step_noise.next()
         batch = replay.next("batch")
-        g = sum(_clipped(w, X[i], y[i], clip) for i in batch) / b
+        g = sum(clipped_logistic_gradient(w, X[i], y[i], clip) for i in batch) / b
         g = g + z + alpha * w
-        w = _ref_l1_step(w, g, eta, p, radius)
+        w = ref_l1_mirror_step(w, g, eta, p, radius)
         total += w
     assert step_noise.used_up()
     return total / n_iter
@@ -482,10 +447,10 @@ def reference_localized(X, y, plan, replay, alpha, radius_x):
         for k in range(1, t + 1):
             z = step_noise.next()
             batch = perm[start:start + size][replay.next("batch")]
-            g = sum(_clipped(x, X[i], y[i], plan.clip_norm) for i in batch) / b
-            g = g + z + alpha * x + lam * _grad_w(x - c, p)
+            g = sum(clipped_logistic_gradient(x, X[i], y[i], plan.clip_norm) for i in batch) / b
+            g = g + z + alpha * x + lam * grad_w(x - c, p)
             eta = 2.0 / (lam * (k + 1))
-            z = _grad_w_conj(_grad_w(x - c, p) - eta * g, p)
+            z = grad_w_conj(grad_w(x - c, p) - eta * g, p)
             nrm = np.sum(np.abs(z) ** p) ** (1 / p)
             x = c + (z * r / nrm if nrm > r else z)
             avg += 2.0 * k / (t * (t + 1.0)) * x

@@ -39,6 +39,7 @@ from skdp.solvers.objective_perturbation import (
     privacy_loss_delta,
 )
 from tests.conftest import make_problem
+from tests.solvers._helpers import recording_source
 
 SOLVERS = (ObjectivePerturbation, ApproxObjectivePerturbation)
 BUDGET = Budget(1.0, 1e-5)
@@ -750,20 +751,7 @@ def test_pure_exact_privacy_loss_with_intercept_on_a_grid():
     assert worst >= 0.8 * eps_b
 
 
-class _KNormRecorder(NoiseSource):
-    def __init__(self, rng):
-        super().__init__(rng)
-        self.drawn = []
-
-    def ball_product_k_norm(self, sizes, radii, epsilon):
-        value = super().ball_product_k_norm(sizes, radii, epsilon)
-        self.drawn.append(("B", value.copy()))
-        return value
-
-    def release(self, mechanism, shape, scale):
-        value = super().release(mechanism, shape, scale)
-        self.drawn.append((mechanism, value.copy(), scale))
-        return value
+_KNormRecorder = recording_source("ball_product_k_norm", "release")
 
 
 @pytest.mark.parametrize("intercept", [0.0, 1.0])
@@ -778,11 +766,13 @@ def test_pure_matches_a_numpy_reference_fed_the_same_noise(intercept):
     recorder = _KNormRecorder(np.random.default_rng(9))
     res = ObjectivePerturbation().solve(problem, PURE, recorder)
     s = res.plan
-    assert [d[0] for d in recorder.drawn] == ["B", "l2_laplace"]
-    assert recorder.drawn[1][2] == s.sigma_output == 2 * s.certified_radius / (
+    k_norm, laplace = recorder.draws
+    assert k_norm.kind == "ball_product_k_norm"
+    assert (laplace.kind, laplace.args["mechanism"]) == ("release", "l2_laplace")
+    assert laplace.args["scale"] == s.sigma_output == 2 * s.certified_radius / (
         s.epsilon_output)
-    B = recorder.drawn[0][1]
-    H = recorder.drawn[1][1].ravel()
+    B = k_norm.value
+    H = laplace.value.ravel()
     rows = np.hstack([X, np.full((80, 1), intercept)]) if intercept else X
     lam = np.full(rows.shape[1], s.regularization)
     if intercept:

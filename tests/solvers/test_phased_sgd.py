@@ -17,6 +17,7 @@ from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
 from skdp.solvers.phased_sgd import PhasedDPSGD, phase_indices, phase_sizes
 from tests.conftest import make_problem
+from tests.solvers._helpers import recording_source
 
 BUDGET = Budget(1.0, 1e-5)
 
@@ -190,25 +191,7 @@ def test_squared_loss_lipschitz_constant_uses_the_score_bound():
 # ---------------------------------------------------------------------------------------
 # Reference implementation fed the same randomness
 # ---------------------------------------------------------------------------------------
-class _Recorder(NoiseSource):
-    def __init__(self, rng):
-        super().__init__(rng)
-        self.draws = []
-
-    def permutation(self, n):
-        value = super().permutation(n)
-        self.draws.append(value.copy())
-        return value
-
-    def gaussian(self, shape, sigma):
-        value = super().gaussian(shape, sigma)
-        self.draws.append(value.copy())
-        return value
-
-    def l2_laplace(self, shape, scale):
-        value = super().l2_laplace(shape, scale)
-        self.draws.append(value.copy())
-        return value
+_Recorder = recording_source("permutation", "gaussian", "l2_laplace")
 
 
 def _reference(problem, plan, draws):
@@ -216,7 +199,7 @@ def _reference(problem, plan, draws):
     spec = problem.spec
     A, Y = problem.design_matrix(), problem.Y[:, 0]
     p, alpha, loss = spec.n_penalized, spec.alpha, spec.loss
-    perm, noises = draws[0], draws[1:]
+    perm, noises = draws[0].value, [draw.value for draw in draws[1:]]
     w = np.zeros(spec.n_params)
     b = plan.batch_size
     pos = 0

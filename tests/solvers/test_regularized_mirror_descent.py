@@ -12,7 +12,6 @@ from skdp.exceptions import IncompatibleSolverError
 from skdp.geometry import L1Ball, L2Ball, LpBall, Unconstrained
 from skdp.losses import LogisticLoss
 from skdp.privacy import Budget, epsilon_spent
-from skdp.privacy.noise import NoiseSource
 from skdp.solvers import Problem, ProblemSpec
 from skdp.solvers.regularized_mirror_descent import (
     LpGeometry,
@@ -21,21 +20,12 @@ from skdp.solvers.regularized_mirror_descent import (
     lp_geometry,
 )
 from tests.conftest import make_problem
+from tests.solvers._helpers import recording_source
 
 BUDGET = Budget(1.0, 1e-5)
 
 
-class GGRecorder(NoiseSource):
-    """Records the generalized Gaussian draws in order."""
-
-    def __init__(self, rng):
-        super().__init__(rng)
-        self.draws = []
-
-    def generalized_gaussian(self, shape, sigma, r):
-        value = super().generalized_gaussian(shape, sigma, r)
-        self.draws.append((sigma, r, value.copy()))
-        return value
+GGRecorder = recording_source("generalized_gaussian")
 
 
 def _lp_problem(n=60, d=3, radius=None, p=1.5, seed=0, sparse=False, intercept=False):
@@ -156,9 +146,9 @@ def test_matches_a_reference_implementation_fed_the_same_noise(radius, intercept
             g += gi * min(1.0, L / norm) if norm > 0 else gi
         g = g / 30
         g[:k] += problem.spec.alpha * w[:k]
-        sigma, r, draw = rec.draws[t]
-        assert sigma == s.sigma and r == s.noise_order
-        C = g + draw.ravel() - beta * geo.grad(w[:, None]).ravel()
+        draw = rec.draws[t]
+        assert draw.args["sigma"] == s.sigma and draw.args["r"] == s.noise_order
+        C = g + draw.value.ravel() - beta * geo.grad(w[:, None]).ravel()
         w = _prox_reference(C, beta + a, p, radius, k)
         outs.append(w)
     rho = (2 * beta + a) / (2 * beta)
@@ -213,7 +203,7 @@ def test_zero_signal_output_is_the_noise_law():
     rec = GGRecorder(np.random.default_rng(0))
     coef = solver._run(problem, plan, rec)
     geo = LpGeometry(1.5, 40, None)
-    np.testing.assert_allclose(-plan.smoothness * geo.grad(coef), rec.draws[0][2],
+    np.testing.assert_allclose(-plan.smoothness * geo.grad(coef), rec.draws[0].value,
                                rtol=1e-9, atol=1e-12)
 
 

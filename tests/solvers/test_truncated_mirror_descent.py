@@ -24,29 +24,12 @@ from skdp.solvers.truncated_mirror_descent import (
     shuffle_local_epsilon,
     truncated_coefficients,
 )
+from tests.solvers._helpers import recording_source
 
 BUDGET = Budget(1.0, 1e-5)
 
 
-class Recorder(NoiseSource):
-    def __init__(self, rng):
-        super().__init__(rng)
-        self.draws = []
-
-    def permutation(self, n):
-        value = super().permutation(n)
-        self.draws.append(("perm", value.copy()))
-        return value
-
-    def generalized_gaussian(self, shape, sigma, r):
-        value = super().generalized_gaussian(shape, sigma, r)
-        self.draws.append(("gg", (sigma, r, value.copy())))
-        return value
-
-    def k_norm(self, shape, scale, q, count=None):
-        value = super().k_norm(shape, scale, q, count=count)
-        self.draws.append(("k", (scale, q, value.copy())))
-        return value
+Recorder = recording_source("permutation", "generalized_gaussian", "k_norm")
 
 
 def _heavy_problem(n=300, d=4, p=1.5, radius=1.0, seed=0, sparse=False, loss=None):
@@ -156,21 +139,27 @@ def test_brute_force_batch_sensitivity(p):
     assert s.sensitivity_q == pytest.approx(2 * tau / b)
 
 
+def _rdp_plan(budget, n_iter=7, **params):
+    """The RDP, replace-one plan of TruncatedMirrorDescent (truncation 2) on the default
+    heavy-tailed problem."""
+    return TruncatedMirrorDescent(n_iter=n_iter, truncation=2.0, **params).plan(
+        _heavy_problem().spec, budget, "rdp", "replace_one")
+
+
+def _rdp_epsilon(event, delta):
+    return epsilon_spent(event, delta, accounting="rdp", relation="replace_one")
+
+
 @pytest.mark.parametrize("eps", [0.2, 1.0, 5.0])
 def test_calibration_round_trip(eps):
-    problem = _heavy_problem()
     budget = Budget(eps, 1e-5)
-    plan = TruncatedMirrorDescent(n_iter=7, truncation=2.0).plan(
-        problem.spec, budget, "rdp", "replace_one")
-    spent = epsilon_spent(plan.event, budget.delta, accounting="rdp", relation="replace_one")
+    s = _rdp_plan(budget)
+    spent = _rdp_epsilon(s.event, budget.delta)
     assert 0.99 * eps <= spent <= eps
-    s = plan
     assert s.sigma / (math.sqrt(s.kappa_plus) * s.sensitivity_r) == pytest.approx(
         s.noise_multiplier, rel=1e-12)
     # Parallel composition: one event, whatever the number of batches.
-    plan2 = TruncatedMirrorDescent(n_iter=70, truncation=2.0).plan(
-        problem.spec, budget, "rdp", "replace_one")
-    assert plan2.noise_multiplier == s.noise_multiplier
+    assert _rdp_plan(budget, n_iter=70).noise_multiplier == s.noise_multiplier
     shuffled = ShuffledTruncatedMirrorDescent(n_iter=7, truncation=2.0).plan(
         _heavy_problem(n=20_000, d=3).spec, budget, "basic", "replace_one")
     spent = epsilon_spent(shuffled.event, budget.delta, accounting="basic",
@@ -182,21 +171,17 @@ def test_calibration_round_trip(eps):
 def test_epochs_compose_one_release_per_record_per_epoch(eps):
     # E passes: every record is in one batch per pass, so the ledger is E releases of
     # multiplier z, calibrated to spend the budget; more passes need more noise.
-    problem = _heavy_problem()
     budget = Budget(eps, 1e-5)
-    one = TruncatedMirrorDescent(n_iter=7, truncation=2.0).plan(
-        problem.spec, budget, "rdp", "replace_one")
-    four = TruncatedMirrorDescent(n_iter=7, truncation=2.0, n_epochs=4).plan(
-        problem.spec, budget, "rdp", "replace_one")
+    one = _rdp_plan(budget)
+    four = _rdp_plan(budget, n_epochs=4)
     assert four.n_iter == 28 and four.batches == 7
     assert four.epochs == 4
-    spent = epsilon_spent(four.event, budget.delta, accounting="rdp", relation="replace_one")
+    spent = _rdp_epsilon(four.event, budget.delta)
     assert 0.99 * eps <= spent <= eps
     z1, z4 = one.noise_multiplier, four.noise_multiplier
     assert 1.5 * z1 < z4 <= 2.0 * z1 * (1 + 1e-9)
     # The ledger is exactly four releases at the drawn multiplier.
-    single = epsilon_spent(dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(z4), 4), budget.delta,
-                           accounting="rdp", relation="replace_one")
+    single = _rdp_epsilon(dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(z4), 4), budget.delta)
     assert spent == pytest.approx(single, rel=1e-9)
 
 
@@ -223,9 +208,9 @@ def _reference(problem, plan, draws, shuffled, iterate="average"):
     iterates = []
     draws = _LocalReports(draws)
     for _ in range(epochs):
-        kind, order = draws.next()
-        assert kind == "perm"
-        w = _reference_epoch(X, Y, np.array_split(order, batches), draws, w, iterates,
+        draw = draws.next()
+        assert draw.kind == "permutation"
+        w = _reference_epoch(X, Y, np.array_split(draw.value, batches), draws, w, iterates,
                              s, geo, shuffled)
     assert draws.exhausted()
     assert len(iterates) == plan.n_iter
@@ -253,11 +238,11 @@ class _LocalReports:
         rows = []
         while len(rows) < count:
             if not self._rows:
-                kind, (scale, _order, block) = next(self._draws)
-                assert kind == "k"
-                assert self._scale in (None, scale)
-                self._scale = scale
-                self._rows = list(block)
+                draw = next(self._draws)
+                assert draw.kind == "k_norm"
+                assert self._scale in (None, draw.args["scale"])
+                self._scale = draw.args["scale"]
+                self._rows = list(draw.value)
             rows.append(self._rows.pop(0))
         return np.array(rows)
 
@@ -277,10 +262,10 @@ def _reference_epoch(X, Y, batches, draws, w, iterates, s, geo, shuffled):
             noise = draws.reports(len(batch))
             g = (g + noise.sum(axis=0)) / len(batch)
         else:
-            kind, (scale, _order, noise) = draws.next()
-            assert kind == "gg"
-            assert scale == pytest.approx(s.sigma * s.min_batch / len(batch))
-            g = g / len(batch) + noise
+            draw = draws.next()
+            assert draw.kind == "generalized_gaussian"
+            assert draw.args["sigma"] == pytest.approx(s.sigma * s.min_batch / len(batch))
+            g = g / len(batch) + draw.value
         w = geo.prox(eta * g - geo.grad(w), 1.0)
         iterates.append(w)
     return w
@@ -341,7 +326,7 @@ def test_chunked_steps_match_reference(monkeypatch, cls, n_iter, radius):
     rec = Recorder(np.random.default_rng(3))
     coef = solver._run(problem, plan, rec)
     if cls is ShuffledTruncatedMirrorDescent:
-        counts = [draw[2].shape[0] for kind, draw in rec.draws if kind == "k"]
+        counts = [draw.value.shape[0] for draw in rec.draws if draw.kind == "k_norm"]
         assert sum(counts) == 2000 and max(counts) <= 50
     expected = _reference(problem, plan, rec.draws, cls is ShuffledTruncatedMirrorDescent)
     np.testing.assert_allclose(coef, expected, rtol=1e-9, atol=1e-12)
