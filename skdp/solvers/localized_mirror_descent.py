@@ -21,7 +21,7 @@ from skdp.privacy.accounting import add_remove_budget, epsilon_spent
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
-from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._capabilities import LOSS_NAMES, Capabilities
 from skdp.solvers._sampling import BatchSampling
 from skdp.solvers.mirror_descent import (
     MAX_AUTO_STEPS,
@@ -206,7 +206,7 @@ class LocalizedMirrorDescent(BatchSampling, BaseDPSolver):
     name = "localized_mirror_descent"
     capabilities = Capabilities(
         algorithm="localized noisy mirror descent, AFKT 2021 Algs. 2, 6",
-        losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
+        losses=LOSS_NAMES,
         constraints=("none", "l2", "l1", "lp"), max_lp=2.0,
         inexact_at_inf=("phases of stochastic mirror descent localized around the previous "
                         "phase's output, tuned for the noise (3.7e-2 excess risk on a "

@@ -32,7 +32,7 @@ from skdp.privacy.accounting import (
 from skdp.privacy.budget import Budget
 from skdp.privacy.noise import NoiseSource
 from skdp.solvers._base import BaseDPSolver, Plan, Problem, ProblemSpec
-from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._capabilities import LOSS_NAMES, Capabilities
 from skdp.solvers._problem import clip_unless_lossless
 from skdp.solvers._sampling import BatchSampling
 
@@ -516,7 +516,7 @@ class NoisyMirrorDescent(BatchSampling, BaseDPSolver):
     name = "mirror_descent"
     capabilities = Capabilities(
         algorithm="noisy stochastic mirror descent, Asi-Feldman-Koren-Talwar 2021 Algs. 1, 5",
-        losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
+        losses=LOSS_NAMES,
         constraints=("none", "l2", "l1", "lp", "simplex"),
         inexact_at_inf=("a public count of stochastic mirror steps (averaged), an "
                         "O(1/sqrt(T)) method even without noise (1.3e-2 excess risk on a "

@@ -31,7 +31,7 @@ from skdp.solvers._base import (
     ProblemSpec,
     james_stein_factor,
 )
-from skdp.solvers._capabilities import Capabilities
+from skdp.solvers._capabilities import LOSS_NAMES, Capabilities
 from skdp.solvers._output_perturbation_objective import (
     OutputSensitivity,
     _flat,
@@ -174,7 +174,7 @@ class OutputPerturbation(BaseDPSolver):
                    "adversarial training)"),
         needs_delta=False, accounting_methods=("pure", "gaussian", "rdp", "pld"),
         default_accounting="gaussian",
-        losses=("logistic", "multinomial", "hinge", "smoothed_hinge", "squared", "huber"),
+        losses=LOSS_NAMES,
         intercept="penalized",
         strongly_convex=True,
         objectives=("erm", "tilted", "adversarial", "tilted_adversarial"), secure=True,
