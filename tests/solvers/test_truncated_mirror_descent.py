@@ -444,36 +444,38 @@ def solver_cases():
     from skdp.solvers import ShuffledTruncatedMirrorDescent, TruncatedMirrorDescent
     from tests.solvers._cases import AuditCase, SolverCases
 
-    sensitivity = ("test_truncated_mirror_descent.py", "test_brute_force_batch_sensitivity")
+    def shared(solver, p, n_trials, zero_background=False):
+        # What both variants share: the small settings, the brute-force sensitivity test,
+        # and the canary audit. A threshold just above the canary's |phi'(0)| data_norm =
+        # 0.5 keeps its gradient, so its truncated gradient moves by exactly 2 tau.
+        return dict(
+            fast=lambda: solver(n_iter=10, truncation=1.0),
+            not_erm="uses each record once (a population-risk method)",
+            sensitivity=("test_truncated_mirror_descent.py",
+                         "test_brute_force_batch_sensitivity"),
+            audits=(AuditCase(lambda: solver(n_iter=1, truncation=0.5000001, p=p,
+                                             step_size=0.5),
+                              LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5,
+                              n_trials=n_trials, zero_background=zero_background),))
+
     return {
-        # A threshold just above the canary's |phi'(0)| data_norm = 0.5 keeps its gradient,
-        # so the two batch means differ by exactly 2 tau. Measured: real <= 0.36, twin
+        # The two batch means differ by exactly 2 tau. Measured: real <= 0.36, twin
         # 2.84-3.18.
         "truncated_mirror_descent": SolverCases(
-            fast=lambda: TruncatedMirrorDescent(n_iter=10, truncation=1.0),
-            not_erm="uses each record once (a population-risk method)",
-            sensitivity=sensitivity,
-            audits=(AuditCase(lambda: TruncatedMirrorDescent(
-                n_iter=1, truncation=0.5000001, p=1.5, step_size=0.5),
-                LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=10000),),
+            **shared(TruncatedMirrorDescent, p=1.5, n_trials=10000),
             zero_signal=lambda: TruncatedMirrorDescent(n_iter=1, truncation=1.0, p=2.0),
             # One mirror step from 0 with the Euclidean map: -eta * noise.
             zero_signal_variance=lambda plan, spec: (plan.step_size * plan.sigma) ** 2,
         ),
         # On the 10-record canary no amplification by shuffling applies (n <= 16
-        # ln(4/delta)), so each report is epsilon-LDP and the run epsilon-DP; the canary's
-        # truncated gradient moves by exactly 2 tau (the K-norm sensitivity). Zero
-        # background: the other records' K-norm noise still dilutes the statistic.
-        # Measured: real 0.13, twin (/5) 2.42. The suite's problems have 400 rows, more
-        # than 16 ln(4 / delta) (about 207 at 1e-5), to exercise the amplification.
+        # ln(4/delta)), so each report is epsilon-LDP and the run epsilon-DP (2 tau is the
+        # K-norm sensitivity). Zero background: the other records' K-norm noise still
+        # dilutes the statistic. Measured: real 0.13, twin (/5) 2.42. The suite's problems
+        # have 400 rows, more than 16 ln(4 / delta) (about 207 at 1e-5), to exercise the
+        # amplification.
         "shuffled_truncated_mirror_descent": SolverCases(
-            fast=lambda: ShuffledTruncatedMirrorDescent(n_iter=10, truncation=1.0),
-            not_erm="uses each record once (a population-risk method)",
-            sensitivity=sensitivity,
-            audits=(AuditCase(lambda: ShuffledTruncatedMirrorDescent(
-                n_iter=1, truncation=0.5000001, p=2.0, step_size=0.5),
-                LogisticLoss, alpha=0.0, epsilon=2.0, delta=1e-5, n_trials=4000,
-                zero_background=True),),
+            **shared(ShuffledTruncatedMirrorDescent, p=2.0, n_trials=4000,
+                     zero_background=True),
             zero_signal_elsewhere="its zero-signal output is K-norm local noise, tested "
                                   "in this file",
             min_samples=400,
