@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from numbers import Integral, Real
 
 from skdp._sklearn_compat import Interval
@@ -11,15 +12,16 @@ __all__ = ["COUNT", "OPTIONAL_COUNT", "OPTIONAL_POSITIVE", "POSITIVE", "declared
            "store_params"]
 
 # Parameter constraints (scikit-learn's ``_parameter_constraints`` vocabulary) that many
-# estimators and solvers share; ``None`` leaves the choice to a documented default rule.
+# estimators and solvers share (tuples: one object serves many entries and cannot be
+# changed through any of them); ``None`` leaves the choice to a documented default rule.
 #: An integer count ``>= 1`` (iterations, batch size, phases).
-COUNT = [Interval(Integral, 1, None, closed="left")]
+COUNT = (Interval(Integral, 1, None, closed="left"),)
 #: A finite real ``> 0`` (step size, clip, radius; 0, inf and nan refused).
-POSITIVE = [Interval(Real, 0, None, closed="neither")]
+POSITIVE = (Interval(Real, 0, None, closed="neither"),)
 #: A count, or ``None``.
-OPTIONAL_COUNT = [*COUNT, None]
+OPTIONAL_COUNT = (*COUNT, None)
 #: A finite positive real, or ``None``.
-OPTIONAL_POSITIVE = [*POSITIVE, None]
+OPTIONAL_POSITIVE = (*POSITIVE, None)
 
 
 def store_params(obj, params: dict) -> None:
@@ -46,14 +48,16 @@ def store_params(obj, params: dict) -> None:
 def declared_init(positional: dict, keyword_only: dict):
     """An ``__init__`` that only stores its parameters, with a declared signature.
 
-    For estimators that share most of their parameters: each group is declared once
-    (its names and defaults, next to its documentation) and an estimator's constructor
-    is ``__init__ = declared_init({...}, {..., **GROUP, ...})``. The function carries the
-    explicit signature as ``__signature__``, which ``inspect.signature`` (and so
-    scikit-learn's ``get_params``, ``clone``, ``check_estimator``, Sphinx and numpydoc)
-    reads; a call binds its arguments against that signature exactly as a hand-written
-    constructor would (same defaults, the same ``TypeError`` for an unknown or duplicate
-    argument, which names the class), then stores them with :func:`store_params`.
+    For classes that share most of their parameters: each group is declared once (its
+    names and defaults) and a class's constructor is ``__init__ = declared_init({...},
+    {..., **GROUP, ...})`` in its body. The function carries the explicit signature as
+    ``__signature__``, which ``inspect.signature`` (and so scikit-learn's ``get_params``,
+    ``clone``, ``check_estimator``, Sphinx and numpydoc) reads, and the class's
+    ``__qualname__`` and module, as :func:`collections.namedtuple` does. A call binds its
+    arguments as a hand-written constructor would: the same defaults, and a ``TypeError``
+    naming the class for an extra positional argument, a duplicate or an unknown keyword
+    (in Python's own words for these three); then it stores them with
+    :func:`store_params`. The parameters carry no annotations.
 
     Parameters
     ----------
@@ -74,14 +78,29 @@ def declared_init(positional: dict, keyword_only: dict):
            for name, value in positional.items()]
         + [kinds(name, kinds.KEYWORD_ONLY, default=value)
            for name, value in keyword_only.items()])
+    n_positional = 1 + len(positional)
 
     def __init__(self, *args, **kwargs):
+        where = f"{type(self).__name__}.__init__()"
+        if 1 + len(args) > n_positional:
+            raise TypeError(f"{where} takes from 1 to {n_positional} positional arguments "
+                            f"but {1 + len(args)} were given")
+        for name in list(positional)[:len(args)]:
+            if name in kwargs:
+                raise TypeError(f"{where} got multiple values for argument {name!r}")
         try:
             bound = signature.bind(self, *args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{type(self).__name__}.__init__() {exc}") from None
+        except TypeError as exc:  # an unknown keyword: "got an unexpected keyword ..."
+            raise TypeError(f"{where} {exc}") from None
         bound.apply_defaults()
         store_params(self, bound.arguments)
 
+    # The defining class body's names, as collections.namedtuple reads its caller's module:
+    # the function pickles by reference and reads as Class.__init__ in tracebacks and docs.
+    caller = sys._getframe(1)
+    owner = caller.f_locals.get("__qualname__")
+    if owner is not None:
+        __init__.__qualname__ = f"{owner}.__init__"
+    __init__.__module__ = caller.f_globals.get("__name__", __name__)
     __init__.__signature__ = signature
     return __init__
