@@ -56,8 +56,8 @@ def declared_init(positional: dict, keyword_only: dict):
     ``__qualname__`` and module, as :func:`collections.namedtuple` does. A call binds its
     arguments as a hand-written constructor would: the same defaults, and a ``TypeError``
     naming the class for an extra positional argument, a duplicate or an unknown keyword
-    (in Python's own words for these three); then it stores them with
-    :func:`store_params`. The parameters carry no annotations.
+    (in Python's own words); then it stores each, unchanged, in signature order, as
+    :func:`store_params` does. The parameters carry no annotations.
 
     Parameters
     ----------
@@ -78,22 +78,27 @@ def declared_init(positional: dict, keyword_only: dict):
            for name, value in positional.items()]
         + [kinds(name, kinds.KEYWORD_ONLY, default=value)
            for name, value in keyword_only.items()])
-    n_positional = 1 + len(positional)
+    names = tuple(positional)
+    defaults = {**positional, **keyword_only}
 
     def __init__(self, *args, **kwargs):
-        where = f"{type(self).__name__}.__init__()"
-        if 1 + len(args) > n_positional:
-            raise TypeError(f"{where} takes from 1 to {n_positional} positional arguments "
-                            f"but {1 + len(args)} were given")
-        for name in list(positional)[:len(args)]:
+        # Bound by hand as Python binds a written signature (Signature.bind costs ten
+        # times more, and clone calls this for every candidate of a search).
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__}.__init__() takes from 1 to "
+                            f"{1 + len(names)} positional arguments but {1 + len(args)} "
+                            "were given")
+        for name, value in zip(names, args, strict=False):  # len(args) <= len(names)
             if name in kwargs:
-                raise TypeError(f"{where} got multiple values for argument {name!r}")
-        try:
-            bound = signature.bind(self, *args, **kwargs)
-        except TypeError as exc:  # an unknown keyword: "got an unexpected keyword ..."
-            raise TypeError(f"{where} {exc}") from None
-        bound.apply_defaults()
-        store_params(self, bound.arguments)
+                raise TypeError(f"{type(self).__name__}.__init__() got multiple values for "
+                                f"argument {name!r}")
+            kwargs[name] = value
+        for name in kwargs:
+            if name not in defaults:
+                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected "
+                                f"keyword argument {name!r}")
+        for name, default in defaults.items():
+            setattr(self, name, kwargs.get(name, default))
 
     # The defining class body's names, as collections.namedtuple reads its caller's module:
     # the function pickles by reference and reads as Class.__init__ in tracebacks and docs.
