@@ -79,6 +79,9 @@ def default_logistic(profile, log) -> list[dict]:
     optimum = certified_optimum(objective).value
     runs = RUNS[profile.name]
     out = []
+    def sklearn_fit():  # scikit-learn's fit of the same objective, each pair's partner
+        return LogisticRegression(C=1.0 / (ALPHA * N_TRAIN))
+
     for name, make, declared in _rows():
         excess, accuracy, ratios, passes, solvers = [], [], [], [], set()
         cores, loaded = [], []
@@ -86,20 +89,16 @@ def default_logistic(profile, log) -> list[dict]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 # Alternating which fit of the pair goes first (run parity).
-                est, _, ratio = paired_fit(
-                    make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)), Xtr, ytr, 1,
-                    first=run % 2)
+                est, _, ratio = paired_fit(make, sklearn_fit, Xtr, ytr, 1, first=run % 2)
                 # The suite runs on one BLAS thread; a user's default install uses every
                 # core: the same pair again with the BLAS pool at the machine's cores,
                 # then once more with as many busy processes as cores (a loaded machine).
                 with threadpool_limits(limits=CORES):
-                    cores.append(paired_fit(
-                        make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)),
-                        Xtr, ytr, 1, first=run % 2)[2])
+                    cores.append(paired_fit(make, sklearn_fit, Xtr, ytr, 1,
+                                            first=run % 2)[2])
                     with busy_processes(CORES):
-                        loaded.append(paired_fit(
-                            make, lambda: LogisticRegression(C=1.0 / (ALPHA * N_TRAIN)),
-                            Xtr, ytr, 1, first=run % 2)[2])
+                        loaded.append(paired_fit(make, sklearn_fit, Xtr, ytr, 1,
+                                                 first=run % 2)[2])
             ratios.append(ratio)
             accuracy.append(float(est.score(Xte, yte)))
             passes.append(int(np.max(est.n_iter_)))

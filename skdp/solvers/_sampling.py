@@ -25,8 +25,9 @@ class BatchSampling:
     """Mixin of the solvers with a ``sampling`` option (placed before the solver base)."""
 
     sampling: str
-    #: Merged into each sampling solver's own constraints.
-    _parameter_constraints: ClassVar[dict] = {"sampling": [StrOptions(set(SAMPLINGS))]}
+    #: Merged into each sampling solver's own constraints (a tuple, as the shared ones of
+    #: skdp._params: one object serves three solvers).
+    _parameter_constraints: ClassVar[dict] = {"sampling": (StrOptions(set(SAMPLINGS)),)}
 
     def resolve_accounting(self, accounting: str, budget=None) -> str:
         """Resolve ``"auto"``: ``"pld"`` for Poisson batches, ``"rdp"`` otherwise.
