@@ -571,7 +571,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 f"{ratio:.2g} times the largest signal, {outcome}. Raise epsilon, use "
                 "fewer features, or declare public bounds (data_norm, y_bound) so that "
                 "no budget goes to them.",
-                NoiseDominatedWarning)
+                NoiseDominatedWarning, once=True)
         grid = grid_points()
         auto = self._auto_bounds()
         estimated = (("y_bound", bounds.y_bound),) if fallback else (
@@ -585,7 +585,7 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
                 f"[{grid[0]:.2g}, {grid[-1]:.2g}]: n * epsilon is too small for private "
                 "bounds, or the values are outside the grid. Declare a public "
                 f"{edges[0]}, or raise epsilon or bounds_fraction.",
-                NoiseDominatedWarning)
+                NoiseDominatedWarning, once=True)
 
     def _validate(self, X, y, finite_at_build: bool = False):
         """``(X, y)`` checked as scikit-learn does; float32 ``X`` stays float32 (the

@@ -115,13 +115,12 @@ def _workflow_steps(accountant, classes):
         ("DPStandardScaler(0.3) + DPLogisticRegression(0.7), every default",
          make_pipeline(DPStandardScaler(0.3, accountant=accountant),
                        DPLogisticRegression(0.7, classes=classes, accountant=accountant))),
-        ("GridSearchCV(epsilon 0.25/0.5/1.5 x 5 folds, private scores at 0.1)",
+        ("GridSearchCV(epsilon 0.1/0.3/1.3 x 5 folds, private scores at 0.15)",
          GridSearchCV(
              make_pipeline(PublicBoundsScaler(public),
-                           DPLogisticRegression(data_norm=2.0, alpha=0.01, classes=classes,
-                                                accountant=accountant)),
-             {"dplogisticregression__epsilon": [0.25, 0.5, 1.5]},
-             scoring=make_private_scorer("accuracy", epsilon=0.1, accountant=accountant),
+                           DPLogisticRegression(classes=classes, accountant=accountant)),
+             {"dplogisticregression__epsilon": [0.1, 0.3, 1.3]},
+             scoring=make_private_scorer("accuracy", epsilon=0.15, accountant=accountant),
              cv=KFold(5, shuffle=True, random_state=0))),
         ("PrivateRandomizedSearch(alpha, data_norm; total epsilon=1)",
          PrivateRandomizedSearch(

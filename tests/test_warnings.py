@@ -90,3 +90,18 @@ def test_an_always_filter_shows_every_notice():
             DPLogisticRegression().fit(X, y)
 
     assert len(notices("always", fits, "label set is read")) == 2
+
+
+@pytest.mark.slow
+def test_a_noise_dominated_candidate_warns_once_per_message_in_a_search():
+    # The bottom candidate (epsilon 0.1) of a grid over epsilon is noise-dominated in all
+    # five folds, and again in a second search: scikit-learn's catch_warnings blocks reset
+    # Python's own registry, so without skdp's deduplication it printed ten lines. The
+    # folds hold 455 or 456 rows: two messages, each printed once.
+    err = run("grid = {'epsilon': [0.1, 3.0]}\n"
+              "for _ in range(2):\n"
+              "    GridSearchCV(DPLogisticRegression(classes=[0, 1]), grid,\n"
+              "                 cv=KFold(5)).fit(X, y)")
+    lines = [line for line in err.splitlines() if "NoiseDominatedWarning" in line]
+    assert len(lines) == 2, err
+    assert len(set(lines)) == 2 and all("<string>:" in line for line in lines)
