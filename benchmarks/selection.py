@@ -160,8 +160,8 @@ def _hindsight(X, y, runs, rng, candidate_epsilon, log) -> list[dict]:
     """Upper bounds for the search at total epsilon 1, on fresh unseeded splits.
 
     1. *A perfect selector.* Per run, ``K`` is drawn from the search's own law (its
-       default truncated negative binomial), ``K`` configurations uniformly from its grid,
-       each fitted with fresh noise at the epsilon a candidate's fit gets
+       default: Poisson, its total delta being positive), ``K`` configurations uniformly
+       from its grid, each fitted with fresh noise at the epsilon a candidate's fit gets
        (``candidate_epsilon_``, from its public plan: 70% of the candidate's curve, the
        rest paying for its in-sample score) on all the training rows, as the search's
        candidates are, and the one with the best TEST accuracy is released. Any search
@@ -175,7 +175,7 @@ def _hindsight(X, y, runs, rng, candidate_epsilon, log) -> list[dict]:
     from skdp.model_selection._private_search import sample_repetitions
 
     search = _private_search(None, 1.0)
-    law = (search.distribution, search.n_candidates_mean, search.eta)
+    law = (search._distribution(), search.n_candidates_mean, search.eta)
     best, draws = [], []
     for _ in range(runs):
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y,

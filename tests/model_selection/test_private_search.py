@@ -384,6 +384,35 @@ def test_poisson_zero_candidates_releases_nothing_and_keeps_the_charge(monkeypat
         s.predict(X)
 
 
+@pytest.mark.parametrize(("settings", "resolved", "shape"), [
+    ({"delta": 1e-5, "n_candidates_mean": 10}, "poisson", math.inf),
+    # exp(-9) = 1.2e-4 > 1e-4: an empty search would not be negligible.
+    ({"delta": 1e-5, "n_candidates_mean": 9}, "truncated_negative_binomial", 0.5),
+    ({"delta": 0.0, "n_candidates_mean": 10}, "truncated_negative_binomial", None),
+], ids=["poisson", "small_mean", "pure"])
+def test_auto_distribution_is_poisson_only_where_an_empty_search_is_negligible(
+        settings, resolved, shape):
+    assert search().distribution == "auto"  # the default
+    s = quiet(search(random_state=0, **settings).fit, X, Y)
+    assert s.distribution_ == resolved
+    event = s.privacy_ledger_.event
+    if shape is None:  # pure DP: (2 + eta) times the candidate's epsilon
+        assert isinstance(event, ps.PureDpEvent)
+    else:
+        assert isinstance(event, dpe.RepeatAndSelectDpEvent) and event.shape == shape
+        assert event.mean == settings["n_candidates_mean"]
+    # The explicit name gives the same plan: the same ledger and the same release.
+    explicit = quiet(search(random_state=0, distribution=resolved, **settings).fit, X, Y)
+    assert explicit.privacy_ledger_.event == event
+    assert explicit.best_params_ == s.best_params_
+    assert np.array_equal(explicit.predict(X), s.predict(X))
+
+
+def test_an_unknown_distribution_is_refused_where_k_is_drawn():
+    with pytest.raises(ValueError, match="unknown distribution 'auto'"):
+        ps.sample_repetitions(np.random.default_rng(0), "auto", 10.0, 0.5)
+
+
 def test_tnb_gamma_refuses_impossible_settings():
     with pytest.raises(ValueError, match="n_candidates_mean"):
         ps._tnb_gamma(1.0001, 1e-6)
