@@ -332,8 +332,9 @@ def markdown(results: dict, stem: str) -> str:
             ("selection", "Private model selection (issue 37)",
              "Raw breast cancer mapped by its published feature ranges; fresh stratified "
              "70/30 splits and noise (OS entropy) every run, the three search rows on the "
-             "same splits (paired); test accuracy of the released model; the total read from one BudgetAccountant per run and what "
-             "privacy_cost priced before it. `python -m benchmarks run --part selection`."),
+             "same splits (paired); test accuracy of the released model; the total read "
+             "from one BudgetAccountant per run and what privacy_cost priced before it. "
+             "`python -m benchmarks run --part selection`."),
             ("pipelines", "Private pipelines: DPPCA and DPGaussianNB (issue 40)",
              "Raw digits (pixels in the published range [0, 16]) and raw breast cancer "
              "(published feature ranges); fresh stratified 70/30 splits and noise (OS "

@@ -1,10 +1,11 @@
 """Private model selection (issue 37): the two search paths side by side.
 
 Every run draws a fresh stratified 70/30 split of raw breast cancer (the three search rows
-share the same unseeded splits: their gap is paired) and fresh noise (OS entropy), maps the raw features by their PUBLISHED ranges (``PublicBoundsScaler``, no
-privacy spent) and reports the median, the 10th percentile and the minimum of the test
-accuracy of the released model, with the total read from one ``BudgetAccountant`` per run
-and what ``privacy_cost`` priced before the run.
+share the same unseeded splits: their gap is paired) and fresh noise (OS entropy), maps
+the raw features by their PUBLISHED ranges (``PublicBoundsScaler``, no privacy spent) and
+reports the median, the 10th percentile and the minimum of the test accuracy of the
+released model, with the total read from one ``BudgetAccountant`` per run and what
+``privacy_cost`` priced before the run.
 """
 
 from __future__ import annotations

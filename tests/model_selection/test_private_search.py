@@ -316,6 +316,30 @@ def test_empirical_audit_of_the_whole_search(cls, violated, validation_fraction)
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("cls", "violated"), [(PrivateRandomizedSearch, False),
+                                               (UnderNoisedSearch, True)])
+def test_empirical_audit_of_the_default_poisson_search(cls, violated):
+    """The default law (distribution="auto": Poisson with mean 10 at delta > 0) through
+    the same audit: about ten candidates per trial, the best released (95% confidence;
+    seeded, so the search never draws K = 0 here)."""
+    rng = np.random.default_rng(0)
+    base_X = rng.normal(size=(30, 2)) * 0.2
+    base_y = (base_X[:, 0] > 0).astype(int)
+    pair = make_canary_pair(base_X, base_y, data_norm=1.0)
+    est = cls(DPLogisticRegression(data_norm=1.0, fit_intercept=False,
+                                   noise_dominated="fit"),
+              {"alpha": [0.5, 1.0]}, epsilon=1.0, delta=1e-5)
+    result = audit_estimator(
+        est, pair.X, pair.y, pair.X_prime, pair.y_prime,
+        statistic=lambda s: pair.estimator_statistic(s.best_estimator_),
+        n_trials=300, random_state=1)
+    assert result.violated is violated
+    assert result.epsilon <= 1.0
+    assert quiet(clone(est).set_params(random_state=0).fit, pair.X, pair.y
+                 ).distribution_ == "poisson"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("cls", "violated"), [(PrivateRandomizedSearch, False),
                                                (UnderNoisedScoreSearch, True)])
 def test_audit_of_the_in_sample_score(cls, violated):
     """The released score of an in-sample search (one candidate, the geometric law with
