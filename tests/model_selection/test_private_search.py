@@ -289,13 +289,9 @@ class UnderNoisedScoreSearch(PrivateRandomizedSearch):
                                                           score_pure) / 100
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("validation_fraction", [0.1, 0.0])
-@pytest.mark.parametrize(("cls", "violated"), [(PrivateRandomizedSearch, False),
-                                               (UnderNoisedSearch, True)])
-def test_empirical_audit_of_the_whole_search(cls, violated, validation_fraction):
-    """End-to-end audit through skdp.audit (95% confidence; the broken twin must be
-    flagged, the real search must not), with a hold-out and with in-sample scores."""
+def _audit_search(cls, **search_params):
+    """``skdp.audit`` of ``cls`` over {alpha: 0.5, 1} on a 30-row canary pair (300
+    trials); returns the audit's result and the search."""
     rng = np.random.default_rng(0)
     base_X = rng.normal(size=(30, 2)) * 0.2
     base_y = (base_X[:, 0] > 0).astype(int)
@@ -304,38 +300,35 @@ def test_empirical_audit_of_the_whole_search(cls, violated, validation_fraction)
     # would release a constant and leave nothing to audit).
     est = cls(DPLogisticRegression(data_norm=1.0, fit_intercept=False,
                                    noise_dominated="fit"),
-              {"alpha": [0.5, 1.0]}, epsilon=1.0, delta=1e-5, n_candidates_mean=2,
-              distribution="geometric", validation_fraction=validation_fraction)
+              {"alpha": [0.5, 1.0]}, epsilon=1.0, delta=1e-5, **search_params)
     result = audit_estimator(
         est, pair.X, pair.y, pair.X_prime, pair.y_prime,
         statistic=lambda s: pair.estimator_statistic(s.best_estimator_),
         n_trials=300, random_state=1)
-    assert result.violated is violated
-    assert result.epsilon <= 1.0
+    return result, quiet(clone(est).set_params(random_state=0).fit, pair.X, pair.y)
+
+
+#: The audited laws of K: the geometric law with mean 2, with a hold-out and with in-sample
+#: scores, and the default ("auto": Poisson with mean 10 at delta > 0, about ten
+#: candidates per trial; seeded, so it never draws K = 0 here).
+AUDITED = [({"n_candidates_mean": 2, "distribution": "geometric",
+             "validation_fraction": 0.1}, "geometric"),
+           ({"n_candidates_mean": 2, "distribution": "geometric"}, "geometric"),
+           ({}, "poisson")]
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("search_params", "law"), AUDITED,
+                         ids=["geometric_hold_out", "geometric_in_sample", "default"])
 @pytest.mark.parametrize(("cls", "violated"), [(PrivateRandomizedSearch, False),
                                                (UnderNoisedSearch, True)])
-def test_empirical_audit_of_the_default_poisson_search(cls, violated):
-    """The default law (distribution="auto": Poisson with mean 10 at delta > 0) through
-    the same audit: about ten candidates per trial, the best released (95% confidence;
-    seeded, so the search never draws K = 0 here)."""
-    rng = np.random.default_rng(0)
-    base_X = rng.normal(size=(30, 2)) * 0.2
-    base_y = (base_X[:, 0] > 0).astype(int)
-    pair = make_canary_pair(base_X, base_y, data_norm=1.0)
-    est = cls(DPLogisticRegression(data_norm=1.0, fit_intercept=False,
-                                   noise_dominated="fit"),
-              {"alpha": [0.5, 1.0]}, epsilon=1.0, delta=1e-5)
-    result = audit_estimator(
-        est, pair.X, pair.y, pair.X_prime, pair.y_prime,
-        statistic=lambda s: pair.estimator_statistic(s.best_estimator_),
-        n_trials=300, random_state=1)
+def test_empirical_audit_of_the_whole_search(cls, violated, search_params, law):
+    """End-to-end audit through skdp.audit (95% confidence; the broken twin must be
+    flagged, the real search must not)."""
+    result, fitted = _audit_search(cls, **search_params)
+    assert fitted.distribution_ == law
     assert result.violated is violated
     assert result.epsilon <= 1.0
-    assert quiet(clone(est).set_params(random_state=0).fit, pair.X, pair.y
-                 ).distribution_ == "poisson"
 
 
 @pytest.mark.slow
