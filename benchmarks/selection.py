@@ -64,7 +64,6 @@ def selection(profile, log) -> list[dict]:
     """The issue's rows: GridSearchCV with private scores at total ~5, the private search
     at the same total, the private search at total 1."""
     from sklearn.datasets import load_breast_cancer
-    from sklearn.model_selection import train_test_split
 
     from skdp import BudgetAccountant
     from skdp.model_selection import privacy_cost
@@ -87,8 +86,7 @@ def selection(profile, log) -> list[dict]:
     for name, kind, total, target_median, target_p10 in specs:
         scores, spent, priced = [], [], []
         for seed in seeds:
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y,
-                                                  random_state=seed)
+            Xtr, Xte, ytr, yte = _split(X, y, seed)
             acc = BudgetAccountant(np.inf, 1e-3)
             if kind == "grid":
                 model = _grid_search(acc, seed)
@@ -99,8 +97,11 @@ def selection(profile, log) -> list[dict]:
                 warnings.simplefilter("ignore")
                 model.fit(Xtr, ytr)
             # Exact test accuracy of the released model on held-out rows (search.score
-            # would call the private scorer: noisy, and charged).
-            scores.append(float(np.mean(model.predict(Xte) == yte)))
+            # would call the private scorer: noisy, and charged). A search that released
+            # nothing (a Poisson number of candidates can be 0) leaves the user without a
+            # model: it counts as accuracy 0, in the tail where it belongs.
+            released = getattr(model, "best_estimator_", True) is not None
+            scores.append(float(np.mean(model.predict(Xte) == yte)) if released else 0.0)
             spent.append(acc.spent().epsilon)
             if total == 1.0:
                 candidate_epsilon = model.candidate_epsilon_  # public: from the plan
@@ -121,14 +122,20 @@ def selection(profile, log) -> list[dict]:
     rows.insert(2, dict(name="Gap: the private search's median minus the grid search's, "
                              "same total and splits", gap=float(gap), met=bool(abs(gap) <= 0.02)))
     log(f"  gap between the two searches at the same total: {gap:+.3f} (target <= 0.02)")
-    rows.insert(1, _grid_ceiling(X, y, runs, rng, log))
-    rows += _hindsight(X, y, runs, rng, candidate_epsilon, log)
+    rows.insert(1, _grid_ceiling(X, y, seeds, log))
+    rows += _hindsight(X, y, seeds, rng, candidate_epsilon, log)
     rows.append(_cost_ratio(log))
     return rows
 
 
-def _grid_ceiling(X, y, runs, rng, log) -> dict:
-    """An upper bound for the grid search, on fresh unseeded splits: its refit at the
+def _split(X, y, seed: int):
+    from sklearn.model_selection import train_test_split
+
+    return train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
+
+
+def _grid_ceiling(X, y, seeds, log) -> dict:
+    """An upper bound for the grid search, on the searches' splits: its refit at the
     grid's top epsilon on all the training rows, what a perfect selector would release.
 
     More epsilon never lowers the expected accuracy, so the best a selection among the
@@ -136,12 +143,9 @@ def _grid_ceiling(X, y, runs, rng, log) -> dict:
     what the search pays to choose it. The gap between this row and the private search
     at the same total is what no choice of scores can close (docs/tuning_and_budgets.md).
     """
-    from sklearn.model_selection import train_test_split
-
     scores = []
-    for _ in range(runs):
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y,
-                                              random_state=int(rng.integers(2**31)))
+    for seed in seeds:
+        Xtr, Xte, ytr, yte = _split(X, y, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = _pipeline(epsilon=max(GRID_EPSILONS)).fit(Xtr, ytr)
@@ -150,8 +154,8 @@ def _grid_ceiling(X, y, runs, rng, log) -> dict:
     row = dict(name=f"Upper bound for the grid search: a perfect selector, i.e. its refit "
                     f"at its top epsilon {max(GRID_EPSILONS):g} (all training rows; the "
                     "fold fits and scores unpaid)",
-               runs=runs, median=float(np.median(s)), p10=float(np.percentile(s, 10)),
-               min=float(s.min()), hindsight=True)
+               runs=len(seeds), median=float(np.median(s)),
+               p10=float(np.percentile(s, 10)), min=float(s.min()), hindsight=True)
     log(f"  {row['name']}: median {row['median']:.3f}, p10 {row['p10']:.3f}")
     return row
 
@@ -160,8 +164,9 @@ def _grid_ceiling(X, y, runs, rng, log) -> dict:
 SEARCH_GRID = [dict(alpha=a, data_norm=n) for a in (1e-3, 1e-2, 1e-1) for n in (1.0, 2.0, 4.0)]
 
 
-def _hindsight(X, y, runs, rng, candidate_epsilon, log) -> list[dict]:
-    """Upper bounds for the search at total epsilon 1, on fresh unseeded splits.
+def _hindsight(X, y, seeds, rng, candidate_epsilon, log) -> list[dict]:
+    """Upper bounds for the search at total epsilon 1, on the searches' splits (``rng``
+    draws the number of candidates and their configurations).
 
     1. *A perfect selector.* Per run, ``K`` is drawn from the search's own law (its
        default: Poisson, its total delta being positive), ``K`` configurations uniformly
@@ -174,16 +179,13 @@ def _hindsight(X, y, runs, rng, candidate_epsilon, log) -> list[dict]:
     2. *No search.* Each fixed configuration of the grid at the whole total; the best
        chosen in hindsight on the test scores.
     """
-    from sklearn.model_selection import train_test_split
-
     from skdp.model_selection._private_search import sample_repetitions
 
     search = _private_search(None, 1.0)
     law = (search._distribution(), search.n_candidates_mean, search.eta)
     best, draws = [], []
-    for _ in range(runs):
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y,
-                                              random_state=int(rng.integers(2**31)))
+    for seed in seeds:
+        Xtr, Xte, ytr, yte = _split(X, y, seed)
         k = sample_repetitions(rng, *law)
         draws.append(k)
         top = 0.0
@@ -199,10 +201,10 @@ def _hindsight(X, y, runs, rng, candidate_epsilon, log) -> list[dict]:
     rows = [dict(name=f"Upper bound: a perfect selector (test accuracy) over the search's "
                       f"candidates at total 1 (K from its law, median {np.median(draws):g}, "
                       f"each at epsilon {candidate_epsilon:.3g}, all training rows)",
-                 runs=runs, median=float(np.median(best)), p10=float(np.percentile(best, 10)),
+                 runs=len(seeds), median=float(np.median(best)),
+                 p10=float(np.percentile(best, 10)),
                  min=float(best.min()), hindsight=True)]
-    splits = [train_test_split(X, y, test_size=0.3, stratify=y,
-                               random_state=int(rng.integers(2**31))) for _ in range(runs)]
+    splits = [_split(X, y, seed) for seed in seeds]
     table = []
     for config in SEARCH_GRID:
         scores = []
@@ -215,7 +217,7 @@ def _hindsight(X, y, runs, rng, candidate_epsilon, log) -> list[dict]:
     top = max(table, key=np.median)
     rows.append(dict(name=f"No search: the best of the grid's {len(SEARCH_GRID)} fixed "
                           "configurations at epsilon 1, chosen in hindsight",
-                     runs=runs, median=float(np.median(top)),
+                     runs=len(seeds), median=float(np.median(top)),
                      p10=float(np.percentile(top, 10)), min=float(top.min()), hindsight=True))
     for row in rows:
         log(f"  {row['name']}: median {row['median']:.3f}, p10 {row['p10']:.3f}")

@@ -69,10 +69,10 @@ print("spent so far:", accountant.spent())
 # %%
 # Private hyperparameter search
 # -----------------------------
-# ``PrivateRandomizedSearch`` runs a random number of candidates (truncated negative
-# binomial, Papernot & Steinke 2022) on a training split, scores them on a validation
-# split and releases the best: the whole run is (epsilon, delta)-DP. The bounds are
-# hyperparameters like any other.
+# ``PrivateRandomizedSearch`` runs a random number of candidates (Poisson with mean 10
+# by default, Papernot & Steinke 2022), fits each on the training rows, scores it there
+# with calibrated noise and releases the best: the whole run is (epsilon, delta)-DP. The
+# bounds are hyperparameters like any other.
 search = PrivateRandomizedSearch(
     make_pipeline(DPStandardScaler(bounds=bounds), DPLogisticRegression(classes=[0, 1])),
     {

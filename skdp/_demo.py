@@ -157,7 +157,7 @@ def run_workflow(seed: int = 0, plot: str | None = "skdp_demo.png",
           "records every private release (replace-one neighbours).\n")
     scores: dict[str, list[float]] = {}
     totals: dict[str, list[float]] = {}
-    baseline, majority, spent_all, entries = [], [], [], 0
+    baseline, majority, spent_all, entries, empty = [], [], [], 0, 0
     for r in range(runs):
         X_train, X_test, y_train, y_test = train_test_split(
             X, y, test_size=0.3, random_state=seed + r, stratify=y)
@@ -165,9 +165,13 @@ def run_workflow(seed: int = 0, plot: str | None = "skdp_demo.png",
         for name, model in _workflow_steps(accountant, classes):
             model.fit(X_train, y_train)
             # The test rows are not the private training rows: exact accuracy (a search's
-            # score() would call its private scorer, noisy and charged).
+            # score() would call its private scorer, noisy and charged). A private search
+            # that drew no candidate (Poisson, probability exp(-10)) released no model:
+            # accuracy 0, and the footer says so.
+            released = getattr(model, "best_estimator_", True) is not None
+            empty += not released
             scores.setdefault(name, []).append(
-                float(np.mean(model.predict(X_test) == y_test)))
+                float(np.mean(model.predict(X_test) == y_test)) if released else 0.0)
             totals.setdefault(name, []).append(accountant.spent().epsilon)
         sk = make_pipeline(StandardScaler(), LogisticRegression()).fit(X_train, y_train)
         baseline.append(sk.score(X_test, y_test))
@@ -196,10 +200,13 @@ def run_workflow(seed: int = 0, plot: str | None = "skdp_demo.png",
           f"{max(s.delta for s in spent_all):.1e} ({entries} entries: every fit, every "
           "private score and every refit; ceiling "
           f"{CEILING[0]:g}, {CEILING[1]:g}). The searches released one model each; their "
-          "scores are noisy and charged. The grid's bottom candidate (epsilon 0.1) is "
-          "noise-dominated in its folds, as the warning above says: it releases the "
-          "intercept-only model, about 5 score noise deviations below the others, never "
-          "chosen in practice.\nMore: python -m skdp demo --all-solvers (every "
+          "scores are noisy and charged"
+          + (f" ({empty} search(es) drew no candidate and released nothing: accuracy 0)"
+             if empty else "")
+          + ". The grid's bottom candidate (epsilon 0.1) is noise-dominated in its folds "
+          "(NoiseDominatedWarning, once per message): it releases the intercept-only "
+          "model, about 5 score noise deviations below the others, never chosen in "
+          "practice.\nMore: python -m skdp demo --all-solvers (every "
           "solver), docs/tuning_and_budgets.md.")
     if plot:
         _plot_workflow(rows, float(np.median(baseline)), float(np.median(majority)), plot)

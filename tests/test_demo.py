@@ -40,6 +40,18 @@ def test_demo_shows_the_private_workflow_its_median_and_its_total(capsys, tmp_pa
 
 
 @pytest.mark.slow
+def test_an_empty_private_search_is_counted_and_said(capsys, monkeypatch):
+    # A Poisson number of candidates can be 0 (probability exp(-10) per search): the
+    # search releases nothing, the demo scores it 0 and says so instead of crashing.
+    from skdp.model_selection import _private_search
+
+    monkeypatch.setattr(_private_search, "sample_repetitions", lambda *args: 0)
+    rows = run_demo(seed=1, plot=None, runs=1)
+    assert rows[-1]["step"].startswith("PrivateRandomizedSearch")
+    assert rows[-1]["test_accuracy"] == 0.0
+    assert "1 search(es) drew no candidate and released nothing" in capsys.readouterr().out
+
+
 def test_demo_runs_every_solver(capsys, tmp_path):
     rows = run_demo(seed=1, plot=str(tmp_path / "demo.png"), all_solvers=True, repeats=1)
     out = capsys.readouterr().out

@@ -57,7 +57,7 @@ DISTRIBUTIONS = {"truncated_negative_binomial": None, "geometric": 1.0,
 _SHRINK = 0.85
 _MAX_SHRINK_STEPS = 40
 #: ``distribution="auto"`` picks Poisson only where it releases nothing (``K = 0``) with
-#: probability at most this: ``n_candidates_mean >= ln(1e4) = 9.21``.
+#: probability at most this: ``n_candidates_mean >= ln(1e4)`` (about 9.2103).
 _MAX_EMPTY = 1e-4
 
 
@@ -334,8 +334,9 @@ class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimato
     distribution : {"auto", "truncated_negative_binomial", "geometric", "logarithmic", \
 "poisson"}, default="auto"
         Distribution of ``K``. ``"auto"``: ``"poisson"`` when ``delta > 0`` and
-        ``n_candidates_mean >= 9.21``, else ``"truncated_negative_binomial"``. Poisson
-        needs ``delta > 0`` and may draw ``K = 0`` (probability
+        ``n_candidates_mean >= ln(1e4)`` (about 9.2103), else
+        ``"truncated_negative_binomial"``. Poisson needs ``delta > 0`` and may draw
+        ``K = 0`` (probability
         ``exp(-n_candidates_mean)``, at most ``1e-4`` under ``"auto"``: nothing is
         released); it rarely draws a handful, where the truncated negative binomial
         with ``eta = 0.5`` and mean 10 draws ``K <= 2`` a quarter of the time, and a
@@ -433,8 +434,9 @@ class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimato
         # truncated negative binomial (eta 0.5, mean 10), whose single-candidate runs made
         # the tail: p10 0.819 / min 0.749 against 0.771 / 0.480, median 0.886 against
         # 0.883 (docs/tuning_and_budgets.md, section 4). It needs delta > 0, and a mean
-        # of at least ln(1 / _MAX_EMPTY) = 9.2 so that an empty search stays negligible.
-        if self.delta > 0 and math.exp(-float(self.n_candidates_mean)) <= _MAX_EMPTY:
+        # of at least ln(1 / _MAX_EMPTY), about 9.2103, so that an empty search, of probability
+        # exp(-mean), stays negligible.
+        if self.delta > 0 and float(self.n_candidates_mean) >= math.log(1.0 / _MAX_EMPTY):
             return "poisson"
         return "truncated_negative_binomial"
 

@@ -303,7 +303,9 @@ def _audit_search(cls, **search_params):
               {"alpha": [0.5, 1.0]}, epsilon=1.0, delta=1e-5, **search_params)
     result = audit_estimator(
         est, pair.X, pair.y, pair.X_prime, pair.y_prime,
-        statistic=lambda s: pair.estimator_statistic(s.best_estimator_),
+        # An empty search (Poisson K = 0) releases nothing: a constant statistic.
+        statistic=lambda s: (0.0 if s.best_estimator_ is None
+                             else pair.estimator_statistic(s.best_estimator_)),
         n_trials=300, random_state=1)
     return result, quiet(clone(est).set_params(random_state=0).fit, pair.X, pair.y)
 
@@ -403,10 +405,12 @@ def test_poisson_zero_candidates_releases_nothing_and_keeps_the_charge(monkeypat
 
 @pytest.mark.parametrize(("settings", "resolved", "shape"), [
     ({"delta": 1e-5, "n_candidates_mean": 10}, "poisson", math.inf),
+    # The edge: exp(-mean) = 1e-4 exactly (up to rounding) still picks Poisson.
+    ({"delta": 1e-5, "n_candidates_mean": math.log(1e4)}, "poisson", math.inf),
     # exp(-9) = 1.2e-4 > 1e-4: an empty search would not be negligible.
     ({"delta": 1e-5, "n_candidates_mean": 9}, "truncated_negative_binomial", 0.5),
     ({"delta": 0.0, "n_candidates_mean": 10}, "truncated_negative_binomial", None),
-], ids=["poisson", "small_mean", "pure"])
+], ids=["poisson", "edge", "small_mean", "pure"])
 def test_auto_distribution_is_poisson_only_where_an_empty_search_is_negligible(
         settings, resolved, shape):
     assert search().distribution == "auto"  # the default
