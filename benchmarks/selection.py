@@ -14,50 +14,15 @@ import warnings
 
 import numpy as np
 
+# The workflow the demo runs (skdp/_demo.py): its pipeline, its grid search over epsilon
+# (GRID_EPSILONS, SCORE_EPSILON) and its private search over SEARCH_SPACE.
+from skdp._demo import GRID_EPSILONS, SEARCH_SPACE, released_accuracy
+from skdp._demo import grid_search as _grid_search
+from skdp._demo import private_search as _private_search
+from skdp._demo import public_pipeline as _pipeline
+
 #: Runs per row: the issue's 20 in the quick profile, 60 in the full one (seconds a row).
 RUNS = {"quick": 20, "full": 60}
-#: GridSearchCV with private scores: 3 epsilons x 5 folds, scores at this epsilon, every
-#: other parameter at the estimator's default (private bounds per fit), as a new user writes
-#: it. The grid is spread (the two lower candidates add 0.09 to the total, the top one's six
-#: fits cost 4.11 of its 4.97) and each score gets enough epsilon that the mean of five
-#: fold scores (about 80 rows each) has a noise of standard deviation about 0.05, below the
-#: candidates' differences (docs/tuning_and_budgets.md, section 1).
-GRID_EPSILONS = [0.1, 0.3, 1.3]
-SCORE_EPSILON = 0.15
-
-
-def _pipeline(accountant=None, **params):
-    from sklearn.pipeline import make_pipeline
-
-    from skdp import DPLogisticRegression
-    from skdp._demo import PUBLIC_FEATURE_RANGES
-    from skdp.preprocessing import PublicBoundsScaler
-
-    public = (PUBLIC_FEATURE_RANGES[:, 0], PUBLIC_FEATURE_RANGES[:, 1])
-    return make_pipeline(PublicBoundsScaler(public),
-                         DPLogisticRegression(classes=[0, 1], accountant=accountant,
-                                              **params))
-
-
-def _grid_search(accountant, seed: int):
-    from sklearn.model_selection import GridSearchCV, KFold
-
-    from skdp.metrics import make_private_scorer
-
-    return GridSearchCV(
-        _pipeline(accountant),
-        {"dplogisticregression__epsilon": GRID_EPSILONS},
-        scoring=make_private_scorer("accuracy", epsilon=SCORE_EPSILON, accountant=accountant),
-        cv=KFold(5, shuffle=True, random_state=seed))
-
-
-def _private_search(accountant, total: float):
-    from skdp.model_selection import PrivateRandomizedSearch
-
-    return PrivateRandomizedSearch(
-        _pipeline(), {"dplogisticregression__alpha": [1e-3, 1e-2, 1e-1],
-                      "dplogisticregression__data_norm": [1.0, 2.0, 4.0]},
-        epsilon=total, delta=1e-5, accountant=accountant)
 
 
 def selection(profile, log) -> list[dict]:
@@ -96,12 +61,8 @@ def selection(profile, log) -> list[dict]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(Xtr, ytr)
-            # Exact test accuracy of the released model on held-out rows (search.score
-            # would call the private scorer: noisy, and charged). A search that released
-            # nothing (a Poisson number of candidates can be 0) leaves the user without a
-            # model: it counts as accuracy 0, in the tail where it belongs.
-            released = getattr(model, "best_estimator_", True) is not None
-            scores.append(float(np.mean(model.predict(Xte) == yte)) if released else 0.0)
+            # Exact test accuracy; an empty private search counts as 0, in the tail.
+            scores.append(released_accuracy(model, Xte, yte)[0])
             spent.append(acc.spent().epsilon)
             if total == 1.0:
                 candidate_epsilon = model.candidate_epsilon_  # public: from the plan
@@ -161,7 +122,8 @@ def _grid_ceiling(X, y, seeds, log) -> dict:
 
 
 #: The private search's grid (``_private_search``), one fixed configuration per cell.
-SEARCH_GRID = [dict(alpha=a, data_norm=n) for a in (1e-3, 1e-2, 1e-1) for n in (1.0, 2.0, 4.0)]
+SEARCH_GRID = [dict(alpha=a, data_norm=n) for a in SEARCH_SPACE["alpha"]
+               for n in SEARCH_SPACE["data_norm"]]
 
 
 def _hindsight(X, y, seeds, rng, candidate_epsilon, log) -> list[dict]:

@@ -336,12 +336,11 @@ class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimato
         Distribution of ``K``. ``"auto"``: ``"poisson"`` when ``delta > 0`` and
         ``n_candidates_mean >= ln(1e4)`` (about 9.2103), else
         ``"truncated_negative_binomial"``. Poisson needs ``delta > 0`` and may draw
-        ``K = 0`` (probability
-        ``exp(-n_candidates_mean)``, at most ``1e-4`` under ``"auto"``: nothing is
-        released); it rarely draws a handful, where the truncated negative binomial
-        with ``eta = 0.5`` and mean 10 draws ``K <= 2`` a quarter of the time, and a
-        single candidate is the search's tail (measured: docs/tuning_and_budgets.md,
-        section 4).
+        ``K = 0`` (probability ``exp(-n_candidates_mean)``, at most ``1e-4`` under
+        ``"auto"``: nothing is released); it rarely draws a handful, where the
+        truncated negative binomial with ``eta = 0.5`` and mean 10 draws ``K <= 2`` a
+        quarter of the time, and a single candidate is the search's tail (measured:
+        docs/tuning_and_budgets.md, section 4).
     eta : float, default=0.5
         Shape of the truncated negative binomial (``eta > 0``; ``eta = 1`` is the
         geometric distribution, the limit ``eta -> 0`` the logarithmic one).
@@ -434,8 +433,8 @@ class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimato
         # truncated negative binomial (eta 0.5, mean 10), whose single-candidate runs made
         # the tail: p10 0.819 / min 0.749 against 0.771 / 0.480, median 0.886 against
         # 0.883 (docs/tuning_and_budgets.md, section 4). It needs delta > 0, and a mean
-        # of at least ln(1 / _MAX_EMPTY), about 9.2103, so that an empty search, of probability
-        # exp(-mean), stays negligible.
+        # of at least ln(1 / _MAX_EMPTY), about 9.2103, so that an empty search (of
+        # probability exp(-mean)) stays negligible.
         if self.delta > 0 and float(self.n_candidates_mean) >= math.log(1.0 / _MAX_EMPTY):
             return "poisson"
         return "truncated_negative_binomial"
@@ -558,18 +557,19 @@ class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimato
                                   if in_sample else (1.0, 1.0))
         ledger, z_ref, pure_eps = self._plan()
         spent = ledger.spent()
+        distribution = self._distribution()  # the law _plan accounted
         progress = Progress(self, self.verbose)
         progress(f"search: {n_samples} rows ("
                  + ("in-sample scores" if in_sample else f"{n_val} for validation")
                  + f"), total epsilon="
-                 f"{self.epsilon:g}, delta={self.delta:g}, {self._distribution()} number of "
+                 f"{self.epsilon:g}, delta={self.delta:g}, {distribution} number of "
                  f"candidates with mean {self.n_candidates_mean:g}")
         if not spent.within(ledger.budget):
             raise PrivacyAccountingError(f"the search's ledger spends {tuple(spent)}.")
         warn_if_seeded(self.random_state)
         rng = np.random.default_rng(self.random_state)
         # Everything random below is drawn before any value of X or y is read.
-        n_candidates = sample_repetitions(rng, self._distribution(),
+        n_candidates = sample_repetitions(rng, distribution,
                                           float(self.n_candidates_mean), float(self.eta))
         perm = rng.permutation(n_samples)
         if in_sample:
@@ -639,7 +639,7 @@ class PrivateRandomizedSearch(PrivacyReprMixin, MetaEstimatorMixin, BaseEstimato
         # time reveals it roughly; see docs). K = 0 (Poisson only) releases nothing.
         self.best_score_, self.best_params_, self.best_estimator_, noise_scale = best
         self.candidate_epsilon_ = float(first_eps)
-        self.distribution_ = self._distribution()
+        self.distribution_ = distribution
         self.score_noise_scale_ = float(noise_scale)
         self.scoring_ = scoring
         self.privacy_ledger_ = ledger
