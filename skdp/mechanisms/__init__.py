@@ -6,6 +6,7 @@ from skdp.mechanisms.quantile import (
     MEAN_RESOLUTION,
     SLACK,
     bound_event,
+    discrete_gaussian,
     discrete_laplace,
     grid_ceil,
     grid_points,
@@ -18,7 +19,8 @@ from skdp.mechanisms.quantile import (
 )
 from skdp.mechanisms.threshold import private_threshold, threshold_grid
 
-__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "discrete_laplace",
+__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "discrete_gaussian",
+           "discrete_laplace",
            "grid_ceil", "grid_points", "mean_event", "on_grid", "private_bound",
            "private_mean", "private_range_mean", "private_threshold", "target_count",
            "threshold_grid"]

@@ -16,9 +16,9 @@ from dp_accounting import dp_event as dpe
 from skdp._docstrings import fill_docstrings
 from skdp.privacy.accounting import PureDpEvent
 
-__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "discrete_laplace",
-           "grid_ceil", "grid_points", "mean_event", "on_grid", "private_bound",
-           "private_mean", "private_range_mean", "target_count"]
+__all__ = ["GRID_STEP", "MEAN_RESOLUTION", "SLACK", "bound_event", "discrete_gaussian",
+           "discrete_laplace", "grid_ceil", "grid_points", "mean_event", "on_grid",
+           "private_bound", "private_mean", "private_range_mean", "target_count"]
 
 #: Exponent step of the public geometric grid: its points are ``2^(k GRID_STEP)``.
 #:
@@ -264,10 +264,56 @@ def discrete_laplace(sensitivity: int, epsilon: float, rng: np.random.Generator)
     return int(rng.geometric(p)) - int(rng.geometric(p))
 
 
+def discrete_gaussian(sigma: float, rng: np.random.Generator) -> int:
+    """One draw ``K`` of the discrete Gaussian law ``P(k) ~ exp(-k^2 / (2 sigma^2))``.
+
+    Added to an integer statistic of replace-one sensitivity ``Delta``, it is
+    ``(Delta / sigma)^2 / 2``-zCDP (Canonne, Kamath & Steinke 2020), which the ledger
+    records as :class:`~skdp.privacy.DiscreteGaussianDpEvent` ``(sigma / Delta)``
+    (docs/privacy.md, "Discrete Gaussian scores"). Sampled by their rejection method: a
+    proposal ``Y`` of the discrete Laplace law ``P(y) ~ exp(-|y| / t)``, ``t = floor(sigma)
+    + 1`` (:func:`discrete_laplace`), accepted with probability ``exp(-(|Y| - sigma^2 /
+    t)^2 / (2 sigma^2))``. That is the target over the proposal up to a constant, ``-y^2 /
+    (2 sigma^2) + |y| / t = -(|y| - sigma^2 / t)^2 / (2 sigma^2) + sigma^2 / (2 t^2)``,
+    and at most 1. The number of proposals depends on ``sigma`` only (public), never on
+    the statistic.
+
+    Parameters
+    ----------
+    sigma : float
+        The scale, positive and finite.
+    <<rng>>
+
+    Returns
+    -------
+    int
+        The draw ``K``.
+    """
+    sigma = float(sigma)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be positive and finite, got {sigma}.")
+    t = int(math.floor(sigma)) + 1
+    while True:
+        y = discrete_laplace(t, 1.0, rng)
+        if rng.random() < math.exp(-((abs(y) - sigma * sigma / t) ** 2) / (2.0 * sigma * sigma)):
+            return y
+
+
+def _grid_total(values, low: float, high: float, resolution: int) -> tuple[int, float, int]:
+    """``(Z, h, n)``: the sum ``Z`` of the values clipped to ``[low, high]`` and rounded to
+    integers ``round((v - low) / h)`` in ``[0, resolution]``, ``h = (high - low) /
+    resolution``; its replace-one sensitivity is ``resolution``. A NaN counts as ``low``."""
+    v = np.nan_to_num(np.asarray(values, dtype=float).ravel(), nan=low, posinf=high,
+                      neginf=low)
+    h = (float(high) - float(low)) / resolution
+    total = int(np.sum(np.rint((np.clip(v, low, high) - low) / h).astype(np.int64)))
+    return total, h, v.shape[0]
+
+
 def private_range_mean(values, low: float, high: float, epsilon: float,
-                       rng: np.random.Generator, *, resolution: int = MEAN_RESOLUTION
-                       ) -> float:
-    """An ``epsilon``-DP (replace-one) mean of ``values`` clipped to ``[low, high]``.
+                       rng: np.random.Generator, *, resolution: int = MEAN_RESOLUTION,
+                       noise_multiplier: float | None = None) -> float:
+    """A private (replace-one) mean of ``values`` clipped to ``[low, high]``.
 
     The release lies on the public grid ``low + k h / n``, ``h = (high - low) /
     resolution``.
@@ -276,9 +322,12 @@ def private_range_mean(values, low: float, high: float, epsilon: float,
     ``[0, resolution]``, so their sum ``Z`` is an integer whose replace-one sensitivity is
     ``resolution`` (one ``z_i`` moves from 0 to ``resolution`` at most; ``n``, ``low`` and
     ``high`` are public). The release is ``low + (Z + K) h / n`` with ``K`` from
-    :func:`discrete_laplace`: a public function of an integer, so no floating-point bit
-    depends on a record beyond that integer. Values in ``{low, high}`` (a 0/1 statistic
-    such as accuracy) lose nothing to the rounding with ``resolution=1``.
+    :func:`discrete_laplace` (``epsilon``-DP), or, when ``noise_multiplier`` is given,
+    from :func:`discrete_gaussian` with ``sigma = noise_multiplier * resolution`` (the
+    ledger's ``DiscreteGaussianDpEvent(noise_multiplier)``; ``epsilon`` is then not read).
+    Either way a public function of an integer, so no floating-point bit depends on a
+    record beyond that integer. Values in ``{low, high}`` (a 0/1 statistic such as
+    accuracy) lose nothing to the rounding with ``resolution=1``.
     ``epsilon = inf``: the mean of the rounded values. A NaN counts as ``low``.
 
     Parameters
@@ -290,18 +339,21 @@ def private_range_mean(values, low: float, high: float, epsilon: float,
     <<rng>>
     resolution : int, default=MEAN_RESOLUTION
         Number of steps of the rounding grid over ``[low, high]``.
+    noise_multiplier : float or None, default=None
+        Discrete Gaussian noise of scale ``noise_multiplier`` times the sensitivity
+        instead of the discrete Laplace noise of ``epsilon``.
 
     Returns
     -------
     float
         The private mean.
     """
-    v = np.nan_to_num(np.asarray(values, dtype=float).ravel(), nan=low, posinf=high,
-                      neginf=low)
-    n = v.shape[0]
-    h = (float(high) - float(low)) / resolution
-    total = int(np.sum(np.rint((np.clip(v, low, high) - low) / h).astype(np.int64)))
-    if not math.isinf(epsilon):
+    total, h, n = _grid_total(values, low, high, resolution)
+    if noise_multiplier is not None:
+        # Sensitivity of the integer sum: resolution grid steps (one value moves from 0
+        # to resolution), so sigma = z * resolution in those steps.
+        total += discrete_gaussian(float(noise_multiplier) * resolution, rng)
+    elif not math.isinf(epsilon):
         total += discrete_laplace(resolution, epsilon, rng)
     return float(low) + total * h / n
 
@@ -341,5 +393,5 @@ def bound_event(epsilon: float) -> dpe.DpEvent:
 
 
 for _function in (on_grid, grid_ceil, target_count, private_bound, private_mean,
-                  discrete_laplace, private_range_mean):
+                  discrete_laplace, discrete_gaussian, private_range_mean):
     fill_docstrings(_function, _DOCS)

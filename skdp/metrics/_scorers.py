@@ -2,10 +2,11 @@
 
 A scorer here is what ``GridSearchCV(scoring=...)``, ``cross_val_score(scoring=...)`` and
 ``cross_validate`` call once per held-out fold: ``scorer(estimator, X, y) -> float``. Each
-call releases ONE score with calibrated noise and charges the accountant it was given
-(before it reads ``X`` or ``y``), so that ``accountant.spent()`` covers every fit, every
-score and the refit of a search. The argument is in docs/tuning_and_budgets.md, section
-"Private scores".
+call releases ONE score with calibrated noise (discrete Laplace for pure DP, discrete
+Gaussian with ``delta > 0``) and charges the accountant it was given (before it reads
+``X`` or ``y``), so that ``accountant.spent()`` covers every fit, every score and the
+refit of a search. The argument is in docs/tuning_and_budgets.md, section "Private
+scores", and docs/privacy.md, "Discrete Gaussian scores".
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from skdp._repr import short_repr
 from skdp._warnings import warn_user
 from skdp.exceptions import BudgetError, PrivacyLeakWarning
 from skdp.mechanisms import private_range_mean
-from skdp.privacy.accounting import PureDpEvent
+from skdp.privacy.accounting import DiscreteGaussianDpEvent, PureDpEvent
 from skdp.privacy.budget import Budget
+from skdp.privacy.calibration import calibrate_noise_multiplier
 from skdp.privacy.charging import Charge
 from skdp.privacy.ledger import PrivacyLedger
 from skdp.privacy.noise import as_generator
@@ -73,10 +75,12 @@ class PrivateScorer:
 
     Build it with :func:`make_private_scorer`. Calling it, ``scorer(estimator, X, y)``,
     predicts on ``X``, takes the metric's per-example values clipped to their public range
-    ``[low, high]`` and releases their mean with the discrete Laplace mechanism on a
-    public grid of :data:`SCORE_RESOLUTION` levels (one level for accuracy)
-    (:func:`skdp.mechanisms.private_range_mean`): ``epsilon``-DP under
-    replace-one for the rows ``(X, y)`` scored, given the fitted estimator. The estimator
+    ``[low, high]`` and releases their mean on a public grid of :data:`SCORE_RESOLUTION`
+    levels (one level for accuracy) (:func:`skdp.mechanisms.private_range_mean`), with
+    discrete Laplace noise (``delta = 0``: ``epsilon``-DP) or discrete Gaussian noise
+    (``delta > 0``: its multiplier solved so that the Renyi bound reads ``(epsilon,
+    delta)``), under replace-one for the rows ``(X, y)`` scored, given the fitted
+    estimator. The estimator
     is itself a private release (its fit was charged), so by adaptive composition the
     pair, and anything computed from the scores (``best_params_``, the refit's choice), is
     covered by the accountant's total. See docs/tuning_and_budgets.md, "Private scores".
@@ -100,35 +104,75 @@ class PrivateScorer:
         The public range of the targets (regression metrics).
     random_state : None, int or numpy.random.Generator
         The noise's source.
+    delta : float, default=0.0
+        The delta of each call: ``0`` for discrete Laplace noise (pure DP), positive for
+        discrete Gaussian noise.
     """
 
     def __init__(self, metric, epsilon, accountant, bounds, response_method, sign,
-                 y_range, random_state):
+                 y_range, random_state, delta=0.0):
         store_params(self, locals())
 
     def __repr__(self) -> str:
         name = self.metric if isinstance(self.metric, str) else getattr(
             self.metric, "__name__", repr(self.metric))
-        return (f"make_private_scorer({name!r}, epsilon={self.epsilon:g}, "
+        delta = f", delta={self.delta:g}" if self._gaussian else ""
+        return (f"make_private_scorer({name!r}, epsilon={self.epsilon:g}{delta}, "
                 f"bounds={short_repr(self.bounds)})")
 
     # -- the ledger of one call --------------------------------------------------------
+    @property
+    def _gaussian(self) -> bool:
+        # Scorers pickled before ``delta`` existed are pure DP.
+        return getattr(self, "delta", 0.0) > 0 and not math.isinf(self.epsilon)
+
+    def _parts(self) -> int:
+        return 3 if self.metric == "r2" else 1
+
+    def noise_multiplier(self) -> float | None:
+        """The discrete Gaussian's ``sigma / sensitivity`` of each mean (``None``: pure DP).
+
+        The smallest multiplier whose ledger (:meth:`ledger`, one mean, or three for
+        ``"r2"``) the Renyi bound reads within ``(epsilon, delta)``: solved by
+        :func:`~skdp.privacy.calibrate_noise_multiplier` from public settings only.
+
+        Returns
+        -------
+        float or None
+            The multiplier, or ``None`` for discrete Laplace noise.
+        """
+        if not self._gaussian:
+            return None
+        return calibrate_noise_multiplier(
+            _discrete_gaussian_means, (self._parts(),), Budget(self.epsilon, self.delta),
+            accounting="rdp", relation="replace_one")
+
     def _event(self) -> dpe.DpEvent:
+        if self._gaussian:
+            return _discrete_gaussian_means(self.noise_multiplier(), self._parts())
         if self.metric == "r2":
             # Three means, epsilon / 3 each (basic composition of pure-DP releases).
             return dpe.ComposedDpEvent([PureDpEvent(e) for e in _thirds(self.epsilon)])
         return PureDpEvent(float(self.epsilon))
 
     def ledger(self) -> PrivacyLedger:
-        """The ledger of one call (public: the metric and ``epsilon`` only).
+        """The ledger of one call (public: the metric, ``epsilon`` and ``delta`` only).
 
         Returns
         -------
         PrivacyLedger
-            Pure-DP events of ``epsilon`` in all (three of ``epsilon / 3`` for ``"r2"``).
+            Pure DP (``delta = 0``): pure-DP events of ``epsilon`` in all (three of
+            ``epsilon / 3`` for ``"r2"``), read by basic composition. Otherwise one
+            :class:`~skdp.privacy.DiscreteGaussianDpEvent` per mean, read by the Renyi
+            bound at ``delta``.
         """
-        event = (dpe.NonPrivateDpEvent() if math.isinf(self.epsilon) else self._event())
-        return PrivacyLedger(event, "pure", "replace_one", Budget(self.epsilon, 0.0))
+        if math.isinf(self.epsilon):
+            return PrivacyLedger(dpe.NonPrivateDpEvent(), "pure", "replace_one",
+                                 Budget(self.epsilon, 0.0))
+        if self._gaussian:
+            return PrivacyLedger(self._event(), "rdp", "replace_one",
+                                 Budget(self.epsilon, self.delta))
+        return PrivacyLedger(self._event(), "pure", "replace_one", Budget(self.epsilon, 0.0))
 
     # -- one call ----------------------------------------------------------------------
     def __call__(self, estimator, X, y_true, sample_weight=None, **kwargs):
@@ -171,7 +215,8 @@ class PrivateScorer:
         with Charge(self.accountant, ledger, source="PrivateScorer",
                     params={"metric": self.metric if isinstance(self.metric, str)
                             else getattr(self.metric, "__name__", "callable"),
-                            "epsilon": self.epsilon, "n_rows": n}) as charge:
+                            "epsilon": self.epsilon, "delta": getattr(self, "delta", 0.0),
+                            "n_rows": n}) as charge:
             # Charged before X or y is read, and kept if scoring fails: whether it fails
             # (a NaN in X, a label the model cannot handle) depends on the data, and
             # scikit-learn releases the failure as a NaN score.
@@ -212,9 +257,10 @@ class PrivateScorer:
         if math.isinf(self.epsilon):
             # Not private: the exact metric of the clipped values (no grid, no noise).
             rng = None
+        z = self.noise_multiplier()
         if self.metric == "r2":
             return _private_r2(_one_per_row(estimator.predict(X), n, "the predictions"),
-                               y_true, self.y_range, self.epsilon, rng)
+                               y_true, self.y_range, self.epsilon, rng, z)
         if self.metric == "neg_log_loss":
             values = _log_losses(estimator, X, y_true)
         else:
@@ -239,7 +285,8 @@ class PrivateScorer:
         # Post-processing: the noisy mean clipped to the values' public range (a released
         # accuracy of 1.03 or a negative squared error carries no information).
         return float(np.clip(private_range_mean(values, low, high, self.epsilon, rng,
-                                                resolution=resolution), low, high))
+                                                resolution=resolution, noise_multiplier=z),
+                             low, high))
 
 
 def _one_per_row(values, n: int, name: str) -> np.ndarray:
@@ -252,6 +299,14 @@ def _one_per_row(values, n: int, name: str) -> np.ndarray:
         raise ValueError(f"a private scorer needs one value of {name} per row (shape "
                          f"({n},)), got shape {v.shape}.")
     return v
+
+
+def _discrete_gaussian_means(z: float, parts: int) -> dpe.DpEvent:
+    """The event of ``parts`` means, each with discrete Gaussian noise of multiplier ``z``
+    (module level: the calibration caches by the factory's identity)."""
+    if parts == 1:
+        return DiscreteGaussianDpEvent(z)
+    return dpe.ComposedDpEvent([DiscreteGaussianDpEvent(z) for _ in range(parts)])
 
 
 def _thirds(epsilon: float) -> tuple[float, float, float]:
@@ -273,8 +328,9 @@ def _log_losses(estimator, X, y_true) -> np.ndarray:
     return -np.log(np.maximum(p, LOG_LOSS_FLOOR))
 
 
-def _private_r2(y_pred, y_true, y_range, epsilon, rng) -> float:
-    """``1 - MSE / Var`` from three private means, ``epsilon / 3`` each.
+def _private_r2(y_pred, y_true, y_range, epsilon, rng, noise_multiplier=None) -> float:
+    """``1 - MSE / Var`` from three private means, ``epsilon / 3`` each (or discrete
+    Gaussian noise of ``noise_multiplier`` each, when given).
 
     With ``m`` the centre of the public ``y_range`` (width ``w``): the mean squared error
     (values in ``[0, w^2]``), the mean of ``(y - m)^2`` (in ``[0, w^2 / 4]``) and the mean
@@ -290,11 +346,12 @@ def _private_r2(y_pred, y_true, y_range, epsilon, rng) -> float:
         # Not private (epsilon = inf): the exact R^2 of the clipped values.
         return 1.0 - float(np.mean((y - pred) ** 2)) / max(float(np.var(y)), 1e-300)
     e1, e2, e3 = _thirds(epsilon)
-    r = SCORE_RESOLUTION
-    mse = private_range_mean((y - pred) ** 2, 0.0, width ** 2, e1, rng, resolution=r)
+    r, z = SCORE_RESOLUTION, noise_multiplier
+    mse = private_range_mean((y - pred) ** 2, 0.0, width ** 2, e1, rng, resolution=r,
+                             noise_multiplier=z)
     second = private_range_mean((y - centre) ** 2, 0.0, width ** 2 / 4.0, e2, rng,
-                                resolution=r)
-    mean = private_range_mean(y, low, high, e3, rng, resolution=r)
+                                resolution=r, noise_multiplier=z)
+    mean = private_range_mean(y, low, high, e3, rng, resolution=r, noise_multiplier=z)
     floor = width ** 2 / (4.0 * r * y.shape[0])
     return 1.0 - max(mse, 0.0) / max(second - (mean - centre) ** 2, floor)
 
@@ -310,10 +367,10 @@ def _check_range(value, name: str) -> tuple[float, float]:
     return low, high
 
 
-def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=None,
-                        response_method="predict", greater_is_better=True,
+def make_private_scorer(metric, *, epsilon, accountant, delta=0.0, bounds=None,
+                        y_range=None, response_method="predict", greater_is_better=True,
                         random_state=None):
-    """A scikit-learn scorer whose every call releases one ``epsilon``-DP score.
+    """A scikit-learn scorer whose every call releases one ``(epsilon, delta)``-DP score.
 
     Pass it as ``scoring=`` to ``GridSearchCV``, ``RandomizedSearchCV``,
     ``cross_val_score`` or ``cross_validate`` with skdp estimators that share the same
@@ -335,10 +392,17 @@ def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=Non
         ``"neg_log_loss"`` floors probabilities at 0.01 (values in ``[0, log 100]``).
         ``"r2"`` is ``1 - MSE / Var`` from three private means (``epsilon / 3`` each).
     epsilon : float
-        Epsilon of each call (pure DP, ``delta = 0``), in ``(0, inf]``; ``inf`` releases
-        exact scores (not private: refused with an accountant of finite ceiling).
+        Epsilon of each call, in ``(0, inf]``; ``inf`` releases exact scores (not
+        private: refused with an accountant of finite ceiling).
     accountant : BudgetAccountant or None
         Charged by every call. ``None`` charges nothing: the caller must count the calls.
+    delta : float, default=0.0
+        Delta of each call, in ``[0, 1)``. ``0``: discrete Laplace noise, pure
+        ``epsilon``-DP. Positive: discrete Gaussian noise whose multiplier the Renyi
+        bound solves for ``(epsilon, delta)``. A search scores candidates x folds times,
+        and Gaussian scores compose better under the Renyi bound, most of all beside
+        Gaussian fits (docs/tuning_and_budgets.md, "Private scores"). Each call adds
+        ``delta`` to the accountant's delta sum.
     bounds : tuple of float, optional
         The public range ``(low, high)`` of one row's value: values are clipped to it.
         Required for a callable; derived for the named metrics.
@@ -379,6 +443,11 @@ def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=Non
         raise BudgetError(f"the scorer's epsilon must be a real number in (0, inf], got "
                           f"{epsilon!r}.")
     epsilon = float(epsilon)
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) \
+            or not 0.0 <= float(delta) < 1.0:
+        raise BudgetError(f"the scorer's delta must be a real number in [0, 1), got "
+                          f"{delta!r}.")
+    delta = float(delta)
     if accountant is not None and not hasattr(accountant, "charge"):
         raise TypeError(f"accountant must be a BudgetAccountant or None, got {accountant!r}.")
     if y_range is not None:
@@ -424,4 +493,4 @@ def make_private_scorer(metric, *, epsilon, accountant, bounds=None, y_range=Non
             "the noise of its scores. Use random_state=None for releases.",
             PrivacyLeakWarning, once=True)
     return PrivateScorer(metric, epsilon, accountant, bounds, method, sign, y_range,
-                         random_state)
+                         random_state, delta)

@@ -25,7 +25,7 @@ from scipy.optimize import brentq
 from skdp.exceptions import BudgetError, IncompatibleSolverError
 from skdp.privacy.budget import Budget
 from skdp.privacy.engines import RDP_ORDERS, _precise_delta, make_engine
-from skdp.privacy.events import PureDpEvent, gaussian_event
+from skdp.privacy.events import DiscreteGaussianDpEvent, PureDpEvent, gaussian_event
 
 __all__ = [
     "SingleRelease",
@@ -384,7 +384,8 @@ def _order_separable(event: dpe.DpEvent) -> bool:
         return all(_order_separable(e) for e in event.events)
     if isinstance(event, dpe.SampledWithoutReplacementDpEvent | dpe.PoissonSampledDpEvent):
         return isinstance(event.event, dpe.GaussianDpEvent)
-    return isinstance(event, dpe.GaussianDpEvent | dpe.LaplaceDpEvent | dpe.NoOpDpEvent)
+    return isinstance(event, dpe.GaussianDpEvent | dpe.LaplaceDpEvent | dpe.NoOpDpEvent
+                      | DiscreteGaussianDpEvent)
 
 
 class _SearchFailed(Exception):

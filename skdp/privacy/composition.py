@@ -13,7 +13,8 @@ reported epsilon is the smallest of them at ONE delta, the sum of the ledgers' o
     exactly ``mu``-GDP with ``mu^2 = sum mu_i^2`` (Dong, Roth & Su 2022, Cor. 3.3).
 ``"rdp"``
     When dp_accounting's ``RdpAccountant`` reads every ledger (Gaussian, subsampled Gaussian,
-    Laplace, repeat-and-select, randomized response), Renyi divergences add order by
+    Laplace, repeat-and-select, randomized response; a discrete Gaussian as the Gaussian of
+    its multiplier, :class:`~skdp.privacy.DiscreteGaussianDpEvent`), Renyi divergences add order by
     order; pure ``eps``-DP releases (:class:`~skdp.privacy.PureDpEvent`) are read as binary
     randomized response with the same ``eps``, which dominates every ``eps``-DP pair
     (Kairouz, Oh & Viswanath 2015, Thm. 2.1), so its Renyi divergences bound theirs.
@@ -325,11 +326,12 @@ class Totals:
 # DpEvent <-> JSON (audit trails)
 # ---------------------------------------------------------------------------------------
 def _event_classes() -> dict[str, type]:
-    from skdp.privacy.accounting import ApproxDpEvent
+    from skdp.privacy.accounting import ApproxDpEvent, DiscreteGaussianDpEvent
 
     classes = {name: cls for name, cls in vars(dpe).items()
                if isinstance(cls, type) and issubclass(cls, dpe.DpEvent)}
-    classes.update({"PureDpEvent": PureDpEvent, "ApproxDpEvent": ApproxDpEvent})
+    classes.update({"PureDpEvent": PureDpEvent, "ApproxDpEvent": ApproxDpEvent,
+                    "DiscreteGaussianDpEvent": DiscreteGaussianDpEvent})
     return classes
 
 

@@ -31,6 +31,7 @@ from skdp._docstrings import fill_docstrings
 from skdp.exceptions import PrivacyAccountingError
 from skdp.privacy.events import (
     ApproxDpEvent,
+    DiscreteGaussianDpEvent,
     PureDpEvent,
     _check_names,
     _rr_loss,
@@ -396,6 +397,10 @@ class ClampedRdpEngine(rdp_privacy_accountant.RdpAccountant):
         self._eager = 0
 
     def _maybe_compose(self, event: dpe.DpEvent, count: int, do_compose: bool):
+        if isinstance(event, DiscreteGaussianDpEvent):
+            # Its Renyi divergences are at most the continuous Gaussian's of the same
+            # multiplier at every order (Canonne, Kamath & Steinke 2020; see the class).
+            event = dpe.GaussianDpEvent(event.noise_multiplier)
         found = self._subsampled_gaussian(event) if do_compose else None
         if found is not None and found[0] and not self._eager:
             _, q, z = found

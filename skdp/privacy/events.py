@@ -2,8 +2,9 @@
 noise multiplier.
 
 ``dp_accounting.DpEvent`` objects are the only currency between solvers and accounting.
-This module holds the two event classes of skdp (:class:`PureDpEvent`,
-:class:`ApproxDpEvent`: closed-form guarantees that ``dp_accounting`` has no event for) and
+This module holds the three event classes of skdp (:class:`PureDpEvent`,
+:class:`ApproxDpEvent`: closed-form guarantees that ``dp_accounting`` has no event for;
+:class:`DiscreteGaussianDpEvent`: an integer release read by its Renyi bound only) and
 the builders every solver uses (:func:`gaussian_event`, :func:`subsampled_gaussian_event`,
 :func:`randomized_response_event`). It imports no composition engine, so the engines
 (:mod:`skdp.privacy.engines`), the calibration (:mod:`skdp.privacy.calibration`) and the
@@ -21,6 +22,7 @@ __all__ = [
     "ACCOUNTING_METHODS",
     "RELATIONS",
     "ApproxDpEvent",
+    "DiscreteGaussianDpEvent",
     "PureDpEvent",
     "check_sensitivity",
     "gaussian_event",
@@ -92,6 +94,32 @@ class ApproxDpEvent(dpe.DpEvent):
     epsilon: float
     delta: float
     mechanism: str = ""
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class DiscreteGaussianDpEvent(dpe.DpEvent):
+    """Discrete Gaussian noise added to an integer statistic: ``q(D) + N_Z(0, sigma^2)``.
+
+    ``q`` is integer-valued with replace-one sensitivity ``Delta`` (an integer), and
+    ``noise_multiplier = sigma / Delta``. ``N_Z(0, sigma^2)`` puts mass proportional to
+    ``exp(-k^2 / (2 sigma^2))`` on each integer ``k``. For integer means ``m, m'``, its
+    Renyi divergence of every order ``alpha >= 1`` is at most that of the continuous
+    Gaussians, ``alpha (m - m')^2 / (2 sigma^2)`` (Canonne, Kamath & Steinke 2020,
+    "The Discrete Gaussian for Differential Privacy": the discrete Gaussian is
+    ``(Delta / sigma)^2 / 2``-zCDP). So the RDP engine
+    (:class:`~skdp.privacy.engines.ClampedRdpEngine`) reads it as
+    ``GaussianDpEvent(noise_multiplier)`` (noise ``z * Delta`` on its scale), and no other
+    engine reads it: its privacy loss distribution and trade-off curve are not the
+    continuous Gaussian's, so neither the PLD nor the Gaussian-DP bound applies.
+    docs/privacy.md, "Discrete Gaussian scores".
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``sigma / Delta``, positive.
+    """
+
+    noise_multiplier: float
 
 
 def _rr_loss(noise_parameter: float) -> float:
