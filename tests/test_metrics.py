@@ -516,6 +516,65 @@ def test_gaussian_scorer_noise_is_the_ledgers_discrete_gaussian():
     assert stats.chisquare(observed, expected).pvalue > 1e-4
 
 
+def test_gaussian_noise_scales_with_the_grid_of_a_real_valued_metric():
+    # Squared errors in [0, 1] live on a grid of 2^20 levels: the integer sum's
+    # sensitivity is 2^20 steps, so the noise is z * 2^20 steps. With values 0 or 1 the
+    # exact sum is known and the noise K is read back from each released score; K / (z R)
+    # must be standard normal (the discrete Gaussian at this scale is the normal to
+    # 1e-12). Kolmogorov-Smirnov, false failure 1e-4.
+    n, ones = 50, 20
+    resolution = 2**20
+    y = np.zeros(n)
+    y[:ones] = 1.0  # squared error 1 on 20 rows, 0 on 30: the mean 0.4
+    scorer = make_private_scorer("neg_mean_squared_error", epsilon=2.0, delta=1e-5,
+                                 accountant=None, y_range=(0.0, 1.0),
+                                 random_state=np.random.default_rng(19))
+    z = scorer.noise_multiplier()
+    h = 1.0 / resolution
+    draws = []
+    for _ in range(3000):
+        mean = -scorer(_ConstantRegressor(np.zeros(n)), np.zeros((n, 1)), y)
+        draws.append(round(mean * n / h) - ones * resolution)
+    draws = np.array(draws, dtype=float) / (z * resolution)
+    assert stats.kstest(draws, "norm").pvalue > 1e-4
+
+
+def test_the_renyi_engine_reads_a_discrete_gaussian_as_its_divergence():
+    # An independent check of the engine's reading: the Renyi divergence of two discrete
+    # Gaussians one step apart, summed directly, against the curve the engine composes for
+    # DiscreteGaussianDpEvent(z) (R = 1, sigma = z). The curve must bound it (privacy)
+    # and be tight (the mapping is not looser than the Gaussian's).
+    from scipy.special import logsumexp
+
+    from skdp.privacy import make_engine
+    from skdp.privacy.accounting import RDP_ORDERS
+
+    for z in (0.7, 2.0, 8.7):
+        engine = make_engine("rdp").compose(DiscreteGaussianDpEvent(z))
+        curve = np.asarray(engine.rdp, dtype=float)
+        np.testing.assert_allclose(curve, np.asarray(RDP_ORDERS) / (2 * z * z), rtol=1e-12)
+        ks = np.arange(-int(60 * z) - 60, int(60 * z) + 61, dtype=float)
+        log_p = -ks**2 / (2 * z * z)
+        log_p -= logsumexp(log_p)
+        log_q = -(ks - 1.0) ** 2 / (2 * z * z)
+        log_q -= logsumexp(log_q)
+        for i, alpha in enumerate(RDP_ORDERS):
+            if alpha > 64:
+                break
+            divergence = logsumexp(alpha * log_p + (1 - alpha) * log_q) / (alpha - 1)
+            assert divergence <= curve[i] * (1 + 1e-9) + 1e-15
+            assert divergence >= 0.98 * curve[i]
+
+
+def test_a_gaussian_score_the_renyi_bound_cannot_reach_is_refused():
+    with pytest.raises(BudgetError, match="delta=0"):
+        make_private_scorer("accuracy", epsilon=0.01, delta=1e-6, accountant=None)
+    with pytest.raises(BudgetError, match="no noise level"):
+        make_private_scorer("accuracy", epsilon=0.01, delta=1e-9, accountant=None)
+    # Usual settings pass, "r2" included (three means share the budget).
+    make_private_scorer("r2", epsilon=0.5, delta=1e-6, accountant=None, y_range=(0, 1))
+
+
 def test_gaussian_scores_compose_better_than_pure_ones_at_the_same_noise():
     # Fifteen scores (a 3 x 5 grid search): discrete Gaussian scores with less noise than
     # discrete Laplace scores at 0.15 cost less in total, read at the same delta (1.87
@@ -576,7 +635,7 @@ def test_audit_of_one_gaussian_score_stays_within_its_claim():
     y_prime[0] = 1 - y_prime[0]
     model, X = _Constant(y), np.zeros((n, 1))
     rng = np.random.default_rng(17)
-    # epsilon 4: noise of about 1.3 counts, so that the shift of one count is visible.
+    # epsilon 4: noise of about 1.2 counts, so that the shift of one count is visible.
     scorer = make_private_scorer("accuracy", epsilon=4.0, delta=1e-5, accountant=None,
                                  random_state=rng)
     with warnings.catch_warnings():

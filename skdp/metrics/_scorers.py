@@ -28,7 +28,7 @@ from skdp.exceptions import BudgetError, PrivacyLeakWarning
 from skdp.mechanisms import private_range_mean
 from skdp.privacy.accounting import DiscreteGaussianDpEvent, PureDpEvent
 from skdp.privacy.budget import Budget
-from skdp.privacy.calibration import calibrate_noise_multiplier
+from skdp.privacy.calibration import analytic_gaussian_multiplier, calibrate_noise_multiplier
 from skdp.privacy.charging import Charge
 from skdp.privacy.ledger import PrivacyLedger
 from skdp.privacy.noise import as_generator
@@ -38,6 +38,11 @@ __all__ = ["PrivateScorer", "make_private_scorer", "PRIVATE_METRICS"]
 #: Probabilities below this floor are raised to it by ``"neg_log_loss"``, so that one
 #: example's loss lies in ``[0, log(1 / LOG_LOSS_FLOOR)]`` (about 4.6).
 LOG_LOSS_FLOOR = 1e-2
+#: A Gaussian score whose Renyi-calibrated multiplier exceeds the exact (analytic)
+#: Gaussian's by more than this factor is refused: the Renyi bound (orders up to 512)
+#: cannot reach that ``(epsilon, delta)`` (usual settings read 1.04-1.19, small epsilons
+#: at tiny deltas blow up to thousands).
+MAX_RDP_OVERHEAD = 2.0
 #: Grid levels of one example's value: the released mean's noise, ``(high - low) /
 #: (epsilon n)`` in scale, does not depend on it, so a fine grid costs nothing and leaves a
 #: rounding bias of at most ``(high - low) / 2^21`` (64 levels biased small squared errors
@@ -492,5 +497,28 @@ def make_private_scorer(metric, *, epsilon, accountant, delta=0.0, bounds=None,
             "random_state is set on a private scorer: anyone who knows it can regenerate "
             "the noise of its scores. Use random_state=None for releases.",
             PrivacyLeakWarning, once=True)
-    return PrivateScorer(metric, epsilon, accountant, bounds, method, sign, y_range,
-                         random_state, delta)
+    scorer = PrivateScorer(metric, epsilon, accountant, bounds, method, sign, y_range,
+                           random_state, delta)
+    _check_gaussian_noise(scorer)
+    return scorer
+
+
+def _check_gaussian_noise(scorer: PrivateScorer) -> None:
+    """Refuse a Gaussian score whose noise the Renyi bound inflates far beyond the exact
+    Gaussian's (public settings only): such a score is useless, and pure DP is cheaper."""
+    if not scorer._gaussian:
+        return
+    exact = analytic_gaussian_multiplier(Budget(scorer.epsilon, scorer.delta), 1)
+    exact *= math.sqrt(scorer._parts())  # "r2": three means share the budget
+    try:
+        z = scorer.noise_multiplier()
+    except BudgetError:
+        z = math.inf
+    if z > MAX_RDP_OVERHEAD * exact:
+        need = ("no noise level meets it" if math.isinf(z) else
+                f"it needs noise {z:.3g} times the sensitivity")
+        raise BudgetError(
+            f"a Gaussian score at epsilon={scorer.epsilon:g}, delta={scorer.delta:g} is out "
+            f"of the Renyi bound's reach: {need}, where the exact Gaussian would need "
+            f"{exact:.3g}. Use delta=0 (discrete Laplace noise, pure DP), or a larger "
+            "epsilon or delta.")
