@@ -176,7 +176,7 @@ def _workflow_steps(accountant, classes):
         ("DPStandardScaler(0.3) + DPLogisticRegression(0.7), every default",
          make_pipeline(DPStandardScaler(0.3, accountant=accountant),
                        DPLogisticRegression(0.7, classes=classes, accountant=accountant))),
-        (f"GridSearchCV(epsilon {grid} x 5 folds, scores at ({SCORE_EPSILON:g}, "
+        (f"GridSearchCV(epsilon {grid} x 5 folds, scores ({SCORE_EPSILON:g}, "
          f"{SCORE_DELTA:g}))",
          grid_search(accountant, 0, classes)),
         ("PrivateRandomizedSearch(alpha, data_norm; total epsilon=1)",
