@@ -5,11 +5,12 @@ The embeddings are generated from a fixed seed, on the backend that fits them: `
 class centres ``c_k ~ N(0, I / d)``, a label uniform over the classes, a row ``x = c_y *
 SIGNAL / sqrt(d) + N(0, I / d)`` scaled to norm 1 (the non-private probe's accuracy
 stays near 0.9 whatever ``d``) (so ``data_norm = 1`` is public), ``TEST_ROWS``
-held-out rows. Each backend fits scikit-learn's ``LogisticRegression()`` with its defaults
-(lbfgs, ``C=1``; through the array API on PyTorch) as the non-private probe and ``DPLogisticRegression(epsilon,
-data_norm=1, classes=range(K))`` with its defaults (DP-GD) at each epsilon, with fresh
-noise (OS entropy) every run: test accuracy (median, p5, min), fit time and its ratio to
-scikit-learn's on the same backend, and, on NumPy, the peak of traced allocations over
+held-out rows. Each backend fits scikit-learn's ``LogisticRegression()`` with its
+defaults (lbfgs, ``C=1``; through the array API on PyTorch) as the non-private probe
+and ``DPLogisticRegression(epsilon, data_norm=1, classes=range(K))`` with its defaults
+(DP-GD, ``alpha="auto"``) at each epsilon, with fresh noise (OS entropy) every run:
+test accuracy (median, p5, min), fit time and its ratio to scikit-learn's on the same
+backend, and, on NumPy, the peak of traced allocations over
 the size of ``X``.
 
 In the suite (``python -m benchmarks run --part probe``) the sizes fit the 2-core machine;

@@ -755,6 +755,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         self.data_norm_ = bounds.data_norm
         self.data_norm_ord_ = spec.row_norm_ord
         self.n_iter_ = result.n_iter
+        # The L2 strength the fit used, in the parameter's units (``"auto"``: in units of
+        # the bounds, PrivacyPlanning._raw_alpha): public, from the shape and the budget.
+        self.alpha_ = float(spec.alpha) / (
+            float(bounds.data_norm) ** 2 if isinstance(self.alpha, str)
+            else bounds.alpha_scale)
         self.solver_ = solver
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = spent

@@ -231,6 +231,42 @@ class FitBounds:
 
 
 
+@dataclass(frozen=True)
+class NoiseScaledAlpha:
+    """``alpha="auto"`` of a solver whose error grows like ``1 / alpha`` (DP-GD): the L2
+    strength, in units of the bounds, that follows the noise of one private release,
+
+    ``alpha = clip(scale * sqrt(D ln(1 / delta)) / (n epsilon), low, high)``,
+
+    with ``D`` the number of coefficients (``(d + 1) K``), ``n`` the number of rows and
+    ``(epsilon, delta)`` the estimator's budget: public quantities only (``n`` is public
+    under replace-one neighbours). Derivation (docs/algorithms/gd.md, "alpha='auto'"):
+    DP-GD's stationary noise costs about ``D sigma^2 / alpha`` in the objective and the
+    penalty's bias about ``alpha ||w*||^2``, with ``sigma`` of order ``sqrt(ln(1 / delta))
+    / (n epsilon)`` per coordinate, so the best ``alpha`` falls like ``sqrt(D ln(1 /
+    delta)) / (n epsilon)``; ``scale`` absorbs the unknown ``||w*||`` and was measured.
+    Below ``low`` accuracy had stopped improving in every measurement while the passes
+    kept growing like ``sqrt(1 / alpha)``; ``high`` is the former fixed default, kept for
+    small ``n epsilon``. ``epsilon = inf`` gives ``low``, the limit of the rule (so a
+    grid over ``epsilon`` that ends at ``inf`` stays continuous); a pure-DP budget
+    (``delta = 0``) gives ``high``.
+    """
+
+    scale: float = 0.25
+    low: float = 1e-3
+    high: float = 1e-2
+
+    def __call__(self, n_samples: int, n_coefs: int, epsilon: float, delta: float
+                 ) -> float:
+        if not 0.0 < delta < 1.0:
+            return self.high
+        if math.isinf(epsilon):
+            return self.low
+        value = self.scale * math.sqrt(n_coefs * math.log(1.0 / delta)) / (
+            n_samples * epsilon)
+        return min(self.high, max(self.low, value))
+
+
 class PrivacyPlanning:
     """The planning half of an skdp estimator: public facts in, solver, budget, spec and
     plan (or the bounds' budget split and reservation) out.
@@ -249,17 +285,23 @@ class PrivacyPlanning:
         return self._bound_rules
 
     #: ``alpha="auto"`` by solver name (``"default"`` for the others), in units of the
-    #: bounds; ``None`` where the estimator offers no ``"auto"``.
-    _auto_alpha: Mapping[str, float] | None = None
+    #: bounds: a number, or a rule of the public shape and budget
+    #: (:class:`NoiseScaledAlpha`); ``None`` where the estimator offers no ``"auto"``.
+    _auto_alpha: Mapping[str, float | NoiseScaledAlpha] | None = None
 
-    def _alpha(self, solver) -> float:
-        """The ``alpha`` of a fit that runs ``solver`` (public): the parameter, or
-        ``"auto"``'s value for that solver (:attr:`_auto_alpha`)."""
+    def _alpha(self, solver, n_samples: int, n_coefs: int) -> float:
+        """The ``alpha`` of a fit that runs ``solver`` on ``n_samples`` rows with
+        ``n_coefs`` coefficients (public): the parameter, or ``"auto"``'s value for that
+        solver (:attr:`_auto_alpha`)."""
         if isinstance(self.alpha, str):
-            return self._auto_alpha.get(solver.name, self._auto_alpha["default"])
+            rule = self._auto_alpha.get(solver.name, self._auto_alpha["default"])
+            if callable(rule):
+                return rule(n_samples, n_coefs, float(self.epsilon), float(self.delta))
+            return rule
         return float(self.alpha)
 
-    def _raw_alpha(self, solver, bounds: FitBounds) -> float:
+    def _raw_alpha(self, solver, bounds: FitBounds, n_samples: int, n_coefs: int
+                   ) -> float:
         """:meth:`_alpha` in the raw units the solver runs in. A number: times
         ``data_norm^2`` with private bounds (:attr:`FitBounds.alpha_scale`), as given with
         declared ones. ``"auto"``: in units of the bounds in both modes (rows divided by
@@ -271,7 +313,7 @@ class PrivacyPlanning:
         (0.217 / 0.076 against 0.218 / 0.103 at epsilon 1), DPHuberRegressor at epsilon 1
         0.372 / 0.264 against 0.061 / 0.033 with 5e-2 raw (200 fits)."""
         if isinstance(self.alpha, str):
-            return self._alpha(solver) * float(bounds.data_norm) ** 2
+            return self._alpha(solver, n_samples, n_coefs) * float(bounds.data_norm) ** 2
         return float(self.alpha) * bounds.alpha_scale
 
     def _solver_name(self, shape: tuple[int, ...] | None):
@@ -491,7 +533,7 @@ class PrivacyPlanning:
             row_norm_bound=self._row_norm_bound(bounds.data_norm, row_norm_ord),
             loss=loss,
             constraint=constraint,
-            alpha=self._raw_alpha(solver, bounds),
+            alpha=self._raw_alpha(solver, bounds, n_samples, n_params * n_outputs),
             tilt=tilt,
             adversarial_radius=float(self.adversarial_radius or 0.0),
             adversarial_norm=float(self.adversarial_norm),

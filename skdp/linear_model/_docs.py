@@ -224,6 +224,9 @@ penalty_shift_ : ndarray of shape (n_features + 1,) or None
     warns when it exceeds a quarter of a standard error.
 """,
     'solver_': """\
+alpha_ : float
+    The L2 strength the fit used, in the units of ``alpha`` (``"auto"``: in units of
+    the bounds): a public function of the shape and the budget.
 solver_ : BaseDPSolver
     The solver object used.
 """,

@@ -200,7 +200,7 @@ class IntervalsMixin:
         if np.max(np.abs(shift)) > PENALTY_SHIFT_WARNING:
             # Released quantities only (the coefficients and their Hessian): no data.
             warn_user(
-                f"the L2 terms (alpha={self._alpha(self.solver_):g}, or the solver's "
+                f"the L2 terms (alpha={self.alpha_:g}, or the solver's "
                 f"ridge) move the coefficients by up to {np.max(np.abs(shift)):.2g} "
                 "standard errors (estimated from the released Hessian): the intervals are "
                 "centred on the penalised minimiser, not on the model's parameter. Refit "

@@ -50,7 +50,7 @@ def _unconstrained(name):
 
     def objective(p):
         return (np.mean(np.logaddexp(0.0, -s * (Xs @ p[:-1] + p[-1])))
-                + est.alpha / 2 * p[:-1] @ p[:-1])
+                + est.alpha_ / 2 * p[:-1] @ p[:-1])
 
     optimum = minimize(objective, np.zeros(6), method="L-BFGS-B",
                        options=dict(gtol=1e-12, ftol=1e-15, maxiter=10000)).fun
@@ -108,7 +108,7 @@ def _l1(name):
 
     def objective(p):
         v, b = p[:d], (p[d] if intercept else 0.0)
-        return np.mean(np.logaddexp(0.0, -s * (Xs @ v + b))) + est.alpha / 2 * v @ v
+        return np.mean(np.logaddexp(0.0, -s * (Xs @ v + b))) + est.alpha_ / 2 * v @ v
 
     ball = {"type": "ineq", "fun": lambda p: 1.0 - np.sum(np.abs(p[:d]))}
     optimum = min(minimize(objective, x0, method="SLSQP", constraints=[ball],
