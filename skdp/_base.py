@@ -756,10 +756,11 @@ class BaseDPLinearModel(PrivacyPlanning, PrivacyReprMixin, BaseEstimator):
         self.data_norm_ord_ = spec.row_norm_ord
         self.n_iter_ = result.n_iter
         # The L2 strength the fit used, in the parameter's units (``"auto"``: in units of
-        # the bounds, PrivacyPlanning._raw_alpha): public, from the shape and the budget.
-        self.alpha_ = float(spec.alpha) / (
-            float(bounds.data_norm) ** 2 if isinstance(self.alpha, str)
-            else bounds.alpha_scale)
+        # the bounds, PrivacyPlanning._raw_alpha): public, from the shape and the budget,
+        # computed as the plan did (not divided back out of spec.alpha, which rounds);
+        # 0 for the intercept-only model, which has no coefficient to penalise.
+        self.alpha_ = (0.0 if solver.name == "intercept_only" else self._alpha(
+            solver, spec.n_samples, spec.n_params * spec.n_outputs))
         self.solver_ = solver
         self.privacy_ledger_ = ledger
         self.privacy_spent_ = spent

@@ -226,7 +226,8 @@ penalty_shift_ : ndarray of shape (n_features + 1,) or None
     'solver_': """\
 alpha_ : float
     The L2 strength the fit used, in the units of ``alpha`` (``"auto"``: in units of
-    the bounds): a public function of the shape and the budget.
+    the bounds): a public function of the shape and the budget; 0 for the
+    intercept-only model.
 solver_ : BaseDPSolver
     The solver object used.
 """,

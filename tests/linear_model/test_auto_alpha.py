@@ -130,3 +130,50 @@ def test_auto_beats_the_former_default_where_n_epsilon_is_large():
                  X[train], y[train])
     assert auto.alpha_ == 1e-3
     assert auto.score(X[test], y[test]) > fixed.score(X[test], y[test]) + 0.01
+
+
+def test_units_of_the_bound_inside_the_clip_range():
+    """A fit strictly inside ``[1e-3, 1e-2]``, with classes (``D = 5 * 3``) and a declared
+    ``data_norm = 10``: ``alpha_`` is the rule's value for that ``D`` and ``epsilon``, and
+    the solver ran ``alpha_ * 10^2`` in raw units (the same fit, seed and noise as the raw
+    number). Rows of norm about 10 with private bounds give the rule too, and a number
+    is reported as given."""
+    X, y = _data(500, seed=4)
+    X = X * 10.0
+    rule = AUTO_ALPHA["gd"]
+    expected = rule(500, 15, 1.0, 1e-5)
+    assert 1e-3 < expected < 1e-2
+    kw = dict(classes=[0, 1, 2], random_state=3)
+    auto = _fit(DPLogisticRegression(1.0, 1e-5, data_norm=10.0, **kw), X, y)
+    assert auto.solver_.name == "gd" and auto.alpha_ == expected
+    raw = _fit(DPLogisticRegression(1.0, 1e-5, data_norm=10.0, alpha=expected * 100.0,
+                                    **kw), X, y)
+    np.testing.assert_array_equal(auto.coef_, raw.coef_)
+    private = _fit(DPLogisticRegression(1.0, 1e-5, **kw), X, y)
+    assert private.data_norm_ != 1.0 and private.alpha_ == expected
+    number = _fit(DPLogisticRegression(1.0, 1e-5, alpha=0.05, **kw), X, y)
+    assert number.alpha_ == 0.05
+
+
+def test_epsilon_inf_gives_the_floor_whatever_delta():
+    assert NoiseScaledAlpha()(1000, 10, math.inf, 0.0) == 1e-3
+    X, y = _data(300, seed=5)
+    est = _fit(DPLogisticRegression(np.inf, 0.0, data_norm=1.0, classes=[0, 1, 2]), X, y)
+    assert est.alpha_ == 1e-3
+
+
+def test_the_intercept_only_model_reports_no_penalty():
+    X, y = _data(300, seed=6)
+    est = _fit(DPLogisticRegression(1.0, classes=[0, 1, 2], data_norm=1.0,
+                                    solver="intercept_only"), X, y)
+    assert est.alpha_ == 0.0
+
+
+@pytest.mark.parametrize("n", [100_000, 300_000])
+def test_the_newton_choice_does_not_depend_on_the_units(n):
+    """``solver="auto"`` compares DP Newton's penalty with its noise edge in the same
+    units: a declared ``data_norm`` of 0.1, 1 or 10 (the same data in other units) picks
+    the same solver (with 10 it picked DP-GD before the review's fix)."""
+    chosen = {DPLogisticRegression(1.0, data_norm=dn)._solver_name((n, 20, 1))
+              for dn in (0.1, 1.0, 10.0)}
+    assert chosen == {"newton"}
