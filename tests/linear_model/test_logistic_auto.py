@@ -68,8 +68,10 @@ def test_the_rule_reads_the_plan_s_own_hessian_noise(n, dim, epsilon):
     # floor, not the penalty, would condition the step.
     ((200_000, 54), {"alpha": 3e-4}, "gd"),
     ((200_000, 54), {"alpha": 1e-3}, "newton"),
-    # A declared bound of 10 (raw units): the edge is 100 times the unit bound's.
-    ((200_000, 54), {"data_norm": 10.0}, "gd"),
+    # A declared bound of 10: the edge is 100 times the unit bound's; a raw number 1e-2
+    # is below it, alpha="auto"'s 1e-2 in units of the bound (1.0 raw) is not.
+    ((200_000, 54), {"data_norm": 10.0, "alpha": 1e-2}, "gd"),
+    ((200_000, 54), {"data_norm": 10.0}, "newton"),
     ((200_000, 54), {"data_norm": 10.0, "alpha": 1.0}, "newton"),
     (None, {}, "gd"),
 ])
