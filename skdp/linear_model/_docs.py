@@ -223,11 +223,13 @@ penalty_shift_ : ndarray of shape (n_features + 1,) or None
     First-order estimate of how far the penalty moved each coefficient; :meth:`conf_int`
     warns when it exceeds a quarter of a standard error.
 """,
-    'solver_': """\
+    'alpha_': """\
 alpha_ : float
     The L2 strength the fit used, in the units of ``alpha`` (``"auto"``: in units of
     the bounds): a public function of the shape and the budget; 0 for the
     intercept-only model.
+""",
+    'solver_': """\
 solver_ : BaseDPSolver
     The solver object used.
 """,
@@ -276,7 +278,7 @@ def _attributes(kind: str) -> str:
         middle = [_PARAMS["y_bound_"]]
     return "Attributes\n----------\n" + "".join(
         head + [_PARAMS["n_iter_"], _PARAMS["privacy"]] + middle
-        + [_PARAMS["solver_"], _PARAMS["n_features_in_"]])
+        + [_PARAMS["alpha_"], _PARAMS["solver_"], _PARAMS["n_features_in_"]])
 
 
 _PARAMS["attributes"] = _attributes

@@ -182,16 +182,14 @@ class DPLogisticRegression(IntervalsMixin, BaseDPClassifier):
         # row bound of data_norm (1 in units of a private bound), c_F the loss's
         # curvature bound. Below alpha = nu the eigenvalue floor, not the penalty, sets
         # how much the step amplifies the gradient noise in the flat directions.
-        data_norm = 1.0 if isinstance(self.data_norm, str) else float(self.data_norm)
+        bounds = self._placeholder_bounds()
         loss = LogisticLoss() if outputs == 1 else MultinomialLogisticLoss(outputs)
         edge = (noise * hessian_frobenius_bound(loss, outputs)
-                * self._row_norm_bound(data_norm, 2.0) ** 2)
-        # alpha="auto" gives DP Newton the fixed default (AUTO_ALPHA["default"]) in units
-        # of the bound, which a declared data_norm turns into alpha * data_norm^2 raw
-        # (PrivacyPlanning._raw_alpha): compared in the edge's units, the choice does
-        # not depend on the units of the data (found by an independent review).
-        alpha = self._alpha(DPNewton, n, dim) * (
-            data_norm ** 2 if isinstance(self.alpha, str) else 1.0)
+                * self._row_norm_bound(bounds.data_norm, 2.0) ** 2)
+        # The penalty DP Newton would run, in the same units as the edge (the planner's
+        # own conversion: alpha="auto" is 1e-2 in units of the bound, alpha_ D^2 raw with
+        # a declared data_norm=D), so the choice does not depend on the units of the data.
+        alpha = self._raw_alpha(DPNewton, bounds, n, dim)
         return "newton" if noise <= AUTO_NEWTON_NOISE and alpha >= edge else "gd"
 
     def _encode_targets(self, y, bounds):
